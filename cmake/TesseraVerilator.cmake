@@ -1,0 +1,30 @@
+# tessera_verilate(TARGET PREFIX TOP SOURCES... [SYSTEMC] [ARGS ...])
+#
+# Verilates one RTL top into TARGET with the project's flags, so every model is
+# built the same way. One PREFIX per Verilated model (a tensor-engine size is its
+# own model, since Verilator fixes parameters at build time).
+set(TESSERA_RTL_DIR "${CMAKE_SOURCE_DIR}/rtl")
+
+function(tessera_verilate target)
+  cmake_parse_arguments(ARG "SYSTEMC" "PREFIX;TOP" "SOURCES;ARGS;INCLUDE_DIRS" ${ARGN})
+  set(mode)
+  if(ARG_SYSTEMC)
+    set(mode SYSTEMC)
+  endif()
+  verilate(${target} ${mode} TRACE_FST
+    PREFIX ${ARG_PREFIX}
+    TOP_MODULE ${ARG_TOP}
+    SOURCES ${ARG_SOURCES}
+    INCLUDE_DIRS "${TESSERA_RTL_DIR}/common" ${ARG_INCLUDE_DIRS}
+    # verilated.mk's -Os defaults would otherwise win over CMAKE_CXX_FLAGS.
+    OPT_FAST -O3 OPT_SLOW -O1 OPT_GLOBAL -O2
+    VERILATOR_ARGS --assert --x-assign fast --x-initial fast
+                   "${TESSERA_RTL_DIR}/lint/verilator_waiver.vlt"
+                   ${ARG_ARGS})
+  if(ARG_SYSTEMC)
+    verilator_link_systemc(${target})
+  endif()
+  # Verilator's runtime headers are not ours to keep warning-free.
+  target_include_directories(${target} SYSTEM PRIVATE
+    "${VERILATOR_ROOT}/include" "${VERILATOR_ROOT}/include/vltstd")
+endfunction()

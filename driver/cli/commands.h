@@ -1,0 +1,16 @@
+// Subcommands of the `tessera` command line. Each registers itself on the
+// app and sets `*exit_code` when it runs.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace tessera::cli {
+
+// Exit status for invalid input (a bad config, an unknown name): distinct from
+// 1 (a run that failed) so scripts can tell them apart.
+inline constexpr int kExitBadInput = 2;
+
+void add_config_command(CLI::App& app, int* exit_code);
+void add_list_command(CLI::App& app, int* exit_code);
+
+}  // namespace tessera::cli

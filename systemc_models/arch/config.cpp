@@ -1,0 +1,463 @@
+#include "arch/config.h"
+
+#include "arch/config_schema.h"
+#include "arch/rtl_builds.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+namespace fs = std::filesystem;
+
+namespace tessera::arch {
+
+const char* to_string(Fidelity f) {
+  switch (f) {
+    case Fidelity::Rtl: return "rtl";
+    case Fidelity::Sampled: return "sampled";
+    case Fidelity::Tlm: return "tlm";
+  }
+  return "?";
+}
+
+std::optional<Fidelity> parse_fidelity(const std::string& text) {
+  if (text == "rtl") return Fidelity::Rtl;
+  if (text == "sampled") return Fidelity::Sampled;
+  if (text == "tlm") return Fidelity::Tlm;
+  return std::nullopt;
+}
+
+const char* to_string(TensorDType t) {
+  switch (t) {
+    case TensorDType::Bf16: return "bf16";
+    case TensorDType::Fp8E4m3: return "fp8_e4m3";
+    case TensorDType::Fp8E5m2: return "fp8_e5m2";
+    case TensorDType::Fp32: return "fp32";
+  }
+  return "?";
+}
+
+Fidelity HwConfig::default_fidelity() const {
+  // The schema admits only valid names, so a loaded config always parses.
+  return parse_fidelity(simulation.default_fidelity).value_or(Fidelity::Sampled);
+}
+
+const std::vector<std::string>& rtl_array_sizes() {
+  static const std::vector<std::string> sizes = [] {
+    std::vector<std::string> out;
+    std::string all = kRtlArraySizes;
+    for (std::size_t start = 0; start < all.size();) {
+      std::size_t end = all.find(';', start);
+      if (end == std::string::npos) end = all.size();
+      if (end > start) out.push_back(all.substr(start, end - start));
+      start = end + 1;
+    }
+    return out;
+  }();
+  return sizes;
+}
+
+DerivedFigures derive(const HwConfig& cfg) {
+  DerivedFigures d;
+  const double pes = static_cast<double>(cfg.tensor.rows * cfg.tensor.cols);
+  for (const auto& [dtype, rate] : cfg.tensor.rate) {
+    // Two FLOPs (multiply, add) per MAC; GHz * 1e9 / 1e12 gives TFLOPS.
+    if (rate > 0) d.peak_tflops[dtype] = pes * 2.0 * rate * cfg.tensor.clock_ghz / 1000.0;
+  }
+  d.sbuf_total_mib = static_cast<double>(cfg.sbuf.partitions * cfg.sbuf.partition_kib) / 1024.0;
+  d.psum_total_kib = static_cast<double>(cfg.psum.partitions * cfg.psum.banks * cfg.psum.bank_kib);
+  d.psum_bank_fp32_per_partition = cfg.psum.bank_kib * 1024 / 4;
+  // GB/s divided by Gcycles/s is bytes per cycle.
+  d.hbm_bytes_per_tensor_cycle = cfg.tensor.clock_ghz > 0 ? cfg.hbm.bandwidth_gbps / cfg.tensor.clock_ghz : 0;
+  d.dma_total_gbps = static_cast<double>(cfg.dma.engines) * cfg.dma.bytes_per_ns;
+  const std::string size = fmt::format("{}x{}", cfg.tensor.rows, cfg.tensor.cols);
+  const auto& built = rtl_array_sizes();
+  d.rtl_build_available = std::find(built.begin(), built.end(), size) != built.end();
+  return d;
+}
+
+std::string Source::str() const {
+  if (line > 0) return fmt::format("{}:{}", file, line);
+  return file;
+}
+
+std::string Diagnostic::str() const { return fmt::format("{}: {}", where.str(), message); }
+
+static std::string join_diagnostics(const std::vector<Diagnostic>& diags) {
+  std::string out;
+  for (const auto& d : diags) {
+    if (!out.empty()) out += '\n';
+    out += d.str();
+  }
+  return out;
+}
+
+ConfigError::ConfigError(std::vector<Diagnostic> diagnostics)
+    : std::runtime_error(join_diagnostics(diagnostics)), diagnostics_(std::move(diagnostics)) {}
+
+std::string config_dir() {
+  if (const char* env = std::getenv("TESSERA_CONFIG_DIR"); env && *env) return env;
+  return kDefaultConfigDir;
+}
+
+std::vector<std::string> list_config_names() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(config_dir(), ec)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+namespace {
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+// " (did you mean 'x'?)" for the closest candidate, when one is close enough.
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  std::size_t best_d = std::string::npos;
+  for (const auto& c : candidates) {
+    const std::size_t d = edit_distance(word, c);
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  if (best.empty() || best_d > std::max<std::size_t>(2, word.size() / 3)) return {};
+  return fmt::format(" (did you mean '{}'?)", best);
+}
+
+std::vector<std::string> all_key_paths() {
+  std::vector<std::string> keys = schema_sections();
+  for (const auto& f : schema()) keys.push_back(f.path);
+  keys.push_back("base");
+  return keys;
+}
+
+int line_of(const YAML::Node& n) {
+  const YAML::Mark m = n.Mark();
+  return m.is_null() ? 0 : m.line + 1;
+}
+
+struct Layer {
+  std::string file;
+  YAML::Node root;
+};
+
+// Loads a config and the chain of bases beneath it. Layers are returned
+// most-derived first.
+class ChainLoader {
+public:
+  std::vector<Layer> layers;
+  std::vector<Diagnostic> diags;
+
+  void load(const std::string& name_or_file) {
+    const std::optional<std::string> path = resolve_top(name_or_file);
+    if (!path) return;
+    load_file(*path, Source{}, {});
+  }
+
+private:
+  std::optional<std::string> resolve_top(const std::string& name_or_file) {
+    const fs::path p(name_or_file);
+    if (p.has_extension() || name_or_file.find('/') != std::string::npos) {
+      if (fs::is_regular_file(p)) return p.string();
+      diags.push_back({{name_or_file, 0}, "", "no such config file"});
+      return std::nullopt;
+    }
+    const fs::path named = fs::path(config_dir()) / (name_or_file + ".yaml");
+    if (fs::is_regular_file(named)) return named.string();
+    diags.push_back({{name_or_file, 0},
+                     "",
+                     fmt::format("unknown config '{}' (not in {}){}", name_or_file, config_dir(),
+                                 did_you_mean(name_or_file, list_config_names()))});
+    return std::nullopt;
+  }
+
+  // A base is a path when it looks like one (relative to the file naming it),
+  // else a config name: first beside that file, then in the config directory.
+  std::optional<std::string> resolve_base(const std::string& base, const std::string& from_file,
+                                          const Source& where) {
+    const fs::path dir = fs::path(from_file).parent_path();
+    std::vector<fs::path> candidates;
+    if (fs::path(base).has_extension() || base.find('/') != std::string::npos) {
+      candidates.push_back(fs::path(base).is_absolute() ? fs::path(base) : dir / base);
+    } else {
+      candidates.push_back(dir / (base + ".yaml"));
+      candidates.push_back(fs::path(config_dir()) / (base + ".yaml"));
+    }
+    for (const auto& c : candidates) {
+      if (fs::is_regular_file(c)) return c.lexically_normal().string();
+    }
+    diags.push_back({where, "base",
+                     fmt::format("base config '{}' not found (looked beside the file and in {}){}", base,
+                                 config_dir(), did_you_mean(base, list_config_names()))});
+    return std::nullopt;
+  }
+
+  void load_file(const std::string& path, const Source& named_at, std::vector<std::string> seen) {
+    const std::string canonical = fs::weakly_canonical(path).string();
+    if (std::find(seen.begin(), seen.end(), canonical) != seen.end()) {
+      std::string cycle;
+      for (const auto& s : seen) cycle += fs::path(s).filename().string() + " -> ";
+      cycle += fs::path(canonical).filename().string();
+      diags.push_back({named_at, "base", fmt::format("base cycle: {}", cycle)});
+      return;
+    }
+    seen.push_back(canonical);
+
+    YAML::Node root;
+    try {
+      root = YAML::LoadFile(path);
+    } catch (const YAML::ParserException& e) {
+      diags.push_back({{path, e.mark.line + 1}, "", fmt::format("YAML syntax error: {}", e.msg)});
+      return;
+    } catch (const YAML::Exception& e) {
+      diags.push_back({{path, 0}, "", fmt::format("cannot read: {}", e.msg)});
+      return;
+    }
+    if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+    if (!root.IsMap()) {
+      diags.push_back({{path, line_of(root)}, "", "a config must be a mapping of keys to values"});
+      return;
+    }
+    layers.push_back({path, root});
+
+    const YAML::Node base = root["base"];
+    if (!base) return;
+    const Source base_at{path, line_of(base)};
+    if (!base.IsScalar() || base.Scalar().empty()) {
+      diags.push_back({base_at, "base", "base must name a config or a file"});
+      return;
+    }
+    if (const auto base_path = resolve_base(base.Scalar(), path, base_at)) load_file(*base_path, base_at, seen);
+  }
+};
+
+// Parses one scalar into a field, or explains why it cannot.
+std::optional<std::string> assign(const FieldSpec& f, const std::string& text, HwConfig& cfg) {
+  switch (f.kind()) {
+    case FieldSpec::Kind::Int: {
+      std::int64_t v = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (ec != std::errc() || end != text.data() + text.size())
+        return fmt::format("{}: expected an integer, got '{}'", f.path, text);
+      std::get<FieldSpec::IntRef>(f.ref)(cfg) = v;
+      return std::nullopt;
+    }
+    case FieldSpec::Kind::Float: {
+      char* end = nullptr;
+      const double v = std::strtod(text.c_str(), &end);
+      if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v))
+        return fmt::format("{}: expected a number, got '{}'", f.path, text);
+      std::get<FieldSpec::FloatRef>(f.ref)(cfg) = v;
+      return std::nullopt;
+    }
+    case FieldSpec::Kind::Bool: {
+      if (text != "true" && text != "false") return fmt::format("{}: expected true or false, got '{}'", f.path, text);
+      std::get<FieldSpec::BoolRef>(f.ref)(cfg) = text == "true";
+      return std::nullopt;
+    }
+    case FieldSpec::Kind::String: {
+      if (!f.choices.empty() && std::find(f.choices.begin(), f.choices.end(), text) == f.choices.end()) {
+        return fmt::format("{}: '{}' is not one of {}{}", f.path, text, fmt::join(f.choices, ", "),
+                           did_you_mean(text, f.choices));
+      }
+      std::get<FieldSpec::StringRef>(f.ref)(cfg) = text;
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> check_range(const FieldSpec& f, const HwConfig& cfg) {
+  double v = 0;
+  auto& c = const_cast<HwConfig&>(cfg);  // read only; see field_value_text
+  if (f.kind() == FieldSpec::Kind::Int) v = static_cast<double>(std::get<FieldSpec::IntRef>(f.ref)(c));
+  else if (f.kind() == FieldSpec::Kind::Float) v = std::get<FieldSpec::FloatRef>(f.ref)(c);
+  else return std::nullopt;
+  const std::string shown = field_value_text(f, cfg);
+  if (f.min_exclusive && !(v > f.min)) return fmt::format("{}: must be greater than {}, got {}", f.path, f.min, shown);
+  if (!f.min_exclusive && v < f.min) return fmt::format("{}: must be at least {}, got {}", f.path, f.min, shown);
+  if (v > f.max) return fmt::format("{}: must be at most {}, got {}", f.path, f.max, shown);
+  return std::nullopt;
+}
+
+class Resolver {
+public:
+  ResolvedConfig out;
+  std::vector<Diagnostic> diags;
+
+  void apply_defaults() {
+    for (const auto& f : schema()) {
+      if (f.required()) continue;
+      const std::string text = f.kind() == FieldSpec::Kind::String && f.default_value == "''" ? "" : f.default_value;
+      assign(f, text, out.hw);
+      out.from[f.path] = Source{"default", 0};
+    }
+  }
+
+  // Walks one file's mapping: every key must be known, every leaf a scalar of
+  // the right type. Later layers overwrite earlier ones.
+  void apply_layer(const Layer& layer) {
+    walk(layer, layer.root, "");
+  }
+
+  void apply_override(const Override& o) {
+    const Source where{fmt::format("--set {}={}", o.key, o.value), 0};
+    const FieldSpec* f = find_field(o.key);
+    if (!f) {
+      diags.push_back({where, o.key, fmt::format("unknown key '{}'{}", o.key, did_you_mean(o.key, all_key_paths()))});
+      return;
+    }
+    std::string text = o.value;
+    try {
+      const YAML::Node n = YAML::Load(o.value);
+      if (n.IsScalar()) text = n.Scalar();
+    } catch (const YAML::Exception&) {
+      // Not YAML: take the text as written and let the type check judge it.
+    }
+    if (auto err = assign(*f, text, out.hw)) {
+      diags.push_back({where, o.key, *err});
+      return;
+    }
+    out.from[o.key] = where;
+  }
+
+  void check_required(const std::string& top_file) {
+    for (const auto& f : schema()) {
+      if (f.required() && !out.from.count(f.path))
+        diags.push_back({{top_file, 1}, f.path, fmt::format("missing required key '{}' ({})", f.path, f.description)});
+    }
+  }
+
+  void check_ranges() {
+    for (const auto& f : schema()) {
+      if (auto err = check_range(f, out.hw)) diags.push_back({out.from[f.path], f.path, *err});
+    }
+  }
+
+  // Rules that tie fields together; each error is placed at the field a user
+  // would change.
+  void check_consistency() {
+    const HwConfig& c = out.hw;
+    const auto fail = [&](const std::string& key, std::string msg) {
+      diags.push_back({out.from[key], key, fmt::format("{}: {}", key, msg)});
+    };
+    if (c.tensor.stationary_max_free > c.tensor.cols)
+      fail("tensor.stationary_max_free",
+           fmt::format("{} exceeds the array's {} columns", c.tensor.stationary_max_free, c.tensor.cols));
+    const std::int64_t bank_fp32 = c.psum.bank_kib * 1024 / 4;
+    if (c.tensor.moving_max_free > bank_fp32)
+      fail("tensor.moving_max_free",
+           fmt::format("{} fp32 results per partition do not fit a PSUM bank of {} KiB ({} fp32)",
+                       c.tensor.moving_max_free, c.psum.bank_kib, bank_fp32));
+    if (c.tensor.rows > c.sbuf.partitions)
+      fail("tensor.rows", fmt::format("{} array rows need as many SBUF partitions, but sbuf.partitions is {}",
+                                      c.tensor.rows, c.sbuf.partitions));
+    if (c.tensor.cols > c.psum.partitions)
+      fail("tensor.cols", fmt::format("{} array columns write as many PSUM partitions, but psum.partitions is {}",
+                                      c.tensor.cols, c.psum.partitions));
+    if (c.vector.lanes > c.sbuf.partitions)
+      fail("vector.lanes", fmt::format("{} lanes exceed the {} SBUF partitions that feed them", c.vector.lanes,
+                                       c.sbuf.partitions));
+  }
+
+private:
+  void walk(const Layer& layer, const YAML::Node& map, const std::string& prefix) {
+    std::set<std::string> seen;
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      const Source where{layer.file, line_of(it->first)};
+      if (!it->first.IsScalar()) {
+        diags.push_back({where, prefix, "keys must be plain names"});
+        continue;
+      }
+      const std::string key = it->first.Scalar();
+      const std::string path = prefix.empty() ? key : prefix + "." + key;
+      if (!seen.insert(key).second) {
+        diags.push_back({where, path, fmt::format("duplicate key '{}'", path)});
+        continue;
+      }
+      if (path == "base") continue;  // handled by the chain loader
+      const auto& sections = schema_sections();
+      if (std::find(sections.begin(), sections.end(), path) != sections.end()) {
+        if (!it->second.IsMap()) {
+          diags.push_back({where, path, fmt::format("'{}' is a section: expected a mapping of keys", path)});
+          continue;
+        }
+        walk(layer, it->second, path);
+        continue;
+      }
+      const FieldSpec* f = find_field(path);
+      if (!f) {
+        diags.push_back({where, path, fmt::format("unknown key '{}'{}", path, did_you_mean(path, all_key_paths()))});
+        continue;
+      }
+      if (it->second.IsNull()) {
+        diags.push_back({where, path, fmt::format("{}: has no value", path)});
+        continue;
+      }
+      if (!it->second.IsScalar()) {
+        diags.push_back({where, path, fmt::format("{}: expected a single value, not a list or mapping", path)});
+        continue;
+      }
+      if (auto err = assign(*f, it->second.Scalar(), out.hw)) {
+        diags.push_back({where, path, *err});
+        continue;
+      }
+      out.from[path] = where;
+    }
+  }
+};
+
+}  // namespace
+
+Override parse_override(const std::string& text) {
+  const std::size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    throw ConfigError({{{fmt::format("--set {}", text), 0}, "", "expected --set path.to.key=value"}});
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+ResolvedConfig load_config(const std::string& name_or_file, const std::vector<Override>& overrides) {
+  ChainLoader chain;
+  chain.load(name_or_file);
+  if (!chain.diags.empty()) throw ConfigError(chain.diags);
+
+  Resolver r;
+  r.apply_defaults();
+  for (auto it = chain.layers.rbegin(); it != chain.layers.rend(); ++it) r.apply_layer(*it);
+  for (const auto& o : overrides) r.apply_override(o);
+  const std::string& top = chain.layers.front().file;
+  r.check_required(top);
+  if (r.diags.empty()) r.check_ranges();
+  if (r.diags.empty()) r.check_consistency();
+  if (!r.diags.empty()) throw ConfigError(r.diags);
+
+  ResolvedConfig out = std::move(r.out);
+  if (out.hw.name.empty()) out.hw.name = fs::path(top).stem().string();
+  for (const auto& l : chain.layers) out.chain.push_back(l.file);
+  out.derived = derive(out.hw);
+  return out;
+}
+
+}  // namespace tessera::arch

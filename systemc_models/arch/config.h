@@ -1,0 +1,173 @@
+// The hardware configuration of a NeuronCore-class core: one typed schema,
+// read from YAML by one loader, used by every layer (RTL wrappers, SystemC
+// models, driver, command line). See docs/configs.md.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tessera::arch {
+
+enum class Fidelity { Rtl, Sampled, Tlm };
+const char* to_string(Fidelity f);
+std::optional<Fidelity> parse_fidelity(const std::string& text);
+
+// Matmul input types the tensor engine may accept; a config gives each one a
+// rate multiplier (0 = not supported by that generation).
+enum class TensorDType { Bf16, Fp8E4m3, Fp8E5m2, Fp32 };
+inline constexpr TensorDType kTensorDTypes[] = {TensorDType::Bf16, TensorDType::Fp8E4m3,
+                                                 TensorDType::Fp8E5m2, TensorDType::Fp32};
+const char* to_string(TensorDType t);
+
+struct TensorEngineConfig {
+  std::int64_t rows = 0;  // contraction (partition) dimension
+  std::int64_t cols = 0;
+  double clock_ghz = 0;
+  std::map<TensorDType, double> rate;  // MACs per PE per cycle, by input dtype
+  std::int64_t stationary_max_free = 0;
+  std::int64_t moving_max_free = 0;
+  std::int64_t min_initiation_interval_cycles = 0;
+  std::int64_t fixed_overhead_cycles = 0;
+};
+
+// Vector, scalar and GpSimd engines share this shape; `costs` holds cycles per
+// element per lane for each operation class that engine executes.
+struct EngineConfig {
+  bool present = true;
+  double clock_ghz = 0;
+  std::int64_t lanes = 0;
+  std::int64_t overhead_cycles = 0;
+  std::map<std::string, double> costs;
+};
+
+struct SbufConfig {
+  std::int64_t partitions = 0;
+  std::int64_t partition_kib = 0;
+  std::int64_t access_latency_cycles = 0;
+  std::int64_t bytes_per_cycle = 0;  // per partition interface
+  std::int64_t stride_penalty_threshold_bytes = 0;
+  double stride_penalty_factor = 1;
+};
+
+struct PsumConfig {
+  std::int64_t partitions = 0;
+  std::int64_t banks = 0;
+  std::int64_t bank_kib = 0;  // per partition
+  std::int64_t access_latency_cycles = 0;
+};
+
+struct HbmConfig {
+  std::int64_t capacity_gib = 0;
+  double bandwidth_gbps = 0;  // GB/s, 1e9 bytes per second
+  double latency_ns = 0;
+  std::int64_t channels = 0;
+};
+
+struct DmaConfig {
+  std::int64_t engines = 0;
+  std::int64_t queues_per_engine = 0;
+  double bytes_per_ns = 0;  // per engine
+  double start_latency_ns = 0;
+  std::int64_t descriptor_bytes = 0;
+  std::int64_t axi_data_bytes = 0;
+  std::int64_t max_outstanding = 0;
+};
+
+struct SyncConfig {
+  std::int64_t semaphores = 0;
+  double latency_ns = 0;
+};
+
+struct SimulationConfig {
+  std::string default_fidelity = "sampled";
+  std::int64_t sample_every = 0;  // sampled fidelity: RTL re-runs every Nth instruction
+};
+
+struct HwConfig {
+  std::string name;
+  std::string description;
+  TensorEngineConfig tensor;
+  EngineConfig vector;
+  EngineConfig scalar;
+  EngineConfig gpsimd;
+  SbufConfig sbuf;
+  PsumConfig psum;
+  HbmConfig hbm;
+  DmaConfig dma;
+  SyncConfig sync;
+  SimulationConfig simulation;
+
+  Fidelity default_fidelity() const;
+};
+
+// Figures that follow from a config's own fields, computed here and nowhere else.
+struct DerivedFigures {
+  std::map<TensorDType, double> peak_tflops;  // supported dtypes only
+  double sbuf_total_mib = 0;
+  double psum_total_kib = 0;
+  std::int64_t psum_bank_fp32_per_partition = 0;
+  double hbm_bytes_per_tensor_cycle = 0;
+  double dma_total_gbps = 0;
+  bool rtl_build_available = false;  // a Verilated tensor engine exists for rows x cols
+};
+DerivedFigures derive(const HwConfig& cfg);
+
+// Tensor-engine array sizes with a Verilated RTL build (the one list, kept in
+// rtl/tensor_engine/array_sizes.cmake), as "ROWSxCOLS".
+const std::vector<std::string>& rtl_array_sizes();
+
+// Where a value came from: a file and line, or a command-line override.
+struct Source {
+  std::string file;  // file path, or "--set" for command-line overrides
+  int line = 0;      // 1-based; 0 when unknown
+  std::string str() const;
+};
+
+struct Diagnostic {
+  Source where;
+  std::string key;  // dotted path, may be empty (e.g. a syntax error)
+  std::string message;
+  std::string str() const;  // "FILE:LINE: message"
+};
+
+// Thrown by the loader; carries every problem found, each with its place.
+class ConfigError : public std::runtime_error {
+public:
+  explicit ConfigError(std::vector<Diagnostic> diagnostics);
+  const std::vector<Diagnostic>& diagnostics() const { return diagnostics_; }
+
+private:
+  std::vector<Diagnostic> diagnostics_;
+};
+
+struct Override {
+  std::string key;    // dotted path
+  std::string value;  // YAML scalar text
+};
+// Parses "path.to.key=value"; throws ConfigError on a malformed override.
+Override parse_override(const std::string& text);
+
+struct ResolvedConfig {
+  HwConfig hw;
+  DerivedFigures derived;
+  std::vector<std::string> chain;      // files, most-derived first
+  std::map<std::string, Source> from;  // where each leaf's value was set
+};
+
+// Resolves a config name (a file in the config directory) or a path to a YAML
+// file, following `base:` and then applying overrides.
+ResolvedConfig load_config(const std::string& name_or_file,
+                           const std::vector<Override>& overrides = {});
+
+// The directory holding the shipped configs: $TESSERA_CONFIG_DIR, else the
+// source tree's configs/ (fixed at build time).
+std::string config_dir();
+
+// Names of the shipped configs (configs/*.yaml), sorted.
+std::vector<std::string> list_config_names();
+
+}  // namespace tessera::arch

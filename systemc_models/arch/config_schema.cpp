@@ -1,0 +1,163 @@
+#include "arch/config_schema.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace tessera::arch {
+namespace {
+
+FieldSpec field(std::string path, FieldSpec::Ref ref, std::string unit, std::string description) {
+  FieldSpec f;
+  f.path = std::move(path);
+  f.ref = ref;
+  f.unit = std::move(unit);
+  f.description = std::move(description);
+  return f;
+}
+
+// Accessors are captureless lambdas so the table stays data, not code paths.
+#define TSR_REF(T, expr) static_cast<FieldSpec::T>([](HwConfig& c) -> auto& { return expr; })
+
+std::vector<FieldSpec> build_schema() {
+  std::vector<FieldSpec> s;
+  s.push_back(field("name", TSR_REF(StringRef, c.name), "", "Generation name; defaults to the file name").def("''"));
+  s.push_back(field("description", TSR_REF(StringRef, c.description), "", "One line for `tessera list configs`").def("''"));
+
+  // Tensor engine: the systolic array.
+  s.push_back(field("tensor.rows", TSR_REF(IntRef, c.tensor.rows), "PEs",
+                    "Array rows = contraction (partition) dimension K").at_least(1).at_most(1024));
+  s.push_back(field("tensor.cols", TSR_REF(IntRef, c.tensor.cols), "PEs",
+                    "Array columns = stationary free size M").at_least(1).at_most(1024));
+  s.push_back(field("tensor.clock_ghz", TSR_REF(FloatRef, c.tensor.clock_ghz), "GHz", "Tensor engine clock").above(0).at_most(10));
+  s.push_back(field("tensor.rate.bf16", TSR_REF(FloatRef, c.tensor.rate[TensorDType::Bf16]), "MAC/PE/cycle",
+                    "bf16 (and fp16) input rate").above(0).def("1"));
+  s.push_back(field("tensor.rate.fp8_e4m3", TSR_REF(FloatRef, c.tensor.rate[TensorDType::Fp8E4m3]), "MAC/PE/cycle",
+                    "fp8 e4m3 input rate; 0 = unsupported").at_least(0).def("0"));
+  s.push_back(field("tensor.rate.fp8_e5m2", TSR_REF(FloatRef, c.tensor.rate[TensorDType::Fp8E5m2]), "MAC/PE/cycle",
+                    "fp8 e5m2 input rate; 0 = unsupported").at_least(0).def("0"));
+  s.push_back(field("tensor.rate.fp32", TSR_REF(FloatRef, c.tensor.rate[TensorDType::Fp32]), "MAC/PE/cycle",
+                    "fp32 input rate; 0 = unsupported").at_least(0).def("0.25"));
+  s.push_back(field("tensor.stationary_max_free", TSR_REF(IntRef, c.tensor.stationary_max_free), "elements",
+                    "LoadStationary free size limit (M); at most tensor.cols").at_least(1));
+  s.push_back(field("tensor.moving_max_free", TSR_REF(IntRef, c.tensor.moving_max_free), "elements",
+                    "MultiplyMoving free size limit (N); its fp32 results must fit one PSUM bank").at_least(1));
+  s.push_back(field("tensor.min_initiation_interval_cycles", TSR_REF(IntRef, c.tensor.min_initiation_interval_cycles), "cycles",
+                    "Shortest MultiplyMoving issue interval: an N-column matmul takes max(N, this)").at_least(1).def("64"));
+  s.push_back(field("tensor.fixed_overhead_cycles", TSR_REF(IntRef, c.tensor.fixed_overhead_cycles), "cycles",
+                    "Sequencer cost of issuing one tensor instruction").at_least(0).def("0"));
+
+  // Vector, scalar and GpSimd engines: approximately-timed models everywhere.
+  s.push_back(field("vector.clock_ghz", TSR_REF(FloatRef, c.vector.clock_ghz), "GHz", "Vector engine clock").above(0).at_most(10));
+  s.push_back(field("vector.lanes", TSR_REF(IntRef, c.vector.lanes), "lanes", "Elements processed per cycle (one per partition)").at_least(1));
+  s.push_back(field("vector.overhead_cycles", TSR_REF(IntRef, c.vector.overhead_cycles), "cycles", "Fixed cost per instruction").at_least(0).def("100"));
+  s.push_back(field("vector.costs.tensor_scalar", TSR_REF(FloatRef, c.vector.costs["tensor_scalar"]), "cycles/element", "One tensor input, one scalar operand").above(0).def("1"));
+  s.push_back(field("vector.costs.tensor_tensor", TSR_REF(FloatRef, c.vector.costs["tensor_tensor"]), "cycles/element", "Two tensor inputs").above(0).def("2"));
+  s.push_back(field("vector.costs.reduce", TSR_REF(FloatRef, c.vector.costs["reduce"]), "cycles/element", "Reduction along the free axis").above(0).def("1"));
+  s.push_back(field("vector.costs.copy", TSR_REF(FloatRef, c.vector.costs["copy"]), "cycles/element", "Copy and dtype conversion").above(0).def("1"));
+  s.push_back(field("vector.costs.memset", TSR_REF(FloatRef, c.vector.costs["memset"]), "cycles/element", "Fill with a constant").above(0).def("1"));
+  s.push_back(field("vector.costs.select", TSR_REF(FloatRef, c.vector.costs["select"]), "cycles/element", "Predicated select of two inputs").above(0).def("2"));
+
+  s.push_back(field("scalar.clock_ghz", TSR_REF(FloatRef, c.scalar.clock_ghz), "GHz", "Scalar (activation) engine clock").above(0).at_most(10));
+  s.push_back(field("scalar.lanes", TSR_REF(IntRef, c.scalar.lanes), "lanes", "Elements processed per cycle").at_least(1));
+  s.push_back(field("scalar.overhead_cycles", TSR_REF(IntRef, c.scalar.overhead_cycles), "cycles", "Fixed cost per instruction").at_least(0).def("100"));
+  s.push_back(field("scalar.costs.activation", TSR_REF(FloatRef, c.scalar.costs["activation"]), "cycles/element", "f(x * scale + bias) for any table function").above(0).def("1"));
+  s.push_back(field("scalar.costs.accumulate", TSR_REF(FloatRef, c.scalar.costs["accumulate"]), "cycles/element", "Extra cost of the optional accumulate-reduce").at_least(0).def("0"));
+
+  s.push_back(field("gpsimd.present", TSR_REF(BoolRef, c.gpsimd.present), "",
+                    "Whether the generation has a GpSimd engine (NeuronCore-v1 has none)").def("true"));
+  s.push_back(field("gpsimd.clock_ghz", TSR_REF(FloatRef, c.gpsimd.clock_ghz), "GHz", "GpSimd engine clock").above(0).at_most(10));
+  s.push_back(field("gpsimd.lanes", TSR_REF(IntRef, c.gpsimd.lanes), "lanes", "Elements processed per cycle").at_least(1));
+  s.push_back(field("gpsimd.overhead_cycles", TSR_REF(IntRef, c.gpsimd.overhead_cycles), "cycles", "Fixed cost per instruction").at_least(0).def("100"));
+  s.push_back(field("gpsimd.costs.iota", TSR_REF(FloatRef, c.gpsimd.costs["iota"]), "cycles/element", "Index generation").above(0).def("1"));
+  s.push_back(field("gpsimd.costs.copy", TSR_REF(FloatRef, c.gpsimd.costs["copy"]), "cycles/element", "Copy").above(0).def("1"));
+  s.push_back(field("gpsimd.costs.partition_reduce", TSR_REF(FloatRef, c.gpsimd.costs["partition_reduce"]), "cycles/element",
+                    "Reduction across partitions").above(0).def("4"));
+
+  // On-chip memories.
+  s.push_back(field("sbuf.partitions", TSR_REF(IntRef, c.sbuf.partitions), "partitions", "SBUF partitions (P dimension)").at_least(1).at_most(1024));
+  s.push_back(field("sbuf.partition_kib", TSR_REF(IntRef, c.sbuf.partition_kib), "KiB", "Bytes per partition").at_least(1));
+  s.push_back(field("sbuf.access_latency_cycles", TSR_REF(IntRef, c.sbuf.access_latency_cycles), "cycles", "Cost of starting an access").at_least(0).def("60"));
+  s.push_back(field("sbuf.bytes_per_cycle", TSR_REF(IntRef, c.sbuf.bytes_per_cycle), "bytes/cycle", "Per-partition interface width").at_least(1).def("4"));
+  s.push_back(field("sbuf.stride_penalty_threshold_bytes", TSR_REF(IntRef, c.sbuf.stride_penalty_threshold_bytes), "bytes",
+                    "An innermost stride above this is slowed").at_least(1).def("16"));
+  s.push_back(field("sbuf.stride_penalty_factor", TSR_REF(FloatRef, c.sbuf.stride_penalty_factor), "x",
+                    "Slow-down of such strided accesses").at_least(1).def("2"));
+
+  s.push_back(field("psum.partitions", TSR_REF(IntRef, c.psum.partitions), "partitions", "PSUM partitions").at_least(1).at_most(1024));
+  s.push_back(field("psum.banks", TSR_REF(IntRef, c.psum.banks), "banks", "Accumulation banks per partition").at_least(1));
+  s.push_back(field("psum.bank_kib", TSR_REF(IntRef, c.psum.bank_kib), "KiB", "Bytes per bank per partition").at_least(1));
+  s.push_back(field("psum.access_latency_cycles", TSR_REF(IntRef, c.psum.access_latency_cycles), "cycles", "Cost of starting an access").at_least(0).def("60"));
+
+  s.push_back(field("hbm.capacity_gib", TSR_REF(IntRef, c.hbm.capacity_gib), "GiB", "Device memory this core can address").at_least(1));
+  s.push_back(field("hbm.bandwidth_gbps", TSR_REF(FloatRef, c.hbm.bandwidth_gbps), "GB/s", "Bandwidth this core sees (1e9 bytes/s)").above(0));
+  s.push_back(field("hbm.latency_ns", TSR_REF(FloatRef, c.hbm.latency_ns), "ns", "Read latency").at_least(0));
+  s.push_back(field("hbm.channels", TSR_REF(IntRef, c.hbm.channels), "channels", "Independent channels, interleaved").at_least(1));
+
+  s.push_back(field("dma.engines", TSR_REF(IntRef, c.dma.engines), "engines", "DMA engines per core").at_least(1).at_most(64));
+  s.push_back(field("dma.queues_per_engine", TSR_REF(IntRef, c.dma.queues_per_engine), "queues", "Descriptor queues per engine").at_least(1).at_most(64));
+  s.push_back(field("dma.bytes_per_ns", TSR_REF(FloatRef, c.dma.bytes_per_ns), "B/ns", "Bandwidth of one engine").above(0));
+  s.push_back(field("dma.start_latency_ns", TSR_REF(FloatRef, c.dma.start_latency_ns), "ns", "Time from trigger to first byte").at_least(0));
+  s.push_back(field("dma.descriptor_bytes", TSR_REF(IntRef, c.dma.descriptor_bytes), "bytes", "Size of one descriptor in its ring").at_least(16).def("64"));
+  s.push_back(field("dma.axi_data_bytes", TSR_REF(IntRef, c.dma.axi_data_bytes), "bytes", "AXI data bus width of one engine").at_least(4).at_most(128).def("64"));
+  s.push_back(field("dma.max_outstanding", TSR_REF(IntRef, c.dma.max_outstanding), "transactions",
+                    "Outstanding AXI reads (and writes) per engine").at_least(1).def("16"));
+
+  s.push_back(field("sync.semaphores", TSR_REF(IntRef, c.sync.semaphores), "semaphores", "Hardware semaphores").at_least(1).at_most(4096));
+  s.push_back(field("sync.latency_ns", TSR_REF(FloatRef, c.sync.latency_ns), "ns", "Semaphore update to waiter wake-up").at_least(0).def("10"));
+
+  s.push_back(field("simulation.default_fidelity", TSR_REF(StringRef, c.simulation.default_fidelity), "",
+                    "rtl, sampled or tlm; a run may override it").def("sampled").one_of({"rtl", "sampled", "tlm"}));
+  s.push_back(field("simulation.sample_every", TSR_REF(IntRef, c.simulation.sample_every), "instructions",
+                    "sampled fidelity: RTL re-executes the first of each shape, then every Nth").at_least(1).def("64"));
+  return s;
+}
+
+#undef TSR_REF
+
+}  // namespace
+
+const std::vector<FieldSpec>& schema() {
+  static const std::vector<FieldSpec> s = build_schema();
+  return s;
+}
+
+const std::vector<std::string>& schema_sections() {
+  static const std::vector<std::string> sections = [] {
+    std::vector<std::string> out;
+    for (const auto& f : schema()) {
+      for (std::size_t dot = f.path.find('.'); dot != std::string::npos; dot = f.path.find('.', dot + 1)) {
+        std::string prefix = f.path.substr(0, dot);
+        if (std::find(out.begin(), out.end(), prefix) == out.end()) out.push_back(prefix);
+      }
+    }
+    return out;
+  }();
+  return sections;
+}
+
+const FieldSpec* find_field(const std::string& path) {
+  for (const auto& f : schema())
+    if (f.path == path) return &f;
+  return nullptr;
+}
+
+std::string field_value_text(const FieldSpec& f, const HwConfig& cfg) {
+  // The accessors are shared with the loader and so take a mutable config; every
+  // map key they touch already exists (defaults are applied first), so nothing
+  // is written here.
+  auto& c = const_cast<HwConfig&>(cfg);
+  switch (f.kind()) {
+    case FieldSpec::Kind::Int: return fmt::format("{}", std::get<FieldSpec::IntRef>(f.ref)(c));
+    case FieldSpec::Kind::Float: return fmt::format("{}", std::get<FieldSpec::FloatRef>(f.ref)(c));
+    case FieldSpec::Kind::Bool: return std::get<FieldSpec::BoolRef>(f.ref)(c) ? "true" : "false";
+    case FieldSpec::Kind::String: {
+      std::string quoted = "'";
+      for (char ch : std::get<FieldSpec::StringRef>(f.ref)(c)) quoted += ch == '\'' ? std::string("''") : std::string(1, ch);
+      return quoted + "'";
+    }
+  }
+  return {};
+}
+
+}  // namespace tessera::arch

@@ -1,0 +1,318 @@
+#include "arch/config.h"
+#include "arch/config_format.h"
+#include "arch/config_schema.h"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace tessera::arch {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+// Each test writes its YAML into its own temporary folder.
+class ConfigTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("tessera_config_test_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_CONFIG_DIR, 1);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write(const std::string& name, const std::string& text) {
+    const fs::path p = dir_ / name;
+    std::ofstream(p) << text;
+    return p.string();
+  }
+
+  // Loads `file` expecting failure; returns the diagnostics.
+  std::vector<Diagnostic> errors_of(const std::string& file, const std::vector<Override>& overrides = {}) {
+    try {
+      load_config(file, overrides);
+    } catch (const ConfigError& e) {
+      return e.diagnostics();
+    }
+    ADD_FAILURE() << file << " loaded without error";
+    return {};
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(ConfigTest, NeuronCoreV2PeakIs91Point8Tflops) {
+  const auto rc = load_config("neuroncore-v2");
+  EXPECT_EQ(rc.hw.tensor.rows, 128);
+  EXPECT_NEAR(rc.derived.peak_tflops.at(TensorDType::Bf16), 91.75, 0.01);
+  EXPECT_EQ(fmt::format("{:.1f}", rc.derived.peak_tflops.at(TensorDType::Bf16)), "91.8");
+}
+
+// Every shipped generation's derived figures, against the public numbers they
+// were written from (../shared/reference/neuroncore.md).
+TEST_F(ConfigTest, DerivedFiguresOfEveryShippedConfig) {
+  struct Expect {
+    const char* name;
+    double bf16_tflops, fp8_tflops, fp32_tflops, sbuf_mib, psum_kib, hbm_bytes_per_cycle;
+  };
+  const Expect expected[] = {
+      {"neuroncore-v1", 15.99, 0, 0, 8, 2048, 13.4 / 0.488},
+      {"neuroncore-v2", 91.75, 91.75, 22.94, 24, 2048, 410 / 2.8},
+      {"neuroncore-v3", 78.64, 157.29, 19.66, 28, 2048, 362.5 / 2.4},
+      {"neuroncore-v4", 78.64, 314.57, 19.66, 32, 2048, 612.5 / 2.4},
+      {"small", 2.87, 0, 0.72, 2, 512, 64 / 1.4},
+      {"tiny", 0.128, 0, 0.032, 0.125, 32, 16},
+  };
+  EXPECT_EQ(list_config_names().size(), std::size(expected));
+  for (const auto& e : expected) {
+    SCOPED_TRACE(e.name);
+    const auto d = load_config(e.name).derived;
+    EXPECT_NEAR(d.peak_tflops.at(TensorDType::Bf16), e.bf16_tflops, 0.01);
+    const auto peak = [&](TensorDType t) { return d.peak_tflops.count(t) ? d.peak_tflops.at(t) : 0.0; };
+    EXPECT_NEAR(peak(TensorDType::Fp8E4m3), e.fp8_tflops, 0.01);
+    EXPECT_NEAR(peak(TensorDType::Fp32), e.fp32_tflops, 0.01);
+    EXPECT_DOUBLE_EQ(d.sbuf_total_mib, e.sbuf_mib);
+    EXPECT_DOUBLE_EQ(d.psum_total_kib, e.psum_kib);
+    EXPECT_NEAR(d.hbm_bytes_per_tensor_cycle, e.hbm_bytes_per_cycle, 1e-9);
+  }
+}
+
+TEST_F(ConfigTest, InheritanceChainAppliesMostDerivedLast) {
+  // v4 <- v3 <- v2: v4 keeps v3's clock, v3 keeps v2's array.
+  const auto rc = load_config("neuroncore-v4");
+  EXPECT_EQ(rc.chain.size(), 3u);
+  EXPECT_EQ(rc.hw.name, "neuroncore-v4");
+  EXPECT_DOUBLE_EQ(rc.hw.tensor.clock_ghz, 2.4);     // from v3
+  EXPECT_EQ(rc.hw.tensor.moving_max_free, 512);      // from v2
+  EXPECT_EQ(rc.hw.sbuf.partition_kib, 256);          // v4's own
+  EXPECT_THAT(rc.from.at("tensor.clock_ghz").file, HasSubstr("neuroncore-v3.yaml"));
+  EXPECT_THAT(rc.from.at("sbuf.partition_kib").file, HasSubstr("neuroncore-v4.yaml"));
+}
+
+TEST_F(ConfigTest, WhatIfVariantIsAFewLinesOverABaseByName) {
+  const auto f = write("wide.yaml",
+                       "base: neuroncore-v2\n"
+                       "name: v2-wide\n"
+                       "tensor:\n"
+                       "  cols: 256\n"
+                       "psum:\n"
+                       "  partitions: 256\n");
+  const auto rc = load_config(f);
+  EXPECT_EQ(rc.hw.name, "v2-wide");
+  EXPECT_EQ(rc.hw.tensor.cols, 256);
+  EXPECT_NEAR(rc.derived.peak_tflops.at(TensorDType::Bf16), 2 * 91.75, 0.01);
+}
+
+TEST_F(ConfigTest, BaseByRelativePathAndNameDefaultsToFileStem) {
+  write("parent.yaml", "base: tiny\nsbuf:\n  partition_kib: 32\n");
+  const auto f = write("child.yaml", "base: ./parent.yaml\nhbm:\n  bandwidth_gbps: 32\n");
+  const auto rc = load_config(f);
+  EXPECT_EQ(rc.hw.name, "tiny");  // inherited name field
+  EXPECT_EQ(rc.hw.sbuf.partition_kib, 32);
+  EXPECT_DOUBLE_EQ(rc.hw.hbm.bandwidth_gbps, 32);
+  const auto g = write("unnamed.yaml", "base: ./parent.yaml\nname: ''\n");
+  EXPECT_EQ(load_config(g).hw.name, "unnamed");
+}
+
+TEST_F(ConfigTest, SetOverridesWinAndAreRecorded) {
+  const auto rc = load_config("neuroncore-v2", {parse_override("tensor.clock_ghz=1.4"),
+                                                parse_override("simulation.default_fidelity=tlm")});
+  EXPECT_DOUBLE_EQ(rc.hw.tensor.clock_ghz, 1.4);
+  EXPECT_NEAR(rc.derived.peak_tflops.at(TensorDType::Bf16), 45.8752, 1e-9);
+  EXPECT_EQ(rc.hw.default_fidelity(), Fidelity::Tlm);
+  EXPECT_THAT(rc.from.at("tensor.clock_ghz").str(), HasSubstr("--set tensor.clock_ghz=1.4"));
+}
+
+TEST_F(ConfigTest, SetErrorsNameTheOverride) {
+  auto errs = errors_of("tiny", {parse_override("tensor.rowz=4")});
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0].str(), "--set tensor.rowz=4: unknown key 'tensor.rowz' (did you mean 'tensor.rows'?)");
+  errs = errors_of("tiny", {parse_override("tensor.rows=eight")});
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_THAT(errs[0].str(), HasSubstr("tensor.rows: expected an integer, got 'eight'"));
+  EXPECT_THROW(parse_override("tensor.rows"), ConfigError);
+}
+
+TEST_F(ConfigTest, UnknownKeyNamesFileLineAndSuggests) {
+  const auto f = write("typo.yaml", "base: tiny\ntensor:\n  rows: 8\n  colz: 8\n");
+  const auto errs = errors_of(f);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0].str(), f + ":4: unknown key 'tensor.colz' (did you mean 'tensor.cols'?)");
+  EXPECT_EQ(errs[0].key, "tensor.colz");
+}
+
+TEST_F(ConfigTest, UnknownSectionSuggests) {
+  const auto f = write("typo.yaml", "base: tiny\nsbfu:\n  partitions: 8\n");
+  const auto errs = errors_of(f);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0].str(), f + ":2: unknown key 'sbfu' (did you mean 'sbuf'?)");
+}
+
+TEST_F(ConfigTest, WrongTypesNameTheKey) {
+  const auto f = write("types.yaml",
+                       "base: tiny\n"
+                       "tensor:\n"
+                       "  rows: 8.5\n"
+                       "  clock_ghz: fast\n"
+                       "gpsimd:\n"
+                       "  present: maybe\n"
+                       "sbuf: 12\n"
+                       "hbm:\n"
+                       "  channels: [1, 2]\n");
+  const auto errs = errors_of(f);
+  ASSERT_EQ(errs.size(), 5u);
+  EXPECT_EQ(errs[0].str(), f + ":3: tensor.rows: expected an integer, got '8.5'");
+  EXPECT_EQ(errs[1].str(), f + ":4: tensor.clock_ghz: expected a number, got 'fast'");
+  EXPECT_EQ(errs[2].str(), f + ":6: gpsimd.present: expected true or false, got 'maybe'");
+  EXPECT_EQ(errs[3].str(), f + ":7: 'sbuf' is a section: expected a mapping of keys");
+  EXPECT_EQ(errs[4].str(), f + ":9: hbm.channels: expected a single value, not a list or mapping");
+}
+
+TEST_F(ConfigTest, EnumChoicesAreChecked) {
+  const auto f = write("fid.yaml", "base: tiny\nsimulation:\n  default_fidelity: sampeld\n");
+  const auto errs = errors_of(f);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0].str(),
+            f + ":3: simulation.default_fidelity: 'sampeld' is not one of rtl, sampled, tlm (did you mean 'sampled'?)");
+}
+
+TEST_F(ConfigTest, MissingRequiredFieldsAreListed) {
+  const auto f = write("bare.yaml", "tensor:\n  rows: 8\n");
+  const auto errs = errors_of(f);
+  ASSERT_FALSE(errs.empty());
+  EXPECT_THAT(errs[0].str(), HasSubstr(f + ":1: missing required key 'tensor.cols'"));
+  std::size_t required = 0;
+  for (const auto& field : schema()) required += field.required();
+  EXPECT_EQ(errs.size(), required - 1);  // all but tensor.rows
+}
+
+TEST_F(ConfigTest, ImpossibleValuesNameTheKeyAndLine) {
+  auto f = write("zero.yaml", "base: tiny\nsbuf:\n  partitions: 0\n");
+  auto errs = errors_of(f);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0].str(), f + ":3: sbuf.partitions: must be at least 1, got 0");
+
+  f = write("clock.yaml", "base: tiny\ntensor:\n  clock_ghz: 0\n");
+  errs = errors_of(f);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0].str(), f + ":3: tensor.clock_ghz: must be greater than 0, got 0");
+}
+
+TEST_F(ConfigTest, MovingLimitOverPsumBankIsRejected) {
+  const auto f = write("moving.yaml", "base: neuroncore-v2\ntensor:\n  moving_max_free: 1024\n");
+  const auto errs = errors_of(f);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0].str(), f +
+                               ":3: tensor.moving_max_free: 1024 fp32 results per partition do not fit a PSUM bank "
+                               "of 2 KiB (512 fp32)");
+}
+
+TEST_F(ConfigTest, CrossFieldRulesNameTheFieldToChange) {
+  auto f = write("stat.yaml", "base: tiny\ntensor:\n  stationary_max_free: 16\n");
+  auto errs = errors_of(f);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0].str(), f + ":3: tensor.stationary_max_free: 16 exceeds the array's 8 columns");
+
+  f = write("rows.yaml", "base: tiny\ntensor:\n  rows: 16\n");
+  errs = errors_of(f);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0].str(), f + ":3: tensor.rows: 16 array rows need as many SBUF partitions, but sbuf.partitions is 8");
+}
+
+TEST_F(ConfigTest, BaseCycleIsReportedAtTheBaseKey) {
+  write("a.yaml", "base: b\n");
+  write("b.yaml", "\n\nbase: ./a.yaml\n");
+  const auto errs = errors_of((dir_ / "a.yaml").string());
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0].str(), (dir_ / "b.yaml").string() + ":3: base cycle: a.yaml -> b.yaml -> a.yaml");
+}
+
+TEST_F(ConfigTest, SelfBaseIsACycle) {
+  const auto f = write("self.yaml", "base: self\n");
+  const auto errs = errors_of(f);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_THAT(errs[0].str(), HasSubstr("base cycle: self.yaml -> self.yaml"));
+}
+
+TEST_F(ConfigTest, UnknownBaseSuggestsAShippedName) {
+  const auto f = write("nobase.yaml", "base: neuroncore-v9\n");
+  const auto errs = errors_of(f);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_THAT(errs[0].str(), HasSubstr(f + ":1: base config 'neuroncore-v9' not found"));
+  EXPECT_THAT(errs[0].str(), HasSubstr("did you mean 'neuroncore-v1'?"));
+}
+
+TEST_F(ConfigTest, UnknownConfigNameSuggests) {
+  const auto errs = errors_of("tinny");
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_THAT(errs[0].str(), HasSubstr("unknown config 'tinny'"));
+  EXPECT_THAT(errs[0].str(), HasSubstr("did you mean 'tiny'?"));
+}
+
+TEST_F(ConfigTest, YamlSyntaxErrorNamesTheLine) {
+  const auto f = write("broken.yaml", "base: tiny\ntensor:\n  rows: [8\n");
+  const auto errs = errors_of(f);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_THAT(errs[0].str(), HasSubstr(f + ":"));
+  EXPECT_THAT(errs[0].str(), HasSubstr("YAML syntax error"));
+}
+
+TEST_F(ConfigTest, DuplicateKeyIsAnError) {
+  const auto f = write("dup.yaml", "base: tiny\ntensor:\n  rows: 8\n  rows: 4\n");
+  const auto errs = errors_of(f);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0].str(), f + ":4: duplicate key 'tensor.rows'");
+}
+
+TEST_F(ConfigTest, TopLevelMustBeAMapping) {
+  const auto f = write("list.yaml", "- 1\n- 2\n");
+  const auto errs = errors_of(f);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_THAT(errs[0].str(), HasSubstr("a config must be a mapping"));
+}
+
+TEST_F(ConfigTest, MissingFileIsAnError) {
+  const auto errs = errors_of((dir_ / "nope.yaml").string());
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_THAT(errs[0].str(), HasSubstr("no such config file"));
+}
+
+// The annotated YAML a run writes beside its results must load back to the
+// same config.
+TEST_F(ConfigTest, AnnotatedYamlRoundTrips) {
+  for (const auto& name : list_config_names()) {
+    SCOPED_TRACE(name);
+    const auto rc = load_config(name, {parse_override("hbm.latency_ns=123.5")});
+    const auto f = write(name + ".resolved.yaml", to_annotated_yaml(rc));
+    const auto again = load_config(f);
+    EXPECT_EQ(to_json(again)["config"], to_json(rc)["config"]);
+    EXPECT_EQ(again.chain.size(), 1u);
+  }
+}
+
+TEST_F(ConfigTest, JsonHasConfigDerivedAndSources) {
+  const auto j = to_json(load_config("neuroncore-v2"));
+  EXPECT_EQ(j["config"]["tensor"]["rows"], 128);
+  EXPECT_EQ(j["config"]["tensor"]["rate"]["bf16"], 1.0);
+  EXPECT_NEAR(j["derived"]["peak_tflops"]["bf16"].get<double>(), 91.75, 0.01);
+  EXPECT_THAT(j["sources"]["tensor.rows"].get<std::string>(), HasSubstr("neuroncore-v2.yaml:"));
+}
+
+TEST_F(ConfigTest, EverySchemaFieldHasUnitlessOrUnitAndDescription) {
+  for (const auto& f : schema()) {
+    SCOPED_TRACE(f.path);
+    EXPECT_FALSE(f.description.empty());
+    const bool numeric = f.kind() == FieldSpec::Kind::Int || f.kind() == FieldSpec::Kind::Float;
+    if (numeric) EXPECT_FALSE(f.unit.empty());
+  }
+}
+
+}  // namespace
+}  // namespace tessera::arch
