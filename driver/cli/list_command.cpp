@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <memory>
 
 namespace tessera::cli {
 namespace {
@@ -28,6 +29,30 @@ void list_configs(int* exit_code) {
   }
 }
 
+// The resolved figures an architect compares across generations.
+void list_configs_derived(int* exit_code) {
+  fmt::print("{:<16} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>12} {:>9} {:>5} {:>8}\n", "config", "bf16 TF", "fp8 TF",
+             "fp32 TF", "SBUF MiB", "PSUM KiB", "HBM B/clk", "DMA", "engines", "sems", "fidelity");
+  for (const auto& name : arch::list_config_names()) {
+    try {
+      const auto rc = arch::load_config(name);
+      const auto peak = [&](arch::TensorDType t) {
+        const auto it = rc.derived.peak_tflops.find(t);
+        return it == rc.derived.peak_tflops.end() ? std::string("-") : fmt::format("{:.1f}", it->second);
+      };
+      const auto& hw = rc.hw;
+      fmt::print("{:<16} {:>9} {:>9} {:>9} {:>9.1f} {:>9.0f} {:>10.1f} {:>7.0f} GB/s {:>9} {:>5} {:>8}\n", name,
+                 peak(arch::TensorDType::Bf16), peak(arch::TensorDType::Fp8E4m3), peak(arch::TensorDType::Fp32),
+                 rc.derived.sbuf_total_mib, rc.derived.psum_total_kib, rc.derived.hbm_bytes_per_tensor_cycle,
+                 rc.derived.dma_total_gbps, fmt::format("{}x{}", hw.dma.engines, hw.dma.queues_per_engine),
+                 hw.sync.semaphores, hw.simulation.default_fidelity);
+    } catch (const arch::ConfigError& e) {
+      for (const auto& d : e.diagnostics()) std::cerr << d.str() << '\n';
+      *exit_code = kExitBadInput;
+    }
+  }
+}
+
 void list_kernels() {
   fmt::print("{:<16} {:<24} {}\n", "kernel", "variants", "shape parameters");
   fmt::print("(no kernels registered yet)\n");
@@ -38,8 +63,12 @@ void list_kernels() {
 void add_list_command(CLI::App& app, int* exit_code) {
   CLI::App* list = app.add_subcommand("list", "List shipped configs or registered kernels");
   list->require_subcommand(1);
-  list->add_subcommand("configs", "One row per shipped hardware generation")->callback([exit_code] {
-    list_configs(exit_code);
+  auto derived = std::make_shared<bool>(false);
+  CLI::App* configs = list->add_subcommand("configs", "One row per shipped hardware generation");
+  configs->add_flag("--derived", *derived, "Show derived figures (peaks per dtype, memories, DMA, semaphores)");
+  configs->callback([derived, exit_code] {
+    if (*derived) list_configs_derived(exit_code);
+    else list_configs(exit_code);
   });
   list->add_subcommand("kernels", "Registered kernels with variants and shape parameters")->callback(list_kernels);
 }

@@ -50,6 +50,13 @@ TEST(Cli, ListConfigsShowsEveryGenerationWithItsPeak) {
   EXPECT_THAT(r.out, HasSubstr("128x128"));
 }
 
+TEST(Cli, ListConfigsDerivedShowsPeaksPerDtype) {
+  const auto r = run("list configs --derived");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("314.6"));  // v4 fp8
+  EXPECT_THAT(r.out, HasSubstr("16x16"));  // v2 DMA engines x queues
+}
+
 TEST(Cli, ListKernelsRuns) {
   const auto r = run("list kernels");
   EXPECT_EQ(r.status, 0);
