@@ -1,0 +1,559 @@
+#include "arch/isa.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace tessera::arch {
+
+const char* to_string(Engine e) {
+  switch (e) {
+    case Engine::Tensor: return "tensor";
+    case Engine::Vector: return "vector";
+    case Engine::Scalar: return "scalar";
+    case Engine::GpSimd: return "gpsimd";
+    case Engine::Sync: return "sync";
+  }
+  return "?";
+}
+
+const char* to_string(DType t) {
+  switch (t) {
+    case DType::Bf16: return "bf16";
+    case DType::Fp32: return "fp32";
+    case DType::Fp8E4m3: return "fp8_e4m3";
+    case DType::Fp8E5m2: return "fp8_e5m2";
+    case DType::Int32: return "int32";
+  }
+  return "?";
+}
+
+std::uint32_t size_of(DType t) {
+  switch (t) {
+    case DType::Bf16: return 2;
+    case DType::Fp32: return 4;
+    case DType::Fp8E4m3: return 1;
+    case DType::Fp8E5m2: return 1;
+    case DType::Int32: return 4;
+  }
+  return 0;
+}
+
+std::optional<DType> parse_dtype(const std::string& text) {
+  for (DType t : {DType::Bf16, DType::Fp32, DType::Fp8E4m3, DType::Fp8E5m2, DType::Int32})
+    if (text == to_string(t)) return t;
+  return std::nullopt;
+}
+
+const char* to_string(Memory m) {
+  switch (m) {
+    case Memory::None: return "none";
+    case Memory::Sbuf: return "sbuf";
+    case Memory::Psum: return "psum";
+  }
+  return "?";
+}
+
+const char* to_string(Opcode op) {
+  switch (op) {
+    case Opcode::Nop: return "Nop";
+    case Opcode::End: return "End";
+    case Opcode::SemWait: return "SemWait";
+    case Opcode::SemIncr: return "SemIncr";
+    case Opcode::DmaTrigger: return "DmaTrigger";
+    case Opcode::LoadStationary: return "LoadStationary";
+    case Opcode::MultiplyMoving: return "MultiplyMoving";
+    case Opcode::Transpose: return "Transpose";
+    case Opcode::TensorTensor: return "TensorTensor";
+    case Opcode::TensorScalar: return "TensorScalar";
+    case Opcode::Reduce: return "Reduce";
+    case Opcode::Copy: return "Copy";
+    case Opcode::Memset: return "Memset";
+    case Opcode::Select: return "Select";
+    case Opcode::Activation: return "Activation";
+    case Opcode::Iota: return "Iota";
+    case Opcode::PartitionReduce: return "PartitionReduce";
+  }
+  return nullptr;
+}
+
+bool runs_on(Opcode op, Engine e) {
+  switch (op) {
+    case Opcode::Nop:
+    case Opcode::End:
+    case Opcode::SemWait:
+    case Opcode::SemIncr:
+    case Opcode::DmaTrigger: return true;
+    case Opcode::LoadStationary:
+    case Opcode::MultiplyMoving:
+    case Opcode::Transpose: return e == Engine::Tensor;
+    case Opcode::TensorTensor:
+    case Opcode::TensorScalar:
+    case Opcode::Reduce:
+    case Opcode::Memset:
+    case Opcode::Select: return e == Engine::Vector;
+    case Opcode::Copy: return e == Engine::Vector || e == Engine::GpSimd || e == Engine::Scalar;
+    case Opcode::Activation: return e == Engine::Scalar;
+    case Opcode::Iota:
+    case Opcode::PartitionReduce: return e == Engine::GpSimd;
+  }
+  return false;
+}
+
+const char* to_string(AluOp op) {
+  static const char* names[] = {"add", "subtract", "multiply", "divide", "max", "min",
+                                "is_equal", "is_greater", "is_greater_equal", "is_less", "is_less_equal", "bypass"};
+  const auto i = static_cast<std::size_t>(op);
+  return i < std::size(names) ? names[i] : "?";
+}
+
+const char* to_string(ActFunc f) {
+  static const char* names[] = {"identity", "exp", "tanh", "gelu", "silu", "sigmoid", "relu", "rsqrt", "reciprocal"};
+  const auto i = static_cast<std::size_t>(f);
+  return i < std::size(names) ? names[i] : "?";
+}
+
+std::optional<ActFunc> parse_act_func(const std::string& text) {
+  for (int i = 0; i <= static_cast<int>(ActFunc::Reciprocal); ++i)
+    if (text == to_string(static_cast<ActFunc>(i))) return static_cast<ActFunc>(i);
+  return std::nullopt;
+}
+
+std::uint64_t AccessPattern::free_elements() const {
+  std::uint64_t n = 1;
+  for (int d = 0; d < num_dims; ++d) n *= size[d];
+  return num_dims == 0 ? 0 : n;
+}
+
+std::vector<std::int64_t> AccessPattern::byte_offsets() const {
+  std::vector<std::int64_t> out;
+  out.reserve(free_elements());
+  std::array<std::uint32_t, kMaxFreeDims> idx{};
+  const std::int64_t esize = size_of(dtype);
+  for (std::uint64_t n = 0; n < free_elements(); ++n) {
+    std::int64_t off = offset_bytes;
+    for (int d = 0; d < num_dims; ++d) off += esize * static_cast<std::int64_t>(idx[d]) * stride[d];
+    out.push_back(off);
+    for (int d = num_dims - 1; d >= 0; --d) {  // innermost (last) dimension runs fastest
+      if (++idx[d] < size[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+std::pair<std::int64_t, std::int64_t> AccessPattern::byte_extent() const {
+  // Each dimension adds its extreme index times its stride, on the low or high
+  // side by the stride's sign; no need to walk every element.
+  std::int64_t lo = offset_bytes, hi = offset_bytes;
+  const std::int64_t esize = size_of(dtype);
+  for (int d = 0; d < num_dims; ++d) {
+    const std::int64_t span = esize * static_cast<std::int64_t>(size[d] == 0 ? 0 : size[d] - 1) * stride[d];
+    (span < 0 ? lo : hi) += span;
+  }
+  return {lo, hi + esize};
+}
+
+std::string AccessPattern::str() const {
+  if (!valid()) return "-";
+  std::string dims;
+  for (int d = 0; d < num_dims; ++d) dims += fmt::format("({},{})", size[d], stride[d]);
+  return fmt::format("{}[p{}:{} +{}B {} {}]", to_string(memory), start_partition, start_partition + partition_count,
+                     offset_bytes, to_string(dtype), dims);
+}
+
+AccessPattern tile(Memory m, DType t, std::uint16_t start_partition, std::uint16_t partitions,
+                   std::uint32_t offset_bytes, std::uint32_t free_elements) {
+  AccessPattern ap;
+  ap.memory = m;
+  ap.dtype = t;
+  ap.start_partition = start_partition;
+  ap.partition_count = partitions;
+  ap.offset_bytes = offset_bytes;
+  ap.num_dims = 1;
+  ap.size[0] = free_elements;
+  ap.stride[0] = 1;
+  return ap;
+}
+
+// ---------------------------------------------------------------- encoding
+
+namespace {
+
+template <typename T>
+void put(std::uint8_t* p, T v) {
+  std::memcpy(p, &v, sizeof(T));  // little-endian hosts only, as the layout says
+}
+
+template <typename T>
+T get(const std::uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+void encode_operand(const AccessPattern& ap, std::uint8_t* p) {
+  p[0] = static_cast<std::uint8_t>(ap.memory);
+  p[1] = static_cast<std::uint8_t>(ap.dtype);
+  p[2] = ap.num_dims;
+  put<std::uint16_t>(p + 4, ap.start_partition);
+  put<std::uint16_t>(p + 6, ap.partition_count);
+  put<std::uint32_t>(p + 8, ap.offset_bytes);
+  for (int d = 0; d < kMaxFreeDims; ++d) {
+    put<std::uint32_t>(p + 12 + 4 * d, ap.size[d]);
+    put<std::int32_t>(p + 28 + 4 * d, ap.stride[d]);
+  }
+}
+
+AccessPattern decode_operand(const std::uint8_t* p, std::size_t at) {
+  AccessPattern ap;
+  if (p[0] > static_cast<std::uint8_t>(Memory::Psum) || p[0] == 0)
+    throw IsaError(fmt::format("byte {}: operand memory {} is not sbuf (1) or psum (2)", at, p[0]));
+  if (p[1] > static_cast<std::uint8_t>(DType::Int32))
+    throw IsaError(fmt::format("byte {}: unknown operand dtype {}", at + 1, p[1]));
+  if (p[2] < 1 || p[2] > kMaxFreeDims)
+    throw IsaError(fmt::format("byte {}: operand has {} free dimensions (1..{} allowed)", at + 2, p[2], kMaxFreeDims));
+  ap.memory = static_cast<Memory>(p[0]);
+  ap.dtype = static_cast<DType>(p[1]);
+  ap.num_dims = p[2];
+  ap.start_partition = get<std::uint16_t>(p + 4);
+  ap.partition_count = get<std::uint16_t>(p + 6);
+  ap.offset_bytes = get<std::uint32_t>(p + 8);
+  for (int d = 0; d < kMaxFreeDims; ++d) {
+    ap.size[d] = get<std::uint32_t>(p + 12 + 4 * d);
+    ap.stride[d] = get<std::int32_t>(p + 28 + 4 * d);
+  }
+  return ap;
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> encode(const Instruction& in) {
+  const AccessPattern* ops[] = {&in.dst, &in.a, &in.b, &in.c};
+  std::uint8_t mask = 0;
+  std::size_t n = 0;
+  for (int i = 0; i < 4; ++i) {
+    if (ops[i]->valid()) {
+      mask |= static_cast<std::uint8_t>(1u << i);
+      ++n;
+    }
+  }
+  std::vector<std::uint8_t> out(kInstrHeaderBytes + n * kOperandBytes, 0);
+  std::uint8_t* h = out.data();
+  h[0] = static_cast<std::uint8_t>(in.engine);
+  h[1] = static_cast<std::uint8_t>(in.opcode);
+  h[2] = in.flags;
+  h[3] = mask;
+  h[4] = static_cast<std::uint8_t>(in.alu);
+  h[5] = static_cast<std::uint8_t>(in.alu2);
+  h[6] = static_cast<std::uint8_t>(in.func);
+  put<float>(h + 8, in.imm0);
+  put<float>(h + 12, in.imm1);
+  put<float>(h + 16, in.imm2);
+  put<std::uint16_t>(h + 20, in.sem);
+  put<std::uint16_t>(h + 22, in.dma_engine);
+  put<std::uint32_t>(h + 24, in.value);
+  put<std::uint16_t>(h + 28, in.dma_queue);
+  put<std::uint64_t>(h + 32, in.address);
+  put<std::uint16_t>(h + 40, static_cast<std::uint16_t>(out.size()));
+  std::size_t at = kInstrHeaderBytes;
+  for (int i = 0; i < 4; ++i) {
+    if (!ops[i]->valid()) continue;
+    encode_operand(*ops[i], out.data() + at);
+    at += kOperandBytes;
+  }
+  return out;
+}
+
+Instruction decode(const std::vector<std::uint8_t>& bytes, std::size_t& pos) {
+  if (pos + kInstrHeaderBytes > bytes.size())
+    throw IsaError(fmt::format("byte {}: truncated instruction header ({} bytes left)", pos, bytes.size() - pos));
+  const std::uint8_t* h = bytes.data() + pos;
+  Instruction in;
+  if (h[0] >= kNumEngines) throw IsaError(fmt::format("byte {}: unknown engine {}", pos, h[0]));
+  in.engine = static_cast<Engine>(h[0]);
+  in.opcode = static_cast<Opcode>(h[1]);
+  if (!to_string(in.opcode)) throw IsaError(fmt::format("byte {}: unknown opcode 0x{:02x}", pos + 1, h[1]));
+  in.flags = h[2];
+  const std::uint8_t mask = h[3];
+  if (mask & 0xf0) throw IsaError(fmt::format("byte {}: bad operand mask 0x{:02x}", pos + 3, mask));
+  if (h[4] > static_cast<std::uint8_t>(AluOp::Bypass) || h[5] > static_cast<std::uint8_t>(AluOp::Bypass))
+    throw IsaError(fmt::format("byte {}: unknown ALU operation", pos + 4));
+  if (h[6] > static_cast<std::uint8_t>(ActFunc::Reciprocal))
+    throw IsaError(fmt::format("byte {}: unknown activation function {}", pos + 6, h[6]));
+  in.alu = static_cast<AluOp>(h[4]);
+  in.alu2 = static_cast<AluOp>(h[5]);
+  in.func = static_cast<ActFunc>(h[6]);
+  in.imm0 = get<float>(h + 8);
+  in.imm1 = get<float>(h + 12);
+  in.imm2 = get<float>(h + 16);
+  in.sem = get<std::uint16_t>(h + 20);
+  in.dma_engine = get<std::uint16_t>(h + 22);
+  in.value = get<std::uint32_t>(h + 24);
+  in.dma_queue = get<std::uint16_t>(h + 28);
+  in.address = get<std::uint64_t>(h + 32);
+  const std::size_t length = get<std::uint16_t>(h + 40);
+  const std::size_t operands = static_cast<std::size_t>(__builtin_popcount(mask));
+  if (length != kInstrHeaderBytes + operands * kOperandBytes)
+    throw IsaError(fmt::format("byte {}: length {} does not match {} operands", pos + 40, length, operands));
+  if (pos + length > bytes.size())
+    throw IsaError(fmt::format("byte {}: truncated instruction ({} of {} bytes)", pos, bytes.size() - pos, length));
+  AccessPattern* ops[] = {&in.dst, &in.a, &in.b, &in.c};
+  std::size_t at = pos + kInstrHeaderBytes;
+  for (int i = 0; i < 4; ++i) {
+    if (!(mask & (1u << i))) continue;
+    *ops[i] = decode_operand(bytes.data() + at, at);
+    at += kOperandBytes;
+  }
+  pos += length;
+  return in;
+}
+
+std::vector<Instruction> decode_all(const std::vector<std::uint8_t>& bytes) {
+  std::vector<Instruction> out;
+  for (std::size_t pos = 0; pos < bytes.size();) out.push_back(decode(bytes, pos));
+  return out;
+}
+
+// ------------------------------------------------------------ disassembly
+
+std::string disassemble(const Instruction& in) {
+  std::string s = fmt::format("{:<6} {}", to_string(in.engine), to_string(in.opcode));
+  switch (in.opcode) {
+    case Opcode::SemWait: return s + fmt::format(" sem[{}] >= {}", in.sem, in.value);
+    case Opcode::SemIncr: return s + fmt::format(" sem[{}] += {}", in.sem, in.value);
+    case Opcode::DmaTrigger:
+      return s + fmt::format(" dma{}.q{} {} descriptor(s) @0x{:x}", in.dma_engine, in.dma_queue, in.value, in.address);
+    case Opcode::MultiplyMoving:
+      if (in.accumulate()) s += " acc";
+      break;
+    case Opcode::TensorTensor:
+    case Opcode::Reduce:
+    case Opcode::PartitionReduce: s += fmt::format(" {}", to_string(in.alu)); break;
+    case Opcode::TensorScalar:
+      s += fmt::format(" {} {} {} {}", to_string(in.alu), in.imm0, to_string(in.alu2), in.imm1);
+      break;
+    case Opcode::Memset: s += fmt::format(" {}", in.imm0); break;
+    case Opcode::Activation:
+      s += fmt::format(" {} scale={} bias={}", to_string(in.func), in.imm0, in.b.valid() ? "b" : fmt::format("{}", in.imm1));
+      break;
+    case Opcode::Iota: s += fmt::format(" base={} partition_step={} free_step={}", in.imm0, in.imm1, in.imm2); break;
+    default: break;
+  }
+  if (in.dst.valid()) s += " dst=" + in.dst.str();
+  if (in.a.valid()) s += " a=" + in.a.str();
+  if (in.b.valid()) s += " b=" + in.b.str();
+  if (in.c.valid()) s += " c=" + in.c.str();
+  return s;
+}
+
+std::string disassemble(const std::vector<std::uint8_t>& stream) {
+  std::string out;
+  for (std::size_t pos = 0; pos < stream.size();) {
+    const std::size_t at = pos;
+    out += fmt::format("{:6x}: {}\n", at, disassemble(decode(stream, pos)));
+  }
+  return out;
+}
+
+// -------------------------------------------------------------- validation
+
+namespace {
+
+struct Checker {
+  const Instruction& in;
+  const HwConfig& cfg;
+  std::vector<std::string> problems;
+
+  void fail(std::string msg) { problems.push_back(std::move(msg)); }
+
+  std::int64_t partitions_of(Memory m) const { return m == Memory::Psum ? cfg.psum.partitions : cfg.sbuf.partitions; }
+  std::int64_t bytes_per_partition(Memory m) const {
+    return m == Memory::Psum ? cfg.psum.banks * cfg.psum.bank_kib * 1024 : cfg.sbuf.partition_kib * 1024;
+  }
+
+  // Rules every operand obeys, whatever the opcode.
+  void operand(const char* role, const AccessPattern& ap) {
+    if (!ap.valid()) return;
+    if (ap.partition_count == 0) fail(fmt::format("{}: partition count is 0", role));
+    if (ap.start_partition + ap.partition_count > partitions_of(ap.memory))
+      fail(fmt::format("{}: partitions {}..{} exceed the {} {} partitions", role, ap.start_partition,
+                       ap.start_partition + ap.partition_count - 1, partitions_of(ap.memory), to_string(ap.memory)));
+    if (ap.num_dims < 1 || ap.num_dims > kMaxFreeDims)
+      fail(fmt::format("{}: {} free dimensions (1..{} allowed)", role, ap.num_dims, kMaxFreeDims));
+    for (int d = 0; d < ap.num_dims; ++d)
+      if (ap.size[d] == 0) fail(fmt::format("{}: free dimension {} has size 0", role, d));
+    const auto [lo, hi] = ap.byte_extent();
+    if (lo < 0 || hi > bytes_per_partition(ap.memory))
+      fail(fmt::format("{}: bytes {}..{} of each partition fall outside {}'s {} bytes per partition", role, lo, hi - 1,
+                       to_string(ap.memory), bytes_per_partition(ap.memory)));
+    if (ap.memory == Memory::Psum && in.engine == Engine::GpSimd)
+      fail(fmt::format("{}: the GpSimd engine cannot access PSUM", role));
+  }
+
+  void require(const char* role, const AccessPattern& ap) {
+    if (!ap.valid()) fail(fmt::format("{} needs operand {}", to_string(in.opcode), role));
+  }
+
+  void same_shape(const char* r1, const AccessPattern& x, const char* r2, const AccessPattern& y) {
+    if (!x.valid() || !y.valid()) return;
+    if (x.partition_count != y.partition_count || x.free_elements() != y.free_elements())
+      fail(fmt::format("{} [{} x {}] and {} [{} x {}] differ in shape", r1, x.partition_count, x.free_elements(), r2,
+                       y.partition_count, y.free_elements()));
+  }
+
+  void tensor_input(const char* role, const AccessPattern& ap) {
+    if (!ap.valid()) return;
+    if (ap.memory != Memory::Sbuf) fail(fmt::format("{}: the tensor engine reads its inputs from SBUF", role));
+    TensorDType t;
+    switch (ap.dtype) {
+      case DType::Bf16: t = TensorDType::Bf16; break;
+      case DType::Fp32: t = TensorDType::Fp32; break;
+      case DType::Fp8E4m3: t = TensorDType::Fp8E4m3; break;
+      case DType::Fp8E5m2: t = TensorDType::Fp8E5m2; break;
+      default:
+        fail(fmt::format("{}: the tensor engine cannot read {}", role, to_string(ap.dtype)));
+        return;
+    }
+    const auto it = cfg.tensor.rate.find(t);
+    if (it == cfg.tensor.rate.end() || it->second <= 0)
+      fail(fmt::format("{}: {} inputs are not supported by this config's tensor engine (tensor.rate.{} is 0)", role,
+                       to_string(ap.dtype), to_string(t)));
+    if (ap.partition_count > cfg.tensor.rows)
+      fail(fmt::format("{}: contraction over {} partitions exceeds the array's {} rows", role, ap.partition_count,
+                       cfg.tensor.rows));
+  }
+
+  void psum_result(const char* role, const AccessPattern& ap) {
+    if (!ap.valid()) return;
+    if (ap.memory != Memory::Psum) fail(fmt::format("{}: tensor-engine results go to PSUM", role));
+    if (ap.dtype != DType::Fp32) fail(fmt::format("{}: tensor-engine results are fp32, not {}", role, to_string(ap.dtype)));
+    const std::int64_t bank = cfg.psum.bank_kib * 1024;
+    const auto [lo, hi] = ap.byte_extent();
+    if (lo >= 0 && hi > lo && lo / bank != (hi - 1) / bank)
+      fail(fmt::format("{}: bytes {}..{} cross a PSUM bank boundary (banks of {} bytes)", role, lo, hi - 1, bank));
+  }
+
+  void run() {
+    if (!runs_on(in.opcode, in.engine))
+      fail(fmt::format("{} does not run on the {} engine", to_string(in.opcode), to_string(in.engine)));
+    operand("dst", in.dst);
+    operand("a", in.a);
+    operand("b", in.b);
+    operand("c", in.c);
+    switch (in.opcode) {
+      case Opcode::Nop:
+      case Opcode::End: break;
+      case Opcode::SemWait:
+      case Opcode::SemIncr:
+        if (in.sem >= cfg.sync.semaphores)
+          fail(fmt::format("semaphore {} does not exist (the config has {})", in.sem, cfg.sync.semaphores));
+        break;
+      case Opcode::DmaTrigger:
+        if (in.dma_engine >= cfg.dma.engines)
+          fail(fmt::format("DMA engine {} does not exist (the config has {})", in.dma_engine, cfg.dma.engines));
+        if (in.dma_queue >= cfg.dma.queues_per_engine)
+          fail(fmt::format("DMA queue {} does not exist (the config has {} per engine)", in.dma_queue,
+                           cfg.dma.queues_per_engine));
+        if (in.value == 0) fail("DmaTrigger of zero descriptors");
+        break;
+      case Opcode::LoadStationary:
+        require("a", in.a);
+        tensor_input("a", in.a);
+        if (in.a.valid() && in.a.free_elements() > static_cast<std::uint64_t>(cfg.tensor.stationary_max_free))
+          fail(fmt::format("a: stationary free size {} exceeds tensor.stationary_max_free {}", in.a.free_elements(),
+                           cfg.tensor.stationary_max_free));
+        break;
+      case Opcode::MultiplyMoving:
+        require("dst", in.dst);
+        require("a", in.a);
+        tensor_input("a", in.a);
+        psum_result("dst", in.dst);
+        if (in.a.valid() && in.a.free_elements() > static_cast<std::uint64_t>(cfg.tensor.moving_max_free))
+          fail(fmt::format("a: moving free size {} exceeds tensor.moving_max_free {}", in.a.free_elements(),
+                           cfg.tensor.moving_max_free));
+        if (in.a.valid() && in.dst.valid() && in.dst.free_elements() != in.a.free_elements())
+          fail(fmt::format("dst free size {} differs from the moving free size {}", in.dst.free_elements(),
+                           in.a.free_elements()));
+        if (in.dst.valid() && in.dst.partition_count > cfg.tensor.cols)
+          fail(fmt::format("dst: {} result partitions exceed the array's {} columns", in.dst.partition_count,
+                           cfg.tensor.cols));
+        break;
+      case Opcode::Transpose:
+        require("dst", in.dst);
+        require("a", in.a);
+        tensor_input("a", in.a);
+        psum_result("dst", in.dst);
+        if (in.a.valid() && in.a.free_elements() > static_cast<std::uint64_t>(cfg.tensor.cols))
+          fail(fmt::format("a: transposing {} columns exceeds the array's {} columns", in.a.free_elements(),
+                           cfg.tensor.cols));
+        if (in.a.valid() && in.dst.valid() &&
+            (in.dst.partition_count != in.a.free_elements() || in.dst.free_elements() != in.a.partition_count))
+          fail(fmt::format("dst [{} x {}] is not the transpose of a [{} x {}]", in.dst.partition_count,
+                           in.dst.free_elements(), in.a.partition_count, in.a.free_elements()));
+        break;
+      case Opcode::TensorTensor:
+        require("dst", in.dst);
+        require("a", in.a);
+        require("b", in.b);
+        same_shape("dst", in.dst, "a", in.a);
+        same_shape("dst", in.dst, "b", in.b);
+        break;
+      case Opcode::TensorScalar:
+      case Opcode::Copy:
+        require("dst", in.dst);
+        require("a", in.a);
+        same_shape("dst", in.dst, "a", in.a);
+        break;
+      case Opcode::Memset:
+      case Opcode::Iota: require("dst", in.dst); break;
+      case Opcode::Select:
+        require("dst", in.dst);
+        require("a", in.a);
+        require("b", in.b);
+        require("c", in.c);
+        same_shape("dst", in.dst, "a", in.a);
+        same_shape("dst", in.dst, "b", in.b);
+        same_shape("dst", in.dst, "c", in.c);
+        break;
+      case Opcode::Reduce:
+        require("dst", in.dst);
+        require("a", in.a);
+        if (in.dst.valid() && in.a.valid() &&
+            (in.dst.partition_count != in.a.partition_count || in.dst.free_elements() != 1))
+          fail(fmt::format("dst must be [{} x 1] for a free-axis reduction of a [{} x {}]", in.a.partition_count,
+                           in.a.partition_count, in.a.free_elements()));
+        break;
+      case Opcode::PartitionReduce:
+        require("dst", in.dst);
+        require("a", in.a);
+        if (in.dst.valid() && in.a.valid() &&
+            (in.dst.partition_count != 1 || in.dst.free_elements() != in.a.free_elements()))
+          fail(fmt::format("dst must be [1 x {}] for a partition reduction of a [{} x {}]", in.a.free_elements(),
+                           in.a.partition_count, in.a.free_elements()));
+        break;
+      case Opcode::Activation:
+        require("dst", in.dst);
+        require("a", in.a);
+        same_shape("dst", in.dst, "a", in.a);
+        if (in.b.valid() && in.a.valid() && (in.b.partition_count != in.a.partition_count || in.b.free_elements() != 1))
+          fail(fmt::format("b (bias) must be [{} x 1]", in.a.partition_count));
+        if (in.c.valid() && in.a.valid() && (in.c.partition_count != in.a.partition_count || in.c.free_elements() != 1))
+          fail(fmt::format("c (accumulate) must be [{} x 1]", in.a.partition_count));
+        break;
+    }
+    if (in.engine == Engine::GpSimd && !cfg.gpsimd.present && in.opcode != Opcode::End)
+      fail("this config has no GpSimd engine (gpsimd.present is false)");
+  }
+};
+
+}  // namespace
+
+std::vector<std::string> validate(const Instruction& in, const HwConfig& cfg) {
+  Checker c{in, cfg, {}};
+  c.run();
+  return c.problems;
+}
+
+}  // namespace tessera::arch

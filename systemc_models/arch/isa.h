@@ -1,0 +1,150 @@
+// The NeuronCore instruction set: the one C++ definition of every engine's
+// instructions, their binary encoding, validation and disassembly. The driver
+// encodes programs with it, the sequencers decode them; docs/isa.md describes
+// the same layout in prose.
+#pragma once
+
+#include "arch/config.h"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tessera::arch {
+
+// Engines that own an instruction stream (one sequencer each).
+enum class Engine : std::uint8_t { Tensor = 0, Vector = 1, Scalar = 2, GpSimd = 3, Sync = 4 };
+inline constexpr int kNumEngines = 5;
+const char* to_string(Engine e);
+
+// Element types of SBUF/PSUM operands.
+enum class DType : std::uint8_t { Bf16 = 0, Fp32 = 1, Fp8E4m3 = 2, Fp8E5m2 = 3, Int32 = 4 };
+const char* to_string(DType t);
+std::uint32_t size_of(DType t);
+std::optional<DType> parse_dtype(const std::string& text);
+
+enum class Memory : std::uint8_t { None = 0, Sbuf = 1, Psum = 2 };
+const char* to_string(Memory m);
+
+inline constexpr int kMaxFreeDims = 4;
+
+// An operand: a rectangle of partitions, each read or written through the same
+// free-dimension access pattern. Element (p, i0..i3) lives in partition
+// start_partition + p at byte offset_bytes + size_of(dtype) * sum(ik * stride_k).
+struct AccessPattern {
+  Memory memory = Memory::None;
+  DType dtype = DType::Fp32;
+  std::uint16_t start_partition = 0;
+  std::uint16_t partition_count = 0;
+  std::uint32_t offset_bytes = 0;
+  std::uint8_t num_dims = 0;  // 1..4 used (size, stride) pairs, outermost first
+  std::array<std::uint32_t, kMaxFreeDims> size{};
+  std::array<std::int32_t, kMaxFreeDims> stride{};  // in elements
+
+  bool valid() const { return memory != Memory::None; }
+  std::uint64_t free_elements() const;  // product of sizes
+  std::uint64_t elements() const { return free_elements() * partition_count; }
+  // Byte offsets of each free element, in iteration order (innermost fastest).
+  std::vector<std::int64_t> byte_offsets() const;
+  // The lowest and one-past-highest byte touched in each partition.
+  std::pair<std::int64_t, std::int64_t> byte_extent() const;
+  std::string str() const;
+};
+
+// A contiguous [partitions, free] tile starting at a byte offset.
+AccessPattern tile(Memory m, DType t, std::uint16_t start_partition, std::uint16_t partitions,
+                   std::uint32_t offset_bytes, std::uint32_t free_elements);
+
+enum class Opcode : std::uint8_t {
+  // Control, on every engine's stream.
+  Nop = 0x00,
+  End = 0x01,
+  SemWait = 0x02,     // block until semaphore[sem] >= value
+  SemIncr = 0x03,     // semaphore[sem] += value
+  DmaTrigger = 0x04,  // enqueue `count` descriptors at `address` on (dma_engine, queue), ring its doorbell
+  // Tensor engine.
+  LoadStationary = 0x10,  // src [K partitions, M] -> the array's stationary buffer
+  MultiplyMoving = 0x11,  // dst(PSUM) [M, N] (=|+=) stationary.T @ src [K, N]
+  Transpose = 0x12,       // dst(PSUM) [F, P] = src [P, F].T, through the array
+  // Vector engine.
+  TensorTensor = 0x20,  // dst = a <alu> b
+  TensorScalar = 0x21,  // dst = (a <alu> imm0) <alu2> imm1
+  Reduce = 0x22,        // dst [P, 1] = reduce<alu>(a) along the free axes
+  Copy = 0x23,          // dst = a (with dtype conversion); also GpSimd
+  Memset = 0x24,        // dst = imm0
+  Select = 0x25,        // dst = pred != 0 ? a : b
+  // Scalar engine.
+  Activation = 0x30,  // dst = f(a * imm0 + bias); bias = b[p] if given else imm1; acc [P,1] = sum(dst) if given
+  // GpSimd engine.
+  Iota = 0x40,             // dst[p, i] = imm0 + p * imm1 + flat(i) * imm2
+  PartitionReduce = 0x41,  // dst [1, F] = reduce<alu>(a) across partitions
+};
+const char* to_string(Opcode op);
+// Which engines may execute an opcode.
+bool runs_on(Opcode op, Engine e);
+
+enum class AluOp : std::uint8_t {
+  Add = 0, Subtract = 1, Multiply = 2, Divide = 3, Max = 4, Min = 5,
+  IsEqual = 6, IsGreater = 7, IsGreaterEqual = 8, IsLess = 9, IsLessEqual = 10,
+  Bypass = 11,  // result = first operand (lets TensorScalar apply one op only)
+};
+const char* to_string(AluOp op);
+
+enum class ActFunc : std::uint8_t {
+  Identity = 0, Exp = 1, Tanh = 2, Gelu = 3, Silu = 4, Sigmoid = 5, Relu = 6, Rsqrt = 7, Reciprocal = 8,
+};
+const char* to_string(ActFunc f);
+std::optional<ActFunc> parse_act_func(const std::string& text);
+
+// Flag bits of an instruction.
+enum InstrFlag : std::uint8_t {
+  kFlagAccumulate = 1 << 0,  // MultiplyMoving: add into PSUM instead of overwriting
+};
+
+// One decoded instruction. Operand roles by opcode:
+//   dst: written; a, b, c: read (c is Select's pred or Activation's accumulate output).
+struct Instruction {
+  Engine engine = Engine::Sync;
+  Opcode opcode = Opcode::Nop;
+  std::uint8_t flags = 0;
+  AluOp alu = AluOp::Bypass;
+  AluOp alu2 = AluOp::Bypass;
+  ActFunc func = ActFunc::Identity;
+  float imm0 = 0, imm1 = 0, imm2 = 0;
+  std::uint16_t sem = 0;        // SemWait / SemIncr
+  std::uint32_t value = 0;      // SemWait threshold / SemIncr delta / DmaTrigger descriptor count
+  std::uint16_t dma_engine = 0; // DmaTrigger
+  std::uint16_t dma_queue = 0;
+  std::uint64_t address = 0;    // DmaTrigger: device address of the first descriptor
+  AccessPattern dst, a, b, c;
+
+  bool accumulate() const { return flags & kFlagAccumulate; }
+};
+
+// Encoded size: a fixed header plus 48 bytes per present operand.
+inline constexpr std::size_t kInstrHeaderBytes = 48;
+inline constexpr std::size_t kOperandBytes = 48;
+
+std::vector<std::uint8_t> encode(const Instruction& in);
+// Decodes one instruction at `bytes[pos]`, advancing pos. Throws IsaError on a
+// malformed encoding (unknown opcode, truncated, bad operand count).
+Instruction decode(const std::vector<std::uint8_t>& bytes, std::size_t& pos);
+std::vector<Instruction> decode_all(const std::vector<std::uint8_t>& bytes);
+
+std::string disassemble(const Instruction& in);
+std::string disassemble(const std::vector<std::uint8_t>& stream);
+
+class IsaError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+// Checks an instruction against the ISA's rules and the config (partitions,
+// memory sizes, tensor-engine limits, PSUM banks, dtypes an engine can read).
+// Returns one message per broken rule; empty when the instruction is legal.
+std::vector<std::string> validate(const Instruction& in, const HwConfig& cfg);
+
+}  // namespace tessera::arch

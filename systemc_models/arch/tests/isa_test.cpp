@@ -1,0 +1,245 @@
+#include "arch/isa.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace tessera::arch {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+HwConfig tiny() {
+  setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_CONFIG_DIR, 1);
+  return load_config("tiny").hw;
+}
+
+Instruction matmul(std::uint16_t k, std::uint16_t m, std::uint32_t n) {
+  Instruction in;
+  in.engine = Engine::Tensor;
+  in.opcode = Opcode::MultiplyMoving;
+  in.flags = kFlagAccumulate;
+  in.a = tile(Memory::Sbuf, DType::Bf16, 0, k, 256, n);
+  in.dst = tile(Memory::Psum, DType::Fp32, 0, m, 0, n);
+  return in;
+}
+
+bool same(const AccessPattern& x, const AccessPattern& y) {
+  return x.memory == y.memory && x.dtype == y.dtype && x.start_partition == y.start_partition &&
+         x.partition_count == y.partition_count && x.offset_bytes == y.offset_bytes && x.num_dims == y.num_dims &&
+         x.size == y.size && x.stride == y.stride;
+}
+
+TEST(Isa, EncodeDecodeRoundTripsRandomInstructions) {
+  std::mt19937 rng(7);
+  const Opcode ops[] = {Opcode::Nop, Opcode::End, Opcode::SemWait, Opcode::SemIncr, Opcode::DmaTrigger,
+                        Opcode::LoadStationary, Opcode::MultiplyMoving, Opcode::Transpose, Opcode::TensorTensor,
+                        Opcode::TensorScalar, Opcode::Reduce, Opcode::Copy, Opcode::Memset, Opcode::Select,
+                        Opcode::Activation, Opcode::Iota, Opcode::PartitionReduce};
+  std::vector<std::uint8_t> stream;
+  std::vector<Instruction> written;
+  for (int i = 0; i < 500; ++i) {
+    Instruction in;
+    in.engine = static_cast<Engine>(rng() % kNumEngines);
+    in.opcode = ops[rng() % std::size(ops)];
+    in.flags = rng() & 1;
+    in.alu = static_cast<AluOp>(rng() % 12);
+    in.alu2 = static_cast<AluOp>(rng() % 12);
+    in.func = static_cast<ActFunc>(rng() % 9);
+    in.imm0 = static_cast<float>(rng()) / 7.0f;
+    in.imm1 = -1.5f;
+    in.imm2 = 3.25f;
+    in.sem = rng() % 256;
+    in.value = rng();
+    in.dma_engine = rng() % 16;
+    in.dma_queue = rng() % 16;
+    in.address = (static_cast<std::uint64_t>(rng()) << 32) | rng();
+    AccessPattern* aps[] = {&in.dst, &in.a, &in.b, &in.c};
+    for (auto* ap : aps) {
+      if (rng() % 2) continue;
+      ap->memory = rng() % 2 ? Memory::Sbuf : Memory::Psum;
+      ap->dtype = static_cast<DType>(rng() % 5);
+      ap->start_partition = rng() % 128;
+      ap->partition_count = 1 + rng() % 128;
+      ap->offset_bytes = rng() % 65536;
+      ap->num_dims = 1 + rng() % 4;
+      for (int d = 0; d < ap->num_dims; ++d) {
+        ap->size[d] = 1 + rng() % 512;
+        ap->stride[d] = static_cast<std::int32_t>(rng() % 1024) - 512;
+      }
+    }
+    const auto bytes = encode(in);
+    stream.insert(stream.end(), bytes.begin(), bytes.end());
+    written.push_back(in);
+  }
+  const auto read = decode_all(stream);
+  ASSERT_EQ(read.size(), written.size());
+  for (std::size_t i = 0; i < read.size(); ++i) {
+    SCOPED_TRACE(disassemble(written[i]));
+    EXPECT_EQ(read[i].engine, written[i].engine);
+    EXPECT_EQ(read[i].opcode, written[i].opcode);
+    EXPECT_EQ(read[i].flags, written[i].flags);
+    EXPECT_EQ(read[i].alu, written[i].alu);
+    EXPECT_EQ(read[i].alu2, written[i].alu2);
+    EXPECT_EQ(read[i].func, written[i].func);
+    EXPECT_EQ(read[i].imm0, written[i].imm0);
+    EXPECT_EQ(read[i].imm1, written[i].imm1);
+    EXPECT_EQ(read[i].imm2, written[i].imm2);
+    EXPECT_EQ(read[i].sem, written[i].sem);
+    EXPECT_EQ(read[i].value, written[i].value);
+    EXPECT_EQ(read[i].dma_engine, written[i].dma_engine);
+    EXPECT_EQ(read[i].dma_queue, written[i].dma_queue);
+    EXPECT_EQ(read[i].address, written[i].address);
+    EXPECT_TRUE(same(read[i].dst, written[i].dst));
+    EXPECT_TRUE(same(read[i].a, written[i].a));
+    EXPECT_TRUE(same(read[i].b, written[i].b));
+    EXPECT_TRUE(same(read[i].c, written[i].c));
+  }
+}
+
+TEST(Isa, EncodedSizeIsHeaderPlusOperands) {
+  EXPECT_EQ(encode(matmul(8, 8, 64)).size(), kInstrHeaderBytes + 2 * kOperandBytes);
+  Instruction end;
+  end.opcode = Opcode::End;
+  EXPECT_EQ(encode(end).size(), kInstrHeaderBytes);
+}
+
+TEST(Isa, DisassemblesEveryField) {
+  EXPECT_EQ(disassemble(matmul(8, 4, 64)),
+            "tensor MultiplyMoving acc dst=psum[p0:4 +0B fp32 (64,1)] a=sbuf[p0:8 +256B bf16 (64,1)]");
+  Instruction w;
+  w.engine = Engine::Vector;
+  w.opcode = Opcode::SemWait;
+  w.sem = 3;
+  w.value = 2;
+  EXPECT_EQ(disassemble(w), "vector SemWait sem[3] >= 2");
+  Instruction act;
+  act.engine = Engine::Scalar;
+  act.opcode = Opcode::Activation;
+  act.func = ActFunc::Gelu;
+  act.imm0 = 0.5f;
+  act.imm1 = 1;
+  act.a = tile(Memory::Psum, DType::Fp32, 0, 8, 0, 16);
+  act.dst = tile(Memory::Sbuf, DType::Bf16, 0, 8, 0, 16);
+  EXPECT_EQ(disassemble(act),
+            "scalar Activation gelu scale=0.5 bias=1 dst=sbuf[p0:8 +0B bf16 (16,1)] a=psum[p0:8 +0B fp32 (16,1)]");
+  const auto bytes = encode(w);
+  EXPECT_EQ(disassemble(bytes), "     0: vector SemWait sem[3] >= 2\n");
+}
+
+TEST(Isa, MalformedEncodingsAreErrorsNamingTheByte) {
+  auto bytes = encode(matmul(8, 8, 8));
+  std::size_t pos = 0;
+  auto bad = bytes;
+  bad[1] = 0x7f;
+  EXPECT_THROW(
+      {
+        try {
+          decode(bad, pos);
+        } catch (const IsaError& e) {
+          EXPECT_STREQ(e.what(), "byte 1: unknown opcode 0x7f");
+          throw;
+        }
+      },
+      IsaError);
+  bad = bytes;
+  bad.resize(bytes.size() - 1);
+  pos = 0;
+  EXPECT_THROW(decode(bad, pos), IsaError);
+  bad = bytes;
+  bad[0] = 9;
+  pos = 0;
+  EXPECT_THROW(decode(bad, pos), IsaError);
+  bad = bytes;
+  bad[kInstrHeaderBytes + 2] = 5;  // five free dimensions
+  pos = 0;
+  EXPECT_THROW(decode(bad, pos), IsaError);
+}
+
+TEST(Isa, AccessPatternOffsetsFollowStridesInnermostFastest) {
+  AccessPattern ap;
+  ap.memory = Memory::Sbuf;
+  ap.dtype = DType::Bf16;
+  ap.partition_count = 1;
+  ap.offset_bytes = 100;
+  ap.num_dims = 2;
+  ap.size = {2, 3};
+  ap.stride = {10, -1};
+  EXPECT_THAT(ap.byte_offsets(), ElementsAre(100, 98, 96, 120, 118, 116));
+  EXPECT_EQ(ap.byte_extent(), (std::pair<std::int64_t, std::int64_t>(96, 122)));
+  EXPECT_EQ(ap.free_elements(), 6u);
+}
+
+TEST(Isa, LegalInstructionsValidate) {
+  const auto cfg = tiny();
+  EXPECT_THAT(validate(matmul(8, 8, 64), cfg), IsEmpty());
+  Instruction ls;
+  ls.engine = Engine::Tensor;
+  ls.opcode = Opcode::LoadStationary;
+  ls.a = tile(Memory::Sbuf, DType::Bf16, 0, 8, 0, 8);
+  EXPECT_THAT(validate(ls, cfg), IsEmpty());
+}
+
+TEST(Isa, ValidationNamesEachBrokenRule) {
+  const auto cfg = tiny();  // 8x8 array, 8 partitions x 16 KiB SBUF, PSUM 4 banks x 1 KiB, moving <= 64
+  const auto problems = [&](const Instruction& in) {
+    const auto p = validate(in, cfg);
+    return p.empty() ? std::string() : p.front();
+  };
+  EXPECT_EQ(problems(matmul(9, 8, 8)), "a: partitions 0..8 exceed the 8 sbuf partitions");
+  EXPECT_EQ(problems(matmul(8, 8, 65)), "a: moving free size 65 exceeds tensor.moving_max_free 64");
+  auto in = matmul(8, 8, 64);
+  in.dst.offset_bytes = 1024 - 8;
+  EXPECT_EQ(problems(in), "dst: bytes 1016..1271 cross a PSUM bank boundary (banks of 1024 bytes)");
+  in = matmul(8, 8, 64);
+  in.a.dtype = DType::Fp8E4m3;
+  EXPECT_EQ(problems(in),
+            "a: fp8_e4m3 inputs are not supported by this config's tensor engine (tensor.rate.fp8_e4m3 is 0)");
+  in = matmul(8, 8, 64);
+  in.engine = Engine::Vector;
+  EXPECT_EQ(problems(in), "MultiplyMoving does not run on the vector engine");
+  in = matmul(8, 8, 64);
+  in.a.offset_bytes = 16 * 1024 - 64;
+  EXPECT_EQ(problems(in), "a: bytes 16320..16447 of each partition fall outside sbuf's 16384 bytes per partition");
+
+  Instruction tt;
+  tt.engine = Engine::Vector;
+  tt.opcode = Opcode::TensorTensor;
+  tt.a = tile(Memory::Sbuf, DType::Fp32, 0, 8, 0, 16);
+  tt.b = tile(Memory::Sbuf, DType::Fp32, 0, 8, 64, 8);
+  tt.dst = tile(Memory::Sbuf, DType::Fp32, 0, 8, 128, 16);
+  EXPECT_EQ(problems(tt), "dst [8 x 16] and b [8 x 8] differ in shape");
+
+  Instruction gp;
+  gp.engine = Engine::GpSimd;
+  gp.opcode = Opcode::Copy;
+  gp.a = tile(Memory::Psum, DType::Fp32, 0, 8, 0, 16);
+  gp.dst = tile(Memory::Sbuf, DType::Fp32, 0, 8, 0, 16);
+  EXPECT_EQ(problems(gp), "a: the GpSimd engine cannot access PSUM");
+
+  Instruction sem;
+  sem.engine = Engine::Sync;
+  sem.opcode = Opcode::SemWait;
+  sem.sem = 32;
+  EXPECT_EQ(problems(sem), "semaphore 32 does not exist (the config has 32)");
+
+  Instruction dma;
+  dma.engine = Engine::Sync;
+  dma.opcode = Opcode::DmaTrigger;
+  dma.dma_engine = 2;
+  dma.value = 1;
+  EXPECT_EQ(problems(dma), "DMA engine 2 does not exist (the config has 2)");
+
+  Instruction red;
+  red.engine = Engine::Vector;
+  red.opcode = Opcode::Reduce;
+  red.a = tile(Memory::Sbuf, DType::Fp32, 0, 8, 0, 16);
+  red.dst = tile(Memory::Sbuf, DType::Fp32, 0, 8, 128, 2);
+  EXPECT_EQ(problems(red), "dst must be [8 x 1] for a free-axis reduction of a [8 x 16]");
+}
+
+}  // namespace
+}  // namespace tessera::arch
