@@ -1,0 +1,48 @@
+// What every engine of a NeuronCore can reach: its config, memories,
+// semaphores, the DMA subsystem and the statistics, plus the run's first
+// error. Owned by NeuronCore; engines hold a reference.
+#pragma once
+
+#include "arch/address_map.h"
+#include "arch/config.h"
+#include "trace/stats.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace tessera::memory {
+class Hbm;
+class PartitionedMemory;
+}  // namespace tessera::memory
+
+namespace tessera::core {
+
+class Semaphores;
+
+// The DMA subsystem as the sequencers see it: a doorbell per queue.
+class DmaDoorbell {
+public:
+  virtual ~DmaDoorbell() = default;
+  // Enqueues `count` descriptors starting at device address `address` on
+  // queue `queue` of DMA engine `engine`. Returns an error message, or empty.
+  virtual std::string ring(std::uint32_t engine, std::uint32_t queue, std::uint64_t address, std::uint32_t count) = 0;
+};
+
+struct CoreContext {
+  const arch::HwConfig& cfg;
+  arch::AddressMap map;
+  memory::Hbm& hbm;
+  memory::PartitionedMemory& sbuf;
+  memory::PartitionedMemory& psum;
+  Semaphores& semaphores;
+  trace::Stats& stats;
+  DmaDoorbell* dma = nullptr;
+
+  // The first error of the run stops the simulation; later ones are dropped
+  // because they usually follow from it.
+  std::optional<std::string> error;
+  void fail(const std::string& message);
+};
+
+}  // namespace tessera::core

@@ -1,0 +1,142 @@
+#include "core/engine.h"
+
+#include "core/semaphores.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace tessera::core {
+
+using sc_core::sc_time;
+using sc_core::sc_time_stamp;
+
+void CoreContext::fail(const std::string& message) {
+  if (!error) error = message;
+  sc_core::sc_stop();
+}
+
+Engine::Engine(sc_core::sc_module_name name, arch::Engine kind, double clock_ghz, CoreContext& ctx)
+    : sc_module(name),
+      fetch("fetch"),
+      ctx_(ctx),
+      kind_(kind),
+      period_(1.0 / clock_ghz, sc_core::SC_NS),
+      instructions_(ctx.stats.counter(std::string(this->name()) + ".instructions", "count", "instructions executed")),
+      busy_ns_(ctx.stats.counter(std::string(this->name()) + ".busy_ns", "ns", "time executing compute instructions")),
+      semaphore_wait_ns_(ctx.stats.counter(std::string(this->name()) + ".semaphore_wait_ns", "ns",
+                                           "time stalled waiting on a semaphore")),
+      fetch_wait_ns_(ctx.stats.counter(std::string(this->name()) + ".fetch_wait_ns", "ns",
+                                       "time stalled waiting for an instruction fetch")) {
+  SC_THREAD(run);
+}
+
+void Engine::set_program(std::uint64_t address, std::uint64_t bytes) {
+  program_address_ = address;
+  program_bytes_ = bytes;
+}
+
+sc_time Engine::cycles(double n) const { return period_ * std::ceil(n); }
+
+void Engine::wait_for_clock_edge() {
+  const double periods = sc_time_stamp() / period_;
+  const sc_time edge = period_ * std::ceil(periods);
+  if (edge > sc_time_stamp()) sc_core::wait(edge - sc_time_stamp());
+}
+
+void Engine::read_device(std::uint64_t address, std::uint8_t* out, std::uint64_t length, sc_time& at) {
+  tlm::tlm_generic_payload trans;
+  trans.set_command(tlm::TLM_READ_COMMAND);
+  trans.set_address(address);
+  trans.set_data_ptr(out);
+  trans.set_data_length(static_cast<unsigned>(length));
+  trans.set_streaming_width(static_cast<unsigned>(length));
+  trans.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  // Fetches run ahead of execution: the transaction starts when the previous
+  // fetch finished, which may be later than now.
+  sc_time delay = at > sc_time_stamp() ? at - sc_time_stamp() : sc_core::SC_ZERO_TIME;
+  fetch->b_transport(trans, delay);
+  if (trans.is_response_error())
+    throw std::runtime_error(fmt::format("instruction fetch at 0x{:x} failed: {}", address, trans.get_response_string()));
+  at = sc_time_stamp() + delay;
+}
+
+arch::Instruction Engine::fetch_next(std::uint64_t& pc, sc_time& fetch_ready) {
+  std::vector<std::uint8_t> bytes(arch::kInstrHeaderBytes);
+  if (pc + bytes.size() > program_bytes_)
+    throw std::runtime_error(fmt::format("stream ends at byte {} without End", program_bytes_));
+  read_device(program_address_ + pc, bytes.data(), bytes.size(), fetch_ready);
+  const std::uint16_t length = static_cast<std::uint16_t>(bytes[40] | (bytes[41] << 8));
+  if (length > arch::kInstrHeaderBytes) {
+    if (pc + length > program_bytes_)
+      throw std::runtime_error(fmt::format("instruction at byte {} runs past the stream's end", pc));
+    bytes.resize(length);
+    read_device(program_address_ + pc + arch::kInstrHeaderBytes, bytes.data() + arch::kInstrHeaderBytes,
+                length - arch::kInstrHeaderBytes, fetch_ready);
+  }
+  std::size_t pos = 0;
+  arch::Instruction in = arch::decode(bytes, pos);
+  pc += pos;
+  return in;
+}
+
+void Engine::run() {
+  if (program_bytes_ == 0) {
+    finished_ = true;
+    return;
+  }
+  std::uint64_t pc = 0;
+  sc_time fetch_ready = sc_time_stamp();
+  for (std::uint64_t index = 0;; ++index) {
+    const std::uint64_t at_byte = pc;
+    arch::Instruction in;
+    std::string where = fmt::format("{} instruction #{} (byte {})", to_string(kind_), index, at_byte);
+    try {
+      in = fetch_next(pc, fetch_ready);
+      where += ": " + arch::disassemble(in);
+      if (fetch_ready > sc_time_stamp()) {
+        fetch_wait_ns_ += (fetch_ready - sc_time_stamp()).to_seconds() * 1e9;
+        sc_core::wait(fetch_ready - sc_time_stamp());
+      }
+      if (in.engine != kind_)
+        throw std::runtime_error(fmt::format("instruction for the {} engine in the {} stream", to_string(in.engine),
+                                             to_string(kind_)));
+      const auto problems = arch::validate(in, ctx_.cfg);
+      if (!problems.empty()) throw std::runtime_error(problems.front());
+      ++instructions_;
+      switch (in.opcode) {
+        case arch::Opcode::End:
+          finished_ = true;
+          end_time_ = sc_time_stamp();
+          return;
+        case arch::Opcode::Nop: break;
+        case arch::Opcode::SemWait: {
+          const sc_time start = sc_time_stamp();
+          ctx_.semaphores.wait_at_least(in.sem, in.value, name());
+          if (sc_time_stamp() > start) {
+            wait_for_clock_edge();
+            semaphore_wait_ns_ += (sc_time_stamp() - start).to_seconds() * 1e9;
+          }
+          break;
+        }
+        case arch::Opcode::SemIncr: ctx_.semaphores.increment(in.sem, in.value); break;
+        case arch::Opcode::DmaTrigger: {
+          if (!ctx_.dma) throw std::runtime_error("this core has no DMA subsystem");
+          const std::string err = ctx_.dma->ring(in.dma_engine, in.dma_queue, in.address, in.value);
+          if (!err.empty()) throw std::runtime_error(err);
+          break;
+        }
+        default: {
+          const sc_time busy = execute(in);
+          busy_ns_ += busy.to_seconds() * 1e9;
+          sc_core::wait(busy);
+        }
+      }
+    } catch (const std::exception& e) {
+      ctx_.fail(fmt::format("{}: {}", where, e.what()));
+      return;
+    }
+  }
+}
+
+}  // namespace tessera::core

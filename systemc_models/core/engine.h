@@ -1,0 +1,60 @@
+// One engine of the core with its sequencer: fetches its instruction stream
+// from device memory through the interconnect (prefetching ahead of
+// execution), executes control instructions itself (semaphores, DMA
+// triggers, end) and hands compute instructions to the engine model.
+#pragma once
+
+#include "arch/isa.h"
+#include "core/core_context.h"
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+
+namespace tessera::core {
+
+class Engine : public sc_core::sc_module {
+public:
+  tlm_utils::simple_initiator_socket<Engine> fetch;  // to the interconnect
+
+  SC_HAS_PROCESS(Engine);
+  Engine(sc_core::sc_module_name name, arch::Engine kind, double clock_ghz, CoreContext& ctx);
+
+  // The stream this engine runs: `bytes` bytes at device address `address`.
+  void set_program(std::uint64_t address, std::uint64_t bytes);
+
+  arch::Engine engine_kind() const { return kind_; }
+  bool finished() const { return finished_; }
+  sc_core::sc_time clock_period() const { return period_; }
+  sc_core::sc_time end_time() const { return end_time_; }
+
+protected:
+  // Executes one compute instruction functionally and returns how long the
+  // engine is busy with it. Throws std::exception with a message naming the
+  // broken rule; the sequencer adds which instruction it was.
+  virtual sc_core::sc_time execute(const arch::Instruction& in) = 0;
+
+  sc_core::sc_time cycles(double n) const;
+
+  CoreContext& ctx_;
+
+private:
+  void run();
+  arch::Instruction fetch_next(std::uint64_t& pc, sc_core::sc_time& fetch_ready);
+  void read_device(std::uint64_t address, std::uint8_t* out, std::uint64_t length, sc_core::sc_time& at);
+  void wait_for_clock_edge();
+
+  arch::Engine kind_;
+  sc_core::sc_time period_;
+  std::uint64_t program_address_ = 0;
+  std::uint64_t program_bytes_ = 0;
+  bool finished_ = false;
+  sc_core::sc_time end_time_;
+
+  trace::Counter& instructions_;
+  trace::Counter& busy_ns_;
+  trace::Counter& semaphore_wait_ns_;
+  trace::Counter& fetch_wait_ns_;
+};
+
+}  // namespace tessera::core

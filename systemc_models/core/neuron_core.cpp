@@ -1,0 +1,91 @@
+#include "core/neuron_core.h"
+
+#include "engines/gpsimd_engine.h"
+#include "engines/scalar_engine.h"
+#include "engines/sync_engine.h"
+#include "engines/vector_engine.h"
+
+#include <fmt/format.h>
+
+namespace tessera::core {
+
+using sc_core::sc_time;
+using sc_core::SC_NS;
+
+NeuronCore::NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, trace::Stats& stats)
+    : sc_module(name), cfg_(cfg), stats_(stats) {
+  const arch::AddressMap map(cfg);
+  // On-chip memories count time in tensor-engine cycles: the array is what
+  // they are built to feed.
+  const sc_time mem_clock(1.0 / cfg.tensor.clock_ghz, SC_NS);
+  hbm_ = std::make_unique<memory::Hbm>("hbm", cfg.hbm, stats);
+  sbuf_ = std::make_unique<memory::PartitionedMemory>(
+      "sbuf",
+      memory::PartitionedMemoryParams{map.sbuf_partitions, map.sbuf_partition_bytes, mem_clock,
+                                      static_cast<std::uint64_t>(cfg.sbuf.access_latency_cycles),
+                                      static_cast<std::uint64_t>(cfg.sbuf.bytes_per_cycle)},
+      stats);
+  psum_ = std::make_unique<memory::PartitionedMemory>(
+      "psum",
+      memory::PartitionedMemoryParams{map.psum_partitions, map.psum_partition_bytes, mem_clock,
+                                      static_cast<std::uint64_t>(cfg.psum.access_latency_cycles),
+                                      static_cast<std::uint64_t>(cfg.sbuf.bytes_per_cycle)},
+      stats);
+  semaphores_ = std::make_unique<Semaphores>("semaphores", static_cast<std::size_t>(cfg.sync.semaphores),
+                                             sc_time(cfg.sync.latency_ns, SC_NS), stats);
+  interconnect_ = std::make_unique<Interconnect>("interconnect", map);
+  interconnect_->to_hbm.bind(hbm_->socket);
+  interconnect_->to_sbuf.bind(sbuf_->socket);
+  interconnect_->to_psum.bind(psum_->socket);
+  interconnect_->to_semaphores.bind(semaphores_->socket);
+
+  ctx_ = std::make_unique<CoreContext>(CoreContext{cfg, map, *hbm_, *sbuf_, *psum_, *semaphores_, stats, nullptr, {}});
+  engines_[static_cast<std::size_t>(arch::Engine::Vector)] = std::make_unique<engines::VectorEngine>("vector", *ctx_);
+  engines_[static_cast<std::size_t>(arch::Engine::Scalar)] = std::make_unique<engines::ScalarEngine>("scalar", *ctx_);
+  engines_[static_cast<std::size_t>(arch::Engine::GpSimd)] = std::make_unique<engines::GpSimdEngine>("gpsimd", *ctx_);
+  engines_[static_cast<std::size_t>(arch::Engine::Sync)] = std::make_unique<engines::SyncEngine>("sync", *ctx_);
+  for (auto& e : engines_)
+    if (e) e->fetch.bind(interconnect_->target);
+}
+
+NeuronCore::~NeuronCore() = default;
+
+std::uint64_t NeuronCore::place(const std::vector<std::uint8_t>& bytes) {
+  const std::uint64_t address = ctx_->map.program_area_base() + program_next_;
+  if (program_next_ + bytes.size() > arch::kProgramAreaBytes)
+    throw std::runtime_error(fmt::format("programs exceed the {} MiB program area", arch::kProgramAreaBytes >> 20));
+  hbm_->backdoor_write(address, bytes.data(), bytes.size());
+  program_next_ += (bytes.size() + 255) / 256 * 256;  // keep every stream 256-byte aligned
+  return address;
+}
+
+void NeuronCore::load_program(arch::Engine e, const std::vector<std::uint8_t>& stream) {
+  auto& engine = engines_.at(static_cast<std::size_t>(e));
+  if (!engine) throw std::runtime_error(fmt::format("this core has no {} engine model", arch::to_string(e)));
+  engine->set_program(place(stream), stream.size());
+}
+
+RunResult NeuronCore::run() {
+  sc_core::sc_start();
+  RunResult r;
+  for (auto& e : engines_)
+    if (e && e->finished()) r.end_time = std::max(r.end_time, e->end_time());
+  if (ctx_->error) {
+    r.status = RunResult::Status::Error;
+    r.message = *ctx_->error;
+    return r;
+  }
+  std::vector<std::string> unfinished;
+  for (auto& e : engines_)
+    if (e && !e->finished()) unfinished.push_back(e->name());
+  if (!unfinished.empty()) {
+    r.status = RunResult::Status::Deadlock;
+    r.waiting = semaphores_->blocked_waiters();
+    r.message = fmt::format("deadlock at {}: no engine can make progress; waiting: {}", sc_core::sc_time_stamp().to_string(),
+                            r.waiting.empty() ? fmt::format("{}", fmt::join(unfinished, ", "))
+                                              : fmt::format("{}", fmt::join(r.waiting, "; ")));
+  }
+  return r;
+}
+
+}  // namespace tessera::core

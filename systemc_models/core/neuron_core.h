@@ -1,0 +1,69 @@
+// A whole NeuronCore built from a config: HBM, SBUF, PSUM, semaphores and the
+// interconnect, and one sequencer-driven engine per instruction stream.
+// Programs are placed in the program area at the top of HBM; run() simulates
+// until every engine has ended, an error stops it, or nothing can move (a
+// deadlock, reported with the engines that wait and on what).
+#pragma once
+
+#include "arch/config.h"
+#include "arch/isa.h"
+#include "core/core_context.h"
+#include "core/engine.h"
+#include "core/interconnect.h"
+#include "core/semaphores.h"
+#include "memory/hbm.h"
+#include "memory/partitioned_memory.h"
+#include "trace/stats.h"
+
+#include <systemc>
+
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tessera::core {
+
+struct RunResult {
+  enum class Status { Finished, Error, Deadlock };
+  Status status = Status::Finished;
+  std::string message;            // the error, or the deadlock's description
+  std::vector<std::string> waiting;  // deadlock: "engine: sem[i] >= v (value now u)"
+  sc_core::sc_time end_time;      // when the last engine ended
+  bool ok() const { return status == Status::Finished; }
+};
+
+class NeuronCore : public sc_core::sc_module {
+public:
+  NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, trace::Stats& stats);
+  ~NeuronCore() override;
+
+  // Writes `stream` into the program area and points `engine`'s sequencer at it.
+  void load_program(arch::Engine engine, const std::vector<std::uint8_t>& stream);
+  // Places bytes (e.g. DMA descriptor rings) in the program area; returns their address.
+  std::uint64_t place(const std::vector<std::uint8_t>& bytes);
+
+  RunResult run();
+
+  memory::Hbm& hbm() { return *hbm_; }
+  memory::PartitionedMemory& sbuf() { return *sbuf_; }
+  memory::PartitionedMemory& psum() { return *psum_; }
+  Semaphores& semaphores() { return *semaphores_; }
+  Engine& engine(arch::Engine e) { return *engines_.at(static_cast<std::size_t>(e)); }
+  CoreContext& context() { return *ctx_; }
+  const arch::AddressMap& address_map() const { return ctx_->map; }
+
+private:
+  const arch::HwConfig& cfg_;
+  trace::Stats& stats_;
+  std::unique_ptr<memory::Hbm> hbm_;
+  std::unique_ptr<memory::PartitionedMemory> sbuf_;
+  std::unique_ptr<memory::PartitionedMemory> psum_;
+  std::unique_ptr<Semaphores> semaphores_;
+  std::unique_ptr<Interconnect> interconnect_;
+  std::unique_ptr<CoreContext> ctx_;
+  std::array<std::unique_ptr<Engine>, arch::kNumEngines> engines_;
+  std::uint64_t program_next_ = 0;
+};
+
+}  // namespace tessera::core

@@ -1,0 +1,64 @@
+#include "core/semaphores.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace tessera::core {
+
+Semaphores::Semaphores(sc_core::sc_module_name name, std::size_t count, sc_core::sc_time wake_latency,
+                       trace::Stats& stats)
+    : sc_module(name),
+      socket("socket"),
+      values_(count, 0),
+      wake_latency_(wake_latency),
+      increments_(stats.counter(std::string(this->name()) + ".increments", "count", "semaphore increments")),
+      waits_(stats.counter(std::string(this->name()) + ".waits", "count", "semaphore waits that blocked")) {
+  socket.register_b_transport(this, &Semaphores::b_transport);
+}
+
+void Semaphores::increment(std::size_t index, std::uint32_t delta) {
+  values_.at(index) += delta;
+  ++increments_;
+  changed_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void Semaphores::wait_at_least(std::size_t index, std::uint32_t target, const std::string& who) {
+  if (values_.at(index) >= target) return;
+  ++waits_;
+  waiting_[who] = {index, target};
+  while (values_[index] < target) sc_core::wait(changed_);
+  waiting_.erase(who);
+  sc_core::wait(wake_latency_);
+}
+
+std::vector<std::string> Semaphores::blocked_waiters() const {
+  std::vector<std::string> out;
+  for (const auto& [who, w] : waiting_)
+    out.push_back(fmt::format("{}: sem[{}] >= {} (value now {})", who, w.index, w.target, values_[w.index]));
+  return out;
+}
+
+// A 32-bit write to a semaphore's register adds the written value; a read
+// returns the current value.
+void Semaphores::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
+  const std::uint64_t index = trans.get_address() / 4;
+  if (trans.get_address() % 4 != 0 || trans.get_data_length() != 4 || index >= values_.size()) {
+    trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    return;
+  }
+  std::uint32_t v = 0;
+  if (trans.is_write()) {
+    std::memcpy(&v, trans.get_data_ptr(), 4);
+    // The increment lands when the write does, not when the initiator's
+    // local time catches up; close enough at the semaphore latency's scale.
+    increment(index, v);
+  } else {
+    v = values_[index];
+    std::memcpy(trans.get_data_ptr(), &v, 4);
+  }
+  delay += wake_latency_;
+  trans.set_response_status(tlm::TLM_OK_RESPONSE);
+}
+
+}  // namespace tessera::core

@@ -1,0 +1,52 @@
+// The core's hardware semaphores. Engines wait for a semaphore to reach a
+// value and increment semaphores when work completes; DMA engines increment
+// them by writing the increment to the semaphore's address (a TLM write).
+#pragma once
+
+#include "trace/stats.h"
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_target_socket.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tessera::core {
+
+class Semaphores : public sc_core::sc_module {
+public:
+  tlm_utils::simple_target_socket<Semaphores> socket;
+
+  // `wake_latency`: from the increment that satisfies a wait to the waiter running.
+  Semaphores(sc_core::sc_module_name name, std::size_t count, sc_core::sc_time wake_latency, trace::Stats& stats);
+
+  std::size_t size() const { return values_.size(); }
+  std::uint32_t value(std::size_t index) const { return values_.at(index); }
+  void increment(std::size_t index, std::uint32_t delta);
+
+  // Blocks the calling SC_THREAD until semaphore `index` >= `target`. `who`
+  // names the waiter for deadlock reports.
+  void wait_at_least(std::size_t index, std::uint32_t target, const std::string& who);
+
+  // Waiters still blocked, as "who: sem[i] >= v (value now u)".
+  std::vector<std::string> blocked_waiters() const;
+
+private:
+  void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
+
+  struct Waiter {
+    std::size_t index;
+    std::uint32_t target;
+  };
+
+  std::vector<std::uint32_t> values_;
+  sc_core::sc_event changed_;
+  sc_core::sc_time wake_latency_;
+  std::map<std::string, Waiter> waiting_;
+  trace::Counter& increments_;
+  trace::Counter& waits_;
+};
+
+}  // namespace tessera::core

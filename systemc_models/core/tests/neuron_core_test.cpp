@@ -1,0 +1,205 @@
+// Hand-written programs on the tiny config, run on the whole core: data,
+// cross-engine ordering through semaphores, timing from the config's cost
+// model, and the failure reports (rule-breaking instruction, deadlock).
+#include "core/neuron_core.h"
+
+#include "arch/numerics.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace tessera::core {
+namespace {
+
+using arch::AccessPattern;
+using arch::DType;
+using arch::Instruction;
+using arch::Memory;
+using arch::Opcode;
+using ::testing::HasSubstr;
+
+const arch::HwConfig& tiny() {
+  static const arch::HwConfig cfg = [] {
+    setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_CONFIG_DIR, 1);
+    return arch::load_config("tiny").hw;
+  }();
+  return cfg;
+}
+
+// A program for one engine, written one instruction at a time.
+struct Stream {
+  explicit Stream(arch::Engine e) : engine(e) {}
+  arch::Engine engine;
+  std::vector<std::uint8_t> bytes;
+
+  Stream& add(Instruction in) {
+    in.engine = engine;
+    const auto enc = arch::encode(in);
+    bytes.insert(bytes.end(), enc.begin(), enc.end());
+    return *this;
+  }
+  Stream& op(Opcode opc, AccessPattern dst, AccessPattern a = {}, AccessPattern b = {}) {
+    Instruction in;
+    in.opcode = opc;
+    in.dst = dst;
+    in.a = a;
+    in.b = b;
+    return add(in);
+  }
+  Stream& wait(std::uint16_t sem, std::uint32_t value) {
+    Instruction in;
+    in.opcode = Opcode::SemWait;
+    in.sem = sem;
+    in.value = value;
+    return add(in);
+  }
+  Stream& incr(std::uint16_t sem, std::uint32_t delta = 1) {
+    Instruction in;
+    in.opcode = Opcode::SemIncr;
+    in.sem = sem;
+    in.value = delta;
+    return add(in);
+  }
+  Stream& end() {
+    Instruction in;
+    in.opcode = Opcode::End;
+    return add(in);
+  }
+};
+
+AccessPattern sbuf_f32(std::uint32_t offset, std::uint32_t n, std::uint16_t parts = 8) {
+  return arch::tile(Memory::Sbuf, DType::Fp32, 0, parts, offset, n);
+}
+
+float sbuf_float(NeuronCore& core, std::uint32_t partition, std::uint32_t byte) {
+  float v;
+  std::memcpy(&v, core.sbuf().at(partition, byte, 4), 4);
+  return v;
+}
+
+TEST(NeuronCore, VectorScalarChainComputesAndTakesTheModelledTime) {
+  trace::Stats stats;
+  NeuronCore core("core", tiny(), stats);
+  Stream vec{arch::Engine::Vector};
+  vec.op(Opcode::Memset, sbuf_f32(0, 16));  // imm0 = 0 -> all zeros, then:
+  Instruction ts;
+  ts.opcode = Opcode::TensorScalar;
+  ts.alu = arch::AluOp::Add;
+  ts.imm0 = 1.5f;
+  ts.alu2 = arch::AluOp::Multiply;
+  ts.imm1 = 2.0f;
+  ts.a = sbuf_f32(0, 16);
+  ts.dst = sbuf_f32(64, 16);
+  vec.add(ts).incr(0).end();
+  Stream sca{arch::Engine::Scalar};
+  Instruction act;
+  act.opcode = Opcode::Activation;
+  act.func = arch::ActFunc::Relu;
+  act.imm0 = -1.0f;
+  act.imm1 = 10.0f;
+  act.a = sbuf_f32(64, 16);
+  act.dst = arch::tile(Memory::Sbuf, DType::Bf16, 0, 8, 256, 16);
+  act.c = sbuf_f32(512, 1);
+  sca.wait(0, 1).add(act).end();
+  core.load_program(arch::Engine::Vector, vec.bytes);
+  core.load_program(arch::Engine::Scalar, sca.bytes);
+  const RunResult r = core.run();
+  ASSERT_TRUE(r.ok()) << r.message;
+
+  EXPECT_EQ(sbuf_float(core, 7, 64 + 4 * 15), 3.0f);  // (0 + 1.5) * 2
+  std::uint16_t bits;
+  std::memcpy(&bits, core.sbuf().at(3, 256 + 2 * 5, 2), 2);
+  EXPECT_EQ(arch::to_float(arch::Bf16::from_bits(bits)), 7.0f);  // relu(3 * -1 + 10)
+  EXPECT_EQ(sbuf_float(core, 0, 512), 16 * 7.0f);                 // accumulate-reduce
+
+  // Two vector instructions of 10 + 16 cycles at 0.5 GHz, then the scalar one,
+  // which waits for the semaphore (10 ns wake-up) and takes 10 + 16 cycles.
+  EXPECT_EQ(stats.value("core.vector.instructions"), 4);
+  EXPECT_EQ(stats.value("core.vector.busy_ns"), 2 * 26 * 2.0);
+  EXPECT_EQ(stats.value("core.scalar.busy_ns"), 26 * 2.0);
+  EXPECT_GT(stats.value("core.scalar.semaphore_wait_ns"), 104.0);
+  EXPECT_GE(r.end_time, sc_core::sc_time(104 + 10 + 52, sc_core::SC_NS));
+}
+
+TEST(NeuronCore, GpSimdIotaFeedsVectorReduceThroughASemaphore) {
+  trace::Stats stats;
+  NeuronCore core("core", tiny(), stats);
+  Stream gp{arch::Engine::GpSimd};
+  Instruction iota;
+  iota.opcode = Opcode::Iota;
+  iota.imm0 = 1.0f;
+  iota.imm1 = 100.0f;
+  iota.imm2 = 1.0f;
+  iota.dst = sbuf_f32(0, 10);
+  gp.add(iota).incr(5).end();
+  Stream vec{arch::Engine::Vector};
+  Instruction red;
+  red.opcode = Opcode::Reduce;
+  red.alu = arch::AluOp::Add;
+  red.a = sbuf_f32(0, 10);
+  red.dst = sbuf_f32(128, 1);
+  vec.wait(5, 1).add(red).end();
+  core.load_program(arch::Engine::GpSimd, gp.bytes);
+  core.load_program(arch::Engine::Vector, vec.bytes);
+  const RunResult r = core.run();
+  ASSERT_TRUE(r.ok()) << r.message;
+  for (std::uint32_t p = 0; p < 8; ++p) EXPECT_EQ(sbuf_float(core, p, 128), 10.0f * (1 + 100.0f * p) + 45.0f);
+}
+
+TEST(NeuronCore, DeadlockIsReportedWithTheWaitingEngines) {
+  trace::Stats stats;
+  NeuronCore core("core", tiny(), stats);
+  Stream vec{arch::Engine::Vector};
+  vec.wait(1, 1).incr(2).end();
+  Stream sca{arch::Engine::Scalar};
+  sca.wait(2, 1).incr(1).end();
+  core.load_program(arch::Engine::Vector, vec.bytes);
+  core.load_program(arch::Engine::Scalar, sca.bytes);
+  const RunResult r = core.run();
+  ASSERT_EQ(r.status, RunResult::Status::Deadlock);
+  EXPECT_THAT(r.message, HasSubstr("deadlock"));
+  EXPECT_THAT(r.message, HasSubstr("core.vector: sem[1] >= 1 (value now 0)"));
+  EXPECT_THAT(r.message, HasSubstr("core.scalar: sem[2] >= 1 (value now 0)"));
+}
+
+TEST(NeuronCore, RuleBreakingInstructionStopsTheRunNamingIt) {
+  trace::Stats stats;
+  NeuronCore core("core", tiny(), stats);
+  Stream vec{arch::Engine::Vector};
+  vec.op(Opcode::Copy, sbuf_f32(0, 16), sbuf_f32(16 * 1024 - 32, 16)).end();
+  core.load_program(arch::Engine::Vector, vec.bytes);
+  const RunResult r = core.run();
+  ASSERT_EQ(r.status, RunResult::Status::Error);
+  EXPECT_THAT(r.message, HasSubstr("vector instruction #0 (byte 0): vector Copy"));
+  EXPECT_THAT(r.message, HasSubstr("a: bytes 16352..16415 of each partition fall outside sbuf's 16384 bytes"));
+}
+
+TEST(NeuronCore, StreamWithoutEndIsAnError) {
+  trace::Stats stats;
+  NeuronCore core("core", tiny(), stats);
+  Stream vec{arch::Engine::Vector};
+  vec.incr(0);
+  core.load_program(arch::Engine::Vector, vec.bytes);
+  const RunResult r = core.run();
+  ASSERT_EQ(r.status, RunResult::Status::Error);
+  EXPECT_THAT(r.message, HasSubstr("stream ends at byte 48 without End"));
+}
+
+TEST(NeuronCore, InstructionInTheWrongStreamIsAnError) {
+  trace::Stats stats;
+  NeuronCore core("core", tiny(), stats);
+  Stream vec{arch::Engine::Vector};
+  Instruction in;
+  in.engine = arch::Engine::Scalar;
+  in.opcode = Opcode::End;
+  vec.bytes = arch::encode(in);
+  core.load_program(arch::Engine::Vector, vec.bytes);
+  const RunResult r = core.run();
+  ASSERT_EQ(r.status, RunResult::Status::Error);
+  EXPECT_THAT(r.message, HasSubstr("instruction for the scalar engine in the vector stream"));
+}
+
+}  // namespace
+}  // namespace tessera::core

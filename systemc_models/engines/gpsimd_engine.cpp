@@ -1,0 +1,49 @@
+#include "engines/gpsimd_engine.h"
+
+#include "engines/operand_io.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace tessera::engines {
+
+GpSimdEngine::GpSimdEngine(sc_core::sc_module_name name, core::CoreContext& ctx)
+    : Engine(name, arch::Engine::GpSimd, ctx.cfg.gpsimd.clock_ghz, ctx) {}
+
+sc_core::sc_time GpSimdEngine::execute(const arch::Instruction& in) {
+  const auto& cfg = ctx_.cfg;
+  const auto& costs = cfg.gpsimd.costs;
+  switch (in.opcode) {
+    case arch::Opcode::Iota: {
+      const std::size_t f = in.dst.free_elements();
+      std::vector<float> out(in.dst.elements());
+      for (std::size_t p = 0; p < in.dst.partition_count; ++p)
+        for (std::size_t i = 0; i < f; ++i)
+          out[p * f + i] = in.imm0 + static_cast<float>(p) * in.imm1 + static_cast<float>(i) * in.imm2;
+      store(ctx_, in.dst, out);
+      return cycles(elementwise_cycles(cfg.gpsimd, cfg, in.dst, costs.at("iota"), stride_factor(cfg, in.dst)));
+    }
+    case arch::Opcode::Copy: {
+      store(ctx_, in.dst, load(ctx_, in.a));
+      return cycles(elementwise_cycles(cfg.gpsimd, cfg, in.dst, costs.at("copy"),
+                                       std::max(stride_factor(cfg, in.dst), stride_factor(cfg, in.a))));
+    }
+    case arch::Opcode::PartitionReduce: {
+      if (in.alu != arch::AluOp::Add && in.alu != arch::AluOp::Max && in.alu != arch::AluOp::Min &&
+          in.alu != arch::AluOp::Multiply)
+        throw std::runtime_error(
+            fmt::format("PartitionReduce supports add, multiply, max and min, not {}", to_string(in.alu)));
+      const auto a = load(ctx_, in.a);
+      const std::size_t f = in.a.free_elements();
+      std::vector<float> out(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(f));
+      for (std::size_t p = 1; p < in.a.partition_count; ++p)  // partition order: part of the numerics contract
+        for (std::size_t i = 0; i < f; ++i) out[i] = alu(in.alu, out[i], a[p * f + i]);
+      store(ctx_, in.dst, out);
+      return cycles(elementwise_cycles(cfg.gpsimd, cfg, in.a, costs.at("partition_reduce"), stride_factor(cfg, in.a)));
+    }
+    default: throw std::runtime_error("not a GpSimd-engine instruction");
+  }
+}
+
+}  // namespace tessera::engines

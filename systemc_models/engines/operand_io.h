@@ -1,0 +1,29 @@
+// Reading and writing instruction operands (SBUF/PSUM access patterns) as
+// fp32 values, and the cost rules every approximately-timed engine shares.
+// Engines compute in fp32 and round on store to the destination dtype with
+// the project's one numerics reference (arch/numerics.h).
+#pragma once
+
+#include "arch/isa.h"
+#include "core/core_context.h"
+
+#include <vector>
+
+namespace tessera::engines {
+
+// Values of `ap`, partition-major: [partition_count][free_elements].
+std::vector<float> load(core::CoreContext& ctx, const arch::AccessPattern& ap);
+void store(core::CoreContext& ctx, const arch::AccessPattern& ap, const std::vector<float>& values);
+
+// The slowdown for an innermost stride wider than sbuf.stride_penalty_threshold_bytes.
+double stride_factor(const arch::HwConfig& cfg, const arch::AccessPattern& ap);
+
+// Cycles of an element-wise instruction over `ap`'s shape:
+// overhead + ceil(partitions / lanes) * free elements * cost per element * stride factor.
+double elementwise_cycles(const arch::EngineConfig& engine, const arch::HwConfig& cfg, const arch::AccessPattern& shape,
+                          double cost_per_element, double stride);
+
+// fp32 ALU shared by the vector and GpSimd engines.
+float alu(arch::AluOp op, float x, float y);
+
+}  // namespace tessera::engines

@@ -1,0 +1,58 @@
+#include "engines/scalar_engine.h"
+
+#include "engines/operand_io.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace tessera::engines {
+
+float activation(arch::ActFunc f, float x) {
+  switch (f) {
+    case arch::ActFunc::Identity: return x;
+    case arch::ActFunc::Exp: return std::exp(x);
+    case arch::ActFunc::Tanh: return std::tanh(x);
+    case arch::ActFunc::Gelu: return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));  // exact (erf) form
+    case arch::ActFunc::Silu: return x / (1.0f + std::exp(-x));
+    case arch::ActFunc::Sigmoid: return 1.0f / (1.0f + std::exp(-x));
+    case arch::ActFunc::Relu: return x > 0.0f ? x : 0.0f;
+    case arch::ActFunc::Rsqrt: return 1.0f / std::sqrt(x);
+    case arch::ActFunc::Reciprocal: return 1.0f / x;
+  }
+  return x;
+}
+
+ScalarEngine::ScalarEngine(sc_core::sc_module_name name, core::CoreContext& ctx)
+    : Engine(name, arch::Engine::Scalar, ctx.cfg.scalar.clock_ghz, ctx) {}
+
+sc_core::sc_time ScalarEngine::execute(const arch::Instruction& in) {
+  const auto& cfg = ctx_.cfg;
+  const double stride = std::max(stride_factor(cfg, in.dst), stride_factor(cfg, in.a));
+  std::vector<float> x = load(ctx_, in.a);
+  double cost = cfg.scalar.costs.at("activation");
+  if (in.opcode == arch::Opcode::Copy) {
+    store(ctx_, in.dst, x);
+    return cycles(elementwise_cycles(cfg.scalar, cfg, in.dst, cost, stride));
+  }
+  if (in.opcode != arch::Opcode::Activation) throw std::runtime_error("not a scalar-engine instruction");
+  const std::size_t f = in.a.free_elements();
+  std::vector<float> bias;
+  if (in.b.valid()) bias = load(ctx_, in.b);
+  std::vector<float> sums(in.a.partition_count, 0.0f);
+  for (std::size_t p = 0; p < in.a.partition_count; ++p) {
+    const float b = in.b.valid() ? bias[p] : in.imm1;
+    for (std::size_t i = 0; i < f; ++i) {
+      float& v = x[p * f + i];
+      v = activation(in.func, v * in.imm0 + b);
+      sums[p] += v;
+    }
+  }
+  store(ctx_, in.dst, x);
+  if (in.c.valid()) {
+    store(ctx_, in.c, sums);
+    cost += cfg.scalar.costs.at("accumulate");
+  }
+  return cycles(elementwise_cycles(cfg.scalar, cfg, in.dst, cost, stride));
+}
+
+}  // namespace tessera::engines

@@ -1,0 +1,76 @@
+#include "memory/hbm.h"
+
+#include <algorithm>
+
+namespace tessera::memory {
+
+using sc_core::sc_time;
+using sc_core::SC_NS;
+
+Hbm::Hbm(sc_core::sc_module_name name, const arch::HbmConfig& cfg, trace::Stats& stats)
+    : sc_module(name),
+      socket("socket"),
+      size_(static_cast<std::uint64_t>(cfg.capacity_gib) << 30),
+      latency_(cfg.latency_ns, SC_NS),
+      // GB/s is bytes per ns; each of the channels carries an equal share.
+      ns_per_byte_per_channel_(static_cast<double>(cfg.channels) / cfg.bandwidth_gbps),
+      channel_free_(static_cast<std::size_t>(cfg.channels), sc_core::SC_ZERO_TIME),
+      bytes_read_(stats.counter(std::string(this->name()) + ".bytes_read", "bytes", "bytes read from HBM")),
+      bytes_written_(stats.counter(std::string(this->name()) + ".bytes_written", "bytes", "bytes written to HBM")),
+      transactions_(stats.counter(std::string(this->name()) + ".transactions", "count", "TLM transactions served")) {
+  socket.register_b_transport(this, &Hbm::b_transport);
+}
+
+void Hbm::backdoor_read(std::uint64_t address, std::uint8_t* out, std::uint64_t length) const {
+  store_.read(address, out, length);
+}
+
+void Hbm::backdoor_write(std::uint64_t address, const std::uint8_t* in, std::uint64_t length) {
+  store_.write(address, in, length);
+}
+
+sc_time Hbm::book(std::uint64_t address, std::uint64_t length, const sc_time& start) {
+  const std::size_t channels = channel_free_.size();
+  std::vector<std::uint64_t> per_channel(channels, 0);
+  for (std::uint64_t a = address, end = address + length; a < end;) {
+    const std::uint64_t granule_end = (a / kInterleaveBytes + 1) * kInterleaveBytes;
+    const std::uint64_t n = std::min(end, granule_end) - a;
+    per_channel[(a / kInterleaveBytes) % channels] += n;
+    a += n;
+  }
+  sc_time done = start;
+  for (std::size_t c = 0; c < channels; ++c) {
+    if (per_channel[c] == 0) continue;
+    const sc_time begin = std::max(start, channel_free_[c]);
+    channel_free_[c] = begin + sc_time(ns_per_byte_per_channel_ * static_cast<double>(per_channel[c]), SC_NS);
+    done = std::max(done, channel_free_[c]);
+  }
+  return done;
+}
+
+void Hbm::b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) {
+  const std::uint64_t address = trans.get_address();
+  const std::uint64_t length = trans.get_data_length();
+  if (address > size_ || length > size_ - address) {
+    trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    return;
+  }
+  if (trans.get_byte_enable_ptr()) {
+    trans.set_response_status(tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE);
+    return;
+  }
+  ++transactions_;
+  if (trans.is_read()) {
+    store_.read(address, trans.get_data_ptr(), length);
+    bytes_read_ += static_cast<double>(length);
+  } else if (trans.is_write()) {
+    store_.write(address, trans.get_data_ptr(), length);
+    bytes_written_ += static_cast<double>(length);
+  }
+  // The target adds its latency to the initiator's delay and never waits.
+  const sc_time start = sc_core::sc_time_stamp() + delay;
+  delay = book(address, length, start) + latency_ - sc_core::sc_time_stamp();
+  trans.set_response_status(tlm::TLM_OK_RESPONSE);
+}
+
+}  // namespace tessera::memory

@@ -1,0 +1,51 @@
+// Device memory (HBM) as a TLM-2.0 target: a sparse backing store, a fixed
+// read latency and a bandwidth shared by interleaved channels. Each channel
+// remembers when it is next free, so initiators that overlap in time queue
+// behind each other and together never exceed the configured bandwidth.
+#pragma once
+
+#include "arch/config.h"
+#include "memory/sparse_store.h"
+#include "trace/stats.h"
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_target_socket.h>
+
+#include <vector>
+
+namespace tessera::memory {
+
+class Hbm : public sc_core::sc_module {
+public:
+  // Consecutive 256-byte granules go to consecutive channels.
+  static constexpr std::uint64_t kInterleaveBytes = 256;
+
+  tlm_utils::simple_target_socket<Hbm> socket;
+
+  Hbm(sc_core::sc_module_name name, const arch::HbmConfig& cfg, trace::Stats& stats);
+
+  // Functional access without timing, for hosts loading and reading tensors.
+  void backdoor_read(std::uint64_t address, std::uint8_t* out, std::uint64_t length) const;
+  void backdoor_write(std::uint64_t address, const std::uint8_t* in, std::uint64_t length);
+  std::uint64_t size_bytes() const { return size_; }
+  const SparseStore& store() const { return store_; }
+
+  // When a transfer of `length` bytes at `address`, issued at `start`, has
+  // moved its last byte; books the channels it uses.
+  sc_core::sc_time book(std::uint64_t address, std::uint64_t length, const sc_core::sc_time& start);
+
+private:
+  void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
+
+  SparseStore store_;
+  std::uint64_t size_;
+  sc_core::sc_time latency_;
+  double ns_per_byte_per_channel_;  // kept in ns: a per-byte sc_time would round to the time resolution
+  std::vector<sc_core::sc_time> channel_free_;
+  trace::Counter& bytes_read_;
+  trace::Counter& bytes_written_;
+  trace::Counter& transactions_;
+};
+
+}  // namespace tessera::memory

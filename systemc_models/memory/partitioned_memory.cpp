@@ -1,0 +1,62 @@
+#include "memory/partitioned_memory.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace tessera::memory {
+
+PartitionedMemory::PartitionedMemory(sc_core::sc_module_name name, const PartitionedMemoryParams& params,
+                                     trace::Stats& stats)
+    : sc_module(name),
+      socket("socket"),
+      p_(params),
+      data_(params.partitions * params.partition_bytes, 0),
+      bytes_read_(stats.counter(std::string(this->name()) + ".bytes_read", "bytes", "bytes read")),
+      bytes_written_(stats.counter(std::string(this->name()) + ".bytes_written", "bytes", "bytes written")) {
+  socket.register_b_transport(this, &PartitionedMemory::b_transport);
+}
+
+std::uint8_t* PartitionedMemory::at(std::uint64_t partition, std::uint64_t byte, std::uint64_t length) {
+  if (partition >= p_.partitions || byte > p_.partition_bytes || length > p_.partition_bytes - byte)
+    throw MemoryError(fmt::format("{}: partition {} bytes {}..{} outside {} partitions of {} bytes", name(), partition,
+                                  byte, byte + length - 1, p_.partitions, p_.partition_bytes));
+  return data_.data() + partition * p_.partition_bytes + byte;
+}
+
+const std::uint8_t* PartitionedMemory::at(std::uint64_t partition, std::uint64_t byte, std::uint64_t length) const {
+  return const_cast<PartitionedMemory*>(this)->at(partition, byte, length);
+}
+
+sc_core::sc_time PartitionedMemory::transfer_time(std::uint64_t offset, std::uint64_t length) const {
+  if (length == 0) return p_.clock_period * static_cast<double>(p_.access_latency_cycles);
+  const std::uint64_t first = offset / p_.partition_bytes;
+  const std::uint64_t last = (offset + length - 1) / p_.partition_bytes;
+  const std::uint64_t lanes_bytes = (last - first + 1) * p_.bytes_per_cycle;
+  const std::uint64_t cycles = p_.access_latency_cycles + (length + lanes_bytes - 1) / lanes_bytes;
+  return p_.clock_period * static_cast<double>(cycles);
+}
+
+void PartitionedMemory::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
+  const std::uint64_t offset = trans.get_address();
+  const std::uint64_t length = trans.get_data_length();
+  if (offset > data_.size() || length > data_.size() - offset) {
+    trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    return;
+  }
+  std::uint8_t* mem = data_.data() + offset;
+  const unsigned char* be = trans.get_byte_enable_ptr();
+  const unsigned be_len = trans.get_byte_enable_length();
+  if (trans.is_read()) {
+    std::memcpy(trans.get_data_ptr(), mem, length);
+    count_read(length);
+  } else if (trans.is_write()) {
+    for (std::uint64_t i = 0; i < length; ++i)
+      if (!be || be[i % be_len] == TLM_BYTE_ENABLED) mem[i] = trans.get_data_ptr()[i];
+    count_write(length);
+  }
+  delay += transfer_time(offset, length);
+  trans.set_response_status(tlm::TLM_OK_RESPONSE);
+}
+
+}  // namespace tessera::memory

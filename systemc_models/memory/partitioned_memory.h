@@ -1,0 +1,60 @@
+// SBUF and PSUM: on-chip memories of `partitions` rows, each with its own
+// interface of `bytes_per_cycle`. Addresses are partition-major (see
+// arch/address_map.h). DMA reaches them through the TLM socket; engines use
+// the bounds-checked backdoor and charge their own time from the config.
+#pragma once
+
+#include "trace/stats.h"
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_target_socket.h>
+
+#include <stdexcept>
+#include <vector>
+
+namespace tessera::memory {
+
+class MemoryError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+struct PartitionedMemoryParams {
+  std::uint64_t partitions = 0;
+  std::uint64_t partition_bytes = 0;
+  sc_core::sc_time clock_period;
+  std::uint64_t access_latency_cycles = 0;
+  std::uint64_t bytes_per_cycle = 0;  // per partition interface
+};
+
+class PartitionedMemory : public sc_core::sc_module {
+public:
+  tlm_utils::simple_target_socket<PartitionedMemory> socket;
+
+  PartitionedMemory(sc_core::sc_module_name name, const PartitionedMemoryParams& params, trace::Stats& stats);
+
+  // Pointer to `length` bytes of one partition; throws MemoryError naming the
+  // memory, partition and bytes when the range is outside it.
+  std::uint8_t* at(std::uint64_t partition, std::uint64_t byte, std::uint64_t length);
+  const std::uint8_t* at(std::uint64_t partition, std::uint64_t byte, std::uint64_t length) const;
+
+  void count_read(std::uint64_t bytes) { bytes_read_ += static_cast<double>(bytes); }
+  void count_write(std::uint64_t bytes) { bytes_written_ += static_cast<double>(bytes); }
+
+  const PartitionedMemoryParams& params() const { return p_; }
+
+  // Time a transfer of `length` bytes at flat `offset` takes: the access
+  // latency, then the bytes spread over the partition interfaces it touches.
+  sc_core::sc_time transfer_time(std::uint64_t offset, std::uint64_t length) const;
+
+private:
+  void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
+
+  PartitionedMemoryParams p_;
+  std::vector<std::uint8_t> data_;
+  trace::Counter& bytes_read_;
+  trace::Counter& bytes_written_;
+};
+
+}  // namespace tessera::memory
