@@ -61,6 +61,11 @@ void Engine::read_device(std::uint64_t address, std::uint8_t* out, std::uint64_t
   at = sc_time_stamp() + delay;
 }
 
+void Engine::drain() {
+  const sc_time done = work_done_at();
+  if (done > sc_time_stamp()) sc_core::wait(done - sc_time_stamp());
+}
+
 arch::Instruction Engine::fetch_next(std::uint64_t& pc, sc_time& fetch_ready) {
   std::vector<std::uint8_t> bytes(arch::kInstrHeaderBytes);
   if (pc + bytes.size() > program_bytes_)
@@ -106,6 +111,7 @@ void Engine::run() {
       ++instructions_;
       switch (in.opcode) {
         case arch::Opcode::End:
+          drain();
           finished_ = true;
           end_time_ = sc_time_stamp();
           return;
@@ -119,8 +125,12 @@ void Engine::run() {
           }
           break;
         }
-        case arch::Opcode::SemIncr: ctx_.semaphores.increment(in.sem, in.value); break;
+        case arch::Opcode::SemIncr:
+          drain();
+          ctx_.semaphores.increment(in.sem, in.value);
+          break;
         case arch::Opcode::DmaTrigger: {
+          drain();
           if (!ctx_.dma) throw std::runtime_error("this core has no DMA subsystem");
           const std::string err = ctx_.dma->ring(in.dma_engine, in.dma_queue, in.address, in.value);
           if (!err.empty()) throw std::runtime_error(err);

@@ -36,6 +36,11 @@ protected:
 
   sc_core::sc_time cycles(double n) const;
 
+  // When the work already issued (e.g. a pipelined matmul still leaving the
+  // array) is complete. Semaphore increments, DMA triggers and End wait for
+  // it, so that whoever they signal sees finished results.
+  virtual sc_core::sc_time work_done_at() const { return sc_core::sc_time_stamp(); }
+
   CoreContext& ctx_;
 
 private:
@@ -43,6 +48,7 @@ private:
   arch::Instruction fetch_next(std::uint64_t& pc, sc_core::sc_time& fetch_ready);
   void read_device(std::uint64_t address, std::uint8_t* out, std::uint64_t length, sc_core::sc_time& at);
   void wait_for_clock_edge();
+  void drain();
 
   arch::Engine kind_;
   sc_core::sc_time period_;

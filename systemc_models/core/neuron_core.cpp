@@ -3,6 +3,7 @@
 #include "engines/gpsimd_engine.h"
 #include "engines/scalar_engine.h"
 #include "engines/sync_engine.h"
+#include "engines/tensor_engine.h"
 #include "engines/vector_engine.h"
 
 #include <fmt/format.h>
@@ -12,7 +13,8 @@ namespace tessera::core {
 using sc_core::sc_time;
 using sc_core::SC_NS;
 
-NeuronCore::NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, trace::Stats& stats)
+NeuronCore::NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, trace::Stats& stats,
+                       const CoreOptions& options)
     : sc_module(name), cfg_(cfg), stats_(stats) {
   const arch::AddressMap map(cfg);
   // On-chip memories count time in tensor-engine cycles: the array is what
@@ -40,6 +42,19 @@ NeuronCore::NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, 
   interconnect_->to_semaphores.bind(semaphores_->socket);
 
   ctx_ = std::make_unique<CoreContext>(CoreContext{cfg, map, *hbm_, *sbuf_, *psum_, *semaphores_, stats, nullptr, {}});
+  std::unique_ptr<engines::TensorDatapath> datapath;
+  if (options.tensor_datapath) {
+    datapath = options.tensor_datapath(cfg, options.fidelity);
+  } else if (options.fidelity == arch::Fidelity::Tlm) {
+    datapath = engines::make_fast_tensor_datapath(static_cast<std::uint32_t>(cfg.tensor.rows),
+                                                  static_cast<std::uint32_t>(cfg.tensor.cols),
+                                                  static_cast<std::uint32_t>(cfg.tensor.min_initiation_interval_cycles));
+  } else {
+    throw std::runtime_error(fmt::format("{} fidelity needs the Verilated tensor engine, which this program does not link",
+                                         arch::to_string(options.fidelity)));
+  }
+  engines_[static_cast<std::size_t>(arch::Engine::Tensor)] =
+      std::make_unique<engines::TensorEngine>("tensor", *ctx_, std::move(datapath));
   engines_[static_cast<std::size_t>(arch::Engine::Vector)] = std::make_unique<engines::VectorEngine>("vector", *ctx_);
   engines_[static_cast<std::size_t>(arch::Engine::Scalar)] = std::make_unique<engines::ScalarEngine>("scalar", *ctx_);
   engines_[static_cast<std::size_t>(arch::Engine::GpSimd)] = std::make_unique<engines::GpSimdEngine>("gpsimd", *ctx_);

@@ -11,6 +11,7 @@
 #include "core/engine.h"
 #include "core/interconnect.h"
 #include "core/semaphores.h"
+#include "engines/tensor_datapath.h"
 #include "memory/hbm.h"
 #include "memory/partitioned_memory.h"
 #include "trace/stats.h"
@@ -18,6 +19,7 @@
 #include <systemc>
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,9 +35,21 @@ struct RunResult {
   bool ok() const { return status == Status::Finished; }
 };
 
+// Builds the tensor engine's datapath for a fidelity. The core library knows
+// only the fast model; the layer that links the Verilated RTL (cosim/)
+// supplies the others, so the core never depends on a Verilated build.
+using TensorDatapathFactory =
+    std::function<std::unique_ptr<engines::TensorDatapath>(const arch::HwConfig&, arch::Fidelity)>;
+
+struct CoreOptions {
+  arch::Fidelity fidelity = arch::Fidelity::Tlm;
+  TensorDatapathFactory tensor_datapath;  // empty: fast model (tlm only)
+};
+
 class NeuronCore : public sc_core::sc_module {
 public:
-  NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, trace::Stats& stats);
+  NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, trace::Stats& stats,
+             const CoreOptions& options = {});
   ~NeuronCore() override;
 
   // Writes `stream` into the program area and points `engine`'s sequencer at it.

@@ -4,6 +4,7 @@
 #include "core/neuron_core.h"
 
 #include "arch/numerics.h"
+#include "testing/stream.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -19,6 +20,7 @@ using arch::Instruction;
 using arch::Memory;
 using arch::Opcode;
 using ::testing::HasSubstr;
+using test_support::Stream;
 
 const arch::HwConfig& tiny() {
   static const arch::HwConfig cfg = [] {
@@ -27,47 +29,6 @@ const arch::HwConfig& tiny() {
   }();
   return cfg;
 }
-
-// A program for one engine, written one instruction at a time.
-struct Stream {
-  explicit Stream(arch::Engine e) : engine(e) {}
-  arch::Engine engine;
-  std::vector<std::uint8_t> bytes;
-
-  Stream& add(Instruction in) {
-    in.engine = engine;
-    const auto enc = arch::encode(in);
-    bytes.insert(bytes.end(), enc.begin(), enc.end());
-    return *this;
-  }
-  Stream& op(Opcode opc, AccessPattern dst, AccessPattern a = {}, AccessPattern b = {}) {
-    Instruction in;
-    in.opcode = opc;
-    in.dst = dst;
-    in.a = a;
-    in.b = b;
-    return add(in);
-  }
-  Stream& wait(std::uint16_t sem, std::uint32_t value) {
-    Instruction in;
-    in.opcode = Opcode::SemWait;
-    in.sem = sem;
-    in.value = value;
-    return add(in);
-  }
-  Stream& incr(std::uint16_t sem, std::uint32_t delta = 1) {
-    Instruction in;
-    in.opcode = Opcode::SemIncr;
-    in.sem = sem;
-    in.value = delta;
-    return add(in);
-  }
-  Stream& end() {
-    Instruction in;
-    in.opcode = Opcode::End;
-    return add(in);
-  }
-};
 
 AccessPattern sbuf_f32(std::uint32_t offset, std::uint32_t n, std::uint16_t parts = 8) {
   return arch::tile(Memory::Sbuf, DType::Fp32, 0, parts, offset, n);

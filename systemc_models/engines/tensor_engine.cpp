@@ -1,0 +1,96 @@
+#include "engines/tensor_engine.h"
+
+#include "engines/operand_io.h"
+#include "memory/partitioned_memory.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+namespace tessera::engines {
+
+TensorEngine::TensorEngine(sc_core::sc_module_name name, core::CoreContext& ctx,
+                           std::unique_ptr<TensorDatapath> datapath)
+    : Engine(name, arch::Engine::Tensor, ctx.cfg.tensor.clock_ghz, ctx),
+      datapath_(std::move(datapath)),
+      macs_(ctx.stats.counter(std::string(this->name()) + ".macs", "count", "multiply-accumulates performed")),
+      matmuls_(ctx.stats.counter(std::string(this->name()) + ".matmuls", "count", "MultiplyMoving instructions")) {
+  const double pes = static_cast<double>(ctx.cfg.tensor.rows * ctx.cfg.tensor.cols);
+  const double period_ns = clock_period().to_seconds() * 1e9;
+  const std::string n = this->name();
+  ctx.stats.formula(n + ".utilisation", "ratio", "MACs / (PEs x cycles until the tensor engine ended)",
+                    [this, pes, period_ns] {
+                      const double cycles = end_time().to_seconds() * 1e9 / period_ns;
+                      return cycles > 0 ? macs_.value() / (pes * cycles) : 0.0;
+                    });
+}
+
+std::uint64_t TensorEngine::now_cycle() const {
+  return static_cast<std::uint64_t>(std::llround(sc_core::sc_time_stamp() / clock_period()));
+}
+
+sc_core::sc_time TensorEngine::work_done_at() const { return clock_period() * static_cast<double>(done_cycle_); }
+
+arch::Bf16Matrix TensorEngine::read_bf16(const arch::AccessPattern& ap) {
+  if (ap.dtype != arch::DType::Bf16)
+    throw std::runtime_error(fmt::format("the tensor engine model takes bf16 inputs; {} is not modelled yet",
+                                         arch::to_string(ap.dtype)));
+  arch::Bf16Matrix m(ap.partition_count, ap.free_elements());
+  const auto offsets = ap.byte_offsets();
+  const auto [lo, hi] = ap.byte_extent();
+  for (std::uint32_t p = 0; p < ap.partition_count; ++p) {
+    const std::uint8_t* base = ctx_.sbuf.at(ap.start_partition + p, static_cast<std::uint64_t>(lo),
+                                            static_cast<std::uint64_t>(hi - lo)) - lo;
+    for (std::size_t i = 0; i < offsets.size(); ++i) std::memcpy(&m.at(p, i).bits, base + offsets[i], 2);
+  }
+  ctx_.sbuf.count_read(m.data.size() * 2);
+  return m;
+}
+
+sc_core::sc_time TensorEngine::issue(TensorCommand& cmd) {
+  const std::uint64_t now = now_cycle();
+  const TensorTiming t = datapath_->issue(cmd, now);
+  done_cycle_ = std::max(done_cycle_, t.completed);
+  // The sequencer may issue the next instruction the cycle after this one was accepted.
+  return cycles(static_cast<double>(t.accepted + 1 - now));
+}
+
+sc_core::sc_time TensorEngine::execute(const arch::Instruction& in) {
+  switch (in.opcode) {
+    case arch::Opcode::LoadStationary: {
+      TensorCommand cmd{TensorCommand::Op::LoadStationary, read_bf16(in.a), arch::PsumMode::Overwrite, nullptr};
+      return issue(cmd);
+    }
+    case arch::Opcode::MultiplyMoving: {
+      arch::Fp32Matrix psum(in.dst.partition_count, in.dst.free_elements());
+      if (in.accumulate()) psum.data = load(ctx_, in.dst);
+      TensorCommand cmd{TensorCommand::Op::MultiplyMoving, read_bf16(in.a),
+                        in.accumulate() ? arch::PsumMode::Accumulate : arch::PsumMode::Overwrite, &psum};
+      const sc_core::sc_time busy = issue(cmd);
+      store(ctx_, in.dst, psum.data);
+      macs_ += static_cast<double>(in.a.partition_count) * psum.rows * psum.cols;
+      ++matmuls_;
+      return busy;
+    }
+    case arch::Opcode::Transpose: {
+      // Through the array: the tile becomes the stationary weights and an
+      // identity streams as the moving tile, so dst = tile.T @ I = tile.T.
+      // Like the hardware, this replaces the loaded weights.
+      TensorCommand load_cmd{TensorCommand::Op::LoadStationary, read_bf16(in.a), arch::PsumMode::Overwrite, nullptr};
+      issue(load_cmd);  // the datapath holds the multiply until these weights are in
+      const std::uint32_t k = in.a.partition_count;
+      arch::Bf16Matrix identity(k, k);
+      for (std::uint32_t i = 0; i < k; ++i) identity.at(i, i) = arch::to_bf16(1.0f);
+      arch::Fp32Matrix psum(in.dst.partition_count, in.dst.free_elements());
+      TensorCommand mul{TensorCommand::Op::MultiplyMoving, identity, arch::PsumMode::Overwrite, &psum};
+      const sc_core::sc_time busy = issue(mul);
+      store(ctx_, in.dst, psum.data);
+      return busy;
+    }
+    default: throw std::runtime_error("not a tensor-engine instruction");
+  }
+}
+
+}  // namespace tessera::engines

@@ -1,0 +1,37 @@
+// The tensor engine model: decodes LoadStationary / MultiplyMoving /
+// Transpose, reads its operands from SBUF, drives a TensorDatapath (fast
+// model, RTL, or both when sampled) and writes results to PSUM. The engine
+// issues the next instruction as soon as the datapath accepts the current
+// one, as the real engine pipelines them; semaphore increments after a
+// matmul wait until its results have left the array.
+#pragma once
+
+#include "core/engine.h"
+#include "engines/tensor_datapath.h"
+
+#include <memory>
+
+namespace tessera::engines {
+
+class TensorEngine : public core::Engine {
+public:
+  TensorEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::unique_ptr<TensorDatapath> datapath);
+
+  const TensorDatapath& datapath() const { return *datapath_; }
+
+protected:
+  sc_core::sc_time execute(const arch::Instruction& in) override;
+  sc_core::sc_time work_done_at() const override;
+
+private:
+  arch::Bf16Matrix read_bf16(const arch::AccessPattern& ap);
+  std::uint64_t now_cycle() const;
+  sc_core::sc_time issue(TensorCommand& cmd);
+
+  std::unique_ptr<TensorDatapath> datapath_;
+  std::uint64_t done_cycle_ = 0;  // completion of everything issued so far
+  trace::Counter& macs_;
+  trace::Counter& matmuls_;
+};
+
+}  // namespace tessera::engines
