@@ -5,41 +5,41 @@
 
 namespace tessera::arch {
 
+TensorScheduler::Timing TensorScheduler::issue(const TensorInstr& in, std::int64_t earliest) {
+  // Each rule below is one condition of the controller's dispatch
+  // (te_controller.sv); the edge numbers are those of the RTL.
+  Timing t;
+  std::int64_t d = std::max(prev_accept_ + 1, earliest);
+  if (in.op == TensorOp::LoadStationary) {
+    if (in.m < 1) throw std::invalid_argument("LoadStationary needs m >= 1");
+    const int target = 1 - load_buffer_;
+    d = std::max({d, load_last_beat_, last_inject_per_buffer_[target]});
+    load_buffer_ = target;
+    load_last_beat_ = d + in.m;
+    t.done = load_last_beat_;
+  } else {
+    if (in.n < 1) throw std::invalid_argument("MultiplyMoving needs n >= 1");
+    d = std::max({d, load_last_beat_, stream_last_inject_, last_mm_accept_ + p_.min_initiation_interval});
+    last_mm_accept_ = d;
+    stream_last_inject_ = d + in.n;
+    last_inject_per_buffer_[load_buffer_] = stream_last_inject_;
+    t.done = stream_last_inject_ + p_.rows + p_.cols;
+  }
+  t.accept = d;
+  prev_accept_ = d;
+  return t;
+}
+
 TensorSchedule schedule(const TensorTimingParams& p, const std::vector<TensorInstr>& program) {
   TensorSchedule s;
   s.accept.reserve(program.size());
   s.last_write.reserve(program.size());
-  // Each rule below is one condition of the controller's dispatch
-  // (te_controller.sv); the edge numbers are those of the RTL.
-  std::int64_t prev_accept = -1;
-  std::int64_t load_last_beat = 0;       // loader free from this edge on
-  std::int64_t stream_last_inject = 0;   // streamer free from this edge on
-  std::int64_t last_mm_accept = -(std::int64_t{1} << 40);
-  std::int64_t last_inject_per_buffer[2] = {0, 0};
-  int load_buffer = 1;  // buffer of the latest LoadStationary; the first goes to 0
+  TensorScheduler scheduler(p);
   for (const TensorInstr& in : program) {
-    std::int64_t d = prev_accept + 1;
-    if (in.op == TensorOp::LoadStationary) {
-      if (in.m < 1) throw std::invalid_argument("LoadStationary needs m >= 1");
-      const int target = 1 - load_buffer;
-      d = std::max({d, load_last_beat, last_inject_per_buffer[target]});
-      load_buffer = target;
-      load_last_beat = d + in.m;
-      s.last_write.push_back(-1);
-      s.end = std::max(s.end, load_last_beat);
-    } else {
-      if (in.n < 1) throw std::invalid_argument("MultiplyMoving needs n >= 1");
-      d = std::max({d, load_last_beat, stream_last_inject,
-                    last_mm_accept + p.min_initiation_interval});
-      last_mm_accept = d;
-      stream_last_inject = d + in.n;
-      last_inject_per_buffer[load_buffer] = stream_last_inject;
-      const std::int64_t w = stream_last_inject + p.rows + p.cols;
-      s.last_write.push_back(w);
-      s.end = std::max(s.end, w);
-    }
-    s.accept.push_back(d);
-    prev_accept = d;
+    const auto t = scheduler.issue(in, 0);
+    s.accept.push_back(t.accept);
+    s.last_write.push_back(in.op == TensorOp::MultiplyMoving ? t.done : -1);
+    s.end = std::max(s.end, t.done);
   }
   return s;
 }

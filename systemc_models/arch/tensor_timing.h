@@ -38,6 +38,29 @@ struct TensorSchedule {
 
 TensorSchedule schedule(const TensorTimingParams& p, const std::vector<TensorInstr>& program);
 
+// The same rules one instruction at a time, for a model that offers each
+// instruction when its sequencer reaches it: `earliest` is the first cycle it
+// is offered (same numbering as TensorSchedule).
+class TensorScheduler {
+public:
+  explicit TensorScheduler(const TensorTimingParams& p) : p_(p) {}
+
+  struct Timing {
+    std::int64_t accept = 0;
+    std::int64_t done = 0;  // last PSUM write (MultiplyMoving) or last stationary beat
+  };
+  Timing issue(const TensorInstr& in, std::int64_t earliest);
+
+private:
+  TensorTimingParams p_;
+  std::int64_t prev_accept_ = -1;
+  std::int64_t load_last_beat_ = 0;      // loader free from this edge on
+  std::int64_t stream_last_inject_ = 0;  // streamer free from this edge on
+  std::int64_t last_mm_accept_ = -(std::int64_t{1} << 40);
+  std::int64_t last_inject_per_buffer_[2] = {0, 0};
+  int load_buffer_ = 1;  // buffer of the latest LoadStationary; the first goes to 0
+};
+
 // Closed form for `pairs` (LoadStationary[M], MultiplyMoving[N]) pairs offered
 // back to back: M + (pairs - 1) * max(M + 1, N, II) + N + Rows + Cols.
 std::int64_t back_to_back_cycles(const TensorTimingParams& p, std::int64_t m, std::int64_t n,

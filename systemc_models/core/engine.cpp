@@ -34,6 +34,8 @@ Engine::Engine(sc_core::sc_module_name name, arch::Engine kind, double clock_ghz
 void Engine::set_program(std::uint64_t address, std::uint64_t bytes) {
   program_address_ = address;
   program_bytes_ = bytes;
+  stream_.assign(bytes, 0);
+  block_time_.clear();
 }
 
 sc_time Engine::cycles(double n) const { return period_ * std::ceil(n); }
@@ -66,22 +68,31 @@ void Engine::drain() {
   if (done > sc_time_stamp()) sc_core::wait(done - sc_time_stamp());
 }
 
-arch::Instruction Engine::fetch_next(std::uint64_t& pc, sc_time& fetch_ready) {
-  std::vector<std::uint8_t> bytes(arch::kInstrHeaderBytes);
-  if (pc + bytes.size() > program_bytes_)
-    throw std::runtime_error(fmt::format("stream ends at byte {} without End", program_bytes_));
-  read_device(program_address_ + pc, bytes.data(), bytes.size(), fetch_ready);
-  const std::uint16_t length = static_cast<std::uint16_t>(bytes[40] | (bytes[41] << 8));
-  if (length > arch::kInstrHeaderBytes) {
-    if (pc + length > program_bytes_)
-      throw std::runtime_error(fmt::format("instruction at byte {} runs past the stream's end", pc));
-    bytes.resize(length);
-    read_device(program_address_ + pc + arch::kInstrHeaderBytes, bytes.data() + arch::kInstrHeaderBytes,
-                length - arch::kInstrHeaderBytes, fetch_ready);
+sc_time Engine::block_ready(std::uint64_t pc) {
+  const std::uint64_t block = pc / kFetchBlockBytes;
+  const std::uint64_t blocks = (program_bytes_ + kFetchBlockBytes - 1) / kFetchBlockBytes;
+  for (std::uint64_t b = block_time_.size(); b <= std::min(block + kPrefetchBlocks, blocks - 1); ++b) {
+    const std::uint64_t start = b * kFetchBlockBytes;
+    const std::uint64_t length = std::min(kFetchBlockBytes, program_bytes_ - start);
+    // Requests go out one after another from the sequencer's single port.
+    sc_time at = block_time_.empty() ? sc_time_stamp() : std::max(sc_time_stamp(), block_time_.back());
+    read_device(program_address_ + start, stream_.data() + start, length, at);
+    block_time_.push_back(at);
   }
-  std::size_t pos = 0;
-  arch::Instruction in = arch::decode(bytes, pos);
-  pc += pos;
+  return block_time_[block];
+}
+
+arch::Instruction Engine::fetch_next(std::uint64_t& pc, sc_time& fetch_ready) {
+  if (pc + arch::kInstrHeaderBytes > program_bytes_)
+    throw std::runtime_error(fmt::format("stream ends at byte {} without End", program_bytes_));
+  fetch_ready = std::max(block_ready(pc), block_ready(pc + arch::kInstrHeaderBytes - 1));
+  const std::uint16_t length = static_cast<std::uint16_t>(stream_[pc + 40] | (stream_[pc + 41] << 8));
+  if (pc + length > program_bytes_)
+    throw std::runtime_error(fmt::format("instruction at byte {} runs past the stream's end", pc));
+  if (length > arch::kInstrHeaderBytes) fetch_ready = std::max(fetch_ready, block_ready(pc + length - 1));
+  std::size_t pos = pc;
+  arch::Instruction in = arch::decode(stream_, pos);
+  pc = pos;
   return in;
 }
 
@@ -91,7 +102,7 @@ void Engine::run() {
     return;
   }
   std::uint64_t pc = 0;
-  sc_time fetch_ready = sc_time_stamp();
+  sc_time fetch_ready;
   for (std::uint64_t index = 0;; ++index) {
     const std::uint64_t at_byte = pc;
     arch::Instruction in;
@@ -108,6 +119,7 @@ void Engine::run() {
                                              to_string(kind_)));
       const auto problems = arch::validate(in, ctx_.cfg);
       if (!problems.empty()) throw std::runtime_error(problems.front());
+      if (index == 0) first_issue_time_ = sc_time_stamp();
       ++instructions_;
       switch (in.opcode) {
         case arch::Opcode::End:

@@ -27,6 +27,7 @@ public:
   bool finished() const { return finished_; }
   sc_core::sc_time clock_period() const { return period_; }
   sc_core::sc_time end_time() const { return end_time_; }
+  sc_core::sc_time first_issue_time() const { return first_issue_time_; }
 
 protected:
   // Executes one compute instruction functionally and returns how long the
@@ -46,9 +47,19 @@ protected:
 private:
   void run();
   arch::Instruction fetch_next(std::uint64_t& pc, sc_core::sc_time& fetch_ready);
+  // Makes sure the fetch block holding stream byte `pc` has been requested
+  // (and the next kPrefetchBlocks after it); returns when that block arrives.
+  sc_core::sc_time block_ready(std::uint64_t pc);
   void read_device(std::uint64_t address, std::uint8_t* out, std::uint64_t length, sc_core::sc_time& at);
   void wait_for_clock_edge();
   void drain();
+
+  // The sequencer fetches its stream in blocks and keeps a few in flight
+  // ahead of the instruction it executes, hiding device-memory latency.
+  static constexpr std::uint64_t kFetchBlockBytes = 1024;
+  static constexpr std::uint64_t kPrefetchBlocks = 2;
+  std::vector<std::uint8_t> stream_;          // fetched bytes, indexed by stream offset
+  std::vector<sc_core::sc_time> block_time_;  // arrival time of each requested block
 
   arch::Engine kind_;
   sc_core::sc_time period_;
@@ -56,6 +67,7 @@ private:
   std::uint64_t program_bytes_ = 0;
   bool finished_ = false;
   sc_core::sc_time end_time_;
+  sc_core::sc_time first_issue_time_;
 
   trace::Counter& instructions_;
   trace::Counter& busy_ns_;

@@ -1,49 +1,33 @@
 #include "engines/tensor_datapath.h"
 
-#include <algorithm>
+#include "arch/tensor_timing.h"
 
 namespace tessera::engines {
 namespace {
 
-// Closed-form timing, cycle for cycle with the RTL controller
-// (docs/tensor-engine.md, Timing):
-//  - LoadStationary streams M weight columns, one per cycle, into the spare
-//    weight buffer; it may start while a multiply still uses the other one.
-//  - MultiplyMoving streams N moving columns, one per cycle, once its weights
-//    are loaded and the previous multiply started at least max(N_prev, II)
-//    cycles before; its last column leaves the array Rows + Cols - 1 cycles
-//    after entering it.
+// Numbers from arch::matmul, cycles from arch::TensorScheduler: the rules of
+// the RTL controller, so that this model and the RTL agree cycle for cycle.
 class FastTensorDatapath : public TensorDatapath {
 public:
   FastTensorDatapath(std::uint32_t rows, std::uint32_t cols, std::uint32_t min_ii)
-      : rows_(rows), cols_(cols), min_ii_(min_ii) {}
+      : scheduler_({rows, cols, min_ii}) {}
 
   TensorTiming issue(TensorCommand& cmd, std::uint64_t earliest) override {
-    TensorTiming t;
-    if (cmd.op == TensorCommand::Op::LoadStationary) {
-      t.accepted = std::max({earliest, load_free_, load_buffer_free_});
-      t.completed = t.accepted + cmd.data.cols;
-      load_free_ = t.completed;
-      weights_ready_ = t.completed;
-      stationary_ = cmd.data;
-      return t;
-    }
-    const std::uint64_t n = cmd.data.cols;
-    t.accepted = std::max({earliest, next_multiply_, weights_ready_});
-    next_multiply_ = t.accepted + std::max<std::uint64_t>(n, min_ii_);
-    // The next load may overwrite the other buffer now; this one is busy
-    // until its last column has entered the array.
-    load_buffer_free_ = t.accepted;
-    t.completed = t.accepted + n + rows_ + cols_ - 1;
-    arch::matmul(stationary_, cmd.data, cmd.mode, *cmd.psum);
-    return t;
+    const bool load = cmd.op == TensorCommand::Op::LoadStationary;
+    arch::TensorInstr in;
+    in.op = load ? arch::TensorOp::LoadStationary : arch::TensorOp::MultiplyMoving;
+    in.m = load ? static_cast<std::int64_t>(cmd.data.cols) : 0;
+    in.n = load ? 0 : static_cast<std::int64_t>(cmd.data.cols);
+    const auto t = scheduler_.issue(in, static_cast<std::int64_t>(earliest));
+    if (load) stationary_ = cmd.data;
+    else arch::matmul(stationary_, cmd.data, cmd.mode, *cmd.psum);
+    return {static_cast<std::uint64_t>(t.accept), static_cast<std::uint64_t>(t.done)};
   }
 
   std::string name() const override { return "fast"; }
 
 private:
-  std::uint32_t rows_, cols_, min_ii_;
-  std::uint64_t load_free_ = 0, load_buffer_free_ = 0, weights_ready_ = 0, next_multiply_ = 0;
+  arch::TensorScheduler scheduler_;
   arch::Bf16Matrix stationary_;
 };
 

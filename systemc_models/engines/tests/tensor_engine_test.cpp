@@ -4,6 +4,7 @@
 #include "core/neuron_core.h"
 
 #include "arch/numerics.h"
+#include "arch/tensor_timing.h"
 #include "testing/stream.h"
 
 #include <gmock/gmock.h>
@@ -101,10 +102,13 @@ TEST(TensorEngine, SemaphoreAfterAMatmulWaitsForItsResults) {
   core.load_program(arch::Engine::Tensor, te.bytes);
   const auto r = core.run();
   ASSERT_TRUE(r.ok()) << r.message;
-  // Load: 8 columns; multiply: accepted once the weights are in, 64 columns
-  // plus Rows + Cols - 1 cycles through the array. At 1 GHz a cycle is 1 ns.
-  const double load_done = 8, done = load_done + 64 + 8 + 8 - 1;
-  EXPECT_GE(r.end_time, sc_core::sc_time(done, sc_core::SC_NS));
+  // The closed form of docs/tensor-engine.md for one (LoadStationary[8],
+  // MultiplyMoving[64]) pair: M + N + Rows + Cols cycles, 1 ns each at 1 GHz,
+  // counted from the cycle that accepts the load.
+  const std::int64_t cycles = arch::back_to_back_cycles({8, 8, 4}, 8, 64, 1);
+  EXPECT_EQ(cycles, 8 + 64 + 8 + 8);
+  const auto& te_engine = core.engine(arch::Engine::Tensor);
+  EXPECT_EQ(r.end_time - te_engine.first_issue_time(), sc_core::sc_time(static_cast<double>(cycles), sc_core::SC_NS));
 }
 
 TEST(TensorEngine, TransposeThroughTheArray) {
