@@ -61,6 +61,15 @@ NeuronCore::NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, 
   engines_[static_cast<std::size_t>(arch::Engine::Sync)] = std::make_unique<engines::SyncEngine>("sync", *ctx_);
   for (auto& e : engines_)
     if (e) e->fetch.bind(interconnect_->target);
+  dma_ = std::make_unique<dma::DmaSubsystem>(*ctx_);
+  for (std::size_t i = 0; i < dma_->engines(); ++i) dma_->engine(i).socket.bind(interconnect_->target);
+  ctx_->dma = dma_.get();
+}
+
+void NeuronCore::configure_dma_queue(std::uint32_t engine, std::uint32_t queue, std::uint64_t base,
+                                     std::uint32_t size) {
+  if (engine >= dma_->engines()) throw std::runtime_error(fmt::format("no DMA engine {}", engine));
+  dma_->engine(engine).configure_queue(queue, base, size);
 }
 
 NeuronCore::~NeuronCore() = default;

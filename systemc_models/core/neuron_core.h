@@ -11,6 +11,7 @@
 #include "core/engine.h"
 #include "core/interconnect.h"
 #include "core/semaphores.h"
+#include "dma/dma_subsystem.h"
 #include "engines/tensor_datapath.h"
 #include "memory/hbm.h"
 #include "memory/partitioned_memory.h"
@@ -57,6 +58,9 @@ public:
   // Places bytes (e.g. DMA descriptor rings) in the program area; returns their address.
   std::uint64_t place(const std::vector<std::uint8_t>& bytes);
 
+  // Points DMA queue (engine, queue) at a ring of `size` descriptors at `base`.
+  void configure_dma_queue(std::uint32_t engine, std::uint32_t queue, std::uint64_t base, std::uint32_t size);
+
   RunResult run();
 
   memory::Hbm& hbm() { return *hbm_; }
@@ -64,6 +68,7 @@ public:
   memory::PartitionedMemory& psum() { return *psum_; }
   Semaphores& semaphores() { return *semaphores_; }
   Engine& engine(arch::Engine e) { return *engines_.at(static_cast<std::size_t>(e)); }
+  dma::DmaSubsystem& dma() { return *dma_; }
   CoreContext& context() { return *ctx_; }
   const arch::AddressMap& address_map() const { return ctx_->map; }
 
@@ -77,6 +82,7 @@ private:
   std::unique_ptr<Interconnect> interconnect_;
   std::unique_ptr<CoreContext> ctx_;
   std::array<std::unique_ptr<Engine>, arch::kNumEngines> engines_;
+  std::unique_ptr<dma::DmaSubsystem> dma_;
   std::uint64_t program_next_ = 0;
 };
 

@@ -15,6 +15,26 @@ Semaphores::Semaphores(sc_core::sc_module_name name, std::size_t count, sc_core:
       increments_(stats.counter(std::string(this->name()) + ".increments", "count", "semaphore increments")),
       waits_(stats.counter(std::string(this->name()) + ".waits", "count", "semaphore waits that blocked")) {
   socket.register_b_transport(this, &Semaphores::b_transport);
+  SC_METHOD(apply_due);
+  sensitive << delayed_event_;
+  dont_initialize();
+}
+
+void Semaphores::increment_at(std::size_t index, std::uint32_t delta, const sc_core::sc_time& when) {
+  if (index >= values_.size()) throw std::out_of_range("semaphore index");
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  if (when <= now) return increment(index, delta);
+  delayed_.emplace(when, std::make_pair(index, delta));
+  delayed_event_.notify(when - now);  // an earlier pending notification wins; apply_due re-arms
+}
+
+void Semaphores::apply_due() {
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  while (!delayed_.empty() && delayed_.begin()->first <= now) {
+    increment(delayed_.begin()->second.first, delayed_.begin()->second.second);
+    delayed_.erase(delayed_.begin());
+  }
+  if (!delayed_.empty()) delayed_event_.notify(delayed_.begin()->first - now);
 }
 
 void Semaphores::increment(std::size_t index, std::uint32_t delta) {
@@ -50,9 +70,7 @@ void Semaphores::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& 
   std::uint32_t v = 0;
   if (trans.is_write()) {
     std::memcpy(&v, trans.get_data_ptr(), 4);
-    // The increment lands when the write does, not when the initiator's
-    // local time catches up; close enough at the semaphore latency's scale.
-    increment(index, v);
+    increment_at(index, v, sc_core::sc_time_stamp() + delay);
   } else {
     v = values_[index];
     std::memcpy(trans.get_data_ptr(), &v, 4);

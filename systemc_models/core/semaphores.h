@@ -20,11 +20,15 @@ public:
   tlm_utils::simple_target_socket<Semaphores> socket;
 
   // `wake_latency`: from the increment that satisfies a wait to the waiter running.
+  SC_HAS_PROCESS(Semaphores);
   Semaphores(sc_core::sc_module_name name, std::size_t count, sc_core::sc_time wake_latency, trace::Stats& stats);
 
   std::size_t size() const { return values_.size(); }
   std::uint32_t value(std::size_t index) const { return values_.at(index); }
   void increment(std::size_t index, std::uint32_t delta);
+  // The same, taking effect at simulated time `when` (>= now): a TLM write
+  // annotated with a delay lands when its delay has passed, not when sent.
+  void increment_at(std::size_t index, std::uint32_t delta, const sc_core::sc_time& when);
 
   // Blocks the calling SC_THREAD until semaphore `index` >= `target`. `who`
   // names the waiter for deadlock reports.
@@ -35,6 +39,7 @@ public:
 
 private:
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
+  void apply_due();  // SC_METHOD: applies the delayed increments whose time has come
 
   struct Waiter {
     std::size_t index;
@@ -45,6 +50,8 @@ private:
   sc_core::sc_event changed_;
   sc_core::sc_time wake_latency_;
   std::map<std::string, Waiter> waiting_;
+  std::multimap<sc_core::sc_time, std::pair<std::size_t, std::uint32_t>> delayed_;
+  sc_core::sc_event delayed_event_;
   trace::Counter& increments_;
   trace::Counter& waits_;
 };

@@ -1,0 +1,215 @@
+#include "dma/dma_engine.h"
+
+#include "dma/dma_pattern.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace tessera::dma {
+
+using sc_core::sc_time;
+using sc_core::sc_time_stamp;
+using sc_core::SC_NS;
+using sc_core::SC_ZERO_TIME;
+
+namespace {
+
+// Bursts of at most 256 beats that never cross a 4 KiB page.
+std::uint32_t max_burst_bytes(std::uint32_t data_bytes) { return std::min<std::uint32_t>(4096, 256 * data_bytes); }
+
+}  // namespace
+
+DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::uint32_t queues)
+    : sc_module(name),
+      socket("socket"),
+      ctx_(ctx),
+      // The engine moves one data beat per cycle, so its clock is what gives
+      // the configured bandwidth.
+      period_(static_cast<double>(ctx.cfg.dma.axi_data_bytes) / ctx.cfg.dma.bytes_per_ns, SC_NS),
+      max_outstanding_(static_cast<std::uint32_t>(ctx.cfg.dma.max_outstanding)),
+      queues_(queues),
+      bytes_(ctx.stats.counter(std::string(this->name()) + ".bytes", "bytes", "bytes moved")),
+      descriptors_(ctx.stats.counter(std::string(this->name()) + ".descriptors", "count", "descriptors completed")),
+      busy_ns_(ctx.stats.counter(std::string(this->name()) + ".busy_ns", "ns", "time with a descriptor running")) {
+  SC_THREAD(run);
+}
+
+void DmaEngine::configure_queue(std::uint32_t q, std::uint64_t ring_base, std::uint32_t ring_size) {
+  QueueState& s = queues_.at(q);
+  s = QueueState{};
+  s.ring_base = ring_base;
+  s.ring_size = ring_size;
+}
+
+std::string DmaEngine::doorbell(std::uint32_t q, std::uint64_t address, std::uint32_t count,
+                                sc_time visible_after) {
+  if (q >= queues_.size()) return fmt::format("{}: no queue {}", name(), q);
+  QueueState& s = queues_[q];
+  if (s.ring_size == 0) return fmt::format("{}.q{}: doorbell on a queue without a descriptor ring", name(), q);
+  // The tail the engine will see once every earlier doorbell has landed.
+  const std::uint32_t tail = pending_.empty() ? s.tail : [&] {
+    for (auto it = pending_.rbegin(); it != pending_.rend(); ++it)
+      if (it->queue == q) return it->tail;
+    return s.tail;
+  }();
+  const std::uint64_t expected = s.ring_base + std::uint64_t{tail} * arch::kDmaDescriptorBytes;
+  if (address != expected)
+    return fmt::format("{}.q{}: doorbell names descriptor 0x{:x}, but the ring's next slot is 0x{:x}", name(), q,
+                       address, expected);
+  const std::uint32_t in_flight = (tail + s.ring_size - s.head) % s.ring_size;
+  if (count >= s.ring_size - in_flight)
+    return fmt::format("{}.q{}: {} more descriptors overflow a ring of {} ({} in flight)", name(), q, count,
+                       s.ring_size, in_flight);
+  pending_.push_back({sc_time_stamp() + visible_after, q, (tail + count) % s.ring_size});
+  doorbell_event_.notify(visible_after);
+  return {};
+}
+
+void DmaEngine::apply_due_doorbells() {
+  while (!pending_.empty() && pending_.front().visible <= sc_time_stamp()) {
+    queues_[pending_.front().queue].tail = pending_.front().tail;
+    pending_.pop_front();
+  }
+}
+
+void DmaEngine::run() {
+  for (;;) {
+    apply_due_doorbells();
+    std::int64_t pick = -1;
+    for (std::uint32_t i = 0; i < queues_.size(); ++i) {
+      const std::uint32_t q = (next_queue_ + i) % static_cast<std::uint32_t>(queues_.size());
+      const QueueState& s = queues_[q];
+      if (s.error == arch::DmaError::kNone && s.ring_size > 0 && s.head != s.tail) {
+        pick = q;
+        break;
+      }
+    }
+    if (pick < 0) {
+      sc_core::wait(doorbell_event_);
+      continue;
+    }
+    next_queue_ = (static_cast<std::uint32_t>(pick) + 1) % static_cast<std::uint32_t>(queues_.size());
+    const sc_time start = sc_time_stamp();
+    execute(static_cast<std::uint32_t>(pick));
+    busy_ns_ += (sc_time_stamp() - start).to_seconds() * 1e9;
+  }
+}
+
+void DmaEngine::fail(std::uint32_t q, arch::DmaError code, const std::string& detail) {
+  QueueState& s = queues_[q];
+  s.error = code;
+  s.error_index = s.head;
+  ctx_.fail(fmt::format("{}.q{} descriptor {} (at 0x{:x}): {}: {}", name(), q, s.head,
+                        s.ring_base + std::uint64_t{s.head} * arch::kDmaDescriptorBytes, arch::to_string(code),
+                        detail));
+}
+
+sc_time DmaEngine::transport(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t* data, std::uint32_t length,
+                             sc_time at, bool& error) {
+  tlm::tlm_generic_payload t;
+  t.set_command(cmd);
+  t.set_address(address);
+  t.set_data_ptr(data);
+  t.set_data_length(length);
+  t.set_streaming_width(length);
+  t.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  sc_time delay = at > sc_time_stamp() ? at - sc_time_stamp() : SC_ZERO_TIME;
+  socket->b_transport(t, delay);
+  error = t.is_response_error();
+  return sc_time_stamp() + delay;
+}
+
+void DmaEngine::execute(std::uint32_t q) {
+  QueueState& s = queues_[q];
+  const std::uint64_t desc_addr = s.ring_base + std::uint64_t{s.head} * arch::kDmaDescriptorBytes;
+  const sc_time cycle = period_;
+  bool err = false;
+
+  std::array<std::uint8_t, arch::kDmaDescriptorBytes> raw{};
+  const sc_time fetched = transport(tlm::TLM_READ_COMMAND, desc_addr, raw.data(), arch::kDmaDescriptorBytes,
+                                    sc_time_stamp(), err);
+  if (err) return fail(q, arch::DmaError::kFetch, "descriptor fetch failed");
+  const arch::DmaDescriptor d = arch::unpack(raw);
+  if (d.magic != arch::kDmaDescriptorMagic)
+    return fail(q, arch::DmaError::kMagic, fmt::format("magic byte 0x{:02x}, not 0x{:02x}", d.magic,
+                                                       arch::kDmaDescriptorMagic));
+  for (int i = 0; i < 4; ++i)
+    if (d.src_size[i] == 0 || d.dst_size[i] == 0)
+      return fail(q, arch::DmaError::kZeroLength, fmt::format("dimension {} has size 0", i));
+  const auto count = [](const std::array<std::uint16_t, 4>& sz) {
+    return std::uint64_t{sz[0]} * sz[1] * sz[2] * sz[3];
+  };
+  const std::uint64_t elem = 1ull << d.elem_log2;
+  if (count(d.src_size) != count(d.dst_size))
+    return fail(q, arch::DmaError::kMalformed, fmt::format("source has {} elements, destination {}",
+                                                           count(d.src_size), count(d.dst_size)));
+  if ((d.flags & arch::kDmaFlagCompletion) && d.sem_addr % 4 != 0)
+    return fail(q, arch::DmaError::kMalformed, "semaphore address not 4-byte aligned");
+
+  const std::uint32_t beat = static_cast<std::uint32_t>(ctx_.cfg.dma.axi_data_bytes);
+  const auto src = bursts(pattern_runs(d.src_addr, d.src_size, d.src_stride, d.elem_log2), max_burst_bytes(beat));
+  const auto dst = bursts(pattern_runs(d.dst_addr, d.dst_size, d.dst_stride, d.elem_log2), max_burst_bytes(beat));
+  for (const auto* side : {&src, &dst})
+    for (const Run& r : *side)
+      if (ctx_.map.region_of(r.address, r.bytes) == arch::Region::None)
+        return fail(q, arch::DmaError::kAddrWindow,
+                    fmt::format("bytes 0x{:x}..0x{:x} are outside the device address map", r.address,
+                                r.address + r.bytes - 1));
+  const std::uint64_t total = count(d.src_size) * elem;
+  std::vector<std::uint8_t> buffer(total);
+
+  // Reads: one AR per cycle, at most max_outstanding in flight; each burst's
+  // data arrives when memory has it and the R channel has carried its beats.
+  std::vector<sc_time> data_done(src.size());
+  sc_time issue = fetched, r_channel = fetched;
+  std::uint64_t at = 0;
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    if (i >= max_outstanding_) issue = std::max(issue, data_done[i - max_outstanding_]);
+    const sc_time mem = transport(tlm::TLM_READ_COMMAND, src[i].address, buffer.data() + at, src[i].bytes, issue, err);
+    if (err) return fail(q, arch::DmaError::kReadResp, fmt::format("read of 0x{:x} failed", src[i].address));
+    const double beats = std::ceil(static_cast<double>(src[i].bytes) / beat);
+    r_channel = std::max(mem, r_channel + cycle * beats);
+    data_done[i] = r_channel;
+    at += src[i].bytes;
+    issue += cycle;
+  }
+
+  // Writes: each burst goes out once the read data it carries has arrived,
+  // its beats one per cycle on the W channel; done when every response is in.
+  sc_time w_channel = fetched, all_written = fetched;
+  std::size_t read_idx = 0;
+  std::uint64_t read_bytes = 0, written = 0;
+  for (const Run& w : dst) {
+    while (read_bytes < written + w.bytes) read_bytes += src[read_idx++].bytes;
+    const double beats = std::ceil(static_cast<double>(w.bytes) / beat);
+    const sc_time start = std::max(w_channel, data_done[read_idx - 1]);
+    w_channel = start + cycle * beats;
+    const sc_time resp = transport(tlm::TLM_WRITE_COMMAND, w.address, buffer.data() + written, w.bytes, start, err);
+    if (err) return fail(q, arch::DmaError::kWriteResp, fmt::format("write of 0x{:x} failed", w.address));
+    all_written = std::max(all_written, std::max(resp, w_channel));
+    written += w.bytes;
+  }
+
+  // Completion: the semaphore increment, then the status word.
+  sc_time done = all_written;
+  if (d.flags & arch::kDmaFlagCompletion) {
+    std::uint32_t v = d.sem_value;
+    done = transport(tlm::TLM_WRITE_COMMAND, d.sem_addr, reinterpret_cast<std::uint8_t*>(&v), 4, done, err);
+    if (err) return fail(q, arch::DmaError::kWriteResp, fmt::format("semaphore write to 0x{:x} failed", d.sem_addr));
+  }
+  std::uint16_t status = 1u << arch::kDmaStatusDoneBit;
+  transport(tlm::TLM_WRITE_COMMAND, desc_addr + arch::kDmaStatusOffset, reinterpret_cast<std::uint8_t*>(&status), 2,
+            done, err);
+
+  bytes_ += static_cast<double>(total);
+  ++descriptors_;
+  ++s.descriptors_done;
+  s.head = (s.head + 1) % s.ring_size;
+  // The next descriptor may start once this one's last write beat is out;
+  // its completion writes overlap the next transfer, as in the RTL.
+  if (w_channel > sc_time_stamp()) sc_core::wait(w_channel - sc_time_stamp());
+}
+
+}  // namespace tessera::dma

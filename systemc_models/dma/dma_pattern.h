@@ -1,0 +1,26 @@
+// One side of a DMA descriptor (base, 4 x (size, stride), element size) as the
+// list of contiguous byte runs it covers, in pattern order (dim 0 innermost),
+// the same runs the RTL walker (rtl/dma/tsr_dma_walker.sv) produces before it
+// cuts them into bursts.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace tessera::dma {
+
+struct Run {
+  std::uint64_t address;
+  std::uint32_t bytes;
+  friend bool operator==(const Run& a, const Run& b) { return a.address == b.address && a.bytes == b.bytes; }
+};
+
+std::vector<Run> pattern_runs(std::uint64_t base, const std::array<std::uint16_t, 4>& size,
+                              const std::array<std::uint32_t, 4>& stride, std::uint8_t elem_log2);
+
+// Bursts as AXI allows them: a run cut at `max_burst_bytes`-aligned boundaries
+// (max_burst_bytes divides 4 KiB, so no burst crosses a 4 KiB page).
+std::vector<Run> bursts(const std::vector<Run>& runs, std::uint32_t max_burst_bytes);
+
+}  // namespace tessera::dma

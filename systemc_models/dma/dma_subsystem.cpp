@@ -1,0 +1,34 @@
+#include "dma/dma_subsystem.h"
+
+#include <fmt/format.h>
+
+namespace tessera::dma {
+
+DmaSubsystem::DmaSubsystem(core::CoreContext& ctx) : ctx_(ctx) {
+  for (std::int64_t e = 0; e < ctx.cfg.dma.engines; ++e)
+    engines_.push_back(std::make_unique<DmaEngine>(fmt::format("dma{}", e).c_str(), ctx,
+                                                   static_cast<std::uint32_t>(ctx.cfg.dma.queues_per_engine)));
+  const std::string prefix = "dma";
+  ctx.stats.formula("dma.bytes", "bytes", "bytes moved by every DMA engine", [this] {
+    double b = 0;
+    for (std::size_t e = 0; e < engines_.size(); ++e) b += ctx_.stats.value(std::string(engines_[e]->name()) + ".bytes");
+    return b;
+  });
+  ctx.stats.formula("dma.descriptors", "count", "descriptors completed by every DMA engine", [this] {
+    double n = 0;
+    for (std::size_t e = 0; e < engines_.size(); ++e)
+      n += ctx_.stats.value(std::string(engines_[e]->name()) + ".descriptors");
+    return n;
+  });
+  ctx.stats.formula("dma.average_transfer_bytes", "bytes", "bytes per descriptor", [this] {
+    const double n = ctx_.stats.value("dma.descriptors");
+    return n > 0 ? ctx_.stats.value("dma.bytes") / n : 0.0;
+  });
+}
+
+std::string DmaSubsystem::ring(std::uint32_t engine, std::uint32_t queue, std::uint64_t address, std::uint32_t count) {
+  if (engine >= engines_.size()) return fmt::format("no DMA engine {}", engine);
+  return engines_[engine]->doorbell(queue, address, count, sc_core::sc_time(ctx_.cfg.dma.start_latency_ns, sc_core::SC_NS));
+}
+
+}  // namespace tessera::dma

@@ -1,0 +1,201 @@
+// DMA patterns and the DMA engine model inside the core: a matmul tile
+// pipeline with DMA in and out of HBM, semaphores between every stage, and
+// the error paths (bad descriptor, doorbell out of step).
+#include "core/neuron_core.h"
+#include "dma/dma_pattern.h"
+
+#include "arch/dma_descriptor.h"
+#include "arch/numerics.h"
+#include "testing/stream.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+namespace tessera::dma {
+namespace {
+
+using arch::DType;
+using arch::Memory;
+using arch::Opcode;
+using core::NeuronCore;
+using test_support::Stream;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+const arch::HwConfig& tiny() {
+  static const arch::HwConfig cfg = [] {
+    setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_CONFIG_DIR, 1);
+    return arch::load_config("tiny").hw;
+  }();
+  return cfg;
+}
+
+TEST(DmaPattern, ContiguousInnerDimensionIsOneRunPerRow) {
+  const auto runs = pattern_runs(0x100, {8, 3, 1, 1}, {2, 1000, 0, 0}, 1);
+  EXPECT_THAT(runs, ElementsAre(dma::Run{0x100, 16}, dma::Run{0x100 + 1000, 16}, dma::Run{0x100 + 2000, 16}));
+}
+
+TEST(DmaPattern, StridedInnerDimensionIsOneRunPerElement) {
+  const auto runs = pattern_runs(0, {3, 1, 1, 1}, {8, 0, 0, 0}, 2);
+  EXPECT_THAT(runs, ElementsAre(dma::Run{0, 4}, dma::Run{8, 4}, dma::Run{16, 4}));
+}
+
+TEST(DmaPattern, BurstsNeverCrossTheBurstBoundary) {
+  const auto b = bursts({{4000, 200}, {8192, 9000}}, 4096);
+  EXPECT_THAT(b, ElementsAre(dma::Run{4000, 96}, dma::Run{4096, 104}, dma::Run{8192, 4096}, dma::Run{12288, 4096}, dma::Run{16384, 808}));
+}
+
+// A descriptor for a [rows, cols] bf16 tile between a row-major HBM matrix and
+// SBUF partitions.
+arch::DmaDescriptor tile_descriptor(std::uint64_t src, std::uint32_t src_row_stride, std::uint64_t dst,
+                                    std::uint32_t dst_row_stride, std::uint16_t rows, std::uint16_t cols,
+                                    std::uint8_t elem_log2, std::uint64_t sem_addr) {
+  arch::DmaDescriptor d;
+  d.src_addr = src;
+  d.dst_addr = dst;
+  d.src_size = {cols, rows, 1, 1};
+  d.dst_size = {cols, rows, 1, 1};
+  d.src_stride = {1u << elem_log2, src_row_stride, 0, 0};
+  d.dst_stride = {1u << elem_log2, dst_row_stride, 0, 0};
+  d.elem_log2 = elem_log2;
+  d.flags = arch::kDmaFlagCompletion | arch::kDmaFlagLast;
+  d.sem_addr = sem_addr;
+  d.sem_value = 1;
+  d.magic = arch::kDmaDescriptorMagic;
+  return d;
+}
+
+std::vector<std::uint8_t> ring_of(const std::vector<arch::DmaDescriptor>& ds, std::size_t slots) {
+  std::vector<std::uint8_t> bytes(slots * arch::kDmaDescriptorBytes, 0);
+  for (std::size_t i = 0; i < ds.size(); ++i) {
+    const auto packed = arch::pack(ds[i]);
+    std::memcpy(bytes.data() + i * arch::kDmaDescriptorBytes, packed.data(), packed.size());
+  }
+  return bytes;
+}
+
+arch::Instruction trigger(std::uint16_t engine, std::uint16_t queue, std::uint64_t address, std::uint32_t count) {
+  arch::Instruction in;
+  in.opcode = Opcode::DmaTrigger;
+  in.dma_engine = engine;
+  in.dma_queue = queue;
+  in.address = address;
+  in.value = count;
+  return in;
+}
+
+TEST(DmaInCore, MatmulTilePipelineThroughHbm) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist;
+  trace::Stats stats;
+  NeuronCore core("core", tiny(), stats);
+  const auto& map = core.address_map();
+
+  arch::Bf16Matrix w(8, 8), x(8, 64);
+  for (auto& v : w.data) v = arch::to_bf16(dist(rng));
+  for (auto& v : x.data) v = arch::to_bf16(dist(rng));
+  const std::uint64_t w_at = 0x1000, x_at = 0x2000, out_at = 0x10000;
+  core.hbm().backdoor_write(w_at, reinterpret_cast<const std::uint8_t*>(w.data.data()), w.data.size() * 2);
+  core.hbm().backdoor_write(x_at, reinterpret_cast<const std::uint8_t*>(x.data.data()), x.data.size() * 2);
+
+  const std::uint32_t pbytes = static_cast<std::uint32_t>(map.sbuf_partition_bytes);
+  const auto in_ring = ring_of({tile_descriptor(w_at, 16, map.sbuf_address(0, 0), pbytes, 8, 8, 1,
+                                                map.semaphore_address(0)),
+                                tile_descriptor(x_at, 128, map.sbuf_address(0, 64), pbytes, 8, 64, 1,
+                                                map.semaphore_address(0))},
+                               32);
+  const auto out_ring = ring_of({tile_descriptor(map.sbuf_address(0, 512), pbytes, out_at, 256, 8, 64, 2,
+                                                 map.semaphore_address(3))},
+                                32);
+  const std::uint64_t in_base = core.place(in_ring), out_base = core.place(out_ring);
+  core.configure_dma_queue(0, 0, in_base, 32);
+  core.configure_dma_queue(1, 2, out_base, 32);
+
+  Stream sync(arch::Engine::Sync);
+  sync.add(trigger(0, 0, in_base, 2)).wait(2, 1).add(trigger(1, 2, out_base, 1)).wait(3, 1).end();
+  Stream te(arch::Engine::Tensor);
+  arch::Instruction ls, mm;
+  ls.opcode = Opcode::LoadStationary;
+  ls.a = arch::tile(Memory::Sbuf, DType::Bf16, 0, 8, 0, 8);
+  mm.opcode = Opcode::MultiplyMoving;
+  mm.a = arch::tile(Memory::Sbuf, DType::Bf16, 0, 8, 64, 64);
+  mm.dst = arch::tile(Memory::Psum, DType::Fp32, 0, 8, 0, 64);
+  te.wait(0, 2).add(ls).add(mm).incr(1).end();
+  Stream vec(arch::Engine::Vector);
+  vec.wait(1, 1)
+      .op(Opcode::Copy, arch::tile(Memory::Sbuf, DType::Fp32, 0, 8, 512, 64),
+          arch::tile(Memory::Psum, DType::Fp32, 0, 8, 0, 64))
+      .incr(2)
+      .end();
+  core.load_program(arch::Engine::Sync, sync.bytes);
+  core.load_program(arch::Engine::Tensor, te.bytes);
+  core.load_program(arch::Engine::Vector, vec.bytes);
+  const auto r = core.run();
+  ASSERT_TRUE(r.ok()) << r.message;
+
+  arch::Fp32Matrix expect(8, 64);
+  arch::matmul(w, x, arch::PsumMode::Overwrite, expect);
+  std::vector<float> got(8 * 64);
+  core.hbm().backdoor_read(out_at, reinterpret_cast<std::uint8_t*>(got.data()), got.size() * 4);
+  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(arch::fp32_bits(got[i]), arch::fp32_bits(expect.data[i])) << i;
+
+  EXPECT_EQ(stats.value("dma.bytes"), 8 * 8 * 2 + 8 * 64 * 2 + 8 * 64 * 4);
+  EXPECT_EQ(stats.value("dma.descriptors"), 3);
+  // Two DMA start latencies (100 ns each on tiny) lie on the critical path.
+  EXPECT_GT(r.end_time, sc_core::sc_time(200, sc_core::SC_NS));
+  // The engine wrote each descriptor's status word back: done, no error.
+  std::uint16_t status = 0;
+  core.hbm().backdoor_read(in_base + arch::kDmaStatusOffset, reinterpret_cast<std::uint8_t*>(&status), 2);
+  EXPECT_EQ(status, 1u << arch::kDmaStatusDoneBit);
+}
+
+TEST(DmaInCore, BadDescriptorStopsTheRunNamingIt) {
+  trace::Stats stats;
+  NeuronCore core("core", tiny(), stats);
+  auto d = tile_descriptor(0, 16, core.address_map().sbuf_address(0, 0), 1024, 8, 8, 1, 0);
+  d.magic = 0;
+  const std::uint64_t base = core.place(ring_of({d}, 32));
+  core.configure_dma_queue(1, 3, base, 32);
+  Stream sync(arch::Engine::Sync);
+  sync.add(trigger(1, 3, base, 1)).end();
+  core.load_program(arch::Engine::Sync, sync.bytes);
+  const auto r = core.run();
+  ASSERT_EQ(r.status, core::RunResult::Status::Error);
+  EXPECT_THAT(r.message, HasSubstr("core.dma1.q3 descriptor 0"));
+  EXPECT_THAT(r.message, HasSubstr("magic: magic byte 0x00, not 0xd5"));
+  EXPECT_EQ(core.dma().engine(1).queue(3).error, arch::DmaError::kMagic);
+}
+
+TEST(DmaInCore, TransferOutsideTheAddressMapIsAWindowError) {
+  trace::Stats stats;
+  NeuronCore core("core", tiny(), stats);
+  const auto d = tile_descriptor(0, 16, arch::kSbufBase + core.address_map().sbuf_bytes(), 16, 8, 8, 1, 0);
+  const std::uint64_t base = core.place(ring_of({d}, 32));
+  core.configure_dma_queue(0, 0, base, 32);
+  Stream sync(arch::Engine::Sync);
+  sync.add(trigger(0, 0, base, 1)).end();
+  core.load_program(arch::Engine::Sync, sync.bytes);
+  const auto r = core.run();
+  ASSERT_EQ(r.status, core::RunResult::Status::Error);
+  EXPECT_THAT(r.message, HasSubstr("addr_window"));
+}
+
+TEST(DmaInCore, DoorbellOutOfStepWithTheRingIsAnError) {
+  trace::Stats stats;
+  NeuronCore core("core", tiny(), stats);
+  const std::uint64_t base = core.place(ring_of({}, 32));
+  core.configure_dma_queue(0, 0, base, 32);
+  Stream sync(arch::Engine::Sync);
+  sync.add(trigger(0, 0, base + 64, 1)).end();
+  core.load_program(arch::Engine::Sync, sync.bytes);
+  const auto r = core.run();
+  ASSERT_EQ(r.status, core::RunResult::Status::Error);
+  EXPECT_THAT(r.message, HasSubstr("doorbell names descriptor"));
+  EXPECT_THAT(r.message, HasSubstr("sync instruction #0"));
+}
+
+}  // namespace
+}  // namespace tessera::dma
