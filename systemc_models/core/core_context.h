@@ -38,6 +38,7 @@ struct CoreContext {
   Semaphores& semaphores;
   trace::Stats& stats;
   DmaDoorbell* dma = nullptr;
+  bool no_data = false;  // timing only: engines and DMA skip the arithmetic and data movement
 
   // The first error of the run stops the simulation; later ones are dropped
   // because they usually follow from it.

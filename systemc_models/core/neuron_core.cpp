@@ -41,14 +41,16 @@ NeuronCore::NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, 
   interconnect_->to_psum.bind(psum_->socket);
   interconnect_->to_semaphores.bind(semaphores_->socket);
 
-  ctx_ = std::make_unique<CoreContext>(CoreContext{cfg, map, *hbm_, *sbuf_, *psum_, *semaphores_, stats, nullptr, {}});
+  ctx_ = std::make_unique<CoreContext>(
+      CoreContext{cfg, map, *hbm_, *sbuf_, *psum_, *semaphores_, stats, nullptr, options.no_data, {}});
   std::unique_ptr<engines::TensorDatapath> datapath;
   if (options.tensor_datapath) {
     datapath = options.tensor_datapath(cfg, options.fidelity);
   } else if (options.fidelity == arch::Fidelity::Tlm) {
     datapath = engines::make_fast_tensor_datapath(static_cast<std::uint32_t>(cfg.tensor.rows),
                                                   static_cast<std::uint32_t>(cfg.tensor.cols),
-                                                  static_cast<std::uint32_t>(cfg.tensor.min_initiation_interval_cycles));
+                                                  static_cast<std::uint32_t>(cfg.tensor.min_initiation_interval_cycles),
+                                                  !options.no_data);
   } else {
     throw std::runtime_error(fmt::format("{} fidelity needs the Verilated tensor engine, which this program does not link",
                                          arch::to_string(options.fidelity)));

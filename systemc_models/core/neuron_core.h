@@ -45,6 +45,7 @@ using TensorDatapathFactory =
 struct CoreOptions {
   arch::Fidelity fidelity = arch::Fidelity::Tlm;
   TensorDatapathFactory tensor_datapath;  // empty: fast model (tlm only)
+  bool no_data = false;                   // timing only; timing does not depend on data
 };
 
 class NeuronCore : public sc_core::sc_module {

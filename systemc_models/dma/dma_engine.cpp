@@ -158,7 +158,13 @@ void DmaEngine::execute(std::uint32_t q) {
                     fmt::format("bytes 0x{:x}..0x{:x} are outside the device address map", r.address,
                                 r.address + r.bytes - 1));
   const std::uint64_t total = count(d.src_size) * elem;
-  std::vector<std::uint8_t> buffer(total);
+  // Timing-only runs move no bytes: TLM_IGNORE_COMMAND costs the same time.
+  const bool data = !ctx_.no_data;
+  std::vector<std::uint8_t> buffer(data ? total : 0);
+  std::uint8_t scratch[1];
+  const auto at_byte = [&](std::uint64_t offset) { return data ? buffer.data() + offset : scratch; };
+  const tlm::tlm_command read_cmd = data ? tlm::TLM_READ_COMMAND : tlm::TLM_IGNORE_COMMAND;
+  const tlm::tlm_command write_cmd = data ? tlm::TLM_WRITE_COMMAND : tlm::TLM_IGNORE_COMMAND;
 
   // Reads: one AR per cycle, at most max_outstanding in flight; each burst's
   // data arrives when memory has it and the R channel has carried its beats.
@@ -167,7 +173,7 @@ void DmaEngine::execute(std::uint32_t q) {
   std::uint64_t at = 0;
   for (std::size_t i = 0; i < src.size(); ++i) {
     if (i >= max_outstanding_) issue = std::max(issue, data_done[i - max_outstanding_]);
-    const sc_time mem = transport(tlm::TLM_READ_COMMAND, src[i].address, buffer.data() + at, src[i].bytes, issue, err);
+    const sc_time mem = transport(read_cmd, src[i].address, at_byte(at), src[i].bytes, issue, err);
     if (err) return fail(q, arch::DmaError::kReadResp, fmt::format("read of 0x{:x} failed", src[i].address));
     const double beats = std::ceil(static_cast<double>(src[i].bytes) / beat);
     r_channel = std::max(mem, r_channel + cycle * beats);
@@ -186,7 +192,7 @@ void DmaEngine::execute(std::uint32_t q) {
     const double beats = std::ceil(static_cast<double>(w.bytes) / beat);
     const sc_time start = std::max(w_channel, data_done[read_idx - 1]);
     w_channel = start + cycle * beats;
-    const sc_time resp = transport(tlm::TLM_WRITE_COMMAND, w.address, buffer.data() + written, w.bytes, start, err);
+    const sc_time resp = transport(write_cmd, w.address, at_byte(written), w.bytes, start, err);
     if (err) return fail(q, arch::DmaError::kWriteResp, fmt::format("write of 0x{:x} failed", w.address));
     all_written = std::max(all_written, std::max(resp, w_channel));
     written += w.bytes;

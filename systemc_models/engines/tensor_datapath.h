@@ -38,7 +38,8 @@ public:
 
 // The fast model: arch::matmul for the numbers and the closed-form timing of
 // docs/tensor-engine.md for the cycles.
+// `compute` false: timing only (the --no-data mode).
 std::unique_ptr<TensorDatapath> make_fast_tensor_datapath(std::uint32_t rows, std::uint32_t cols,
-                                                          std::uint32_t min_initiation_interval);
+                                                          std::uint32_t min_initiation_interval, bool compute = true);
 
 }  // namespace tessera::engines

@@ -37,6 +37,12 @@ arch::Bf16Matrix TensorEngine::read_bf16(const arch::AccessPattern& ap) {
   if (ap.dtype != arch::DType::Bf16)
     throw std::runtime_error(fmt::format("the tensor engine model takes bf16 inputs; {} is not modelled yet",
                                          arch::to_string(ap.dtype)));
+  if (ctx_.no_data) {
+    arch::Bf16Matrix shape_only;  // the datapath times by shape; no values needed
+    shape_only.rows = ap.partition_count;
+    shape_only.cols = ap.free_elements();
+    return shape_only;
+  }
   arch::Bf16Matrix m(ap.partition_count, ap.free_elements());
   const auto offsets = ap.byte_offsets();
   const auto [lo, hi] = ap.byte_extent();
@@ -64,13 +70,16 @@ sc_core::sc_time TensorEngine::execute(const arch::Instruction& in) {
       return issue(cmd);
     }
     case arch::Opcode::MultiplyMoving: {
-      arch::Fp32Matrix psum(in.dst.partition_count, in.dst.free_elements());
-      if (in.accumulate()) psum.data = load(ctx_, in.dst);
+      arch::Fp32Matrix psum;
+      if (!ctx_.no_data) {
+        psum = arch::Fp32Matrix(in.dst.partition_count, in.dst.free_elements());
+        if (in.accumulate()) psum.data = load(ctx_, in.dst);
+      }
       TensorCommand cmd{TensorCommand::Op::MultiplyMoving, read_bf16(in.a),
                         in.accumulate() ? arch::PsumMode::Accumulate : arch::PsumMode::Overwrite, &psum};
       const sc_core::sc_time busy = issue(cmd);
-      store(ctx_, in.dst, psum.data);
-      macs_ += static_cast<double>(in.a.partition_count) * psum.rows * psum.cols;
+      if (!ctx_.no_data) store(ctx_, in.dst, psum.data);
+      macs_ += static_cast<double>(in.a.partition_count) * in.dst.partition_count * in.dst.free_elements();
       ++matmuls_;
       return busy;
     }
@@ -86,7 +95,7 @@ sc_core::sc_time TensorEngine::execute(const arch::Instruction& in) {
       arch::Fp32Matrix psum(in.dst.partition_count, in.dst.free_elements());
       TensorCommand mul{TensorCommand::Op::MultiplyMoving, identity, arch::PsumMode::Overwrite, &psum};
       const sc_core::sc_time busy = issue(mul);
-      store(ctx_, in.dst, psum.data);
+      if (!ctx_.no_data) store(ctx_, in.dst, psum.data);
       return busy;
     }
     default: throw std::runtime_error("not a tensor-engine instruction");

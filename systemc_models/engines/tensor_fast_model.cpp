@@ -9,8 +9,8 @@ namespace {
 // the RTL controller, so that this model and the RTL agree cycle for cycle.
 class FastTensorDatapath : public TensorDatapath {
 public:
-  FastTensorDatapath(std::uint32_t rows, std::uint32_t cols, std::uint32_t min_ii)
-      : scheduler_({rows, cols, min_ii}) {}
+  FastTensorDatapath(std::uint32_t rows, std::uint32_t cols, std::uint32_t min_ii, bool compute)
+      : scheduler_({rows, cols, min_ii}), compute_(compute) {}
 
   TensorTiming issue(TensorCommand& cmd, std::uint64_t earliest) override {
     const bool load = cmd.op == TensorCommand::Op::LoadStationary;
@@ -19,6 +19,7 @@ public:
     in.m = load ? static_cast<std::int64_t>(cmd.data.cols) : 0;
     in.n = load ? 0 : static_cast<std::int64_t>(cmd.data.cols);
     const auto t = scheduler_.issue(in, static_cast<std::int64_t>(earliest));
+    if (!compute_) return {static_cast<std::uint64_t>(t.accept), static_cast<std::uint64_t>(t.done)};
     if (load) stationary_ = cmd.data;
     else arch::matmul(stationary_, cmd.data, cmd.mode, *cmd.psum);
     return {static_cast<std::uint64_t>(t.accept), static_cast<std::uint64_t>(t.done)};
@@ -28,14 +29,15 @@ public:
 
 private:
   arch::TensorScheduler scheduler_;
+  bool compute_;
   arch::Bf16Matrix stationary_;
 };
 
 }  // namespace
 
 std::unique_ptr<TensorDatapath> make_fast_tensor_datapath(std::uint32_t rows, std::uint32_t cols,
-                                                          std::uint32_t min_ii) {
-  return std::make_unique<FastTensorDatapath>(rows, cols, min_ii);
+                                                          std::uint32_t min_ii, bool compute) {
+  return std::make_unique<FastTensorDatapath>(rows, cols, min_ii, compute);
 }
 
 }  // namespace tessera::engines

@@ -1,0 +1,59 @@
+// Device: a NeuronCore-class core opened on a config and a fidelity. Tensors
+// live in its HBM; run() loads a Program and simulates it.
+//
+// SystemC runs one simulation per process, so a Device runs one program;
+// `tessera run` and the regression runner start a process per run.
+#pragma once
+
+#include "arch/config.h"
+#include "tessera/program.h"
+#include "tessera/run_report.h"
+#include "tessera/tensor.h"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+struct DeviceOptions {
+  std::string config = "tiny";           // a config name or YAML file
+  std::vector<arch::Override> overrides;  // --set path=value
+  std::optional<arch::Fidelity> fidelity; // default: the config's
+  bool no_data = false;                   // timing only: skip the arithmetic and data movement
+};
+
+class Device {
+public:
+  explicit Device(const DeviceOptions& options);
+  ~Device();
+
+  const arch::ResolvedConfig& resolved() const { return resolved_; }
+  const arch::HwConfig& config() const { return resolved_.hw; }
+  arch::Fidelity fidelity() const { return fidelity_; }
+  bool no_data() const { return options_.no_data; }
+
+  // A row-major tensor in HBM. Throws KernelError when HBM is full.
+  Tensor allocate(const std::string& name, std::vector<std::int64_t> shape, DType dtype);
+  // Host values in, rounded to the tensor's dtype (bf16: round to nearest even).
+  void upload(const Tensor& t, const std::vector<float>& values);
+  std::vector<float> download(const Tensor& t) const;
+
+  RunReport run(const Program& program);
+  // Every statistic of the last run, one line each (the stats.txt format).
+  const std::string& stats_text() const { return stats_text_; }
+
+private:
+  DeviceOptions options_;
+  arch::ResolvedConfig resolved_;
+  arch::Fidelity fidelity_;
+  std::uint64_t hbm_next_ = 0;
+  std::map<std::uint64_t, std::vector<std::uint8_t>> data_;  // tensor address -> bytes
+  bool ran_ = false;
+  std::string stats_text_;
+};
+
+}  // namespace tessera

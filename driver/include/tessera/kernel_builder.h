@@ -1,0 +1,83 @@
+// KernelBuilder: where a kernel is written, tile by tile, in the spirit of
+// NKI. Allocate SBUF/PSUM tiles, move data with dma(), compute with one call
+// per engine instruction, loop in plain C++. The builder checks every rule
+// when the call is made (naming the call and the rule), tracks what each
+// instruction reads and writes, and inserts the semaphore waits and
+// increments between engines and DMA queues, so a kernel never places one.
+#pragma once
+
+#include "arch/config.h"
+#include "tessera/program.h"
+#include "tessera/tensor.h"
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+// A broken rule, thrown by the call that broke it.
+class KernelError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+class KernelBuilder {
+public:
+  KernelBuilder(const arch::HwConfig& cfg, std::string kernel_name);
+  ~KernelBuilder();
+  KernelBuilder(const KernelBuilder&) = delete;
+  KernelBuilder& operator=(const KernelBuilder&) = delete;
+
+  // --- Tiles ---------------------------------------------------------------
+  // [partitions, free] of dtype in SBUF; throws when SBUF has no room left.
+  Tile sbuf(const std::string& name, std::uint32_t partitions, std::uint32_t free, DType dtype);
+  // [partitions, free] in PSUM, inside one bank.
+  Tile psum(const std::string& name, std::uint32_t partitions, std::uint32_t free, DType dtype = DType::Fp32);
+  // Returns a tile's space; later instructions may reuse it (the builder
+  // orders them after the tile's last use).
+  void release(const Tile& tile);
+
+  // --- DMA -------------------------------------------------------------------
+  void dma(const Tile& dst, const View& src);  // HBM -> SBUF
+  void dma(const View& dst, const Tile& src);  // SBUF -> HBM
+
+  // --- Tensor engine ---------------------------------------------------------
+  // psum[M, N] (=|+=) stationary[K, M].T @ moving[K, N]. The stationary tile
+  // is loaded only when it differs from the one already in the array.
+  void matmul(const Tile& psum, const Tile& stationary, const Tile& moving, bool accumulate);
+  // psum[F, P] = src[P, F].T through the array.
+  void transpose(const Tile& psum, const Tile& src);
+
+  // --- Vector engine -------------------------------------------------------
+  void tensor_tensor(const Tile& dst, const Tile& a, const Tile& b, arch::AluOp op);
+  void tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op, float s, arch::AluOp op2 = arch::AluOp::Bypass,
+                     float s2 = 0);
+  void reduce(const Tile& dst, const Tile& a, arch::AluOp op);  // along the free axis: dst [P, 1]
+  void copy(const Tile& dst, const Tile& src, arch::Engine engine = arch::Engine::Vector);
+  void memset(const Tile& dst, float value);
+  void select(const Tile& dst, const Tile& pred, const Tile& a, const Tile& b);
+
+  // --- Scalar engine -------------------------------------------------------
+  // dst = f(src * scale + bias); bias_tile [P, 1] if given; accumulate [P, 1]
+  // receives each partition's sum of results if given.
+  void activation(const Tile& dst, const Tile& src, arch::ActFunc f, float scale = 1.0f, float bias = 0.0f,
+                  const Tile* bias_tile = nullptr, const Tile* accumulate = nullptr);
+
+  // --- GpSimd engine ---------------------------------------------------------
+  void iota(const Tile& dst, float base, float partition_step, float free_step);
+  void partition_reduce(const Tile& dst, const Tile& src, arch::AluOp op);  // dst [1, F]
+
+  // Ends every stream and returns the program; the builder is spent.
+  Program build();
+
+  const arch::HwConfig& config() const { return cfg_; }
+
+private:
+  struct Impl;
+  const arch::HwConfig& cfg_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessera

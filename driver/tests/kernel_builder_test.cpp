@@ -1,0 +1,161 @@
+// KernelBuilder's rules (each broken rule an error naming the call) and the
+// program it builds: semaphores between engines and DMA queues, reuse of
+// loaded weights, streams that end.
+#include "tessera/kernel_builder.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+
+const arch::HwConfig& config(const char* name) {
+  setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_CONFIG_DIR, 1);
+  static std::map<std::string, arch::HwConfig> cache;
+  auto it = cache.find(name);
+  if (it == cache.end()) it = cache.emplace(name, arch::load_config(name).hw).first;
+  return it->second;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const KernelError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+Tensor hbm_tensor(const char* name, std::int64_t rows, std::int64_t cols, DType t, std::uint64_t at) {
+  return Tensor{name, {rows, cols}, t, at};
+}
+
+std::size_t count(const std::vector<arch::Instruction>& s, arch::Opcode op) {
+  return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [&](const auto& in) { return in.opcode == op; }));
+}
+
+TEST(KernelBuilder, SbufOverflowNamesTheCallAndTheSizes) {
+  KernelBuilder kb(config("tiny"), "k");  // 8 partitions x 16 KiB
+  kb.sbuf("a", 8, 4096, DType::Fp32);
+  EXPECT_EQ(error_of([&] { kb.sbuf("b", 8, 4096, DType::Bf16); }),
+            "sbuf('b', 8, 4096, bf16): SBUF overflow: needs 8192 bytes per partition, 0 of 16384 free (largest block 0)");
+}
+
+TEST(KernelBuilder, ReleasedSpaceIsReused) {
+  KernelBuilder kb(config("tiny"), "k");
+  const Tile a = kb.sbuf("a", 8, 4096, DType::Fp32);
+  kb.release(a);
+  const Tile b = kb.sbuf("b", 8, 4096, DType::Fp32);
+  EXPECT_EQ(b.offset, a.offset);
+  EXPECT_THAT(error_of([&] { kb.memset(a, 0); }), HasSubstr("tile 'a' was released"));
+}
+
+TEST(KernelBuilder, TileAcrossTooManyPartitions) {
+  KernelBuilder kb(config("neuroncore-v2"), "k");
+  EXPECT_EQ(error_of([&] { kb.sbuf("x", 129, 16, DType::Bf16); }),
+            "sbuf('x', 129, 16, bf16): 129 partitions; SBUF has 128 (a tile spans at most that many)");
+}
+
+TEST(KernelBuilder, PsumBankOverrun) {
+  KernelBuilder kb(config("neuroncore-v2"), "k");
+  EXPECT_EQ(error_of([&] { kb.psum("acc", 128, 513); }),
+            "psum('acc', 128, 513, fp32): 2052 bytes per partition overrun a PSUM bank of 2048 bytes (512 fp32)");
+}
+
+TEST(KernelBuilder, ReadingATileNeverWritten) {
+  KernelBuilder kb(config("tiny"), "k");
+  const Tile a = kb.sbuf("a", 8, 16, DType::Fp32), b = kb.sbuf("b", 8, 16, DType::Fp32);
+  EXPECT_EQ(error_of([&] { kb.copy(b, a); }), "copy('b' = 'a' on vector): reads source tile 'a' before anything wrote it");
+}
+
+TEST(KernelBuilder, DtypeTheEngineCannotRead) {
+  KernelBuilder kb(config("neuroncore-v1"), "k");  // no fp32 matmul on v1
+  const Tile w = kb.sbuf("w", 128, 128, DType::Fp32), x = kb.sbuf("x", 128, 512, DType::Fp32);
+  const Tile acc = kb.psum("acc", 128, 512);
+  kb.memset(w, 1);
+  kb.memset(x, 1);
+  EXPECT_EQ(error_of([&] { kb.matmul(acc, w, x, false); }),
+            "matmul(psum 'acc', stationary 'w', moving 'x'): a: fp32 inputs are not supported by this config's tensor "
+            "engine (tensor.rate.fp32 is 0)");
+}
+
+TEST(KernelBuilder, MatmulShapeRules) {
+  KernelBuilder kb(config("tiny"), "k");
+  const Tile w = kb.sbuf("w", 8, 8, DType::Bf16), x = kb.sbuf("x", 4, 16, DType::Bf16);
+  const Tile acc = kb.psum("acc", 8, 16);
+  kb.memset(w, 1);
+  kb.memset(x, 1);
+  EXPECT_THAT(error_of([&] { kb.matmul(acc, w, x, false); }),
+              HasSubstr("contraction mismatch: stationary has 8 partitions, moving 4"));
+}
+
+TEST(KernelBuilder, DmaViewMustFillTheTile) {
+  KernelBuilder kb(config("tiny"), "k");
+  const Tensor a = hbm_tensor("a", 16, 16, DType::Bf16, 0);
+  const Tile t = kb.sbuf("t", 8, 16, DType::Bf16);
+  EXPECT_THAT(error_of([&] { kb.dma(t, a.region(0, 0, 8, 8)); }), HasSubstr("view [8 x 8] does not fill tile [8 x 16]"));
+  EXPECT_THAT(error_of([&] { kb.dma(t, a.region(10, 0, 8, 16)); }), HasSubstr("region rows 10..17, cols 0..15 is outside it"));
+  const Tile f = kb.sbuf("f", 8, 16, DType::Fp32);
+  EXPECT_THAT(error_of([&] { kb.dma(f, a.region(0, 0, 8, 16)); }), HasSubstr("DMA does not convert"));
+}
+
+TEST(KernelBuilder, ConsumersWaitOnProducersSemaphores) {
+  KernelBuilder kb(config("tiny"), "k");
+  const Tensor a = hbm_tensor("a", 8, 16, DType::Fp32, 0);
+  const Tensor out = hbm_tensor("out", 8, 16, DType::Fp32, 4096);
+  const Tile t = kb.sbuf("t", 8, 16, DType::Fp32), u = kb.sbuf("u", 8, 16, DType::Fp32);
+  kb.dma(t, a.all());                                   // DMA writes t
+  kb.tensor_scalar(u, t, arch::AluOp::Multiply, 2.0f);  // vector reads t: waits for the DMA queue
+  kb.activation(t, u, arch::ActFunc::Exp);              // scalar reads u (waits vector), overwrites t (after vector read it)
+  kb.dma(out.all(), t);                                 // DMA reads t: triggered from the scalar stream
+  const Program p = kb.build();
+
+  const auto& vec = p.streams[static_cast<int>(arch::Engine::Vector)];
+  ASSERT_GE(vec.size(), 3u);
+  EXPECT_EQ(vec[0].opcode, arch::Opcode::SemWait);
+  EXPECT_GE(vec[0].sem, arch::kNumEngines);  // a DMA queue's semaphore
+  EXPECT_EQ(vec[0].value, 1u);
+  EXPECT_EQ(vec[1].opcode, arch::Opcode::TensorScalar);
+  EXPECT_EQ(vec[2].opcode, arch::Opcode::SemIncr);  // the scalar engine depends on it
+  const auto& sca = p.streams[static_cast<int>(arch::Engine::Scalar)];
+  EXPECT_EQ(sca[0].opcode, arch::Opcode::SemWait);
+  EXPECT_EQ(sca[0].sem, static_cast<int>(arch::Engine::Vector));
+  EXPECT_EQ(count(sca, arch::Opcode::DmaTrigger), 1u);  // the store follows its producer
+  // The sync stream waits for every queue's last descriptor before it ends.
+  const auto& sync = p.streams[static_cast<int>(arch::Engine::Sync)];
+  EXPECT_EQ(count(sync, arch::Opcode::SemWait), 2u);
+  EXPECT_EQ(sync.back().opcode, arch::Opcode::End);
+  for (const auto& s : p.streams) EXPECT_EQ(s.back().opcode, arch::Opcode::End);
+  EXPECT_EQ(p.rings.size(), 2u);
+}
+
+TEST(KernelBuilder, LoadedWeightsAreReusedUntilOverwritten) {
+  KernelBuilder kb(config("tiny"), "k");
+  const Tile w = kb.sbuf("w", 8, 8, DType::Bf16), x = kb.sbuf("x", 8, 16, DType::Bf16);
+  const Tile acc = kb.psum("acc", 8, 16);
+  kb.memset(w, 1);
+  kb.memset(x, 1);
+  kb.matmul(acc, w, x, false);
+  kb.matmul(acc, w, x, true);
+  kb.memset(w, 2);
+  kb.matmul(acc, w, x, true);
+  const Program p = kb.build();
+  const auto& te = p.streams[static_cast<int>(arch::Engine::Tensor)];
+  EXPECT_EQ(count(te, arch::Opcode::LoadStationary), 2u);
+  EXPECT_EQ(count(te, arch::Opcode::MultiplyMoving), 3u);
+  EXPECT_DOUBLE_EQ(p.matmul_flops, 3 * 2.0 * 8 * 8 * 16);
+  EXPECT_THAT(p.disassemble(), HasSubstr("tensor LoadStationary"));
+}
+
+TEST(KernelBuilder, BuildOnceOnly) {
+  KernelBuilder kb(config("tiny"), "k");
+  kb.build();
+  EXPECT_THAT(error_of([&] { kb.build(); }), HasSubstr("already built"));
+}
+
+}  // namespace
+}  // namespace tessera
