@@ -136,7 +136,7 @@ struct KernelBuilder::Impl {
   };
   std::vector<Queue> queues;  // agent kFirstQueueAgent + i
   std::vector<std::uint32_t> next_engine_of_placer = std::vector<std::uint32_t>(arch::kNumEngines, 0);
-  std::vector<Access> live;
+  std::vector<Access> live[3];  // by Region::space: accesses only meet their own space
   struct Allocation {
     std::string name;
     bool written = false;
@@ -184,7 +184,12 @@ struct KernelBuilder::Impl {
   std::vector<int> dependencies(int agent, const std::vector<Region>& reads, const std::vector<Region>& writes,
                                 bool* same_agent_raw) const {
     std::map<int, int> latest;  // agent -> op id with the highest seq
-    for (const Access& a : live) {
+    bool touches[3] = {false, false, false};
+    for (const Region& r : reads) touches[r.space] = true;
+    for (const Region& w : writes) touches[w.space] = true;
+    for (int space = 0; space < 3; ++space) {
+    if (!touches[space]) continue;
+    for (const Access& a : live[space]) {
       bool conflict = false;
       for (const Region& r : reads) conflict |= a.write && a.region.overlaps(r);
       for (const Region& w : writes) conflict |= a.region.overlaps(w);
@@ -198,6 +203,7 @@ struct KernelBuilder::Impl {
       auto [it, fresh] = latest.emplace(producer.agent, a.op);
       if (!fresh && ops[it->second].seq < producer.seq) it->second = a.op;
     }
+    }
     std::vector<int> out;
     for (const auto& [ag, op] : latest) out.push_back(op);
     return out;
@@ -205,20 +211,22 @@ struct KernelBuilder::Impl {
 
   void record(int op, const std::vector<Region>& reads, const std::vector<Region>& writes) {
     for (const Region& w : writes) {
-      live.erase(std::remove_if(live.begin(), live.end(), [&](const Access& a) { return w.covers(a.region); }),
-                 live.end());
+      auto& list = live[w.space];
+      list.erase(std::remove_if(list.begin(), list.end(), [&](const Access& a) { return w.covers(a.region); }),
+                 list.end());
       if (stationary && stationary->overlaps(w)) stationary.reset();
     }
     for (const Region& r : reads) {
       // A newer read by the same agent of the same bytes supersedes the older.
-      live.erase(std::remove_if(live.begin(), live.end(),
+      auto& list = live[r.space];
+      list.erase(std::remove_if(list.begin(), list.end(),
                                 [&](const Access& a) {
                                   return !a.write && a.region == r && ops[a.op].agent == ops[op].agent;
                                 }),
-                 live.end());
-      live.push_back({r, op, false});
+                 list.end());
+      list.push_back({r, op, false});
     }
-    for (const Region& w : writes) live.push_back({w, op, true});
+    for (const Region& w : writes) live[w.space].push_back({w, op, true});
   }
 
   void mark_signal(const std::vector<int>& deps) {

@@ -1,0 +1,305 @@
+// GEMM, C[M, N] = A[M, K] @ B[K, N], in the four steps a kernel engineer
+// takes to feed the tensor engine (see README.md beside this file).
+#include "gemm/gemm.h"
+
+#include "arch/numerics.h"
+#include "tessera/kernel_builder.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+namespace tessera::kernels {
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// Tile sizes the hardware allows: K on partitions (array rows), M up to the
+// stationary limit, N up to the moving limit and one PSUM bank of fp32.
+struct Tiling {
+  std::int64_t tk, tm, tn;
+  std::int64_t mt, nt, kt;  // tile counts
+  explicit Tiling(const arch::HwConfig& cfg, std::int64_t M, std::int64_t N, std::int64_t K)
+      : tk(std::min(cfg.tensor.rows, cfg.sbuf.partitions)),
+        tm(std::min(cfg.tensor.cols, cfg.tensor.stationary_max_free)),
+        tn(std::min(cfg.tensor.moving_max_free, cfg.psum.bank_kib * 1024 / 4)),
+        mt(ceil_div(M, tm)),
+        nt(ceil_div(N, tn)),
+        kt(ceil_div(K, tk)) {}
+};
+
+class Gemm : public KernelInstance {
+public:
+  Gemm(Device& dev, const Shape& shape, std::string variant, std::uint64_t seed)
+      : dev_(dev), variant_(std::move(variant)), M_(shape.at("M")), N_(shape.at("N")), K_(shape.at("K")) {
+    // A arrives transposed, [K, M], as NKI's matmul takes it: the contraction
+    // dimension lies on partitions without a transpose on chip.
+    at_ = dev.allocate("at", {K_, M_}, DType::Bf16);
+    b_ = dev.allocate("b", {K_, N_}, DType::Bf16);
+    c_ = dev.allocate("c", {M_, N_}, DType::Fp32);
+    if (dev.no_data()) return;
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    at_values_.resize(static_cast<std::size_t>(K_ * M_));
+    b_values_.resize(static_cast<std::size_t>(K_ * N_));
+    // Round on the host so the reference sees exactly the device's bf16 inputs.
+    for (auto& v : at_values_) v = arch::to_float(arch::to_bf16(dist(rng)));
+    for (auto& v : b_values_) v = arch::to_float(arch::to_bf16(dist(rng)));
+    dev.upload(at_, at_values_);
+    dev.upload(b_, b_values_);
+  }
+
+  Program build() override {
+    KernelBuilder kb(dev_.config(), "gemm");
+    if (variant_ == "naive") naive(kb);
+    else if (variant_ == "hoisted") hoisted(kb);
+    else if (variant_ == "blocked_mn") blocked_mn(kb);
+    else blocked_mnk(kb);
+    return kb.build();
+  }
+
+  // Reference in double from the same bf16 inputs. Each element's tolerance is
+  // the standard bound for summing K products in fp32 with round-to-nearest:
+  // gamma_K * sum_k |a_mk * b_kn|, gamma_K = K u / (1 - K u), u = 2^-24. The
+  // products are exact, so only the additions round.
+  NumericsCheck check() override {
+    const auto got = dev_.download(c_);
+    const double u = std::ldexp(1.0, -24);
+    const double gamma = K_ * u / (1 - K_ * u);
+    NumericsCheck worst;
+    worst.correct = true;
+    double worst_ratio = -1;
+    for (std::int64_t m = 0; m < M_; ++m)
+      for (std::int64_t n = 0; n < N_; ++n) {
+        double sum = 0, mag = 0;
+        for (std::int64_t k = 0; k < K_; ++k) {
+          const double p = double{at_values_[k * M_ + m]} * b_values_[k * N_ + n];
+          sum += p;
+          mag += std::fabs(p);
+        }
+        const double got_v = got[m * N_ + n];
+        const double err = std::fabs(got_v - sum), tol = gamma * mag;
+        const double ratio = tol > 0 ? err / tol : (err > 0 ? INFINITY : 0);
+        if (ratio > worst_ratio || std::isnan(got_v)) {
+          worst_ratio = std::isnan(got_v) ? INFINITY : ratio;
+          worst.max_abs_error = std::isnan(got_v) ? INFINITY : err;
+          worst.tolerance = tol;
+          worst.detail = fmt::format("C[{}, {}] = {}, reference {}", m, n, got_v, sum);
+        }
+      }
+    worst.correct = worst_ratio <= 1.0;
+    if (worst.correct) worst.detail.clear();
+    return worst;
+  }
+
+private:
+  // Views of the current tiles, clipped at the matrix edges.
+  View at_tile(std::int64_t k0, std::int64_t m0, const Tiling& t) const {
+    return at_.region(k0, m0, std::min(t.tk, K_ - k0), std::min(t.tm, M_ - m0));
+  }
+  View b_tile(std::int64_t k0, std::int64_t n0, const Tiling& t) const {
+    return b_.region(k0, n0, std::min(t.tk, K_ - k0), std::min(t.tn, N_ - n0));
+  }
+  static Tile fit(const Tile& tile, std::int64_t p, std::int64_t f) {
+    return tile.slice(0, static_cast<std::uint32_t>(p), 0, static_cast<std::uint32_t>(f));
+  }
+  std::int64_t rows_of(std::int64_t i, std::int64_t tile, std::int64_t total) const {
+    return std::min(tile, total - i * tile);
+  }
+
+  // Evacuates an accumulator to SBUF (vector engine) and stores it.
+  void store(KernelBuilder& kb, const Tile& acc, const Tile& out, std::int64_t m0, std::int64_t n0, std::int64_t mm,
+             std::int64_t nn) {
+    const Tile o = fit(out, mm, nn);
+    kb.copy(o, fit(acc, mm, nn));
+    kb.dma(c_.region(m0, n0, mm, nn), o);
+  }
+
+  // Step 1: every tile loaded right before its multiply, one buffer each: the
+  // tensor engine waits for each load, and each load for the multiply before.
+  void naive(KernelBuilder& kb) {
+    const Tiling t(dev_.config(), M_, N_, K_);
+    const Tile a = kb.sbuf("a", t.tk, t.tm, DType::Bf16), b = kb.sbuf("b", t.tk, t.tn, DType::Bf16);
+    const Tile acc = kb.psum("acc", t.tm, t.tn), out = kb.sbuf("out", t.tm, t.tn, DType::Fp32);
+    for (std::int64_t mi = 0; mi < t.mt; ++mi)
+      for (std::int64_t ni = 0; ni < t.nt; ++ni) {
+        const std::int64_t mm = rows_of(mi, t.tm, M_), nn = rows_of(ni, t.tn, N_);
+        for (std::int64_t ki = 0; ki < t.kt; ++ki) {
+          const std::int64_t kk = rows_of(ki, t.tk, K_);
+          kb.dma(fit(a, kk, mm), at_tile(ki * t.tk, mi * t.tm, t));
+          kb.dma(fit(b, kk, nn), b_tile(ki * t.tk, ni * t.tn, t));
+          kb.matmul(fit(acc, mm, nn), fit(a, kk, mm), fit(b, kk, nn), ki > 0);
+        }
+        store(kb, acc, out, mi * t.tm, ni * t.tn, mm, nn);
+      }
+  }
+
+  // Step 2: the stationary (A) tiles of a row block are loaded once, outside
+  // the N loop, instead of once per output tile.
+  void hoisted(KernelBuilder& kb) {
+    const Tiling t(dev_.config(), M_, N_, K_);
+    std::vector<Tile> a;
+    for (std::int64_t ki = 0; ki < t.kt; ++ki) a.push_back(kb.sbuf(fmt::format("a{}", ki), t.tk, t.tm, DType::Bf16));
+    const Tile b = kb.sbuf("b", t.tk, t.tn, DType::Bf16);
+    const Tile acc = kb.psum("acc", t.tm, t.tn), out = kb.sbuf("out", t.tm, t.tn, DType::Fp32);
+    for (std::int64_t mi = 0; mi < t.mt; ++mi) {
+      const std::int64_t mm = rows_of(mi, t.tm, M_);
+      for (std::int64_t ki = 0; ki < t.kt; ++ki)
+        kb.dma(fit(a[ki], rows_of(ki, t.tk, K_), mm), at_tile(ki * t.tk, mi * t.tm, t));
+      for (std::int64_t ni = 0; ni < t.nt; ++ni) {
+        const std::int64_t nn = rows_of(ni, t.tn, N_);
+        for (std::int64_t ki = 0; ki < t.kt; ++ki) {
+          const std::int64_t kk = rows_of(ki, t.tk, K_);
+          kb.dma(fit(b, kk, nn), b_tile(ki * t.tk, ni * t.tn, t));
+          kb.matmul(fit(acc, mm, nn), fit(a[ki], kk, mm), fit(b, kk, nn), ki > 0);
+        }
+        store(kb, acc, out, mi * t.tm, ni * t.tn, mm, nn);
+      }
+    }
+  }
+
+  // How many tiles of `bytes_per_tile` fit `budget` bytes per partition.
+  static std::int64_t fits(std::int64_t budget, std::int64_t bytes_per_tile) {
+    return bytes_per_tile > 0 ? budget / bytes_per_tile : 0;
+  }
+
+  // Step 3: blocks of BM x BN output tiles; the A tiles of BM row tiles and
+  // the B tiles of BN column tiles (all of K) are loaded once per block and
+  // reused by every output tile in it.
+  void blocked_mn(KernelBuilder& kb) {
+    const auto& cfg = dev_.config();
+    const Tiling t(cfg, M_, N_, K_);
+    const std::int64_t partition_bytes = cfg.sbuf.partition_kib * 1024;
+    const std::int64_t a_col = t.kt * t.tm * 2, b_col = t.kt * t.tn * 2;  // bytes per partition of one m / n tile column
+    const std::int64_t budget = partition_bytes - 2 * t.tn * 4;           // room for two output tiles
+    // Favour B reuse (N blocks), then give A what is left.
+    std::int64_t bn = std::clamp<std::int64_t>(fits(budget / 2, b_col), 1, t.nt);
+    std::int64_t bm = std::clamp<std::int64_t>(fits(budget - bn * b_col, a_col), 1, t.mt);
+    if (bm * a_col + bn * b_col > budget)
+      throw KernelError(fmt::format("gemm blocked_mn: one A and one B column of K={} need {} bytes per partition, "
+                                    "SBUF has {}; use blocked_mnk, which blocks K", K_, a_col + b_col, budget));
+    std::vector<std::vector<Tile>> a(bm), b(bn);
+    for (std::int64_t i = 0; i < bm; ++i)
+      for (std::int64_t ki = 0; ki < t.kt; ++ki) a[i].push_back(kb.sbuf(fmt::format("a{}_{}", i, ki), t.tk, t.tm, DType::Bf16));
+    for (std::int64_t j = 0; j < bn; ++j)
+      for (std::int64_t ki = 0; ki < t.kt; ++ki) b[j].push_back(kb.sbuf(fmt::format("b{}_{}", j, ki), t.tk, t.tn, DType::Bf16));
+    const Tile acc[2] = {kb.psum("acc0", t.tm, t.tn), kb.psum("acc1", t.tm, t.tn)};
+    const Tile out[2] = {kb.sbuf("out0", t.tm, t.tn, DType::Fp32), kb.sbuf("out1", t.tm, t.tn, DType::Fp32)};
+    int turn = 0;
+    for (std::int64_t m0 = 0; m0 < t.mt; m0 += bm)
+      for (std::int64_t n0 = 0; n0 < t.nt; n0 += bn) {
+        const std::int64_t bms = std::min(bm, t.mt - m0), bns = std::min(bn, t.nt - n0);
+        for (std::int64_t i = 0; i < bms; ++i)
+          for (std::int64_t ki = 0; ki < t.kt; ++ki)
+            kb.dma(fit(a[i][ki], rows_of(ki, t.tk, K_), rows_of(m0 + i, t.tm, M_)), at_tile(ki * t.tk, (m0 + i) * t.tm, t));
+        for (std::int64_t j = 0; j < bns; ++j)
+          for (std::int64_t ki = 0; ki < t.kt; ++ki)
+            kb.dma(fit(b[j][ki], rows_of(ki, t.tk, K_), rows_of(n0 + j, t.tn, N_)), b_tile(ki * t.tk, (n0 + j) * t.tn, t));
+        for (std::int64_t i = 0; i < bms; ++i)
+          for (std::int64_t j = 0; j < bns; ++j) {
+            const std::int64_t mm = rows_of(m0 + i, t.tm, M_), nn = rows_of(n0 + j, t.tn, N_);
+            const Tile& ac = acc[turn];
+            for (std::int64_t ki = 0; ki < t.kt; ++ki) {
+              const std::int64_t kk = rows_of(ki, t.tk, K_);
+              kb.matmul(fit(ac, mm, nn), fit(a[i][ki], kk, mm), fit(b[j][ki], kk, nn), ki > 0);
+            }
+            store(kb, ac, out[turn], (m0 + i) * t.tm, (n0 + j) * t.tn, mm, nn);
+            turn ^= 1;  // the next tile accumulates while this one is evacuated
+          }
+      }
+  }
+
+  // Step 4: K blocked too, so blocks stay small whatever K is, and every
+  // load double-buffered: the next K block streams in while the tensor
+  // engine works on this one. Accumulators for a whole BM x BN block stay in
+  // PSUM across K blocks; each stationary tile is loaded once and used for
+  // all BN moving tiles.
+  void blocked_mnk(KernelBuilder& kb) {
+    const auto& cfg = dev_.config();
+    const Tiling t(cfg, M_, N_, K_);
+    const std::int64_t partition_bytes = cfg.sbuf.partition_kib * 1024;
+    const std::int64_t banks = cfg.psum.banks;
+    // Output block: as many accumulators as PSUM banks allow, two sets so one
+    // block's evacuation overlaps the next block's multiplies.
+    std::int64_t bn = std::clamp<std::int64_t>(banks / 4, 1, t.nt);
+    std::int64_t bm = std::clamp<std::int64_t>(banks / (2 * bn), 1, t.mt);
+    const std::int64_t out_bytes = 2 * t.tn * 4;
+    // K block: the largest that fits two buffer sets of A and B tiles.
+    const std::int64_t per_k = 2 * (bm * t.tm * 2 + bn * t.tn * 2);
+    std::int64_t bk = std::clamp<std::int64_t>(fits(partition_bytes - out_bytes, per_k), 1, t.kt);
+    if (bk * per_k + out_bytes > partition_bytes) {
+      bm = bn = 1;
+      bk = std::clamp<std::int64_t>(fits(partition_bytes - out_bytes, 2 * (t.tm * 2 + t.tn * 2)), 1, t.kt);
+    }
+    std::vector<std::vector<Tile>> a[2], b[2];
+    for (int s = 0; s < 2; ++s) {
+      a[s].resize(bm);
+      b[s].resize(bn);
+      for (std::int64_t i = 0; i < bm; ++i)
+        for (std::int64_t k = 0; k < bk; ++k) a[s][i].push_back(kb.sbuf(fmt::format("a{}_{}_{}", s, i, k), t.tk, t.tm, DType::Bf16));
+      for (std::int64_t j = 0; j < bn; ++j)
+        for (std::int64_t k = 0; k < bk; ++k) b[s][j].push_back(kb.sbuf(fmt::format("b{}_{}_{}", s, j, k), t.tk, t.tn, DType::Bf16));
+    }
+    std::vector<Tile> acc[2];
+    for (int s = 0; s < 2; ++s)
+      for (std::int64_t i = 0; i < bm * bn; ++i) acc[s].push_back(kb.psum(fmt::format("acc{}_{}", s, i), t.tm, t.tn));
+    const Tile out[2] = {kb.sbuf("out0", t.tm, t.tn, DType::Fp32), kb.sbuf("out1", t.tm, t.tn, DType::Fp32)};
+    int buf = 0, accset = 0, outturn = 0;
+    for (std::int64_t m0 = 0; m0 < t.mt; m0 += bm)
+      for (std::int64_t n0 = 0; n0 < t.nt; n0 += bn) {
+        const std::int64_t bms = std::min(bm, t.mt - m0), bns = std::min(bn, t.nt - n0);
+        for (std::int64_t k0 = 0; k0 < t.kt; k0 += bk) {
+          const std::int64_t bks = std::min(bk, t.kt - k0);
+          for (std::int64_t i = 0; i < bms; ++i)
+            for (std::int64_t k = 0; k < bks; ++k)
+              kb.dma(fit(a[buf][i][k], rows_of(k0 + k, t.tk, K_), rows_of(m0 + i, t.tm, M_)),
+                     at_tile((k0 + k) * t.tk, (m0 + i) * t.tm, t));
+          for (std::int64_t j = 0; j < bns; ++j)
+            for (std::int64_t k = 0; k < bks; ++k)
+              kb.dma(fit(b[buf][j][k], rows_of(k0 + k, t.tk, K_), rows_of(n0 + j, t.tn, N_)),
+                     b_tile((k0 + k) * t.tk, (n0 + j) * t.tn, t));
+          for (std::int64_t i = 0; i < bms; ++i)
+            for (std::int64_t k = 0; k < bks; ++k) {
+              const std::int64_t kk = rows_of(k0 + k, t.tk, K_), mm = rows_of(m0 + i, t.tm, M_);
+              for (std::int64_t j = 0; j < bns; ++j) {
+                const std::int64_t nn = rows_of(n0 + j, t.tn, N_);
+                kb.matmul(fit(acc[accset][i * bn + j], mm, nn), fit(a[buf][i][k], kk, mm), fit(b[buf][j][k], kk, nn),
+                          k0 + k > 0);
+              }
+            }
+          buf ^= 1;
+        }
+        for (std::int64_t i = 0; i < bms; ++i)
+          for (std::int64_t j = 0; j < bns; ++j) {
+            store(kb, acc[accset][i * bn + j], out[outturn], (m0 + i) * t.tm, (n0 + j) * t.tn,
+                  rows_of(m0 + i, t.tm, M_), rows_of(n0 + j, t.tn, N_));
+            outturn ^= 1;
+          }
+        accset ^= 1;
+      }
+  }
+
+  Device& dev_;
+  std::string variant_;
+  std::int64_t M_, N_, K_;
+  Tensor at_, b_, c_;
+  std::vector<float> at_values_, b_values_;
+};
+
+}  // namespace
+
+KernelSpec gemm_spec() {
+  return KernelSpec{
+      "gemm",
+      "C[M,N] = A[M,K] @ B[K,N]; A given transposed ([K,M]); bf16 in, fp32 out",
+      {"blocked_mnk", "naive", "hoisted", "blocked_mn"},
+      {{"M", 256, "rows of A and C"}, {"N", 512, "columns of B and C"}, {"K", 256, "contraction"}},
+      [](Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed) {
+        return std::make_unique<Gemm>(dev, shape, variant, seed);
+      },
+  };
+}
+
+}  // namespace tessera::kernels
