@@ -1,6 +1,7 @@
 #include "commands.h"
 
 #include "arch/config.h"
+#include "common/kernel.h"
 
 #include <fmt/format.h>
 
@@ -54,8 +55,13 @@ void list_configs_derived(int* exit_code) {
 }
 
 void list_kernels() {
-  fmt::print("{:<16} {:<24} {}\n", "kernel", "variants", "shape parameters");
-  fmt::print("(no kernels registered yet)\n");
+  fmt::print("{:<14} {:<40} {:<28} {}\n", "kernel", "variants (first is default)", "shape (defaults)", "description");
+  for (const auto& k : kernels::registry()) {
+    std::string shape;
+    for (const auto& p : k.shape) shape += fmt::format("{}{}={}", shape.empty() ? "" : ",", p.name, p.default_value);
+    fmt::print("{:<14} {:<40} {:<28} {}\n", k.name, fmt::format("{}", fmt::join(k.variants, ", ")), shape,
+               k.description);
+  }
 }
 
 }  // namespace

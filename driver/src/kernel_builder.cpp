@@ -147,10 +147,13 @@ struct KernelBuilder::Impl {
   std::int64_t seq = 0;
   double matmul_flops = 0;
   bool built = false;
+  bool splitting = false;  // inside dma(): the pieces are not split again
 
   Impl(const arch::HwConfig& c, std::string n)
-      : cfg(c), map(c), name(std::move(n)), sbuf_alloc(map.sbuf_partition_bytes, 0, 64),
-        psum_alloc(map.psum_partition_bytes, static_cast<std::uint64_t>(c.psum.bank_kib) * 1024, 64) {}
+      // 4-byte alignment: any dtype's elements stay aligned, and small tiles
+      // on small configs waste nothing.
+      : cfg(c), map(c), name(std::move(n)), sbuf_alloc(map.sbuf_partition_bytes, 0, 4),
+        psum_alloc(map.psum_partition_bytes, static_cast<std::uint64_t>(c.psum.bank_kib) * 1024, 4) {}
 
   // --- checks ---------------------------------------------------------------
 
@@ -440,7 +443,49 @@ void fill_side(const std::string& call, const char* side, std::uint64_t base, st
 
 }  // namespace
 
+namespace {
+
+constexpr std::uint64_t kMinDmaPieceBytes = 2048;
+
+// Partition ranges for the pieces of one copy.
+std::vector<std::pair<std::uint32_t, std::uint32_t>> dma_pieces(const arch::HwConfig& cfg, std::uint32_t partitions,
+                                                                std::uint64_t bytes) {
+  const std::uint64_t by_size = std::max<std::uint64_t>(1, bytes / kMinDmaPieceBytes);
+  const std::uint32_t n = static_cast<std::uint32_t>(
+      std::min<std::uint64_t>({static_cast<std::uint64_t>(cfg.dma.engines), partitions, by_size}));
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> out;
+  for (std::uint32_t i = 0, p = 0; i < n; ++i) {
+    const std::uint32_t np = partitions / n + (i < partitions % n ? 1 : 0);
+    out.emplace_back(p, np);
+    p += np;
+  }
+  return out;
+}
+
+View rows_of_view(const View& v, std::uint32_t p, std::uint32_t np) {
+  View out = v;
+  out.offset += static_cast<std::int64_t>(p) * v.strides[0];
+  out.sizes[0] = np;
+  return out;
+}
+
+}  // namespace
+
 void KernelBuilder::dma(const Tile& dst, const View& src) {
+  if (!impl_->splitting && src.tensor && !src.sizes.empty() && src.sizes[0] == dst.partitions) {
+    const auto pieces = dma_pieces(cfg_, dst.partitions, std::uint64_t{dst.partitions} * dst.bytes_per_partition());
+    if (pieces.size() > 1) {
+      impl_->splitting = true;
+      for (const auto& [p, np] : pieces) {
+        Tile piece = dst;  // same allocation, fewer partitions
+        piece.partition = dst.partition + p;
+        piece.partitions = np;
+        dma(piece, rows_of_view(src, p, np));
+      }
+      impl_->splitting = false;
+      return;
+    }
+  }
   const std::string call = fmt::format("dma(tile '{}' <- tensor '{}')", dst.name, src.tensor ? src.tensor->name : "?");
   impl_->check_live(call);
   impl_->check_tile(call, "destination", dst);
@@ -465,6 +510,20 @@ void KernelBuilder::dma(const Tile& dst, const View& src) {
 }
 
 void KernelBuilder::dma(const View& dst, const Tile& src) {
+  if (!impl_->splitting && dst.tensor && !dst.sizes.empty() && dst.sizes[0] == src.partitions) {
+    const auto pieces = dma_pieces(cfg_, src.partitions, std::uint64_t{src.partitions} * src.bytes_per_partition());
+    if (pieces.size() > 1) {
+      impl_->splitting = true;
+      for (const auto& [p, np] : pieces) {
+        Tile piece = src;
+        piece.partition = src.partition + p;
+        piece.partitions = np;
+        dma(rows_of_view(dst, p, np), piece);
+      }
+      impl_->splitting = false;
+      return;
+    }
+  }
   const std::string call = fmt::format("dma(tensor '{}' <- tile '{}')", dst.tensor ? dst.tensor->name : "?", src.name);
   impl_->check_live(call);
   impl_->check_written(call, "source", src);

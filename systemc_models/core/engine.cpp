@@ -1,6 +1,7 @@
 #include "core/engine.h"
 
 #include "core/semaphores.h"
+#include "memory/hbm.h"
 
 #include <fmt/format.h>
 
@@ -40,6 +41,8 @@ void Engine::set_program(std::uint64_t address, std::uint64_t bytes) {
 
 sc_time Engine::cycles(double n) const { return period_ * std::ceil(n); }
 
+void Engine::add_busy(const sc_time& t) { busy_ns_ += t.to_seconds() * 1e9; }
+
 void Engine::wait_for_clock_edge() {
   const double periods = sc_time_stamp() / period_;
   const sc_time edge = period_ * std::ceil(periods);
@@ -54,13 +57,12 @@ void Engine::read_device(std::uint64_t address, std::uint8_t* out, std::uint64_t
   trans.set_data_length(static_cast<unsigned>(length));
   trans.set_streaming_width(static_cast<unsigned>(length));
   trans.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-  // Fetches run ahead of execution: the transaction starts when the previous
-  // fetch finished, which may be later than now.
-  sc_time delay = at > sc_time_stamp() ? at - sc_time_stamp() : sc_core::SC_ZERO_TIME;
-  fetch->b_transport(trans, delay);
-  if (trans.is_response_error())
-    throw std::runtime_error(fmt::format("instruction fetch at 0x{:x} failed: {}", address, trans.get_response_string()));
-  at = sc_time_stamp() + delay;
+  // Instruction fetch is a trickle next to DMA traffic (a few bytes per
+  // hundreds of cycles), so it is charged HBM's unloaded latency and
+  // bandwidth rather than queued with the DMA bursts booked ahead of it.
+  if (fetch->transport_dbg(trans) != length)
+    throw std::runtime_error(fmt::format("instruction fetch at 0x{:x} is outside device memory", address));
+  at = std::max(at, sc_time_stamp()) + ctx_.hbm.unloaded_read_time(length);
 }
 
 void Engine::drain() {
@@ -150,7 +152,7 @@ void Engine::run() {
         }
         default: {
           const sc_time busy = execute(in);
-          busy_ns_ += busy.to_seconds() * 1e9;
+          if (!reports_own_busy()) add_busy(busy);
           sc_core::wait(busy);
         }
       }

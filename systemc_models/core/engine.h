@@ -37,6 +37,11 @@ protected:
 
   sc_core::sc_time cycles(double n) const;
 
+  // Engines whose instructions overlap (the tensor engine pipelines them)
+  // report their own busy time with add_busy instead of the issue time.
+  virtual bool reports_own_busy() const { return false; }
+  void add_busy(const sc_core::sc_time& t);
+
   // When the work already issued (e.g. a pipelined matmul still leaving the
   // array) is complete. Semaphore increments, DMA triggers and End wait for
   // it, so that whoever they signal sees finished results.

@@ -6,26 +6,44 @@ Interconnect::Interconnect(sc_core::sc_module_name name, const arch::AddressMap&
     : sc_module(name), target("target"), to_hbm("to_hbm"), to_sbuf("to_sbuf"), to_psum("to_psum"),
       to_semaphores("to_semaphores"), map_(map) {
   target.register_b_transport(this, &Interconnect::b_transport);
+  target.register_transport_dbg(this, &Interconnect::transport_dbg);
+}
+
+tlm_utils::simple_initiator_socket<Interconnect>* Interconnect::route(tlm::tlm_generic_payload& trans,
+                                                                      std::uint64_t& base) {
+  switch (map_.region_of(trans.get_address(), trans.get_data_length())) {
+    case arch::Region::Hbm: base = arch::kHbmBase; return &to_hbm;
+    case arch::Region::Sbuf: base = arch::kSbufBase; return &to_sbuf;
+    case arch::Region::Psum: base = arch::kPsumBase; return &to_psum;
+    case arch::Region::Semaphore: base = arch::kSemaphoreBase; return &to_semaphores;
+    case arch::Region::None: break;
+  }
+  return nullptr;
 }
 
 void Interconnect::b_transport(int, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
-  const std::uint64_t address = trans.get_address();
-  const std::uint64_t length = trans.get_data_length();
   std::uint64_t base = 0;
-  tlm_utils::simple_initiator_socket<Interconnect>* out = nullptr;
-  switch (map_.region_of(address, length)) {
-    case arch::Region::Hbm: base = arch::kHbmBase; out = &to_hbm; break;
-    case arch::Region::Sbuf: base = arch::kSbufBase; out = &to_sbuf; break;
-    case arch::Region::Psum: base = arch::kPsumBase; out = &to_psum; break;
-    case arch::Region::Semaphore: base = arch::kSemaphoreBase; out = &to_semaphores; break;
-    case arch::Region::None:
-      trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
-      return;
+  auto* out = route(trans, base);
+  if (!out) {
+    trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    return;
   }
   // Targets see region-relative addresses; the initiator gets its own back.
+  const std::uint64_t address = trans.get_address();
   trans.set_address(address - base);
   (*out)->b_transport(trans, delay);
   trans.set_address(address);
+}
+
+unsigned Interconnect::transport_dbg(int, tlm::tlm_generic_payload& trans) {
+  std::uint64_t base = 0;
+  auto* out = route(trans, base);
+  if (!out) return 0;
+  const std::uint64_t address = trans.get_address();
+  trans.set_address(address - base);
+  const unsigned n = (*out)->transport_dbg(trans);
+  trans.set_address(address);
+  return n;
 }
 
 }  // namespace tessera::core

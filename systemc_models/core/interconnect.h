@@ -24,6 +24,8 @@ public:
 
 private:
   void b_transport(int initiator, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
+  unsigned transport_dbg(int initiator, tlm::tlm_generic_payload& trans);
+  tlm_utils::simple_initiator_socket<Interconnect>* route(tlm::tlm_generic_payload& trans, std::uint64_t& base);
 
   arch::AddressMap map_;
 };

@@ -59,6 +59,7 @@ sc_core::sc_time TensorEngine::issue(TensorCommand& cmd) {
   const std::uint64_t now = now_cycle();
   const TensorTiming t = datapath_->issue(cmd, now);
   done_cycle_ = std::max(done_cycle_, t.completed);
+  add_busy(cycles(static_cast<double>(cmd.data.cols)));
   // The sequencer may issue the next instruction the cycle after this one was accepted.
   return cycles(static_cast<double>(t.accepted + 1 - now));
 }

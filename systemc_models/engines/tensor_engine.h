@@ -22,6 +22,8 @@ public:
 protected:
   sc_core::sc_time execute(const arch::Instruction& in) override;
   sc_core::sc_time work_done_at() const override;
+  // Busy = cycles the array streams operands (N per multiply, M per load).
+  bool reports_own_busy() const override { return true; }
 
 private:
   arch::Bf16Matrix read_bf16(const arch::AccessPattern& ap);

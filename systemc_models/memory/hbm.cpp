@@ -12,13 +12,28 @@ Hbm::Hbm(sc_core::sc_module_name name, const arch::HbmConfig& cfg, trace::Stats&
       socket("socket"),
       size_(static_cast<std::uint64_t>(cfg.capacity_gib) << 30),
       latency_(cfg.latency_ns, SC_NS),
+      bandwidth_gbps_(cfg.bandwidth_gbps),
       // GB/s is bytes per ns; each of the channels carries an equal share.
       ns_per_byte_per_channel_(static_cast<double>(cfg.channels) / cfg.bandwidth_gbps),
-      channel_free_(static_cast<std::size_t>(cfg.channels), sc_core::SC_ZERO_TIME),
+      bin_capacity_bytes_(cfg.bandwidth_gbps / static_cast<double>(cfg.channels) * kBinNs),
+      channel_bins_(static_cast<std::size_t>(cfg.channels)),
       bytes_read_(stats.counter(std::string(this->name()) + ".bytes_read", "bytes", "bytes read from HBM")),
       bytes_written_(stats.counter(std::string(this->name()) + ".bytes_written", "bytes", "bytes written to HBM")),
       transactions_(stats.counter(std::string(this->name()) + ".transactions", "count", "TLM transactions served")) {
   socket.register_b_transport(this, &Hbm::b_transport);
+  socket.register_transport_dbg(this, &Hbm::transport_dbg);
+}
+
+sc_time Hbm::unloaded_read_time(std::uint64_t length) const {
+  return latency_ + sc_time(static_cast<double>(length) / bandwidth_gbps_, SC_NS);
+}
+
+unsigned Hbm::transport_dbg(tlm::tlm_generic_payload& trans) {
+  const std::uint64_t address = trans.get_address(), length = trans.get_data_length();
+  if (address > size_ || length > size_ - address) return 0;
+  if (trans.is_read()) store_.read(address, trans.get_data_ptr(), length);
+  else if (trans.is_write()) store_.write(address, trans.get_data_ptr(), length);
+  return static_cast<unsigned>(length);
 }
 
 void Hbm::backdoor_read(std::uint64_t address, std::uint8_t* out, std::uint64_t length) const {
@@ -30,7 +45,7 @@ void Hbm::backdoor_write(std::uint64_t address, const std::uint8_t* in, std::uin
 }
 
 sc_time Hbm::book(std::uint64_t address, std::uint64_t length, const sc_time& start) {
-  const std::size_t channels = channel_free_.size();
+  const std::size_t channels = channel_bins_.size();
   std::vector<std::uint64_t> per_channel(channels, 0);
   for (std::uint64_t a = address, end = address + length; a < end;) {
     const std::uint64_t granule_end = (a / kInterleaveBytes + 1) * kInterleaveBytes;
@@ -38,14 +53,29 @@ sc_time Hbm::book(std::uint64_t address, std::uint64_t length, const sc_time& st
     per_channel[(a / kInterleaveBytes) % channels] += n;
     a += n;
   }
-  sc_time done = start;
+  const double start_ns = start.to_seconds() * 1e9;
+  // Bins before now can take no more requests.
+  const auto stale = static_cast<std::int64_t>(sc_core::sc_time_stamp().to_seconds() * 1e9 / kBinNs) - 1;
+  double done_ns = start_ns;
   for (std::size_t c = 0; c < channels; ++c) {
     if (per_channel[c] == 0) continue;
-    const sc_time begin = std::max(start, channel_free_[c]);
-    channel_free_[c] = begin + sc_time(ns_per_byte_per_channel_ * static_cast<double>(per_channel[c]), SC_NS);
-    done = std::max(done, channel_free_[c]);
+    auto& bins = channel_bins_[c];
+    bins.erase(bins.begin(), bins.lower_bound(stale));
+    double left = static_cast<double>(per_channel[c]);
+    std::int64_t b = static_cast<std::int64_t>(start_ns / kBinNs);
+    double finish = start_ns;
+    while (left > 0) {
+      double& used = bins[b];
+      const double take = std::min(left, bin_capacity_bytes_ - used);
+      used += take;
+      left -= take;
+      finish = (static_cast<double>(b) + used / bin_capacity_bytes_) * kBinNs;
+      ++b;
+    }
+    // Never faster than streaming the bytes through the channel.
+    done_ns = std::max({done_ns, finish, start_ns + ns_per_byte_per_channel_ * static_cast<double>(per_channel[c])});
   }
-  return done;
+  return sc_time(done_ns, SC_NS);
 }
 
 void Hbm::b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) {

@@ -1,7 +1,12 @@
 // Device memory (HBM) as a TLM-2.0 target: a sparse backing store, a fixed
-// read latency and a bandwidth shared by interleaved channels. Each channel
-// remembers when it is next free, so initiators that overlap in time queue
-// behind each other and together never exceed the configured bandwidth.
+// read latency and a bandwidth shared by interleaved channels.
+//
+// Initiators run ahead of simulated time (loosely timed), so requests reach
+// the memory out of time order: a DMA engine may book a burst for 2 us from
+// now before another asks for one now. Each channel therefore keeps its
+// bandwidth in time bins: a request fills the bins from its own start time
+// on, so an early request is not queued behind a later one, and overlapping
+// requests together never exceed the channel's bandwidth.
 #pragma once
 
 #include "arch/config.h"
@@ -12,6 +17,7 @@
 #include <tlm>
 #include <tlm_utils/simple_target_socket.h>
 
+#include <map>
 #include <vector>
 
 namespace tessera::memory {
@@ -35,14 +41,22 @@ public:
   // moved its last byte; books the channels it uses.
   sc_core::sc_time book(std::uint64_t address, std::uint64_t length, const sc_core::sc_time& start);
 
+  // The time a read of `length` bytes takes on an idle device: latency plus
+  // the bytes at full bandwidth (what an instruction fetch costs).
+  sc_core::sc_time unloaded_read_time(std::uint64_t length) const;
+
 private:
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
+  unsigned transport_dbg(tlm::tlm_generic_payload& trans);
 
   SparseStore store_;
   std::uint64_t size_;
   sc_core::sc_time latency_;
+  double bandwidth_gbps_;
   double ns_per_byte_per_channel_;  // kept in ns: a per-byte sc_time would round to the time resolution
-  std::vector<sc_core::sc_time> channel_free_;
+  static constexpr double kBinNs = 64;
+  double bin_capacity_bytes_;                                  // per channel per bin
+  std::vector<std::map<std::int64_t, double>> channel_bins_;  // bin index -> bytes booked
   trace::Counter& bytes_read_;
   trace::Counter& bytes_written_;
   trace::Counter& transactions_;

@@ -40,6 +40,9 @@ public:
   void release(const Tile& tile);
 
   // --- DMA -------------------------------------------------------------------
+  // A copy is split by partitions over up to dma.engines engines (pieces of
+  // at least 2 KiB, the documented efficient minimum), as the hardware's
+  // 16 DMA rings share one tile; consumers wait for every piece.
   void dma(const Tile& dst, const View& src);  // HBM -> SBUF
   void dma(const View& dst, const Tile& src);  // SBUF -> HBM
 

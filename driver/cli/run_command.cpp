@@ -1,0 +1,116 @@
+#include "commands.h"
+
+#include "arch/config_format.h"
+#include "common/kernel.h"
+#include "tessera/device.h"
+#include "tessera/kernel_builder.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+namespace tessera::cli {
+namespace {
+
+struct RunOptions {
+  std::string config, kernel, variant, shape, dtype = "bf16", fidelity, out;
+  std::vector<std::string> sets;
+  bool no_data = false, json = false;
+  std::uint64_t seed = 1;
+};
+
+int run(const RunOptions& o) {
+  const kernels::KernelSpec* spec = kernels::find_kernel(o.kernel);
+  if (!spec) {
+    std::string names;
+    for (const auto& k : kernels::registry()) names += (names.empty() ? "" : ", ") + k.name;
+    std::cerr << fmt::format("tessera run: unknown kernel '{}' (kernels: {})\n", o.kernel, names);
+    return kExitBadInput;
+  }
+  const std::string variant = o.variant.empty() ? spec->variants.front() : o.variant;
+  if (std::find(spec->variants.begin(), spec->variants.end(), variant) == spec->variants.end()) {
+    std::cerr << fmt::format("tessera run: kernel '{}' has no variant '{}' (variants: {})\n", o.kernel, variant,
+                             fmt::join(spec->variants, ", "));
+    return kExitBadInput;
+  }
+  if (o.dtype != "bf16") {
+    std::cerr << fmt::format("tessera run: --dtype {}: only bf16 inputs are modelled so far\n", o.dtype);
+    return kExitBadInput;
+  }
+  DeviceOptions dev_opts;
+  dev_opts.config = o.config;
+  dev_opts.no_data = o.no_data;
+  for (const auto& s : o.sets) dev_opts.overrides.push_back(arch::parse_override(s));
+  if (!o.fidelity.empty()) {
+    dev_opts.fidelity = arch::parse_fidelity(o.fidelity);
+    if (!dev_opts.fidelity) {
+      std::cerr << fmt::format("tessera run: --fidelity {}: expected rtl, sampled or tlm\n", o.fidelity);
+      return kExitBadInput;
+    }
+  }
+  Device dev(dev_opts);
+  const kernels::Shape shape = kernels::resolve_shape(*spec, kernels::parse_shape(o.shape));
+  auto instance = spec->make(dev, shape, variant, o.seed);
+  const Program program = instance->build();
+
+  RunReport report = dev.run(program);
+  report.variant = variant;
+  report.shape = shape;
+  if (report.ok && !o.no_data) {
+    const kernels::NumericsCheck c = instance->check();
+    report.checked = true;
+    report.correct = c.correct;
+    report.max_abs_error = c.max_abs_error;
+    report.tolerance = c.tolerance;
+    if (!c.correct) report.error = "numerics mismatch: " + c.detail;
+  }
+
+  if (!o.out.empty()) {
+    std::filesystem::create_directories(o.out);
+    std::ofstream(std::filesystem::path(o.out) / "report.json") << report.to_json().dump(2) << '\n';
+    std::ofstream(std::filesystem::path(o.out) / "stats.txt") << dev.stats_text();
+    std::ofstream(std::filesystem::path(o.out) / "config.resolved.yaml") << arch::to_annotated_yaml(dev.resolved());
+  }
+  if (o.json) std::cout << report.to_json().dump(2) << '\n';
+  else std::cout << report.summary();
+  const bool passed = report.ok && (!report.checked || report.correct);
+  if (!passed && !o.json) std::cerr << "tessera run: " << report.error << '\n';
+  return passed ? 0 : 1;
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* cmd = app.add_subcommand("run", "Run one kernel on one config and report its performance");
+  cmd->add_option("--config", o->config, "Config name or YAML file")->required();
+  cmd->add_option("--kernel", o->kernel, "Kernel name (tessera list kernels)")->required();
+  cmd->add_option("--variant", o->variant, "Kernel variant (default: the kernel's first)");
+  cmd->add_option("--shape", o->shape, "Shape parameters, e.g. M=512,N=1024,K=256 (default: the kernel's)");
+  cmd->add_option("--dtype", o->dtype, "Input dtype")->capture_default_str();
+  cmd->add_option("--fidelity", o->fidelity, "rtl, sampled or tlm (default: the config's)");
+  cmd->add_flag("--no-data", o->no_data, "Timing only: skip the arithmetic (same cycles)");
+  cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
+  cmd->add_option("--out", o->out, "Write report.json, stats.txt and config.resolved.yaml here");
+  cmd->add_flag("--json", o->json, "Print the report as JSON");
+  cmd->add_option("--set", o->sets, "Override a config key: path.to.key=value (repeatable)");
+  cmd->callback([o, exit_code] {
+    try {
+      *exit_code = run(*o);
+    } catch (const arch::ConfigError& e) {
+      for (const auto& d : e.diagnostics()) std::cerr << d.str() << '\n';
+      *exit_code = kExitBadInput;
+    } catch (const KernelError& e) {
+      std::cerr << "tessera run: " << e.what() << '\n';
+      *exit_code = kExitBadInput;
+    } catch (const std::exception& e) {
+      std::cerr << "tessera run: " << e.what() << '\n';
+      *exit_code = 1;
+    }
+  });
+}
+
+}  // namespace tessera::cli
