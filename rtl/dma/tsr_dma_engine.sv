@@ -1,12 +1,15 @@
 // DMA engine: Queues descriptor rings served round-robin, one AXI4 manager port.
 //
-// One descriptor runs at a time. Its source bursts are read (IDs 0 ..
+// One descriptor moves data at a time. Its source bursts are read (IDs 0 ..
 // MaxOutstanding-1, out of order across IDs) into a byte buffer at positions
 // reserved in stream order; destination bursts are issued once their bytes are
 // in the buffer, so a write burst never waits on a read and a failed read never
-// reaches memory. Writes are posted on one AXI ID (responses in order); the
-// engine waits for them only for a BARRIER descriptor, before a COMPLETION
-// semaphore write, and when idle. See docs/dma.md.
+// reaches memory. Writes are posted on one AXI ID (responses in order): when a
+// descriptor has sent its last write beat it moves to the completion stage,
+// which waits for its write responses, then writes the COMPLETION semaphore and
+// the status word and advances HEAD, while the next descriptor already runs.
+// A BARRIER descriptor waits for the completion stage and every write response
+// before it reads. See docs/dma.md.
 module tsr_dma_engine
   import tsr_dma_pkg::*;
 #(
@@ -82,8 +85,7 @@ module tsr_dma_engine
   // State
   // ---------------------------------------------------------------------------
   typedef enum logic [3:0] {
-    StIdle, StFetchAr, StFetchR, StDecode, StBarrier, StRun, StDrain, StSemWait, StSemAw,
-    StStatusAw, StFinish
+    StIdle, StFetchAr, StFetchR, StDecode, StBarrier, StRun, StDrain, StHandoff, StFinish
   } state_e;
   state_e state_q, state_d;
 
@@ -96,11 +98,13 @@ module tsr_dma_engine
   logic [Queues-1:0][47:0] q_base_q, q_base_d;
   logic [Queues-1:0][23:0] q_size_q, q_size_d, q_head_q, q_head_d, q_tail_q, q_tail_d;
   logic [Queues-1:0][23:0] q_info_q, q_info_d;
+  logic [Queues-1:0][23:0] q_next_q, q_next_d;  // next descriptor to fetch (HEAD: next to complete)
   logic [Queues-1:0][7:0]  q_code_q, q_code_d;
   logic [Queues-1:0]       q_en_q, q_en_d, q_err_q, q_err_d, q_last_q, q_last_d;
 
   // Current descriptor
   logic [QW-1:0]          cur_q_q, cur_q_d;     // queue being served
+  logic [23:0]            cur_idx_q, cur_idx_d; // its ring index
   logic [QW-1:0]          rr_q, rr_d;           // last queue served
   logic [47:0]            desc_addr_q, desc_addr_d;
   logic [DescBytes*8-1:0] desc_q, desc_d;
@@ -146,6 +150,25 @@ module tsr_dma_engine
 
   // AXI hold: once valid, a channel keeps valid and payload until ready
   logic ar_hold_q, ar_hold_d, aw_hold_q, aw_hold_d;
+  logic aw_own_p_q, aw_own_p_d;  // the held AW belongs to the completion stage
+
+  // Write addresses issued and responses received, to tell when the writes of a
+  // descriptor are all acknowledged (responses arrive in order on one ID)
+  logic [31:0] aw_cnt_q, aw_cnt_d, b_cnt_q, b_cnt_d;
+
+  // Completion stage: one descriptor whose data is sent, waiting for its write
+  // responses before its semaphore and status writes
+  typedef enum logic [1:0] {PWait, PSem, PStatus} p_phase_e;
+  logic          p_valid_q, p_valid_d;
+  p_phase_e      p_phase_q, p_phase_d;
+  logic [QW-1:0] p_queue_q, p_queue_d;
+  logic [23:0]   p_index_q, p_index_d;
+  logic [47:0]   p_desc_addr_q, p_desc_addr_d;
+  logic [47:0]   p_sem_addr_q, p_sem_addr_d;
+  logic [15:0]   p_sem_value_q, p_sem_value_d;
+  logic          p_completion_q, p_completion_d, p_last_q, p_last_d;
+  logic [31:0]   p_seq_q, p_seq_d;  // aw_cnt when its last data burst was issued
+  logic          p_werr_q, p_werr_d;  // one of its writes got an error response
 
   // ---------------------------------------------------------------------------
   // Walkers
@@ -221,7 +244,7 @@ module tsr_dma_engine
   logic [QW-1:0]     pick;
   always_comb begin
     for (int q = 0; q < Queues; q++) begin
-      q_ready[q] = q_en_q[q] && !q_err_q[q] && q_head_q[q] != q_tail_q[q];
+      q_ready[q] = q_en_q[q] && !q_err_q[q] && q_next_q[q] != q_tail_q[q];
     end
     pick_valid = 1'b0;
     pick = '0;
@@ -354,7 +377,7 @@ module tsr_dma_engine
   // ---------------------------------------------------------------------------
   // AR and AW channels
   // ---------------------------------------------------------------------------
-  logic data_ar_ok, data_aw_ok;
+  logic data_ar_ok, data_aw_ok, p_aw_req, aw_own_p;
   always_comb begin
     data_ar_ok = run_phase && src_valid && !aborting &&
                  8'(rd_outstanding) < rd_lim &&
@@ -378,20 +401,16 @@ module tsr_dma_engine
       arlen_o   = beats_of(src_addr[LaneW-1:0], src_bytes);
     end
 
-    awvalid_o = 1'b0;
-    awaddr_o  = '0;
-    awlen_o   = '0;
-    if (run_phase) begin
-      awvalid_o = aw_hold_q || data_aw_ok;
-      awaddr_o  = {16'b0, dst_addr[47:LaneW], {LaneW{1'b0}}};
-      awlen_o   = beats_of(dst_addr[LaneW-1:0], dst_bytes);
-    end else if (state_q == StSemAw) begin
-      awvalid_o = aw_hold_q || (!wq_full && out_wr_q < 9'(wr_lim));
-      awaddr_o  = {16'b0, desc.sem_addr[47:LaneW], {LaneW{1'b0}}};
-    end else if (state_q == StStatusAw) begin
-      awvalid_o = aw_hold_q || (!wq_full && out_wr_q < 9'(wr_lim));
-      awaddr_o  = {16'b0, desc_addr_q[47:LaneW], {LaneW{1'b0}}} +
-                  64'(StatusRowOffset);
+    // The completion stage goes first between bursts; a held request keeps its owner.
+    p_aw_req = p_valid_q && p_phase_q != PWait && !wq_full && out_wr_q < 9'(wr_lim);
+    aw_own_p = aw_hold_q ? aw_own_p_q : p_aw_req;
+    awvalid_o = aw_hold_q || p_aw_req || data_aw_ok;
+    awaddr_o  = {16'b0, dst_addr[47:LaneW], {LaneW{1'b0}}};
+    awlen_o   = beats_of(dst_addr[LaneW-1:0], dst_bytes);
+    if (aw_own_p) begin
+      awlen_o  = '0;
+      awaddr_o = (p_phase_q == PSem) ? {16'b0, p_sem_addr_q[47:LaneW], {LaneW{1'b0}}} :
+                 {16'b0, p_desc_addr_q[47:LaneW], {LaneW{1'b0}}} + 64'(StatusRowOffset);
     end
   end
   assign arsize_o  = 3'(LaneW);
@@ -403,7 +422,7 @@ module tsr_dma_engine
   assign bready_o  = 1'b1;
 
   assign src_ready = run_phase && ar_hs;
-  assign dst_ready = run_phase && aw_hs;
+  assign dst_ready = aw_hs && !aw_own_p;
 
   // ---------------------------------------------------------------------------
   // Next state
@@ -429,6 +448,22 @@ module tsr_dma_engine
     q_head_d     = q_head_q;
     q_tail_d     = q_tail_q;
     q_info_d     = q_info_q;
+    q_next_d     = q_next_q;
+    cur_idx_d    = cur_idx_q;
+    aw_own_p_d   = aw_own_p;
+    aw_cnt_d     = aw_cnt_q + 32'(aw_hs);
+    b_cnt_d      = b_cnt_q + 32'(b_hs);
+    p_valid_d    = p_valid_q;
+    p_phase_d    = p_phase_q;
+    p_queue_d    = p_queue_q;
+    p_index_d    = p_index_q;
+    p_desc_addr_d = p_desc_addr_q;
+    p_sem_addr_d = p_sem_addr_q;
+    p_sem_value_d = p_sem_value_q;
+    p_completion_d = p_completion_q;
+    p_last_d     = p_last_q;
+    p_seq_d      = p_seq_q;
+    p_werr_d     = p_werr_q;
     q_code_d     = q_code_q;
     q_en_d       = q_en_q;
     q_err_d      = q_err_q;
@@ -477,11 +512,15 @@ module tsr_dma_engine
           RegQBaseLo: q_base_d[reg_q][31:0]  = reg_wdata_i;
           RegQBaseHi: q_base_d[reg_q][47:32] = reg_wdata_i[15:0];
           RegQSize:   q_size_d[reg_q]        = reg_wdata_i[23:0];
-          RegQHead:   q_head_d[reg_q]        = reg_wdata_i[23:0];
+          RegQHead: begin
+            q_head_d[reg_q] = reg_wdata_i[23:0];
+            q_next_d[reg_q] = reg_wdata_i[23:0];
+          end
           RegQTail:   q_tail_d[reg_q]        = reg_wdata_i[23:0];
           RegQCtrl: begin
             q_en_d[reg_q] = reg_wdata_i[0];
             if (reg_wdata_i[1]) begin
+              q_next_d[reg_q] = q_head_q[reg_q];
               q_err_d[reg_q]  = 1'b0;
               q_code_d[reg_q] = ErrNone;
               q_last_d[reg_q] = 1'b0;
@@ -546,19 +585,19 @@ module tsr_dma_engine
     // Write address: queue the W work and the owner of the response
     if (aw_hs) begin
       wq_entry_t e;
-      e.imm   = !run_phase;
-      e.lane  = run_phase ? dst_addr[LaneW-1:0] :
-                (state_q == StSemAw) ? desc.sem_addr[LaneW-1:0] : LaneW'(DescStatusByte);
-      e.bytes = run_phase ? dst_bytes : (state_q == StSemAw) ? BurstW'(4) : BurstW'(2);
-      e.value = (state_q == StSemAw) ? {16'b0, desc.sem_value} :
-(32'(err_code_q) << StatusCodeLsb) | (32'd1 << StatusDoneBit);
+      e.imm   = aw_own_p;
+      e.lane  = !aw_own_p ? dst_addr[LaneW-1:0] :
+                (p_phase_q == PSem) ? p_sem_addr_q[LaneW-1:0] : LaneW'(DescStatusByte);
+      e.bytes = !aw_own_p ? dst_bytes : (p_phase_q == PSem) ? BurstW'(4) : BurstW'(2);
+      e.value = (p_phase_q == PSem) ? {16'b0, p_sem_value_q} :
+                (32'(ErrNone) << StatusCodeLsb) | (32'd1 << StatusDoneBit);
       wq_d[wq_wr_q[SlotW-1:0]] = e;
       wq_wr_d = wq_wr_q + 1'b1;
-      if (run_phase) begin
+      if (!aw_own_p) begin
         awp_d = awp_q + 32'(dst_bytes);
       end
-      tag_q_d[tag_wr_q[SlotW-1:0]]   = cur_q_q;
-      tag_idx_d[tag_wr_q[SlotW-1:0]] = q_head_q[cur_q_q];
+      tag_q_d[tag_wr_q[SlotW-1:0]]   = aw_own_p ? p_queue_q : cur_q_q;
+      tag_idx_d[tag_wr_q[SlotW-1:0]] = aw_own_p ? p_index_q : cur_idx_q;
       tag_wr_d = tag_wr_q + 1'b1;
     end
     // Write data
@@ -581,6 +620,39 @@ module tsr_dma_engine
         q_code_d[tag_q_q[tag_rd_q[SlotW-1:0]]] = ErrWriteResp;
         q_info_d[tag_q_q[tag_rd_q[SlotW-1:0]]] = tag_idx_q[tag_rd_q[SlotW-1:0]];
       end
+      if (bresp_i[1] && p_valid_q && tag_q_q[tag_rd_q[SlotW-1:0]] == p_queue_q &&
+          tag_idx_q[tag_rd_q[SlotW-1:0]] == p_index_q) begin
+        p_werr_d = 1'b1;
+      end
+    end
+
+    // Completion stage
+    if (p_valid_q) begin
+      unique case (p_phase_q)
+        PWait: begin
+          // Every write issued up to the descriptor's last burst is acknowledged.
+          if ($signed(b_cnt_q - p_seq_q) >= 0) begin
+            if (p_werr_q) begin
+              p_valid_d = 1'b0;  // stopped: HEAD stays at this descriptor
+            end else begin
+              p_phase_d = p_completion_q ? PSem : PStatus;
+            end
+          end
+        end
+        PSem: if (aw_hs && aw_own_p) p_phase_d = PStatus;
+        PStatus: begin
+          if (aw_hs && aw_own_p) begin
+            p_valid_d = 1'b0;
+            q_head_d[p_queue_q] = (p_index_q + 24'd1 == q_size_q[p_queue_q]) ? '0 :
+                                  p_index_q + 24'd1;
+            desc_done = 1'b1;
+            if (p_last_q) begin
+              q_last_d[p_queue_q] = 1'b1;
+            end
+          end
+        end
+        default: ;
+      endcase
     end
     out_wr_d = out_wr_q + 9'(aw_hs) - 9'(b_hs);
 
@@ -590,9 +662,10 @@ module tsr_dma_engine
         if (eng_en_q && pick_valid) begin
           cur_q_d     = pick;
           rr_d        = pick;
-          desc_addr_d = q_base_q[pick] + 48'({q_head_q[pick], 6'b0});
+          cur_idx_d   = q_next_q[pick];
+          desc_addr_d = q_base_q[pick] + 48'({q_next_q[pick], 6'b0});
           err_code_d  = ErrNone;
-          if (q_size_q[pick] == '0 || q_head_q[pick] >= q_size_q[pick] ||
+          if (q_size_q[pick] == '0 || q_next_q[pick] >= q_size_q[pick] ||
               q_tail_q[pick] >= q_size_q[pick] || q_base_q[pick][5:0] != '0) begin
             err_code_d = ErrRing;
             state_d    = StFinish;
@@ -640,12 +713,12 @@ module tsr_dma_engine
           state_d    = desc.flags[FlagBarrierBit] ? StBarrier : StRun;
         end
       end
-      StBarrier: if (out_wr_q == '0) state_d = StRun;
+      StBarrier: if (out_wr_q == '0 && !p_valid_q) state_d = StRun;
       StRun: begin
         if (aborting) begin
           state_d = StDrain;
         end else if (src_done && dst_done && rd_outstanding == '0 && wq_empty) begin
-          state_d = desc.flags[FlagCompletionBit] ? StSemWait : StStatusAw;
+          state_d = StHandoff;
         end
       end
       StDrain: begin
@@ -655,29 +728,34 @@ module tsr_dma_engine
           state_d    = StFinish;
         end
       end
-      StSemWait: begin
+      StHandoff: begin
+        // Data sent; hand the descriptor to the completion stage once it is free.
         if (q_err_q[cur_q_q]) begin
           err_code_d = q_code_q[cur_q_q];
           state_d    = StFinish;
-        end else if (out_wr_q == '0) begin
-          state_d = StSemAw;
+        end else if (!p_valid_q) begin
+          p_valid_d      = 1'b1;
+          p_phase_d      = PWait;
+          p_queue_d      = cur_q_q;
+          p_index_d      = cur_idx_q;
+          p_desc_addr_d  = desc_addr_q;
+          p_sem_addr_d   = desc.sem_addr;
+          p_sem_value_d  = desc.sem_value;
+          p_completion_d = desc.flags[FlagCompletionBit];
+          p_last_d       = desc.flags[FlagLastBit];
+          p_seq_d        = aw_cnt_q;
+          p_werr_d       = 1'b0;
+          q_next_d[cur_q_q] = (cur_idx_q + 24'd1 == q_size_q[cur_q_q]) ? '0 : cur_idx_q + 24'd1;
+          state_d        = StIdle;
         end
       end
-      StSemAw:    if (aw_hs) state_d = StStatusAw;
-      StStatusAw: if (aw_hs) state_d = StFinish;
       StFinish: begin
+        // A failed descriptor: stop its queue unless an earlier error already did.
         state_d = StIdle;
-        if (err_code_q == ErrNone) begin
-          q_head_d[cur_q_q] = (q_head_q[cur_q_q] + 24'd1 == q_size_q[cur_q_q]) ? '0 :
-                              q_head_q[cur_q_q] + 24'd1;
-          desc_done = 1'b1;
-          if (desc.flags[FlagLastBit]) begin
-            q_last_d[cur_q_q] = 1'b1;
-          end
-        end else if (!q_err_q[cur_q_q]) begin
+        if (!q_err_q[cur_q_q]) begin
           q_err_d[cur_q_q]  = 1'b1;
           q_code_d[cur_q_q] = err_code_q;
-          q_info_d[cur_q_q] = q_head_q[cur_q_q];
+          q_info_d[cur_q_q] = cur_idx_q;
         end
       end
       default: state_d = StIdle;
@@ -690,7 +768,8 @@ module tsr_dma_engine
   logic [63:0] bytes_rd_q, bytes_rd_d, bytes_wr_q, bytes_wr_d;
   logic [63:0] cnt_done, cnt_busy, cnt_stall;
   logic        busy;
-  assign busy = state_q != StIdle || out_wr_q != '0 || !wq_empty || rd_outstanding != '0;
+  assign busy = state_q != StIdle || p_valid_q || out_wr_q != '0 || !wq_empty ||
+                rd_outstanding != '0;
   assign busy_o = busy;
 
   function automatic logic [63:0] sat_add(logic [63:0] a, logic [63:0] b);
@@ -738,7 +817,8 @@ module tsr_dma_engine
           RegQTail:    rdata_d = {8'b0, q_tail_q[reg_q]};
           RegQCtrl:    rdata_d = {31'b0, q_en_q[reg_q]};
           RegQStatus:  rdata_d = {16'b0, q_code_q[reg_q], 5'b0, q_last_q[reg_q], q_err_q[reg_q],
-                                  state_q != StIdle && cur_q_q == reg_q};
+                                  (state_q != StIdle && cur_q_q == reg_q) ||
+                                  (p_valid_q && p_queue_q == reg_q)};
           RegQErrInfo: rdata_d = {8'b0, q_info_q[reg_q]};
           default: ;
         endcase
@@ -785,6 +865,22 @@ module tsr_dma_engine
       q_head_q     <= '0;
       q_tail_q     <= '0;
       q_info_q     <= '0;
+      q_next_q     <= '0;
+      cur_idx_q    <= '0;
+      aw_own_p_q   <= 1'b0;
+      aw_cnt_q     <= '0;
+      b_cnt_q      <= '0;
+      p_valid_q    <= 1'b0;
+      p_phase_q    <= PWait;
+      p_queue_q    <= '0;
+      p_index_q    <= '0;
+      p_desc_addr_q <= '0;
+      p_sem_addr_q <= '0;
+      p_sem_value_q <= '0;
+      p_completion_q <= 1'b0;
+      p_last_q     <= 1'b0;
+      p_seq_q      <= '0;
+      p_werr_q     <= 1'b0;
       q_code_q     <= '0;
       q_en_q       <= '0;
       q_err_q      <= '0;
@@ -837,6 +933,22 @@ module tsr_dma_engine
       q_head_q     <= q_head_d;
       q_tail_q     <= q_tail_d;
       q_info_q     <= q_info_d;
+      q_next_q     <= q_next_d;
+      cur_idx_q    <= cur_idx_d;
+      aw_own_p_q   <= aw_own_p_d;
+      aw_cnt_q     <= aw_cnt_d;
+      b_cnt_q      <= b_cnt_d;
+      p_valid_q    <= p_valid_d;
+      p_phase_q    <= p_phase_d;
+      p_queue_q    <= p_queue_d;
+      p_index_q    <= p_index_d;
+      p_desc_addr_q <= p_desc_addr_d;
+      p_sem_addr_q <= p_sem_addr_d;
+      p_sem_value_q <= p_sem_value_d;
+      p_completion_q <= p_completion_d;
+      p_last_q     <= p_last_d;
+      p_seq_q      <= p_seq_d;
+      p_werr_q     <= p_werr_d;
       q_code_q     <= q_code_d;
       q_en_q       <= q_en_d;
       q_err_q      <= q_err_d;
