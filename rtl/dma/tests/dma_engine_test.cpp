@@ -400,9 +400,17 @@ TEST(DmaErrors, ReadErrorResponseStopsOnlyThatQueue) {
 
 TEST(DmaErrors, WriteErrorResponseStopsOnlyThatQueue) {
   Fixture f(22);
-  f.bench.mem.write_errors.push_back({kDst + 0x80000 + 1000, kDst + 0x80000 + 1001});
+  // The failing burst is the descriptor's last, so its response arrives after
+  // every beat was sent: the completion stage must still hold the semaphore
+  // and the DONE status back, and HEAD must stay at the descriptor.
+  f.bench.mem.timing.write_latency = 60;
+  f.bench.mem.write_errors.push_back({kDst + 0x80000 + 2990, kDst + 0x80000 + 2991});
   DmaDescriptor bad = contiguous(kSrc, kDst + 0x80000, 3000);
+  bad.flags = arch::kDmaFlagCompletion;
+  bad.sem_addr = kSem.lo;
+  bad.sem_value = 1;
   expect_queue_error(f, bad, DmaError::kWriteResp, {kDst + 0x80000, kDst + 0x80000 + 3000});
+  EXPECT_EQ(f.bench.mem.bytes[kSem.lo], 0) << "semaphore incremented for a failed descriptor";
 }
 
 TEST(DmaErrors, SourceOutsideWindowIsRejectedBeforeAnyAccess) {
