@@ -89,6 +89,8 @@ public:
   std::vector<WriteEvent> write_log;  // applied bursts, in B order
   std::function<void(std::uint64_t addr, std::uint32_t value)> on_semaphore;
   std::uint64_t max_reads_in_flight = 0, max_writes_in_flight = 0;
+  // First R and last W beat handed over: the span in which data streamed.
+  std::uint64_t first_r_cycle = ~0ull, last_w_cycle = 0;
 
   template <class V>
   void drive(V& t, std::uint64_t now) {
@@ -141,6 +143,8 @@ public:
     w_fire_ = t.wvalid_o && t.wready_i;
     if (w_fire_) accept_beat(wbytes, wstrb, t.wlast_o);
     r_fire_ = r_valid_ && t.rready_o;
+    if (r_fire_ && first_r_cycle == ~0ull) first_r_cycle = now_;
+    if (w_fire_) last_w_cycle = now_;
     b_fire_ = b_valid_ && t.bready_o;
     r_holding_ = r_valid_ && !t.rready_o;
     b_holding_ = b_valid_ && !t.bready_o;
