@@ -49,8 +49,8 @@ ERRORS = [
     ("ZERO_LENGTH", 4, "A dimension size is 0"),
     ("ADDR_WINDOW", 5, "Source, destination, semaphore or ring address outside the configured window"),
     ("READ_RESP", 6, "SLVERR or DECERR on a data read; nothing read by the failing burst or after it is written"),
-    ("WRITE_RESP", 7, "SLVERR or DECERR on a data, semaphore or status write"),
-    ("RING", 8, "Ring misconfigured: SIZE is 0, or HEAD or TAIL >= SIZE"),
+    ("WRITE_RESP", 7, "SLVERR or DECERR on a write; for a data write the descriptor's semaphore and DONE status are not written"),
+    ("RING", 8, "Ring misconfigured: SIZE is 0, base not 64-byte aligned, or the fetch pointer or TAIL >= SIZE"),
 ]
 
 # Register map: 32-bit registers on a simple request/response port.
@@ -69,7 +69,7 @@ GLOBAL_REGS = [
     ("BYTES_RD_HI", 0x044, "RO", "0", ""),
     ("BYTES_WR_LO", 0x048, "RO", "0", "Bytes written by data bursts (saturating, 64 bit)"),
     ("BYTES_WR_HI", 0x04C, "RO", "0", ""),
-    ("DESC_DONE_LO", 0x050, "RO", "0", "Descriptors completed without error"),
+    ("DESC_DONE_LO", 0x050, "RO", "0", "Descriptors completed without error (HEAD advances)"),
     ("DESC_DONE_HI", 0x054, "RO", "0", ""),
     ("BUSY_CYCLES_LO", 0x058, "RO", "0", "Cycles with STATUS.busy set"),
     ("BUSY_CYCLES_HI", 0x05C, "RO", "0", ""),
@@ -81,11 +81,11 @@ QUEUE_STRIDE = 0x20
 QUEUE_REGS = [
     ("Q_BASE_LO", 0x00, "RW", "0", "Ring base address bits 31:0 (64-byte aligned)"),
     ("Q_BASE_HI", 0x04, "RW", "0", "Ring base address bits 47:32"),
-    ("Q_SIZE", 0x08, "RW", "0", "Ring size in descriptors"),
-    ("Q_HEAD", 0x0C, "RW", "0", "Next descriptor the engine runs; host writes it only while the queue is disabled or in error"),
-    ("Q_TAIL", 0x10, "RW", "0", "Doorbell: one past the last posted descriptor; the queue runs while HEAD != TAIL"),
-    ("Q_CTRL", 0x14, "RW", "0", "[0] enable; writing [1]=1 clears the error and LAST_SEEN"),
-    ("Q_STATUS", 0x18, "RO", "0", "[0] active, [1] error, [2] LAST_SEEN, [15:8] error code"),
+    ("Q_SIZE", 0x08, "RW", "0", "Ring size in descriptors (24 bits)"),
+    ("Q_HEAD", 0x0C, "RW", "0", "Next descriptor to complete: advances when a descriptor's writes are acknowledged and its status is issued. A write (only while the queue is disabled or stopped) also moves the fetch pointer"),
+    ("Q_TAIL", 0x10, "RW", "0", "Doorbell: one past the last posted descriptor; the queue is ready while its fetch pointer != TAIL"),
+    ("Q_CTRL", 0x14, "RW", "0", "[0] enable; writing [1]=1 clears the error and LAST_SEEN and restarts fetching at HEAD"),
+    ("Q_STATUS", 0x18, "RO", "0", "[0] active (a descriptor of this queue is running or completing), [1] error, [2] LAST_SEEN, [15:8] error code"),
     ("Q_ERR_INFO", 0x1C, "RO", "0", "Ring index of the descriptor that failed"),
 ]
 
