@@ -85,7 +85,7 @@ module tsr_dma_engine
   // State
   // ---------------------------------------------------------------------------
   typedef enum logic [3:0] {
-    StIdle, StFetchAr, StFetchR, StDecode, StBarrier, StRun, StDrain, StHandoff, StFinish
+    StIdle, StDecode, StBarrier, StRun, StDrain, StHandoff, StFinish
   } state_e;
   state_e state_q, state_d;
 
@@ -108,8 +108,20 @@ module tsr_dma_engine
   logic [QW-1:0]          rr_q, rr_d;           // last queue served
   logic [47:0]            desc_addr_q, desc_addr_d;
   logic [DescBytes*8-1:0] desc_q, desc_d;
-  logic [$clog2(FetchBeats+1)-1:0] fetch_beat_q, fetch_beat_d;
   logic                   fetch_err_q, fetch_err_d;
+
+  // Fetch unit: fetches the next descriptor (round-robin over ready queues)
+  // while the current one runs, so a fetch latency is hidden per descriptor.
+  typedef enum logic [1:0] {FbEmpty, FbAr, FbR, FbReady} fb_state_e;
+  fb_state_e              fb_state_q, fb_state_d;
+  logic [QW-1:0]          fb_queue_q, fb_queue_d;
+  logic [23:0]            fb_idx_q, fb_idx_d;
+  logic [47:0]            fb_addr_q, fb_addr_d;
+  logic [DescBytes*8-1:0] fb_desc_q, fb_desc_d;
+  logic [$clog2(FetchBeats+1)-1:0] fb_beat_q, fb_beat_d;
+  logic                   fb_err_q, fb_err_d;    // error response on the fetch
+  logic [7:0]             fb_code_q, fb_code_d;  // ring error found before fetching
+  logic                   fb_drop_q, fb_drop_d;  // host rewound the queue: discard
   logic [7:0]             err_code_q, err_code_d;  // result of the current descriptor
   desc_t                  desc;
   assign desc = desc_t'(desc_q);
@@ -150,6 +162,7 @@ module tsr_dma_engine
 
   // AXI hold: once valid, a channel keeps valid and payload until ready
   logic ar_hold_q, ar_hold_d, aw_hold_q, aw_hold_d;
+  logic ar_own_f_q, ar_own_f_d;  // the held AR is a descriptor fetch
   logic aw_own_p_q, aw_own_p_d;  // the held AW belongs to the completion stage
 
   // Write addresses issued and responses received, to tell when the writes of a
@@ -377,7 +390,7 @@ module tsr_dma_engine
   // ---------------------------------------------------------------------------
   // AR and AW channels
   // ---------------------------------------------------------------------------
-  logic data_ar_ok, data_aw_ok, p_aw_req, aw_own_p;
+  logic data_ar_ok, data_aw_ok, p_aw_req, aw_own_p, ar_own_f;
   always_comb begin
     data_ar_ok = run_phase && src_valid && !aborting &&
                  8'(rd_outstanding) < rd_lim &&
@@ -385,20 +398,16 @@ module tsr_dma_engine
     data_aw_ok = run_phase && dst_valid && !aborting && !wq_full &&
                  out_wr_q < 9'(wr_lim) && (cmt_q - awp_q) >= 32'(dst_bytes);
 
-    arvalid_o = 1'b0;
-    arid_o    = '0;
-    araddr_o  = '0;
-    arlen_o   = '0;
-    if (state_q == StFetchAr) begin
-      arvalid_o = 1'b1;
-      arid_o    = FetchId;
-      araddr_o  = {16'b0, desc_addr_q};
-      arlen_o   = 8'(FetchBeats - 1);
-    end else if (run_phase) begin
-      arvalid_o = ar_hold_q || data_ar_ok;
-      arid_o    = IdWidth'(alloc_idx);
-      araddr_o  = {16'b0, src_addr[47:LaneW], {LaneW{1'b0}}};
-      arlen_o   = beats_of(src_addr[LaneW-1:0], src_bytes);
+    // A descriptor fetch goes first between data bursts; a held request keeps its owner.
+    ar_own_f  = ar_hold_q ? ar_own_f_q : fb_state_q == FbAr;
+    arvalid_o = ar_hold_q || fb_state_q == FbAr || data_ar_ok;
+    arid_o    = IdWidth'(alloc_idx);
+    araddr_o  = {16'b0, src_addr[47:LaneW], {LaneW{1'b0}}};
+    arlen_o   = beats_of(src_addr[LaneW-1:0], src_bytes);
+    if (ar_own_f) begin
+      arid_o   = FetchId;
+      araddr_o = {16'b0, fb_addr_q};
+      arlen_o  = 8'(FetchBeats - 1);
     end
 
     // The completion stage goes first between bursts; a held request keeps its owner.
@@ -421,7 +430,7 @@ module tsr_dma_engine
   assign rready_o  = 1'b1;   // every read has buffer space reserved at issue
   assign bready_o  = 1'b1;
 
-  assign src_ready = run_phase && ar_hs;
+  assign src_ready = ar_hs && !ar_own_f;
   assign dst_ready = aw_hs && !aw_own_p;
 
   // ---------------------------------------------------------------------------
@@ -472,8 +481,17 @@ module tsr_dma_engine
     rr_d         = rr_q;
     desc_addr_d  = desc_addr_q;
     desc_d       = desc_q;
-    fetch_beat_d = fetch_beat_q;
     fetch_err_d  = fetch_err_q;
+    fb_state_d   = fb_state_q;
+    fb_queue_d   = fb_queue_q;
+    fb_idx_d     = fb_idx_q;
+    fb_addr_d    = fb_addr_q;
+    fb_desc_d    = fb_desc_q;
+    fb_beat_d    = fb_beat_q;
+    fb_err_d     = fb_err_q;
+    fb_code_d    = fb_code_q;
+    fb_drop_d    = fb_drop_q;
+    ar_own_f_d   = ar_own_f;
     err_code_d   = err_code_q;
     rsv_d        = rsv_q;
     cmt_d        = cmt_q;
@@ -515,12 +533,14 @@ module tsr_dma_engine
           RegQHead: begin
             q_head_d[reg_q] = reg_wdata_i[23:0];
             q_next_d[reg_q] = reg_wdata_i[23:0];
+            fb_drop_d = fb_drop_q || (fb_state_q != FbEmpty && fb_queue_q == reg_q);
           end
           RegQTail:   q_tail_d[reg_q]        = reg_wdata_i[23:0];
           RegQCtrl: begin
             q_en_d[reg_q] = reg_wdata_i[0];
             if (reg_wdata_i[1]) begin
               q_next_d[reg_q] = q_head_q[reg_q];
+              fb_drop_d = fb_drop_q || (fb_state_q != FbEmpty && fb_queue_q == reg_q);
               q_err_d[reg_q]  = 1'b0;
               q_code_d[reg_q] = ErrNone;
               q_last_d[reg_q] = 1'b0;
@@ -547,9 +567,9 @@ module tsr_dma_engine
 
     // Read channel: descriptor fetch beats and data beats
     if (r_fetch) begin
-      desc_d[DataWidth * 32'(fetch_beat_q) +: DataWidth] = rdata_i;
-      fetch_beat_d = fetch_beat_q + 1'b1;
-      fetch_err_d  = fetch_err_q || rresp_i[1];
+      fb_desc_d[DataWidth * 32'(fb_beat_q) +: DataWidth] = rdata_i;
+      fb_beat_d = fb_beat_q + 1'b1;
+      fb_err_d  = fb_err_q || rresp_i[1];
     end
     if (r_data) begin
       slot_ptr_d[r_slot]  = r_ptr + 32'(r_bytes);
@@ -571,7 +591,7 @@ module tsr_dma_engine
       end
       slot_err_d[retire_idx] = 1'b0;
     end
-    if (run_phase && ar_hs) begin
+    if (ar_hs && !ar_own_f) begin
       slot_ptr_d[alloc_idx]  = rsv_q;
       slot_len_d[alloc_idx]  = src_bytes;
       slot_rem_d[alloc_idx]  = src_bytes;
@@ -656,35 +676,55 @@ module tsr_dma_engine
     end
     out_wr_d = out_wr_q + 9'(aw_hs) - 9'(b_hs);
 
-    // Control
-    unique case (state_q)
-      StIdle: begin
+    // Fetch unit. Picking a queue moves its fetch pointer; an error rewinds it
+    // to HEAD when the host clears the error.
+    unique case (fb_state_q)
+      FbEmpty: begin
         if (eng_en_q && pick_valid) begin
-          cur_q_d     = pick;
-          rr_d        = pick;
-          cur_idx_d   = q_next_q[pick];
-          desc_addr_d = q_base_q[pick] + 48'({q_next_q[pick], 6'b0});
-          err_code_d  = ErrNone;
+          fb_queue_d = pick;
+          rr_d       = pick;
+          fb_idx_d   = q_next_q[pick];
+          fb_addr_d  = q_base_q[pick] + 48'({q_next_q[pick], 6'b0});
+          fb_beat_d  = '0;
+          fb_err_d   = 1'b0;
+          fb_drop_d  = 1'b0;
+          fb_code_d  = ErrNone;
           if (q_size_q[pick] == '0 || q_next_q[pick] >= q_size_q[pick] ||
               q_tail_q[pick] >= q_size_q[pick] || q_base_q[pick][5:0] != '0) begin
-            err_code_d = ErrRing;
-            state_d    = StFinish;
+            fb_code_d  = ErrRing;
+            fb_state_d = FbReady;
           end else if (!in_win({16'b0, q_base_q[pick]},
                                {16'b0, q_base_q[pick]} + {34'b0, q_size_q[pick], 6'b0} - 64'd1,
                                win_base_q, win_limit_q)) begin
-            err_code_d = ErrAddrWindow;
-            state_d    = StFinish;
+            fb_code_d  = ErrAddrWindow;
+            fb_state_d = FbReady;
           end else begin
-            fetch_beat_d = '0;
-            fetch_err_d  = 1'b0;
-            state_d      = StFetchAr;
+            q_next_d[pick] = (q_next_q[pick] + 24'd1 == q_size_q[pick]) ? '0 :
+                             q_next_q[pick] + 24'd1;
+            fb_state_d = FbAr;
           end
         end
       end
-      StFetchAr: if (ar_hs) state_d = StFetchR;
-      StFetchR: begin
-        if (32'(fetch_beat_q) == FetchBeats) begin
-          state_d = StDecode;
+      FbAr: if (ar_hs && ar_own_f) fb_state_d = FbR;
+      FbR:  if (32'(fb_beat_q) == FetchBeats) fb_state_d = FbReady;
+      default: ;
+    endcase
+
+    // Control
+    unique case (state_q)
+      StIdle: begin
+        if (fb_state_q == FbReady) begin
+          fb_state_d = FbEmpty;
+          // A descriptor of a stopped or rewound queue is dropped unrun.
+          if (!fb_drop_q && !q_err_q[fb_queue_q]) begin
+            cur_q_d     = fb_queue_q;
+            cur_idx_d   = fb_idx_q;
+            desc_addr_d = fb_addr_q;
+            desc_d      = fb_desc_q;
+            fetch_err_d = fb_err_q;
+            err_code_d  = fb_code_q;
+            state_d     = (fb_code_q != ErrNone) ? StFinish : StDecode;
+          end
         end
       end
       StDecode: begin
@@ -745,7 +785,6 @@ module tsr_dma_engine
           p_last_d       = desc.flags[FlagLastBit];
           p_seq_d        = aw_cnt_q;
           p_werr_d       = 1'b0;
-          q_next_d[cur_q_q] = (cur_idx_q + 24'd1 == q_size_q[cur_q_q]) ? '0 : cur_idx_q + 24'd1;
           state_d        = StIdle;
         end
       end
@@ -768,8 +807,8 @@ module tsr_dma_engine
   logic [63:0] bytes_rd_q, bytes_rd_d, bytes_wr_q, bytes_wr_d;
   logic [63:0] cnt_done, cnt_busy, cnt_stall;
   logic        busy;
-  assign busy = state_q != StIdle || p_valid_q || out_wr_q != '0 || !wq_empty ||
-                rd_outstanding != '0;
+  assign busy = state_q != StIdle || p_valid_q || fb_state_q != FbEmpty || out_wr_q != '0 ||
+                !wq_empty || rd_outstanding != '0;
   assign busy_o = busy;
 
   function automatic logic [63:0] sat_add(logic [63:0] a, logic [63:0] b);
@@ -889,8 +928,17 @@ module tsr_dma_engine
       rr_q         <= QW'(Queues - 1);
       desc_addr_q  <= '0;
       desc_q       <= '0;
-      fetch_beat_q <= '0;
       fetch_err_q  <= 1'b0;
+      fb_state_q   <= FbEmpty;
+      fb_queue_q   <= '0;
+      fb_idx_q     <= '0;
+      fb_addr_q    <= '0;
+      fb_desc_q    <= '0;
+      fb_beat_q    <= '0;
+      fb_err_q     <= 1'b0;
+      fb_code_q    <= '0;
+      fb_drop_q    <= 1'b0;
+      ar_own_f_q   <= 1'b0;
       err_code_q   <= '0;
       rsv_q        <= '0;
       cmt_q        <= '0;
@@ -957,8 +1005,17 @@ module tsr_dma_engine
       rr_q         <= rr_d;
       desc_addr_q  <= desc_addr_d;
       desc_q       <= desc_d;
-      fetch_beat_q <= fetch_beat_d;
       fetch_err_q  <= fetch_err_d;
+      fb_state_q   <= fb_state_d;
+      fb_queue_q   <= fb_queue_d;
+      fb_idx_q     <= fb_idx_d;
+      fb_addr_q    <= fb_addr_d;
+      fb_desc_q    <= fb_desc_d;
+      fb_beat_q    <= fb_beat_d;
+      fb_err_q     <= fb_err_d;
+      fb_code_q    <= fb_code_d;
+      fb_drop_q    <= fb_drop_d;
+      ar_own_f_q   <= ar_own_f_d;
       err_code_q   <= err_code_d;
       rsv_q        <= rsv_d;
       cmt_q        <= cmt_d;
@@ -1046,7 +1103,7 @@ module tsr_dma_engine
   `ASSERT(WStrbNonZero_A, !wvalid_o || wstrb_o != '0, clk_i, rst_ni)
   `ASSERT(RidKnown_A, !rvalid_i || rid_i == FetchId || rid_i < IdWidth'(MaxOutstanding),
           clk_i, rst_ni)
-  `ASSERT(RFetchOnlyWhenFetching_A, !r_fetch || state_q == StFetchR, clk_i, rst_ni)
+  `ASSERT(RFetchOnlyWhenFetching_A, !r_fetch || fb_state_q == FbR, clk_i, rst_ni)
   `ASSERT(RDataForLiveSlot_A, !r_data || (!slot_done_q[r_slot] && slot_rem_q[r_slot] != '0),
           clk_i, rst_ni)
   `ASSERT(RlastMatchesLength_A, !r_data || rlast_i == (slot_rem_q[r_slot] == r_bytes),

@@ -364,8 +364,14 @@ void expect_queue_error(Fixture& f, const DmaDescriptor& bad, DmaError code, Add
     would = f.ref;
     reference_copy(bad, bad_slot, would, kSem);
   }
-  DmaDescriptor after = contiguous(kSrc, kDst + 0x90000, 128);  // must not run
-  f.post(1, after, false);
+  // A later descriptor of the same queue: it must never complete. Write errors
+  // are reported when their response arrives, so after a WRITE_RESP it may
+  // already have started and written (only) its own correct bytes.
+  DmaDescriptor after = contiguous(kSrc, kDst + 0x90000, 128);
+  const std::uint64_t after_slot = f.post(1, after, false);
+  if (code == DmaError::kWriteResp) {
+    reference_copy(after, after_slot, would, kSem);
+  }
   for (unsigned q = 0; q < kQueues; ++q) f.bench.doorbell(q);
   ASSERT_TRUE(f.bench.run_until_idle(400000)) << "engine hung after " << to_string(code);
 
@@ -380,6 +386,10 @@ void expect_queue_error(Fixture& f, const DmaDescriptor& bad, DmaError code, Add
   // Bytes the failing descriptor may have written must be its own correct bytes.
   for (std::uint64_t a = may_write.lo; a < may_write.hi; ++a) {
     if (f.bench.mem.bytes[a] == would[a]) f.ref[a] = would[a];
+  }
+  if (code == DmaError::kWriteResp) {
+    for (std::uint64_t a = after.dst_addr; a < after.dst_addr + 128; ++a)
+      if (f.bench.mem.bytes[a] == would[a]) f.ref[a] = would[a];
   }
   f.expect_memory_matches_reference();
   f.expect_protocol_clean();
