@@ -7,7 +7,8 @@
 // reaches memory. Writes are posted on one AXI ID (responses in order): when a
 // descriptor has sent its last write beat it moves to the completion stage,
 // which waits for its write responses, then writes the COMPLETION semaphore and
-// the status word and advances HEAD, while the next descriptor already runs.
+// the status word and advances HEAD, while the next descriptor already runs. A
+// fetch unit reads the next descriptor while the current one moves data.
 // A BARRIER descriptor waits for the completion stage and every write response
 // before it reads. See docs/dma.md.
 module tsr_dma_engine
