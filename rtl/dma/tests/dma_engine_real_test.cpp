@@ -2,6 +2,7 @@
 // outstanding, 64 KiB buffer): random descriptors byte for byte, fairness over
 // 16 queues, and the throughput requirement on a large copy.
 #include "Vdma_real.h"
+#include "arch/config.h"
 #include "dma_harness.h"
 
 #include <gtest/gtest.h>
@@ -36,6 +37,19 @@ struct Fixture {
   std::mt19937_64 rng;
   std::vector<std::uint8_t> ref;
 };
+
+// One real build serves every shipped generation: a config with fewer queues
+// leaves the rest disabled, one with fewer outstanding transactions sets the
+// CTRL limits. A config outside that needs its own build, so it fails here.
+TEST(DmaEngineReal, CoversEveryShippedConfig) {
+  for (const std::string& name : arch::list_config_names()) {
+    const arch::DmaConfig dma = arch::load_config(name).hw.dma;
+    EXPECT_EQ(dma.descriptor_bytes, arch::kDmaDescriptorBytes) << name;
+    EXPECT_EQ(dma.axi_data_bytes, kDataBytes) << name;
+    EXPECT_LE(dma.queues_per_engine, kQueues) << name;
+    EXPECT_LE(dma.max_outstanding, 16) << name;
+  }
+}
 
 TEST(DmaEngineReal, ParamsReportTheRealGeometry) {
   Fixture f(1);

@@ -7,8 +7,10 @@
 #include "arch/dma_descriptor.h"
 
 #include <verilated.h>
+#include <verilated_fst_c.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -386,6 +388,13 @@ public:
         bases_(queues, 0) {
     ctx_.debug(0);
     top_ = std::make_unique<V>(&ctx_);
+    // TESSERA_DMA_FST=file.fst records a waveform of the whole run for GTKWave.
+    if (const char* fst = std::getenv("TESSERA_DMA_FST")) {
+      ctx_.traceEverOn(true);
+      trace_ = std::make_unique<VerilatedFstC>();
+      top_->trace(trace_.get(), 99);
+      trace_->open(fst);
+    }
     top_->rst_ni = 0;
     top_->reg_req_i = 0;
     for (int i = 0; i < 4; ++i) tick();
@@ -401,9 +410,11 @@ public:
     mem.drive(*top_, cycle_);
     top_->clk_i = 0;
     top_->eval();
+    if (trace_) trace_->dump(2 * cycle_);
     if (top_->rst_ni) mem.sample(*top_);
     top_->clk_i = 1;
     top_->eval();
+    if (trace_) trace_->dump(2 * cycle_ + 1);
     if (top_->rst_ni) mem.commit();
     ++cycle_;
   }
@@ -486,11 +497,15 @@ public:
     return false;
   }
 
-  ~EngineBench() { top_->final(); }
+  ~EngineBench() {
+    top_->final();
+    if (trace_) trace_->close();
+  }
 
 private:
   VerilatedContext ctx_;
   std::unique_ptr<V> top_;
+  std::unique_ptr<VerilatedFstC> trace_;
   unsigned queues_;
   std::vector<std::uint32_t> tails_, sizes_;
   std::vector<std::uint64_t> bases_;
