@@ -339,7 +339,9 @@ module tsr_dma_engine
   endfunction
 
   // ---------------------------------------------------------------------------
-  // Byte buffer: one bank per lane so every lane has its own write port
+  // Byte buffer: one bank per lane so every lane has its own write port. The
+  // banks are RAMs (write enable, no reset: their contents never matter after
+  // reset) read asynchronously.
   // ---------------------------------------------------------------------------
   logic [DataBytes-1:0][7:0] bank_rdata;
   for (genvar b = 0; b < DataBytes; b++) begin : gen_banks
