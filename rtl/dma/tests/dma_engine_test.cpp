@@ -542,6 +542,122 @@ TEST(DmaErrors, ClearingAnErrorLetsTheQueueResume) {
   f.expect_memory_matches_reference();
 }
 
+// Random traffic with random faults: every queue stops exactly at its first
+// faulty descriptor with that fault's code, every earlier descriptor of every
+// queue completes, and no byte outside what the faulty descriptors (and, for
+// imprecise write errors, the later ones of that queue) may write changes.
+TEST(DmaErrors, RandomFaultsNeverHangAndNeverCorrupt) {
+  constexpr std::uint64_t kPoison = 0x300000, kPoisonEnd = 0x380000;  // read-error sources
+  enum Fault { kNoFault, kMagicFault, kZeroFault, kWindowFault, kMismatchFault, kReadFault, kWriteFault };
+  const DmaError code_of[] = {DmaError::kNone, DmaError::kMagic, DmaError::kZeroLength, DmaError::kAddrWindow,
+                              DmaError::kMalformed, DmaError::kReadResp, DmaError::kWriteResp};
+  std::vector<unsigned> stops(7, 0);  // queues stopped, by fault kind
+  for (unsigned round = 0; round < 40; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    Fixture f(1000 + round);
+    MemoryTiming t;
+    t.read_latency = static_cast<unsigned>(f.rng() % 60);
+    t.write_latency = static_cast<unsigned>(f.rng() % 120);
+    t.jitter = static_cast<unsigned>(f.rng() % 40);
+    t.reorder = f.rng() % 2;
+    t.ar_ready = t.aw_ready = t.w_ready = 0.5 + 0.5 * double(f.rng() % 2);
+    f.bench.mem.timing = t;
+    const RandomArea area{kSrc, kSrcEnd, kDst, kDstEnd, kSem, 4096};
+    std::uint64_t cursor = kDst;
+    struct Posted {
+      DmaDescriptor d;
+      std::uint64_t slot;
+      Fault fault;
+    };
+    std::vector<std::vector<Posted>> queues(kQueues);
+    std::vector<std::uint8_t> would = f.ref;  // every descriptor applied, faulty or not
+    for (unsigned q = 0; q < kQueues; ++q) {
+      const unsigned n = static_cast<unsigned>(f.rng() % 12) + 1;
+      for (unsigned i = 0; i < n; ++i) {
+        DmaDescriptor d;
+        ASSERT_TRUE(random_descriptor(f.rng, area, cursor, d));
+        Fault fault = f.rng() % 8 == 0 ? static_cast<Fault>(1 + f.rng() % 6) : kNoFault;
+        switch (fault) {
+          case kMagicFault: d.magic ^= 0x40; break;
+          case kZeroFault: d.dst_size[f.rng() % 4] = 0; break;
+          case kWindowFault: d.src_addr = kWinHi - 1; break;
+          case kMismatchFault: d.dst_size[0] = static_cast<std::uint16_t>(d.dst_size[0] + 1); break;
+          case kReadFault: {
+            // A contiguous source in the poison area with one bad byte in it.
+            d.src_size = {static_cast<std::uint16_t>(std::min<std::uint64_t>(
+                              4096 >> d.elem_log2, d.src_size[0] * d.src_size[1] * d.src_size[2] * d.src_size[3])),
+                          1, 1, 1};
+            d.src_stride = {1u << d.elem_log2, 0, 0, 0};
+            d.dst_size = {d.src_size[0], 1, 1, 1};
+            d.dst_stride = d.src_stride;
+            d.src_addr = kPoison + 8192 * (q * 16 + i) + f.rng() % 64;
+            const std::uint64_t bytes = std::uint64_t(d.src_size[0]) << d.elem_log2;
+            const std::uint64_t bad = d.src_addr + f.rng() % bytes;
+            f.bench.mem.read_errors.push_back({bad, bad + 1});
+            break;
+          }
+          case kWriteFault: {
+            const std::uint64_t e = 1ull << d.elem_log2;
+            const std::uint64_t bad = d.dst_addr + d.dst_stride[0] * (f.rng() % d.dst_size[0]) + f.rng() % e;
+            f.bench.mem.write_errors.push_back({bad, bad + 1});
+            break;
+          }
+          default: break;
+        }
+        ASSERT_LT(kPoison + 8192 * (q * 16 + i) + 8192, kPoisonEnd);
+        const std::uint64_t slot = f.bench.post(q, d, &f.ref);
+        std::copy_n(f.ref.begin() + slot, arch::kDmaDescriptorBytes, would.begin() + slot);
+        queues[q].push_back({d, slot, fault});
+      }
+    }
+    // The expected image: each queue's descriptors before its first fault.
+    std::vector<AddrRange> may_write;
+    std::vector<unsigned> first_fault(kQueues);
+    for (unsigned q = 0; q < kQueues; ++q) {
+      unsigned k = 0;
+      while (k < queues[q].size() && queues[q][k].fault == kNoFault) {
+        reference_copy(queues[q][k].d, queues[q][k].slot, f.ref, kSem);
+        ++k;
+      }
+      first_fault[q] = k;
+      for (unsigned i = k; i < queues[q].size(); ++i) {
+        const Posted& p = queues[q][i];
+        const bool partial = (i == k && (p.fault == kReadFault || p.fault == kWriteFault)) ||
+                             (i > k && queues[q][k].fault == kWriteFault);
+        if (!partial || p.fault == kZeroFault || p.fault == kMismatchFault || p.fault == kMagicFault ||
+            p.fault == kWindowFault)
+          continue;
+        const std::uint64_t e = 1ull << p.d.elem_log2;
+        may_write.push_back({p.d.dst_addr, p.d.dst_addr + pattern_extent(p.d.dst_size, p.d.dst_stride, e)});
+        std::vector<std::uint8_t> scratch = would;
+        reference_copy(p.d, p.slot, scratch, kSem);
+        for (std::uint64_t a = may_write.back().lo; a < may_write.back().hi; ++a) would[a] = scratch[a];
+      }
+    }
+    for (unsigned q = 0; q < kQueues; ++q) f.bench.doorbell(q);
+    ASSERT_TRUE(f.bench.run_until_idle(2000000)) << "engine hung";
+    for (unsigned q = 0; q < kQueues; ++q) {
+      const unsigned k = first_fault[q];
+      if (k == queues[q].size()) {
+        EXPECT_EQ(f.queue_status(q) & 2, 0u) << "queue " << q << ": " << to_string(f.queue_error(q));
+        EXPECT_EQ(f.head(q), f.bench.tail(q)) << "queue " << q;
+        continue;
+      }
+      ++stops[queues[q][k].fault];
+      EXPECT_EQ(f.queue_error(q), code_of[queues[q][k].fault]) << "queue " << q << " got " << to_string(f.queue_error(q));
+      EXPECT_EQ(f.head(q), k) << "queue " << q;
+      EXPECT_EQ(f.bench.read_reg(reg::queue(q, reg::kQErrInfo)), k) << "queue " << q;
+    }
+    for (const AddrRange& r : may_write)
+      for (std::uint64_t a = r.lo; a < r.hi; ++a)
+        if (f.bench.mem.bytes[a] == would[a]) f.ref[a] = would[a];
+    f.expect_memory_matches_reference();
+    f.expect_protocol_clean();
+    if (::testing::Test::HasFailure()) return;
+  }
+  for (int kind = 1; kind < 7; ++kind) EXPECT_GE(stops[kind], 3u) << "fault kind " << kind << " rarely hit";
+}
+
 TEST(DmaCounters, CountBytesDescriptorsAndCycles) {
   Fixture f(40);
   f.bench.mem.timing.w_ready = 0.5;
