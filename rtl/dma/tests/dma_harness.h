@@ -415,6 +415,7 @@ public:
     top_->clk_i = 1;
     top_->eval();
     if (trace_) trace_->dump(2 * cycle_ + 1);
+    ctx_.timeInc(2);  // assertion messages then carry the time: 2 units per cycle
     if (top_->rst_ni) mem.commit();
     ++cycle_;
   }
