@@ -320,6 +320,25 @@ TEST(DmaEngine, CompletionSemaphoreIsWrittenAfterTheDataIsVisible) {
   f.expect_protocol_clean();
 }
 
+TEST(DmaEngine, DisablingAQueueStopsItBetweenDescriptorsAndEnablingResumes) {
+  Fixture f(8);
+  f.bench.mem.timing.read_latency = 30;
+  for (unsigned i = 0; i < 10; ++i) f.post(0, contiguous(kSrc + 3000 * i, kDst + 4096 * i, 2000));
+  f.bench.doorbell(0);
+  for (int i = 0; i < 600; ++i) f.bench.tick();
+  f.bench.write_reg(reg::queue(0, reg::kQCtrl), 0);
+  ASSERT_TRUE(f.bench.run_until_idle(100000));
+  const std::uint32_t stopped_at = f.head(0);
+  EXPECT_GT(stopped_at, 0u);
+  EXPECT_LT(stopped_at, 10u) << "a disabled queue must stop taking descriptors";
+  EXPECT_EQ(f.queue_status(0) & 3, 0u);  // idle, no error
+  f.bench.write_reg(reg::queue(0, reg::kQCtrl), 1);
+  ASSERT_TRUE(f.bench.run_until_idle(200000));
+  EXPECT_EQ(f.head(0), 10u);
+  f.expect_memory_matches_reference();
+  f.expect_protocol_clean();
+}
+
 TEST(DmaEngine, LastFlagSetsLastSeenUntilCleared) {
   Fixture f(7);
   DmaDescriptor d = contiguous(kSrc, kDst, 64);
