@@ -27,4 +27,6 @@ function(tessera_verilate target)
   # Verilator's runtime headers are not ours to keep warning-free.
   target_include_directories(${target} SYSTEM PRIVATE
     "${VERILATOR_ROOT}/include" "${VERILATOR_ROOT}/include/vltstd")
+  # Its runtime sources are compiled into the target with our warning flags.
+  target_compile_options(${target} PRIVATE -Wno-unused-parameter)
 endfunction()

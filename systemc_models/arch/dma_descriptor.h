@@ -28,8 +28,8 @@ enum class DmaError : std::uint8_t {
   kZeroLength = 4,  // A dimension size is 0
   kAddrWindow = 5,  // Source, destination, semaphore or ring address outside the configured window
   kReadResp = 6,  // SLVERR or DECERR on a data read; nothing read by the failing burst or after it is written
-  kWriteResp = 7,  // SLVERR or DECERR on a data, semaphore or status write
-  kRing = 8,  // Ring misconfigured: SIZE is 0, or HEAD or TAIL >= SIZE
+  kWriteResp = 7,  // SLVERR or DECERR on a write; for a data write the descriptor's semaphore and DONE status are not written
+  kRing = 8,  // Ring misconfigured: SIZE is 0, base not 64-byte aligned, or the fetch pointer or TAIL >= SIZE
 };
 
 inline const char* to_string(DmaError e) {
@@ -62,7 +62,7 @@ inline constexpr std::uint32_t kBytesRdLo = 0x040;  // RO. Bytes read into the d
 inline constexpr std::uint32_t kBytesRdHi = 0x044;  // RO
 inline constexpr std::uint32_t kBytesWrLo = 0x048;  // RO. Bytes written by data bursts (saturating, 64 bit)
 inline constexpr std::uint32_t kBytesWrHi = 0x04C;  // RO
-inline constexpr std::uint32_t kDescDoneLo = 0x050;  // RO. Descriptors completed without error
+inline constexpr std::uint32_t kDescDoneLo = 0x050;  // RO. Descriptors completed without error (HEAD advances)
 inline constexpr std::uint32_t kDescDoneHi = 0x054;  // RO
 inline constexpr std::uint32_t kBusyCyclesLo = 0x058;  // RO. Cycles with STATUS.busy set
 inline constexpr std::uint32_t kBusyCyclesHi = 0x05C;  // RO
@@ -72,11 +72,11 @@ inline constexpr std::uint32_t kQueueBase = 0x100;
 inline constexpr std::uint32_t kQueueStride = 0x20;
 inline constexpr std::uint32_t kQBaseLo = 0x00;  // RW. Ring base address bits 31:0 (64-byte aligned)
 inline constexpr std::uint32_t kQBaseHi = 0x04;  // RW. Ring base address bits 47:32
-inline constexpr std::uint32_t kQSize = 0x08;  // RW. Ring size in descriptors
-inline constexpr std::uint32_t kQHead = 0x0C;  // RW. Next descriptor the engine runs; host writes it only while the queue is disabled or in error
-inline constexpr std::uint32_t kQTail = 0x10;  // RW. Doorbell: one past the last posted descriptor; the queue runs while HEAD != TAIL
-inline constexpr std::uint32_t kQCtrl = 0x14;  // RW. [0] enable; writing [1]=1 clears the error and LAST_SEEN
-inline constexpr std::uint32_t kQStatus = 0x18;  // RO. [0] active, [1] error, [2] LAST_SEEN, [15:8] error code
+inline constexpr std::uint32_t kQSize = 0x08;  // RW. Ring size in descriptors (24 bits)
+inline constexpr std::uint32_t kQHead = 0x0C;  // RW. Next descriptor to complete: advances when a descriptor's writes are acknowledged and its status is issued. A write (only while the queue is disabled or stopped) also moves the fetch pointer
+inline constexpr std::uint32_t kQTail = 0x10;  // RW. Doorbell: one past the last posted descriptor; the queue is ready while its fetch pointer != TAIL
+inline constexpr std::uint32_t kQCtrl = 0x14;  // RW. [0] enable; writing [1]=1 clears the error and LAST_SEEN and restarts fetching at HEAD
+inline constexpr std::uint32_t kQStatus = 0x18;  // RO. [0] active (a descriptor of this queue is running or completing), [1] error, [2] LAST_SEEN, [15:8] error code
 inline constexpr std::uint32_t kQErrInfo = 0x1C;  // RO. Ring index of the descriptor that failed
 inline constexpr std::uint32_t queue(std::uint32_t q, std::uint32_t reg) {
   return kQueueBase + q * kQueueStride + reg;
