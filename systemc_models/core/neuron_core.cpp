@@ -63,7 +63,7 @@ NeuronCore::NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, 
   engines_[static_cast<std::size_t>(arch::Engine::Sync)] = std::make_unique<engines::SyncEngine>("sync", *ctx_);
   for (auto& e : engines_)
     if (e) e->fetch.bind(interconnect_->target);
-  dma_ = std::make_unique<dma::DmaSubsystem>(*ctx_);
+  dma_ = std::make_unique<dma::DmaSubsystem>(*ctx_, options.dma_engine);
   for (std::size_t i = 0; i < dma_->engines(); ++i) dma_->engine(i).socket.bind(interconnect_->target);
   ctx_->dma = dma_.get();
 }

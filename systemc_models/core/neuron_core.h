@@ -45,6 +45,7 @@ using TensorDatapathFactory =
 struct CoreOptions {
   arch::Fidelity fidelity = arch::Fidelity::Tlm;
   TensorDatapathFactory tensor_datapath;  // empty: fast model (tlm only)
+  dma::DmaEngineFactory dma_engine;       // empty: the fast DMA model
   bool no_data = false;                   // timing only; timing does not depend on data
 };
 

@@ -22,8 +22,7 @@ std::uint32_t max_burst_bytes(std::uint32_t data_bytes) { return std::min<std::u
 }  // namespace
 
 DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::uint32_t queues)
-    : sc_module(name),
-      socket("socket"),
+    : DmaEngineBase(name),
       ctx_(ctx),
       // The engine moves one data beat per cycle, so its clock is what gives
       // the configured bandwidth.

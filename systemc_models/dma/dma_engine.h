@@ -1,5 +1,9 @@
-// One DMA engine: `queues` descriptor rings in device memory, served
-// round-robin, each in order. A descriptor (arch/dma_descriptor.h) moves an
+// A DMA engine as the core sees it: `queues` descriptor rings in device
+// memory, served round-robin, each in order, and an initiator socket into the
+// interconnect. Two models implement it: the fast model below, and the
+// Verilated RTL behind an AXI4-to-TLM bridge (cosim/).
+//
+// The fast model: one DMA engine's queues served round-robin, each in order. A descriptor (arch/dma_descriptor.h) moves an
 // access pattern of elements from its source to its destination, then, if it
 // asks, writes its semaphore increment; the engine writes the descriptor's
 // status word back either way. Errors stop the queue with a code
@@ -33,20 +37,29 @@ struct QueueState {
   std::uint64_t descriptors_done = 0;
 };
 
-class DmaEngine : public sc_core::sc_module {
+class DmaEngineBase : public sc_core::sc_module {
 public:
-  tlm_utils::simple_initiator_socket<DmaEngine> socket;  // to the interconnect
+  tlm_utils::simple_initiator_socket<DmaEngineBase> socket;  // to the interconnect
 
+  explicit DmaEngineBase(sc_core::sc_module_name name) : sc_module(name), socket("socket") {}
+
+  virtual void configure_queue(std::uint32_t queue, std::uint64_t ring_base, std::uint32_t ring_size) = 0;
+  // The doorbell: `count` more descriptors, the first at `address`, become
+  // visible to the engine `visible_after` from now. Returns an error, or empty.
+  virtual std::string doorbell(std::uint32_t queue, std::uint64_t address, std::uint32_t count,
+                               sc_core::sc_time visible_after) = 0;
+  virtual const QueueState& queue(std::uint32_t q) const = 0;
+};
+
+class DmaEngine : public DmaEngineBase {
+public:
   SC_HAS_PROCESS(DmaEngine);
   DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::uint32_t queues);
 
-  void configure_queue(std::uint32_t queue, std::uint64_t ring_base, std::uint32_t ring_size);
-  // The doorbell: `count` more descriptors, the first at `address`, become
-  // visible to the engine `visible_after` from now. Returns an error, or empty.
+  void configure_queue(std::uint32_t queue, std::uint64_t ring_base, std::uint32_t ring_size) override;
   std::string doorbell(std::uint32_t queue, std::uint64_t address, std::uint32_t count,
-                       sc_core::sc_time visible_after);
-
-  const QueueState& queue(std::uint32_t q) const { return queues_.at(q); }
+                       sc_core::sc_time visible_after) override;
+  const QueueState& queue(std::uint32_t q) const override { return queues_.at(q); }
   sc_core::sc_time clock_period() const { return period_; }
 
 private:

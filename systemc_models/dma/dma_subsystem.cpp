@@ -4,10 +4,13 @@
 
 namespace tessera::dma {
 
-DmaSubsystem::DmaSubsystem(core::CoreContext& ctx) : ctx_(ctx) {
-  for (std::int64_t e = 0; e < ctx.cfg.dma.engines; ++e)
-    engines_.push_back(std::make_unique<DmaEngine>(fmt::format("dma{}", e).c_str(), ctx,
-                                                   static_cast<std::uint32_t>(ctx.cfg.dma.queues_per_engine)));
+DmaSubsystem::DmaSubsystem(core::CoreContext& ctx, const DmaEngineFactory& factory) : ctx_(ctx) {
+  const auto queues = static_cast<std::uint32_t>(ctx.cfg.dma.queues_per_engine);
+  for (std::int64_t e = 0; e < ctx.cfg.dma.engines; ++e) {
+    const std::string name = fmt::format("dma{}", e);
+    engines_.push_back(factory ? factory(name.c_str(), ctx, queues)
+                               : std::make_unique<DmaEngine>(name.c_str(), ctx, queues));
+  }
   const std::string prefix = "dma";
   ctx.stats.formula("dma.bytes", "bytes", "bytes moved by every DMA engine", [this] {
     double b = 0;

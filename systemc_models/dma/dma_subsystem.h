@@ -6,23 +6,30 @@
 #include "core/core_context.h"
 #include "dma/dma_engine.h"
 
+#include <functional>
 #include <memory>
 #include <vector>
 
 namespace tessera::dma {
 
+// Builds one DMA engine model; the core library has the fast model, cosim/
+// supplies the RTL one.
+using DmaEngineFactory =
+    std::function<std::unique_ptr<DmaEngineBase>(const char* name, core::CoreContext& ctx, std::uint32_t queues)>;
+
 class DmaSubsystem : public core::DmaDoorbell {
 public:
-  explicit DmaSubsystem(core::CoreContext& ctx);
+  // `factory` empty: the fast model.
+  DmaSubsystem(core::CoreContext& ctx, const DmaEngineFactory& factory = {});
 
   std::size_t engines() const { return engines_.size(); }
-  DmaEngine& engine(std::size_t i) { return *engines_.at(i); }
+  DmaEngineBase& engine(std::size_t i) { return *engines_.at(i); }
 
   std::string ring(std::uint32_t engine, std::uint32_t queue, std::uint64_t address, std::uint32_t count) override;
 
 private:
   core::CoreContext& ctx_;
-  std::vector<std::unique_ptr<DmaEngine>> engines_;
+  std::vector<std::unique_ptr<DmaEngineBase>> engines_;
 };
 
 }  // namespace tessera::dma
