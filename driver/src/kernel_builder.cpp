@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <unordered_map>
 
 namespace tessera {
 namespace {
@@ -53,12 +54,29 @@ struct Op {
   arch::Instruction in;            // engine op
   std::vector<int> waits;          // ops to wait for first
   bool signal = false;             // engine op: increment the agent's semaphore after it
+  int pos = -1;                    // engine op: index in its stream
+  std::vector<int> triggers;       // DMA triggers issued right after this op
 };
 
 struct Access {
   Region region;
   int op;
-  bool write;
+};
+
+// Reads are kept one per (region, agent): a newer read of the same bytes by
+// the same agent supersedes the older, since the agent finishes in order.
+struct ReadKey {
+  Region region;
+  int agent;
+  bool operator==(const ReadKey& o) const { return agent == o.agent && region == o.region; }
+};
+struct ReadKeyHash {
+  std::size_t operator()(const ReadKey& k) const {
+    std::size_t h = std::hash<std::uint64_t>()(k.region.b0);
+    for (std::uint64_t v : {k.region.b1, k.region.p0, k.region.p1, std::uint64_t(k.region.space), std::uint64_t(k.agent)})
+      h = h * 1000003u ^ std::hash<std::uint64_t>()(v);
+    return h;
+  }
 };
 
 // First-fit allocator of byte ranges inside [0, limit), never across a
@@ -133,10 +151,13 @@ struct KernelBuilder::Impl {
     std::uint32_t engine, queue;
     int owner;  // the stream whose triggers feed this queue
     std::vector<int> descriptors;  // op ids in ring order
+    int last_anchor = -1;          // stream position of this queue's latest trigger
   };
   std::vector<Queue> queues;  // agent kFirstQueueAgent + i
   std::vector<std::uint32_t> next_engine_of_placer = std::vector<std::uint32_t>(arch::kNumEngines, 0);
-  std::vector<Access> live[3];  // by Region::space: accesses only meet their own space
+  // Accesses not yet superseded, by Region::space (accesses only meet their own space).
+  std::vector<Access> live_writes[3];
+  std::unordered_map<ReadKey, int, ReadKeyHash> live_reads[3];
   struct Allocation {
     std::string name;
     bool written = false;
@@ -187,25 +208,35 @@ struct KernelBuilder::Impl {
   std::vector<int> dependencies(int agent, const std::vector<Region>& reads, const std::vector<Region>& writes,
                                 bool* same_agent_raw) const {
     std::map<int, int> latest;  // agent -> op id with the highest seq
-    bool touches[3] = {false, false, false};
-    for (const Region& r : reads) touches[r.space] = true;
-    for (const Region& w : writes) touches[w.space] = true;
-    for (int space = 0; space < 3; ++space) {
-    if (!touches[space]) continue;
-    for (const Access& a : live[space]) {
-      bool conflict = false;
-      for (const Region& r : reads) conflict |= a.write && a.region.overlaps(r);
-      for (const Region& w : writes) conflict |= a.region.overlaps(w);
-      if (!conflict) continue;
-      const Op& producer = ops[a.op];
+    const auto consider = [&](int op_id, bool is_write, const Region& region) {
+      const Op& producer = ops[op_id];
       if (producer.agent == agent) {
-        if (same_agent_raw && a.write)
-          for (const Region& r : reads) *same_agent_raw |= a.region.overlaps(r);
-        continue;
+        if (same_agent_raw && is_write)
+          for (const Region& r : reads) *same_agent_raw |= region.overlaps(r);
+        return;
       }
-      auto [it, fresh] = latest.emplace(producer.agent, a.op);
-      if (!fresh && ops[it->second].seq < producer.seq) it->second = a.op;
-    }
+      auto [it, fresh] = latest.emplace(producer.agent, op_id);
+      if (!fresh && ops[it->second].seq < producer.seq) it->second = op_id;
+    };
+    bool writes_space[3] = {false, false, false}, reads_space[3] = {false, false, false};
+    for (const Region& w : writes) writes_space[w.space] = true;
+    for (const Region& r : reads) reads_space[r.space] = true;
+    for (int space = 0; space < 3; ++space) {
+      // True and output dependencies: earlier writes.
+      if (reads_space[space] || writes_space[space])
+        for (const Access& a : live_writes[space]) {
+          bool conflict = false;
+          for (const Region& r : reads) conflict |= a.region.overlaps(r);
+          for (const Region& w : writes) conflict |= a.region.overlaps(w);
+          if (conflict) consider(a.op, true, a.region);
+        }
+      // Anti dependencies: earlier reads, only when this op writes.
+      if (writes_space[space])
+        for (const auto& [key, op_id] : live_reads[space]) {
+          bool conflict = false;
+          for (const Region& w : writes) conflict |= key.region.overlaps(w);
+          if (conflict) consider(op_id, false, key.region);
+        }
     }
     std::vector<int> out;
     for (const auto& [ag, op] : latest) out.push_back(op);
@@ -214,22 +245,14 @@ struct KernelBuilder::Impl {
 
   void record(int op, const std::vector<Region>& reads, const std::vector<Region>& writes) {
     for (const Region& w : writes) {
-      auto& list = live[w.space];
-      list.erase(std::remove_if(list.begin(), list.end(), [&](const Access& a) { return w.covers(a.region); }),
-                 list.end());
+      auto& ws = live_writes[w.space];
+      ws.erase(std::remove_if(ws.begin(), ws.end(), [&](const Access& a) { return w.covers(a.region); }), ws.end());
+      auto& rs = live_reads[w.space];
+      for (auto it = rs.begin(); it != rs.end();) it = w.covers(it->first.region) ? rs.erase(it) : std::next(it);
       if (stationary && stationary->overlaps(w)) stationary.reset();
     }
-    for (const Region& r : reads) {
-      // A newer read by the same agent of the same bytes supersedes the older.
-      auto& list = live[r.space];
-      list.erase(std::remove_if(list.begin(), list.end(),
-                                [&](const Access& a) {
-                                  return !a.write && a.region == r && ops[a.op].agent == ops[op].agent;
-                                }),
-                 list.end());
-      list.push_back({r, op, false});
-    }
-    for (const Region& w : writes) live[w.space].push_back({w, op, true});
+    for (const Region& r : reads) live_reads[r.space][ReadKey{r, ops[op].agent}] = op;
+    for (const Region& w : writes) live_writes[w.space].push_back({w, op});
   }
 
   void mark_signal(const std::vector<int>& deps) {
@@ -249,6 +272,7 @@ struct KernelBuilder::Impl {
     op.waits = dependencies(agent, reads, writes, nullptr);
     mark_signal(op.waits);
     const int id = static_cast<int>(ops.size());
+    op.pos = static_cast<int>(streams[agent].size());
     ops.push_back(op);
     streams[agent].push_back(id);
     record(id, reads, writes);
@@ -280,28 +304,20 @@ struct KernelBuilder::Impl {
     const std::vector<Region> reads{read}, writes{write};
     std::vector<int> deps = dependencies(-1, reads, writes, nullptr);
     int placer = kSyncAgent;
-    int after = -1;  // position in the placer's stream to insert after
+    int anchor = -1;  // stream position of the op to issue the trigger after
     if (!deps.empty()) {
       const int latest = *std::max_element(deps.begin(), deps.end(),
                                            [&](int a, int b) { return ops[a].seq < ops[b].seq; });
-      if (ops[latest].agent < kFirstQueueAgent) {
+      if (ops[latest].agent < kFirstQueueAgent && ops[latest].agent != kSyncAgent) {
         placer = ops[latest].agent;
-        const auto& s = streams[placer];
-        after = static_cast<int>(std::find(s.begin(), s.end(), latest) - s.begin());
+        anchor = ops[latest].pos;
       }
     }
     const int qagent = queue_for(placer);
     Queue& q = queues[qagent - kFirstQueueAgent];
     // Ring order is doorbell order: never ring before an earlier trigger of this queue.
-    const auto& stream = streams[placer];
-    if (after < 0) after = static_cast<int>(stream.size()) - 1;
-    for (int i = static_cast<int>(stream.size()) - 1; i > after; --i) {
-      const Op& o = ops[stream[i]];
-      if (o.in.opcode == arch::Opcode::DmaTrigger && o.in.dma_engine == q.engine && o.in.dma_queue == q.queue) {
-        after = i;
-        break;
-      }
-    }
+    anchor = std::max(anchor, q.last_anchor);
+    if (placer != kSyncAgent) q.last_anchor = anchor;
     // Same-queue read-after-write: the queue itself orders it, with a barrier.
     bool same_queue_raw = false;
     deps = dependencies(qagent, reads, writes, &same_queue_raw);
@@ -331,14 +347,21 @@ struct KernelBuilder::Impl {
     trig.in.address = ops[desc_id].slot;  // a ring slot until Device places the ring
     trig.in.value = 1;
     for (int dep : deps) {
-      // Ops of the placer's own stream before the trigger are done by then.
+      // Ops of the placer's own stream up to the anchor are done by then.
       if (ops[dep].agent == placer) continue;
       trig.waits.push_back(dep);
     }
     mark_signal(trig.waits);
     const int trig_id = static_cast<int>(ops.size());
-    ops.push_back(trig);
-    streams[placer].insert(streams[placer].begin() + after + 1, trig_id);
+    if (placer == kSyncAgent || anchor < 0) {
+      // The sync stream holds triggers and waits only: append.
+      trig.pos = static_cast<int>(streams[placer].size());
+      ops.push_back(trig);
+      streams[placer].push_back(trig_id);
+    } else {
+      ops.push_back(trig);
+      ops[streams[placer][anchor]].triggers.push_back(trig_id);
+    }
     record(desc_id, reads, writes);
   }
 
@@ -794,8 +817,7 @@ Program KernelBuilder::build() {
       w.value = value;
       out.push_back(w);
     };
-    for (int id : m.streams[e]) {
-      const Op& op = m.ops[id];
+    const auto emit_op = [&](const Op& op) {
       for (int dep : op.waits) wait_for(dep);
       out.push_back(op.in);
       if (op.signal) {
@@ -806,6 +828,10 @@ Program KernelBuilder::build() {
         inc.value = 1;
         out.push_back(inc);
       }
+    };
+    for (int id : m.streams[e]) {
+      emit_op(m.ops[id]);
+      for (int t : m.ops[id].triggers) emit_op(m.ops[t]);
     }
     if (e == kSyncAgent) {
       // The program ends when every DMA has landed, not just been started.
