@@ -15,8 +15,10 @@
 // overtaking it: a load may start the cycle after the last injection of the
 // instruction that used its buffer (te_controller enforces this).
 //
-// PE state is held as arrays updated by one loop rather than one module per PE:
-// the Verilated model then runs a loop, not separate code for each PE.
+// PE state is held as arrays updated by one loop rather than one module per PE,
+// each grid row one packed vector, and the skews as ring buffers: the Verilated
+// model then runs a loop and copies a few wide words per row, rather than
+// carrying separate code for each PE.
 module te_array #(
   parameter int unsigned Rows = 8,
   parameter int unsigned Cols = 8
@@ -44,71 +46,80 @@ module te_array #(
 );
   import te_pkg::*;
 
-  // Triangular skew storage: row r keeps stages 0..r at SkewBase(r) + s.
-  localparam int unsigned SkewSize = Rows * (Rows + 1) / 2;
-  // De-skew storage: column c keeps Cols - 1 - c stages at DeskewBase(c) + s.
-  localparam int unsigned DeskewSize = (Cols > 1) ? Cols * (Cols - 1) / 2 : 1;
+  // Skew and de-skew are ring buffers indexed by a count of advancing cycles:
+  // slot ptr_q - 1 - j holds what was written j advancing cycles ago. Only one
+  // slot is written per cycle, so nothing is shifted.
+  localparam int unsigned PtrWidth = ($clog2(Rows) > $clog2(Cols)) ?
+                                     (($clog2(Rows) > 0) ? $clog2(Rows) : 1) :
+                                     (($clog2(Cols) > 0) ? $clog2(Cols) : 1);
+  localparam int unsigned RingDepth = 2 ** PtrWidth;
+  localparam int unsigned ColIdxWidth = (Cols > 1) ? $clog2(Cols) : 1;
 
-  function automatic int unsigned skew_base(int unsigned r);
-    return r * (r + 1) / 2;
-  endfunction
-  function automatic int unsigned deskew_base(int unsigned c);
-    return c * (2 * Cols - 1 - c) / 2;
-  endfunction
-
-  // Moving element: {buffer select, valid, bf16}.
-  localparam int unsigned XWidth = 18;
+  // Moving element, 32 bits: {14'0, buffer select, valid, bf16}.
   localparam int unsigned XValid = 16;
   localparam int unsigned XSel = 17;
-  // Stationary beat in the skew: {column, valid, buffer, bf16}.
-  localparam int unsigned LWidth = 34;
+  // Stationary beat element, 32 bits: {column[13:0], valid, buffer, bf16}.
   localparam int unsigned LBuf = 16;
   localparam int unsigned LValid = 17;
   localparam int unsigned LCol = 18;
-  localparam int unsigned ColIdxWidth = (Cols > 1) ? $clog2(Cols) : 1;
 
-  logic [XWidth-1:0] xskew_d [SkewSize];
-  logic [XWidth-1:0] xskew_q [SkewSize];
-  logic [LWidth-1:0] lskew_d [SkewSize];
-  logic [LWidth-1:0] lskew_q [SkewSize];
-  logic [XWidth-1:0] x_d     [Rows][Cols];
-  logic [XWidth-1:0] x_q     [Rows][Cols];
-  logic [31:0]       psum_d  [Rows][Cols];
-  logic [31:0]       psum_q  [Rows][Cols];
-  logic [31:0]       dsk_d   [DeskewSize];
-  logic [31:0]       dsk_q   [DeskewSize];
-  logic [15:0]       w_q     [2][Rows][Cols];
+  typedef logic [Rows-1:0][31:0] row_vec_t;  // one element per array row
+  typedef logic [Cols-1:0][31:0] col_vec_t;  // one element per array column
 
-  // Input skew of moving data and stationary beats.
+  logic [PtrWidth-1:0] ptr_d, ptr_q;
+  row_vec_t            xin, lin;
+  row_vec_t            xring_q [RingDepth];
+  row_vec_t            lring_q [RingDepth];
+  col_vec_t            dring_q [RingDepth];
+  // PE state: row r of the grid is one packed vector over the columns.
+  col_vec_t            x_d    [Rows];
+  col_vec_t            x_q    [Rows];
+  col_vec_t            psum_d [Rows];
+  col_vec_t            psum_q [Rows];
+  logic [15:0]         w_q    [2][Rows][Cols];
+
+  assign ptr_d = adv_i ? ptr_q + 1'b1 : ptr_q;
+
+  // Columns are below 2^14 (te_controller checks Cols); the top bits are zero.
+  logic unused_ld_col;
+  assign unused_ld_col = ^ld_col_i[15:14];
+
+  // What enters the skews this cycle.
   always_comb begin
-    if (adv_i) begin
-      for (int unsigned r = 0; r < Rows; r++) begin
-        xskew_d[skew_base(r)] = {mv_buf_i, mv_inject_i && (r < 32'(mv_k_i)), mv_data_i[r]};
-        lskew_d[skew_base(r)] = {ld_col_i, ld_valid_i, ld_buf_i, ld_data_i[r]};
-        for (int unsigned s = 1; s <= r; s++) begin
-          xskew_d[skew_base(r) + s] = xskew_q[skew_base(r) + s - 1];
-          lskew_d[skew_base(r) + s] = lskew_q[skew_base(r) + s - 1];
-        end
-      end
-    end else begin
-      xskew_d = xskew_q;
-      lskew_d = lskew_q;
+    for (int unsigned r = 0; r < Rows; r++) begin
+      xin[r] = {14'h0, mv_buf_i, mv_inject_i && (r < 32'(mv_k_i)), mv_data_i[r]};
+      lin[r] = {ld_col_i[13:0], ld_valid_i, ld_buf_i, ld_data_i[r]};
     end
   end
 
-  // The PE grid: one multiply-add per PE per cycle.
-  logic [XWidth-1:0] x;
-  logic [31:0]       pin;
+  // Skew and de-skew storage: written, not reset (a slot is read only after
+  // the cycle that wrote it, except in the first cycles after reset, whose
+  // results the controller never writes to PSUM).
+  always_ff @(posedge clk_i) begin
+    if (adv_i) begin
+      xring_q[ptr_q] <= xin;
+      lring_q[ptr_q] <= lin;
+      dring_q[ptr_q] <= psum_q[Rows-1];
+    end
+  end
+
+  // The PE grid: one multiply-add per PE per cycle. Row r takes its moving
+  // data from the skew written r advancing cycles ago.
+  logic [31:0]         pe_x, pe_psum_in;
+  logic [PtrWidth-1:0] slot;
   always_comb begin
-    x = '0;
-    pin = '0;
+    pe_x = '0;
+    pe_psum_in = '0;
+    slot = '0;
     if (adv_i) begin
       for (int unsigned r = 0; r < Rows; r++) begin
+        slot = ptr_q - PtrWidth'(1) - PtrWidth'(r);
         for (int unsigned c = 0; c < Cols; c++) begin
-          x = (c == 0) ? xskew_q[skew_base(r) + r] : x_q[r][c-1];
-          pin = (r == 0) ? Fp32NegZero : psum_q[r-1][c];
-          x_d[r][c] = x;
-          psum_d[r][c] = x[XValid] ? fp32_add(pin, bf16_mul(x[15:0], w_q[x[XSel]][r][c])) : pin;
+          pe_x = (c == 0) ? xring_q[slot][r] : x_q[r][c-1];
+          pe_psum_in = (r == 0) ? Fp32NegZero : psum_q[r-1][c];
+          x_d[r][c] = pe_x;
+          psum_d[r][c] = pe_x[XValid] ?
+              fp32_add(pe_psum_in, bf16_mul(pe_x[15:0], w_q[pe_x[XSel]][r][c])) : pe_psum_in;
         end
       end
     end else begin
@@ -117,48 +128,31 @@ module te_array #(
     end
   end
 
-  // Output de-skew.
-  always_comb begin
-    if (adv_i) begin
-      for (int unsigned c = 0; c + 1 < Cols; c++) begin
-        dsk_d[deskew_base(c)] = psum_q[Rows-1][c];
-        for (int unsigned s = 1; s + 1 + c < Cols; s++) begin
-          dsk_d[deskew_base(c) + s] = dsk_q[deskew_base(c) + s - 1];
-        end
-      end
-    end else begin
-      dsk_d = dsk_q;
-    end
-    if (Cols == 1) dsk_d[0] = '0;
-  end
-
+  // Output de-skew: column c is taken Cols - 1 - c advancing cycles late.
   always_comb begin
     for (int unsigned c = 0; c < Cols; c++) begin
-      out_data_o[c] = (c + 1 == Cols) ? psum_q[Rows-1][c] : dsk_q[deskew_base(c) + Cols - 2 - c];
+      out_data_o[c] = (c + 1 == Cols) ? psum_q[Rows-1][c] :
+                      dring_q[ptr_q - PtrWidth'(Cols - 1 - c)][c];
     end
   end
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      xskew_q <= '{default: '0};
-      lskew_q <= '{default: '0};
-      x_q     <= '{default: '{default: '0}};
-      psum_q  <= '{default: '{default: '0}};
-      dsk_q   <= '{default: '0};
+      ptr_q  <= '0;
+      x_q    <= '{default: '0};
+      psum_q <= '{default: '0};
     end else begin
-      xskew_q <= xskew_d;
-      lskew_q <= lskew_d;
-      x_q     <= x_d;
-      psum_q  <= psum_d;
-      dsk_q   <= dsk_d;
+      ptr_q  <= ptr_d;
+      x_q    <= x_d;
+      psum_q <= psum_d;
     end
   end
 
   // Stationary weights: a memory per row, written when a beat leaves the
   // row's skew. Not reset: a weight is only read after a load wrote it.
   for (genvar r = 0; r < Rows; r++) begin : gen_weight_rows
-    logic [LWidth-1:0] beat;
-    assign beat = lskew_q[skew_base(r) + r];
+    logic [31:0] beat;
+    assign beat = lring_q[ptr_q - PtrWidth'(1) - PtrWidth'(r)][r];
     always_ff @(posedge clk_i) begin
       if (adv_i && beat[LValid]) begin
         w_q[beat[LBuf]][r][beat[LCol +: ColIdxWidth]] <= beat[15:0];
