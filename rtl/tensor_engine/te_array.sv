@@ -16,9 +16,8 @@
 // instruction that used its buffer (te_controller enforces this).
 //
 // PE state is held as arrays updated by one loop rather than one module per PE,
-// each grid row one packed vector, and the skews as ring buffers: the Verilated
-// model then runs a loop and copies a few wide words per row, rather than
-// carrying separate code for each PE.
+// and the skews are ring buffers rather than shift registers: the Verilated
+// model then runs loops instead of carrying separate code for each PE.
 module te_array #(
   parameter int unsigned Rows = 8,
   parameter int unsigned Cols = 8
@@ -63,20 +62,17 @@ module te_array #(
   localparam int unsigned LValid = 17;
   localparam int unsigned LCol = 18;
 
-  typedef logic [Rows-1:0][31:0] row_vec_t;  // one element per array row
-  typedef logic [Cols-1:0][31:0] col_vec_t;  // one element per array column
-
   logic [PtrWidth-1:0] ptr_d, ptr_q;
-  row_vec_t            xin, lin;
-  row_vec_t            xring_q [RingDepth];
-  row_vec_t            lring_q [RingDepth];
-  col_vec_t            dring_q [RingDepth];
-  // PE state: row r of the grid is one packed vector over the columns.
-  col_vec_t            x_d    [Rows];
-  col_vec_t            x_q    [Rows];
-  col_vec_t            psum_d [Rows];
-  col_vec_t            psum_q [Rows];
-  logic [15:0]         w_q    [2][Rows][Cols];
+  logic [31:0]         xin     [Rows];
+  logic [31:0]         lin     [Rows];
+  logic [31:0]         xring_q [RingDepth][Rows];
+  logic [31:0]         lring_q [RingDepth][Rows];
+  logic [31:0]         dring_q [RingDepth][Cols];
+  logic [31:0]         x_d     [Rows][Cols];
+  logic [31:0]         x_q     [Rows][Cols];
+  logic [31:0]         psum_d  [Rows][Cols];
+  logic [31:0]         psum_q  [Rows][Cols];
+  logic [15:0]         w_q     [2][Rows][Cols];
 
   assign ptr_d = adv_i ? ptr_q + 1'b1 : ptr_q;
 
@@ -92,19 +88,22 @@ module te_array #(
     end
   end
 
-  // Skew and de-skew storage: written, not reset (a slot is read only after
-  // the cycle that wrote it, except in the first cycles after reset, whose
-  // results the controller never writes to PSUM).
+  // Skew and de-skew storage, one slot written per advancing cycle; not reset
+  // (a slot is read only after the cycle that wrote it, except in the first
+  // cycles after reset, whose results the controller never writes to PSUM).
+  // The de-skew ring takes the bottom row's next state, so its slot ptr_q - 1
+  // holds what the bottom row holds now.
   always_ff @(posedge clk_i) begin
     if (adv_i) begin
       xring_q[ptr_q] <= xin;
       lring_q[ptr_q] <= lin;
-      dring_q[ptr_q] <= psum_q[Rows-1];
+      dring_q[ptr_q] <= psum_d[Rows-1];
     end
   end
 
   // The PE grid: one multiply-add per PE per cycle. Row r takes its moving
-  // data from the skew written r advancing cycles ago.
+  // data from the skew slot written r advancing cycles ago. When the engine
+  // holds (adv_i low) the next state is not computed: the registers keep it.
   logic [31:0]         pe_x, pe_psum_in;
   logic [PtrWidth-1:0] slot;
   always_comb begin
@@ -122,29 +121,45 @@ module te_array #(
               fp32_add(pe_psum_in, bf16_mul(pe_x[15:0], w_q[pe_x[XSel]][r][c])) : pe_psum_in;
         end
       end
-    end else begin
-      x_d = x_q;
-      psum_d = psum_q;
     end
   end
 
   // Output de-skew: column c is taken Cols - 1 - c advancing cycles late.
   always_comb begin
     for (int unsigned c = 0; c < Cols; c++) begin
-      out_data_o[c] = (c + 1 == Cols) ? psum_q[Rows-1][c] :
-                      dring_q[ptr_q - PtrWidth'(Cols - 1 - c)][c];
+      out_data_o[c] = dring_q[ptr_q - PtrWidth'(Cols - c)][c];
     end
   end
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      ptr_q  <= '0;
-      x_q    <= '{default: '0};
-      psum_q <= '{default: '0};
+      ptr_q <= '0;
     end else begin
-      ptr_q  <= ptr_d;
-      x_q    <= x_d;
-      psum_q <= psum_d;
+      ptr_q <= ptr_d;
+    end
+  end
+
+  // PE registers. Copied by loops of blocking assignments: Verilator 5.006
+  // expands a whole-array non-blocking assignment into one delayed assignment
+  // per element (some 30,000 statements at 128 x 128, most of the build time
+  // and a large share of the run time) and does not support non-blocking
+  // assignments to arrays inside loops (BLKLOOPINIT). Only combinational logic
+  // reads these arrays, so the blocking copy cannot race with another process.
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      for (int unsigned r = 0; r < Rows; r++) begin
+        for (int unsigned c = 0; c < Cols; c++) begin
+          x_q[r][c] = '0;
+          psum_q[r][c] = '0;
+        end
+      end
+    end else if (adv_i) begin
+      for (int unsigned r = 0; r < Rows; r++) begin
+        for (int unsigned c = 0; c < Cols; c++) begin
+          x_q[r][c] = x_d[r][c];
+          psum_q[r][c] = psum_d[r][c];
+        end
+      end
     end
   end
 

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <memory>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -37,7 +38,7 @@ Result run(double min_seconds) {
   // A pool of random beats, cycled through so that data change every cycle.
   std::mt19937 rng(5);
   std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<decltype(m->mv_data_i)> pool(61);
+  std::vector<std::remove_reference_t<decltype(m->mv_data_i)>> pool(61);
   for (auto& beat : pool)
     for (int r = 0; r < kRows; ++r)
       set_field(beat, 16 * r, 16, tessera::arch::to_bf16(dist(rng)).bits);
