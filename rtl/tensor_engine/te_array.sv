@@ -102,24 +102,21 @@ module te_array #(
   end
 
   // The PE grid: one multiply-add per PE per cycle. Row r takes its moving
-  // data from the skew slot written r advancing cycles ago. When the engine
-  // holds (adv_i low) the next state is not computed: the registers keep it.
+  // data from the skew slot written r advancing cycles ago. The next state is
+  // a function of registers only (the registers, not this block, hold when the
+  // engine stalls): the Verilated model then evaluates the grid once per
+  // clock, not again whenever a port input such as ps_ready_i changes.
   logic [31:0]         pe_x, pe_psum_in;
   logic [PtrWidth-1:0] slot;
   always_comb begin
-    pe_x = '0;
-    pe_psum_in = '0;
-    slot = '0;
-    if (adv_i) begin
-      for (int unsigned r = 0; r < Rows; r++) begin
-        slot = ptr_q - PtrWidth'(1) - PtrWidth'(r);
-        for (int unsigned c = 0; c < Cols; c++) begin
-          pe_x = (c == 0) ? xring_q[slot][r] : x_q[r][c-1];
-          pe_psum_in = (r == 0) ? Fp32NegZero : psum_q[r-1][c];
-          x_d[r][c] = pe_x;
-          psum_d[r][c] = pe_x[XValid] ?
-              fp32_add(pe_psum_in, bf16_mul(pe_x[15:0], w_q[pe_x[XSel]][r][c])) : pe_psum_in;
-        end
+    for (int unsigned r = 0; r < Rows; r++) begin
+      slot = ptr_q - PtrWidth'(1) - PtrWidth'(r);
+      for (int unsigned c = 0; c < Cols; c++) begin
+        pe_x = (c == 0) ? xring_q[slot][r] : x_q[r][c-1];
+        pe_psum_in = (r == 0) ? Fp32NegZero : psum_q[r-1][c];
+        x_d[r][c] = pe_x;
+        psum_d[r][c] = pe_x[XValid] ?
+            fp32_add(pe_psum_in, bf16_mul(pe_x[15:0], w_q[pe_x[XSel]][r][c])) : pe_psum_in;
       end
     end
   end
