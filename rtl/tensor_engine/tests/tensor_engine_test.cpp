@@ -2,9 +2,10 @@
 // the timing schedule (cycle for cycle). Compiled once per array size: TE_MODEL
 // names the Verilated class, TE_ROWS x TE_COLS its size, TE_N_LIMIT the moving
 // free size limit to test, TE_FULL whether to run the whole suite (the 32 x 32
-// build runs a subset).
+// build runs a subset), TE_CONFIG (if defined) the shipped config of this size.
 #include "engine_driver.h"
 
+#include "arch/config.h"
 #include "arch/numerics.h"
 #include "arch/tensor_timing.h"
 
@@ -195,6 +196,34 @@ TEST(TensorEngine, BackpressureAndStarvationLoseNothing) {
   EXPECT_TRUE(ref.matches(d));
   EXPECT_GT(d.model().perf_stall_o, 0u);
 }
+
+#ifdef TE_CONFIG
+// The shipped generation built at this size: its array, moving limit and
+// initiation interval drive the engine, results and timing as specified.
+TEST(TensorEngine, ShippedConfigRunsAtItsLimitsAndTiming) {
+  const arch::ResolvedConfig cfg = arch::load_config(TE_CONFIG);
+  const arch::TensorEngineConfig& t = cfg.hw.tensor;
+  ASSERT_EQ(t.rows, kRows);
+  ASSERT_EQ(t.cols, kCols);
+  ASSERT_EQ(t.moving_max_free, kNLimit);
+  EXPECT_TRUE(cfg.derived.rtl_build_available);
+  const int ii = static_cast<int>(t.min_initiation_interval_cycles);
+  const int m = static_cast<int>(t.stationary_max_free);
+  std::mt19937 rng(31);
+  for (int n : {1, static_cast<int>(t.moving_max_free) / 4, static_cast<int>(t.moving_max_free)}) {
+    Driver d(kRows, kCols, test_name() + "_n" + std::to_string(n));
+    d.set_min_ii(ii);
+    PsumModel ref(d, rng);
+    for (int i = 0; i < 3; ++i)
+      queue_matmul(d, ref, random_matrix(kRows, m, rng), random_matrix(kRows, n, rng), 0, i > 0);
+    d.run_until_idle();
+    EXPECT_TRUE(ref.matches(d)) << "n " << n;
+    EXPECT_EQ(d.write_edges.back() - d.accept_edges.front(),
+              static_cast<std::uint64_t>(arch::back_to_back_cycles({kRows, kCols, ii}, m, n, 3)))
+        << "n " << n;
+  }
+}
+#endif
 
 #if TE_FULL
 
