@@ -400,6 +400,30 @@ TEST(TensorEngine, CountersAndBusy) {
   EXPECT_FALSE(d.model().busy_o);
 }
 
+TEST(TensorEngine, RandomProgramsUnderRandomPortNoiseMatchReference) {
+  // Many random shapes, modes, addresses, value mixes and port behaviours.
+  std::mt19937 rng(30);
+  for (int trial = 0; trial < 20; ++trial) {
+    Driver d(kRows, kCols, test_name() + "_" + std::to_string(trial));
+    std::uniform_real_distribution<double> p(0.2, 1.0);
+    d.set_noise({p(rng), p(rng), p(rng)}, static_cast<std::uint32_t>(trial));
+    d.set_min_ii(std::uniform_int_distribution<int>(1, kCols)(rng));
+    PsumModel ref(d, rng);
+    for (int i = 0; i < 8; ++i) {
+      const int k = std::uniform_int_distribution<int>(1, kRows)(rng);
+      const int m = std::uniform_int_distribution<int>(1, kCols)(rng);
+      const int n = std::uniform_int_distribution<int>(1, kNLimit)(rng);
+      const int addr = std::uniform_int_distribution<int>(0, 1024 - n)(rng);
+      const bool special = std::bernoulli_distribution(0.3)(rng);
+      const Bf16Matrix st = special ? special_matrix(k, m, rng) : random_matrix(k, m, rng);
+      const Bf16Matrix mv = special ? special_matrix(k, n, rng) : random_matrix(k, n, rng);
+      queue_matmul(d, ref, st, mv, addr, std::bernoulli_distribution(0.5)(rng));
+    }
+    d.run_until_idle();
+    ASSERT_TRUE(ref.matches(d)) << "trial " << trial;
+  }
+}
+
 TEST(TensorEngine, WaveformOnRequest) {
   const auto dir = std::filesystem::temp_directory_path() / ("te_waves_" + std::to_string(kRows));
   std::filesystem::create_directories(dir);
