@@ -160,6 +160,27 @@ module te_array #(
     end
   end
 
+  // A waveform view of the grid for small arrays: Verilator traces
+  // one-dimensional arrays only. Large arrays skip it, so the grid loop stays
+  // the only per-PE work of their models.
+  localparam bit GridView = Rows * Cols <= 1024;
+  if (GridView) begin : gen_grid_view
+    for (genvar r = 0; r < Rows; r++) begin : gen_rows
+      logic [31:0] view_psum [Cols];
+      logic [31:0] view_x    [Cols];
+      logic [15:0] view_w0   [Cols];
+      logic [15:0] view_w1   [Cols];
+      always_comb begin
+        for (int unsigned c = 0; c < Cols; c++) begin
+          view_psum[c] = psum_q[r][c];
+          view_x[c] = x_q[r][c];
+          view_w0[c] = w_q[0][r][c];
+          view_w1[c] = w_q[1][r][c];
+        end
+      end
+    end
+  end
+
   // Stationary weights: a memory per row, written when a beat leaves the
   // row's skew. Not reset: a weight is only read after a load wrote it.
   for (genvar r = 0; r < Rows; r++) begin : gen_weight_rows
