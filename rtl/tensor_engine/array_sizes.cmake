@@ -2,4 +2,5 @@
 # (ROWSxCOLS). Each is its own model: Verilator fixes parameters at build time.
 # The config library compiles this list in, so `tessera config show` and the
 # rtl fidelity know which configs can run on RTL. Add a size here to build it.
-set(TESSERA_TENSOR_ARRAY_SIZES "" CACHE INTERNAL "")
+#   8x8: tiny    32x32: small    128x128: neuroncore-v1 .. v4
+set(TESSERA_TENSOR_ARRAY_SIZES "8x8;32x32;128x128" CACHE INTERNAL "")
