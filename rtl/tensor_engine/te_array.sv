@@ -163,7 +163,7 @@ module te_array #(
   // A waveform view of the grid for small arrays: Verilator traces
   // one-dimensional arrays only. Large arrays skip it, so the grid loop stays
   // the only per-PE work of their models.
-  localparam bit GridView = Rows * Cols <= 1024;
+  localparam bit GridView = Rows * Cols <= 256;
   if (GridView) begin : gen_grid_view
     for (genvar r = 0; r < Rows; r++) begin : gen_rows
       logic [31:0] view_psum [Cols];

@@ -208,6 +208,7 @@ class EngineDriver {
   // every PSUM write, in order.
   std::vector<std::uint64_t> accept_edges;
   std::vector<std::uint64_t> write_edges;
+  std::string wave_path;  // set when a waveform is being written
 
  private:
   bool coin(double p) {
@@ -267,10 +268,6 @@ class EngineDriver {
     if (fst_) fst_->dump(ctx_->time());
   }
 
- public:
-  std::string wave_path;  // set when a waveform is being written
-
- private:
   int rows_, cols_;
   std::unique_ptr<VerilatedContext> ctx_;
   std::unique_ptr<Model> model_;
