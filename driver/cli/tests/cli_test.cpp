@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <array>
 #include <cstdio>
@@ -113,6 +114,72 @@ TEST(Cli, HelpOnEverySubcommand) {
     EXPECT_EQ(r.status, 0);
     EXPECT_THAT(r.out, HasSubstr("Usage"));
   }
+}
+
+TEST(Cli, RunPrintsAJsonReport) {
+  const auto r = run("run --config tiny --kernel gemm --variant hoisted --shape M=16,N=64,K=24 --fidelity tlm --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* key : {"kernel", "variant", "config", "fidelity", "shape", "time_ns", "cycles", "hfu_percent",
+                          "correct", "max_abs_error", "wall_seconds", "engines"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["kernel"], "gemm");
+  EXPECT_EQ(j["variant"], "hoisted");
+  EXPECT_EQ(j["shape"]["K"], 24);
+  EXPECT_EQ(j["correct"], true);
+  EXPECT_GT(j["time_ns"].get<double>(), 0);
+  EXPECT_GT(j["engines"]["tensor"]["busy_ns"].get<double>(), 0);
+}
+
+// Timing must not depend on data: --no-data gives the same cycles.
+TEST(Cli, NoDataGivesTheSameCycles) {
+  const std::string args = "run --config small --kernel gemm --shape M=40,N=300,K=70 --fidelity tlm --json";
+  const auto with = run(args), without = run(args + " --no-data");
+  ASSERT_EQ(with.status, 0) << with.err;
+  ASSERT_EQ(without.status, 0) << without.err;
+  const auto a = nlohmann::json::parse(with.out), b = nlohmann::json::parse(without.out);
+  EXPECT_EQ(a["time_ns"], b["time_ns"]);
+  EXPECT_EQ(a["engines"], b["engines"]);
+  EXPECT_EQ(b["checked"], false);
+}
+
+TEST(Cli, RunWritesReportStatsAndResolvedConfig) {
+  const fs::path out = fs::temp_directory_path() / "tessera_cli_run_out";
+  fs::remove_all(out);
+  const auto r = run(fmt::format("run --config tiny --kernel gemm --fidelity tlm --out {} --set hbm.bandwidth_gbps=32",
+                                 out.string()));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("numerics: match"));
+  for (const char* f : {"report.json", "stats.txt", "config.resolved.yaml"}) EXPECT_TRUE(fs::exists(out / f)) << f;
+  std::ifstream stats(out / "stats.txt");
+  const std::string text((std::istreambuf_iterator<char>(stats)), {});
+  EXPECT_THAT(text, HasSubstr("core.tensor.macs"));
+  EXPECT_THAT(text, HasSubstr("# multiply-accumulates performed (count)"));
+  const auto v = run(fmt::format("config show {} --json", (out / "config.resolved.yaml").string()));
+  ASSERT_EQ(v.status, 0) << v.err;
+  EXPECT_EQ(nlohmann::json::parse(v.out)["config"]["hbm"]["bandwidth_gbps"], 32.0);
+  fs::remove_all(out);
+}
+
+TEST(Cli, RunBadInputExits2NamingTheProblem) {
+  auto r = run("run --config tiny --kernel gemmm --fidelity tlm");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("unknown kernel 'gemmm'"));
+  r = run("run --config tiny --kernel gemm --variant fast --fidelity tlm");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("no variant 'fast'"));
+  r = run("run --config tiny --kernel gemm --shape Q=4 --fidelity tlm");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("no shape parameter 'Q'"));
+  r = run("run --config tiny --kernel gemm --shape M=x --fidelity tlm");
+  EXPECT_EQ(r.status, 2);
+  r = run("run --config tinny --kernel gemm");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("did you mean 'tiny'"));
+  // A shape whose tiles overflow SBUF: the rule and the call are named.
+  r = run("run --config tiny --kernel gemm --variant blocked_mn --shape K=4096 --fidelity tlm");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("use blocked_mnk"));
 }
 
 // docs/configs.md carries the schema table; it must match the schema.
