@@ -18,19 +18,22 @@ constexpr int kSyncAgent = static_cast<int>(arch::Engine::Sync);
 constexpr int kFirstQueueAgent = arch::kNumEngines;
 
 // A rectangle of memory an instruction touches: partitions [p0, p1) and
-// bytes [b0, b1) of each (HBM: one "partition", device byte addresses).
+// bytes [b0, b1) of each. In HBM (space 2) a tensor is seen as rows of its
+// last dimension: rows [p0, p1), and b the byte range within a row, offset
+// by the tensor's address so that distinct tensors never overlap.
 struct Region {
   int space = 0;  // 0 SBUF, 1 PSUM, 2 HBM
   std::uint64_t p0 = 0, p1 = 0, b0 = 0, b1 = 0;
+  std::uint64_t tensor = 0;  // HBM: the tensor's address
 
   bool overlaps(const Region& o) const {
-    return space == o.space && p0 < o.p1 && o.p0 < p1 && b0 < o.b1 && o.b0 < b1;
+    return space == o.space && tensor == o.tensor && p0 < o.p1 && o.p0 < p1 && b0 < o.b1 && o.b0 < b1;
   }
   bool covers(const Region& o) const {
-    return space == o.space && p0 <= o.p0 && o.p1 <= p1 && b0 <= o.b0 && o.b1 <= b1;
+    return space == o.space && tensor == o.tensor && p0 <= o.p0 && o.p1 <= p1 && b0 <= o.b0 && o.b1 <= b1;
   }
   bool operator==(const Region& o) const {
-    return space == o.space && p0 == o.p0 && p1 == o.p1 && b0 == o.b0 && b1 == o.b1;
+    return space == o.space && tensor == o.tensor && p0 == o.p0 && p1 == o.p1 && b0 == o.b0 && b1 == o.b1;
   }
 };
 
@@ -41,8 +44,24 @@ Region region_of(const Tile& t) {
 }
 
 Region region_of(const View& v) {
-  const auto [first, last] = v.byte_range();
-  return {2, 0, 1, first, last + 1};
+  const Tensor& t = *v.tensor;
+  const std::int64_t pitch = t.shape.back();
+  const std::uint64_t e = arch::size_of(t.dtype);
+  std::int64_t lo = v.offset, hi = v.offset;
+  for (std::size_t d = 0; d < v.sizes.size(); ++d) {
+    const std::int64_t span = (v.sizes[d] - 1) * v.strides[d];
+    (span < 0 ? lo : hi) += span;
+  }
+  Region r{2, static_cast<std::uint64_t>(lo / pitch), static_cast<std::uint64_t>(hi / pitch + 1), t.address,
+           t.address + static_cast<std::uint64_t>(pitch) * e, t.address};
+  // A window of whole rows' columns (the usual 2-D tile) is exact; any other
+  // pattern is taken as whole rows, which only adds ordering.
+  if (v.sizes.size() == 2 && v.strides[0] == pitch && v.strides[1] == 1) {
+    const std::uint64_t c0 = static_cast<std::uint64_t>(v.offset % pitch);
+    r.b0 = t.address + c0 * e;
+    r.b1 = r.b0 + static_cast<std::uint64_t>(v.sizes[1]) * e;
+  }
+  return r;
 }
 
 // An operation in program order: an engine instruction (placed in a stream)
@@ -155,9 +174,17 @@ struct KernelBuilder::Impl {
   };
   std::vector<Queue> queues;  // agent kFirstQueueAgent + i
   std::vector<std::uint32_t> next_engine_of_placer = std::vector<std::uint32_t>(arch::kNumEngines, 0);
-  // Accesses not yet superseded, by Region::space (accesses only meet their own space).
-  std::vector<Access> live_writes[3];
-  std::unordered_map<ReadKey, int, ReadKeyHash> live_reads[3];
+  // On-chip accesses not yet superseded, by Region::space (SBUF, PSUM).
+  std::vector<Access> live_writes[2];
+  std::unordered_map<ReadKey, int, ReadKeyHash> live_reads[2];
+  // HBM, per tensor: writes exactly, reads summarised as each agent's latest
+  // (a write waits for all of them). Kernels rarely write what they read, and
+  // a large kernel reads tens of thousands of distinct tiles.
+  struct HbmTensor {
+    std::vector<Access> writes;
+    std::map<int, int> readers;  // agent -> latest read op
+  };
+  std::unordered_map<std::uint64_t, HbmTensor> hbm;
   struct Allocation {
     std::string name;
     bool written = false;
@@ -221,7 +248,22 @@ struct KernelBuilder::Impl {
     bool writes_space[3] = {false, false, false}, reads_space[3] = {false, false, false};
     for (const Region& w : writes) writes_space[w.space] = true;
     for (const Region& r : reads) reads_space[r.space] = true;
-    for (int space = 0; space < 3; ++space) {
+    for (const Region& x : reads) {
+      if (x.space != 2) continue;
+      const auto it = hbm.find(x.tensor);
+      if (it == hbm.end()) continue;
+      for (const Access& a : it->second.writes)
+        if (a.region.overlaps(x)) consider(a.op, true, a.region);
+    }
+    for (const Region& x : writes) {
+      if (x.space != 2) continue;
+      const auto it = hbm.find(x.tensor);
+      if (it == hbm.end()) continue;
+      for (const Access& a : it->second.writes)
+        if (a.region.overlaps(x)) consider(a.op, true, a.region);
+      for (const auto& [ag, op_id] : it->second.readers) consider(op_id, false, x);
+    }
+    for (int space = 0; space < 2; ++space) {
       // True and output dependencies: earlier writes.
       if (reads_space[space] || writes_space[space])
         for (const Access& a : live_writes[space]) {
@@ -245,14 +287,24 @@ struct KernelBuilder::Impl {
 
   void record(int op, const std::vector<Region>& reads, const std::vector<Region>& writes) {
     for (const Region& w : writes) {
+      if (w.space == 2) {
+        auto& ws = hbm[w.tensor].writes;
+        ws.erase(std::remove_if(ws.begin(), ws.end(), [&](const Access& a) { return w.covers(a.region); }), ws.end());
+        ws.push_back({w, op});
+        continue;
+      }
       auto& ws = live_writes[w.space];
       ws.erase(std::remove_if(ws.begin(), ws.end(), [&](const Access& a) { return w.covers(a.region); }), ws.end());
       auto& rs = live_reads[w.space];
       for (auto it = rs.begin(); it != rs.end();) it = w.covers(it->first.region) ? rs.erase(it) : std::next(it);
       if (stationary && stationary->overlaps(w)) stationary.reset();
     }
-    for (const Region& r : reads) live_reads[r.space][ReadKey{r, ops[op].agent}] = op;
-    for (const Region& w : writes) live_writes[w.space].push_back({w, op});
+    for (const Region& r : reads) {
+      if (r.space == 2) hbm[r.tensor].readers[ops[op].agent] = op;
+      else live_reads[r.space][ReadKey{r, ops[op].agent}] = op;
+    }
+    for (const Region& w : writes)
+      if (w.space != 2) live_writes[w.space].push_back({w, op});
   }
 
   void mark_signal(const std::vector<int>& deps) {
