@@ -4,6 +4,7 @@
 
 #include "arch/config.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -17,9 +18,11 @@ inline constexpr std::uint64_t kPsumBase = 0x1100'0000'0000ull;
 inline constexpr std::uint64_t kSemaphoreBase = 0x1200'0000'0000ull;
 inline constexpr std::uint64_t kSemaphoreStride = 4;  // one 32-bit register each
 
-// The top of HBM holds the engines' instruction streams (and DMA descriptor
-// rings); tensors are allocated below it.
-inline constexpr std::uint64_t kProgramAreaBytes = 64ull << 20;
+// The top of HBM holds the engines' instruction streams and DMA descriptor
+// rings (a quarter of HBM, 64 MiB .. 4 GiB: a large GEMM has a million
+// descriptors); tensors are allocated below it.
+inline constexpr std::uint64_t kMinProgramAreaBytes = 64ull << 20;
+inline constexpr std::uint64_t kMaxProgramAreaBytes = 4ull << 30;
 
 enum class Region { Hbm, Sbuf, Psum, Semaphore, None };
 
@@ -33,7 +36,10 @@ struct AddressMap {
 
   explicit AddressMap(const HwConfig& cfg);
 
-  std::uint64_t program_area_base() const { return kHbmBase + hbm_bytes - kProgramAreaBytes; }
+  std::uint64_t program_area_bytes() const {
+    return std::clamp(hbm_bytes / 4, kMinProgramAreaBytes, kMaxProgramAreaBytes);
+  }
+  std::uint64_t program_area_base() const { return kHbmBase + hbm_bytes - program_area_bytes(); }
   std::uint64_t sbuf_bytes() const { return sbuf_partition_bytes * sbuf_partitions; }
   std::uint64_t psum_bytes() const { return psum_partition_bytes * psum_partitions; }
 

@@ -78,8 +78,9 @@ NeuronCore::~NeuronCore() = default;
 
 std::uint64_t NeuronCore::place(const std::vector<std::uint8_t>& bytes) {
   const std::uint64_t address = ctx_->map.program_area_base() + program_next_;
-  if (program_next_ + bytes.size() > arch::kProgramAreaBytes)
-    throw std::runtime_error(fmt::format("programs exceed the {} MiB program area", arch::kProgramAreaBytes >> 20));
+  if (program_next_ + bytes.size() > ctx_->map.program_area_bytes())
+    throw std::runtime_error(fmt::format("programs exceed the {} MiB program area at the top of HBM",
+                                         ctx_->map.program_area_bytes() >> 20));
   hbm_->backdoor_write(address, bytes.data(), bytes.size());
   program_next_ += (bytes.size() + 255) / 256 * 256;  // keep every stream 256-byte aligned
   return address;
