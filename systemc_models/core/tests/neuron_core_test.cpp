@@ -4,6 +4,7 @@
 #include "core/neuron_core.h"
 
 #include "arch/numerics.h"
+#include "testing/shipped_config.h"
 #include "testing/stream.h"
 
 #include <gmock/gmock.h>
@@ -22,13 +23,7 @@ using arch::Opcode;
 using ::testing::HasSubstr;
 using test_support::Stream;
 
-const arch::HwConfig& tiny() {
-  static const arch::HwConfig cfg = [] {
-    setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_CONFIG_DIR, 1);
-    return arch::load_config("tiny").hw;
-  }();
-  return cfg;
-}
+const arch::HwConfig& tiny() { return test_support::shipped_config("tiny"); }
 
 AccessPattern sbuf_f32(std::uint32_t offset, std::uint32_t n, std::uint16_t parts = 8) {
   return arch::tile(Memory::Sbuf, DType::Fp32, 0, parts, offset, n);

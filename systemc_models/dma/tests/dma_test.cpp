@@ -6,6 +6,7 @@
 
 #include "arch/dma_descriptor.h"
 #include "arch/numerics.h"
+#include "testing/shipped_config.h"
 #include "testing/stream.h"
 
 #include <gmock/gmock.h>
@@ -25,13 +26,7 @@ using test_support::Stream;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-const arch::HwConfig& tiny() {
-  static const arch::HwConfig cfg = [] {
-    setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_CONFIG_DIR, 1);
-    return arch::load_config("tiny").hw;
-  }();
-  return cfg;
-}
+const arch::HwConfig& tiny() { return test_support::shipped_config("tiny"); }
 
 TEST(DmaPattern, ContiguousInnerDimensionIsOneRunPerRow) {
   const auto runs = pattern_runs(0x100, {8, 3, 1, 1}, {2, 1000, 0, 0}, 1);

@@ -5,6 +5,7 @@
 
 #include "arch/numerics.h"
 #include "arch/tensor_timing.h"
+#include "testing/shipped_config.h"
 #include "testing/stream.h"
 
 #include <gmock/gmock.h>
@@ -24,13 +25,7 @@ using arch::Opcode;
 using core::NeuronCore;
 using test_support::Stream;
 
-const arch::HwConfig& tiny() {
-  static const arch::HwConfig cfg = [] {
-    setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_CONFIG_DIR, 1);
-    return arch::load_config("tiny").hw;
-  }();
-  return cfg;
-}
+const arch::HwConfig& tiny() { return test_support::shipped_config("tiny"); }
 
 Bf16Matrix random_bf16(std::size_t rows, std::size_t cols, std::mt19937& rng) {
   std::normal_distribution<float> dist(0.0f, 1.0f);
