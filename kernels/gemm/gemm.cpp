@@ -136,13 +136,17 @@ private:
       }
   }
 
-  // Step 2: the stationary (A) tiles of a row block are loaded once, outside
-  // the N loop, instead of once per output tile.
+  // Step 2: loads hoisted out of the K loop. The A tiles of a row block are
+  // loaded once per row block; the B tiles of an output tile all go out
+  // before its multiplies, each into its own buffer, so they travel in
+  // parallel and the next tile's loads start as soon as each buffer is free.
   void hoisted(KernelBuilder& kb) {
     const Tiling t(dev_.config(), M_, N_, K_);
-    std::vector<Tile> a;
-    for (std::int64_t ki = 0; ki < t.kt; ++ki) a.push_back(kb.sbuf(fmt::format("a{}", ki), t.tk, t.tm, DType::Bf16));
-    const Tile b = kb.sbuf("b", t.tk, t.tn, DType::Bf16);
+    std::vector<Tile> a, b;
+    for (std::int64_t ki = 0; ki < t.kt; ++ki) {
+      a.push_back(kb.sbuf(fmt::format("a{}", ki), t.tk, t.tm, DType::Bf16));
+      b.push_back(kb.sbuf(fmt::format("b{}", ki), t.tk, t.tn, DType::Bf16));
+    }
     const Tile acc = kb.psum("acc", t.tm, t.tn), out = kb.sbuf("out", t.tm, t.tn, DType::Fp32);
     for (std::int64_t mi = 0; mi < t.mt; ++mi) {
       const std::int64_t mm = rows_of(mi, t.tm, M_);
@@ -150,10 +154,11 @@ private:
         kb.dma(fit(a[ki], rows_of(ki, t.tk, K_), mm), at_tile(ki * t.tk, mi * t.tm, t));
       for (std::int64_t ni = 0; ni < t.nt; ++ni) {
         const std::int64_t nn = rows_of(ni, t.tn, N_);
+        for (std::int64_t ki = 0; ki < t.kt; ++ki)
+          kb.dma(fit(b[ki], rows_of(ki, t.tk, K_), nn), b_tile(ki * t.tk, ni * t.tn, t));
         for (std::int64_t ki = 0; ki < t.kt; ++ki) {
           const std::int64_t kk = rows_of(ki, t.tk, K_);
-          kb.dma(fit(b, kk, nn), b_tile(ki * t.tk, ni * t.tn, t));
-          kb.matmul(fit(acc, mm, nn), fit(a[ki], kk, mm), fit(b, kk, nn), ki > 0);
+          kb.matmul(fit(acc, mm, nn), fit(a[ki], kk, mm), fit(b[ki], kk, nn), ki > 0);
         }
         store(kb, acc, out, mi * t.tm, ni * t.tn, mm, nn);
       }
