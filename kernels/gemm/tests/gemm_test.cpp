@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <tuple>
 
 namespace tessera::kernels {
@@ -14,6 +15,8 @@ struct Case {
   const char* config;
   std::int64_t M, N, K;
 };
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.config << " " << c.M << "x" << c.N << "x" << c.K; }
 
 class GemmTest : public ::testing::TestWithParam<std::tuple<std::string, Case>> {};
 
