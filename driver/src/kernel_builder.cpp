@@ -98,6 +98,81 @@ struct ReadKeyHash {
   }
 };
 
+// The live accesses of one on-chip memory, indexed by 2 KiB column buckets so
+// that a query meets only the accesses near its bytes (a large kernel has
+// hundreds of thousands of DMA pieces and a few hundred live tiles).
+class OnChipIndex {
+public:
+  void add_write(const Region& r, int op) { add(r, op, -1); }
+  void add_read(const Region& r, int agent, int op) {
+    const ReadKey key{r, agent};
+    if (auto it = reads_.find(key); it != reads_.end()) kill(it->second);  // superseded: same agent, same bytes
+    reads_[key] = add(r, op, agent);
+  }
+  // Calls f(region, op, is_write) once for each live access overlapping r.
+  template <typename F>
+  void for_each_overlapping(const Region& r, F&& f) {
+    ++stamp_;
+    for (std::uint64_t b = r.b0 / kBucketBytes; b <= (r.b1 - 1) / kBucketBytes; ++b) {
+      auto it = buckets_.find(b);
+      if (it == buckets_.end()) continue;
+      auto& list = it->second;
+      std::size_t keep = 0;
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        Entry& e = entries_[list[i]];
+        if (!e.alive) continue;  // compacted away below
+        list[keep++] = list[i];
+        if (e.stamp == stamp_ || !e.region.overlaps(r)) continue;
+        e.stamp = stamp_;
+        f(e.region, e.op, e.agent < 0);
+      }
+      list.resize(keep);
+    }
+  }
+  // Drops every access that the write `w` covers: later ops order against w.
+  void remove_covered(const Region& w) {
+    std::vector<std::size_t> dead;
+    ++stamp_;
+    for (std::uint64_t b = w.b0 / kBucketBytes; b <= (w.b1 - 1) / kBucketBytes; ++b) {
+      auto it = buckets_.find(b);
+      if (it == buckets_.end()) continue;
+      for (std::size_t idx : it->second) {
+        Entry& e = entries_[idx];
+        if (e.alive && e.stamp != stamp_ && w.covers(e.region)) {
+          e.stamp = stamp_;
+          dead.push_back(idx);
+        }
+      }
+    }
+    for (std::size_t idx : dead) {
+      if (entries_[idx].agent >= 0) reads_.erase(ReadKey{entries_[idx].region, entries_[idx].agent});
+      kill(idx);
+    }
+  }
+
+private:
+  static constexpr std::uint64_t kBucketBytes = 2048;
+  struct Entry {
+    Region region;
+    int op;
+    int agent;  // readers: the agent; writers: -1
+    bool alive;
+    std::uint64_t stamp;
+  };
+  std::size_t add(const Region& r, int op, int agent) {
+    const std::size_t idx = entries_.size();
+    entries_.push_back({r, op, agent, true, 0});
+    for (std::uint64_t b = r.b0 / kBucketBytes; b <= (r.b1 - 1) / kBucketBytes; ++b) buckets_[b].push_back(idx);
+    return idx;
+  }
+  void kill(std::size_t idx) { entries_[idx].alive = false; }
+
+  std::vector<Entry> entries_;
+  std::unordered_map<std::uint64_t, std::vector<std::size_t>> buckets_;
+  std::unordered_map<ReadKey, std::size_t, ReadKeyHash> reads_;
+  std::uint64_t stamp_ = 0;
+};
+
 // First-fit allocator of byte ranges inside [0, limit), never across a
 // `boundary` (PSUM banks), at `align`.
 class RangeAllocator {
@@ -175,8 +250,8 @@ struct KernelBuilder::Impl {
   std::vector<Queue> queues;  // agent kFirstQueueAgent + i
   std::vector<std::uint32_t> next_engine_of_placer = std::vector<std::uint32_t>(arch::kNumEngines, 0);
   // On-chip accesses not yet superseded, by Region::space (SBUF, PSUM).
-  std::vector<Access> live_writes[2];
-  std::unordered_map<ReadKey, int, ReadKeyHash> live_reads[2];
+  // mutable: queries compact their buckets as they go
+  mutable OnChipIndex on_chip[2];
   // HBM, per tensor: writes exactly, reads summarised as each agent's latest
   // (a write waits for all of them). Kernels rarely write what they read, and
   // a large kernel reads tens of thousands of distinct tiles.
@@ -245,9 +320,6 @@ struct KernelBuilder::Impl {
       auto [it, fresh] = latest.emplace(producer.agent, op_id);
       if (!fresh && ops[it->second].seq < producer.seq) it->second = op_id;
     };
-    bool writes_space[3] = {false, false, false}, reads_space[3] = {false, false, false};
-    for (const Region& w : writes) writes_space[w.space] = true;
-    for (const Region& r : reads) reads_space[r.space] = true;
     for (const Region& x : reads) {
       if (x.space != 2) continue;
       const auto it = hbm.find(x.tensor);
@@ -263,23 +335,18 @@ struct KernelBuilder::Impl {
         if (a.region.overlaps(x)) consider(a.op, true, a.region);
       for (const auto& [ag, op_id] : it->second.readers) consider(op_id, false, x);
     }
-    for (int space = 0; space < 2; ++space) {
-      // True and output dependencies: earlier writes.
-      if (reads_space[space] || writes_space[space])
-        for (const Access& a : live_writes[space]) {
-          bool conflict = false;
-          for (const Region& r : reads) conflict |= a.region.overlaps(r);
-          for (const Region& w : writes) conflict |= a.region.overlaps(w);
-          if (conflict) consider(a.op, true, a.region);
-        }
-      // Anti dependencies: earlier reads, only when this op writes.
-      if (writes_space[space])
-        for (const auto& [key, op_id] : live_reads[space]) {
-          bool conflict = false;
-          for (const Region& w : writes) conflict |= key.region.overlaps(w);
-          if (conflict) consider(op_id, false, key.region);
-        }
-    }
+    // On chip: a read meets earlier writes (true dependency); a write meets
+    // earlier writes (output) and reads (anti).
+    for (const Region& r : reads)
+      if (r.space < 2)
+        on_chip[r.space].for_each_overlapping(r, [&](const Region& region, int op_id, bool is_write) {
+          if (is_write) consider(op_id, true, region);
+        });
+    for (const Region& w : writes)
+      if (w.space < 2)
+        on_chip[w.space].for_each_overlapping(w, [&](const Region& region, int op_id, bool is_write) {
+          consider(op_id, is_write, region);
+        });
     std::vector<int> out;
     for (const auto& [ag, op] : latest) out.push_back(op);
     return out;
@@ -293,18 +360,15 @@ struct KernelBuilder::Impl {
         ws.push_back({w, op});
         continue;
       }
-      auto& ws = live_writes[w.space];
-      ws.erase(std::remove_if(ws.begin(), ws.end(), [&](const Access& a) { return w.covers(a.region); }), ws.end());
-      auto& rs = live_reads[w.space];
-      for (auto it = rs.begin(); it != rs.end();) it = w.covers(it->first.region) ? rs.erase(it) : std::next(it);
+      on_chip[w.space].remove_covered(w);
       if (stationary && stationary->overlaps(w)) stationary.reset();
     }
     for (const Region& r : reads) {
       if (r.space == 2) hbm[r.tensor].readers[ops[op].agent] = op;
-      else live_reads[r.space][ReadKey{r, ops[op].agent}] = op;
+      else on_chip[r.space].add_read(r, ops[op].agent, op);
     }
     for (const Region& w : writes)
-      if (w.space != 2) live_writes[w.space].push_back({w, op});
+      if (w.space != 2) on_chip[w.space].add_write(w, op);
   }
 
   void mark_signal(const std::vector<int>& deps) {
