@@ -64,6 +64,15 @@ NeuronCore::NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, 
   for (auto& e : engines_)
     if (e) e->fetch.bind(interconnect_->target);
   dma_ = std::make_unique<dma::DmaSubsystem>(*ctx_, options.dma_engine);
+  // Bandwidth used over the whole run (bytes / end time); 1 byte/ns = 1 GB/s.
+  for (const char* mem : {"hbm", "sbuf", "psum"}) {
+    const std::string n = std::string(this->name()) + "." + mem;
+    stats.formula(n + ".bandwidth_used_gbps", "GB/s", std::string("bytes read and written per second over the run"),
+                  [this, &stats, n] {
+                    const double ns = end_time_.to_seconds() * 1e9;
+                    return ns > 0 ? (stats.value(n + ".bytes_read") + stats.value(n + ".bytes_written")) / ns : 0.0;
+                  });
+  }
   for (std::size_t i = 0; i < dma_->engines(); ++i) dma_->engine(i).socket.bind(interconnect_->target);
   ctx_->dma = dma_.get();
 }
@@ -97,6 +106,7 @@ RunResult NeuronCore::run() {
   RunResult r;
   for (auto& e : engines_)
     if (e && e->finished()) r.end_time = std::max(r.end_time, e->end_time());
+  end_time_ = r.end_time;
   if (ctx_->error) {
     r.status = RunResult::Status::Error;
     r.message = *ctx_->error;

@@ -86,6 +86,7 @@ private:
   std::array<std::unique_ptr<Engine>, arch::kNumEngines> engines_;
   std::unique_ptr<dma::DmaSubsystem> dma_;
   std::uint64_t program_next_ = 0;
+  sc_core::sc_time end_time_;  // of the last run, for bandwidth statistics
 };
 
 }  // namespace tessera::core
