@@ -18,10 +18,12 @@ public:
   TensorEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::unique_ptr<TensorDatapath> datapath);
 
   const TensorDatapath& datapath() const { return *datapath_; }
+  TensorDatapath& datapath() { return *datapath_; }
 
 protected:
   sc_core::sc_time execute(const arch::Instruction& in) override;
   sc_core::sc_time work_done_at() const override;
+  void settle() override;
   // Busy = cycles the array streams operands (N per multiply, M per load).
   bool reports_own_busy() const override { return true; }
 
@@ -29,6 +31,8 @@ private:
   arch::Bf16Matrix read_bf16(const arch::AccessPattern& ap);
   std::uint64_t now_cycle() const;
   sc_core::sc_time issue(TensorCommand& cmd);
+  // The PSUM write port: applies `mode` to the array's output at `dst`.
+  std::function<void(const arch::Fp32Matrix&)> psum_writer(const arch::AccessPattern& dst, arch::PsumMode mode);
 
   std::unique_ptr<TensorDatapath> datapath_;
   std::uint64_t done_cycle_ = 0;  // completion of everything issued so far
