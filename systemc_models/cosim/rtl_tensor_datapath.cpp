@@ -126,6 +126,12 @@ public:
   const std::vector<RtlCommandRecord>& records() const override { return records_; }
   std::uint64_t cycles_evaluated() const override { return evaluated_; }
   std::uint64_t cycles_skipped() const override { return skipped_; }
+  std::string wave_window(std::uint64_t from, std::uint64_t to) const override {
+    if (driver_.wave_path.empty()) return {};
+    // The driver advances its trace time by 2 per cycle (both clock edges).
+    const auto time = [this](std::uint64_t c) { return 2 * (static_cast<std::int64_t>(c) - offset_); };
+    return fmt::format("{}, time {} to {}", driver_.wave_path, time(from), time(to) + 2);
+  }
 
 private:
   using Op = cosim::Op;
@@ -306,11 +312,13 @@ private:
 
     const std::string shape = fmt::format("MultiplyMoving K={} M={} N={}{}", cmd.data.rows, m, n,
                                           acc ? " accumulate" : "");
+    const std::string window = rtl_->wave_window(t_load.accepted, rtl_done);
+    const std::string waves = window.empty() ? "" : " (waveform: " + window + ")";
     if (rtl_accept != f_accept || rtl_complete != f_complete)
       throw std::runtime_error(fmt::format(
           "sampled check failed for {}: after its LoadStationary the RTL accepts it in {} and completes it in {} "
-          "cycles, the fast model's timing says {} and {}",
-          shape, rtl_accept, rtl_complete, f_accept, f_complete));
+          "cycles, the fast model's timing says {} and {}{}",
+          shape, rtl_accept, rtl_complete, f_accept, f_complete, waves));
     if (!fast_out) return;
     if (!rtl_out) throw std::runtime_error(fmt::format("sampled check failed for {}: the RTL wrote no result", shape));
     std::size_t differ = 0;
@@ -323,9 +331,9 @@ private:
     const std::size_t cols = fast_out->cols;
     throw std::runtime_error(fmt::format(
         "sampled check failed for {}: {} of {} result values differ; first at [m {}, n {}]: RTL 0x{:08x} ({}), "
-        "fast model 0x{:08x} ({})",
+        "fast model 0x{:08x} ({}){}",
         shape, differ, fast_out->data.size(), first / cols, first % cols, arch::fp32_bits(rtl_out->data[first]),
-        rtl_out->data[first], arch::fp32_bits(fast_out->data[first]), fast_out->data[first]));
+        rtl_out->data[first], arch::fp32_bits(fast_out->data[first]), fast_out->data[first], waves));
   }
 
   std::unique_ptr<engines::TensorDatapath> fast_;

@@ -31,6 +31,9 @@ public:
   // RTL clock cycles evaluated, and idle cycles skipped without evaluation.
   virtual std::uint64_t cycles_evaluated() const = 0;
   virtual std::uint64_t cycles_skipped() const = 0;
+  // With waveforms on (TESSERA_WAVES=1): "<file>.fst, time <a> to <b>" for
+  // cycles [from, to] since the last idle jump; empty otherwise.
+  virtual std::string wave_window(std::uint64_t from, std::uint64_t to) const = 0;
 };
 
 // The Verilated engine of a rows x cols array. Throws std::runtime_error

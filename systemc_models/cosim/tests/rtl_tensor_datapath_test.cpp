@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <random>
 
@@ -320,6 +321,7 @@ TEST(RtlTensorDatapath, SampledReportsADisagreementNamingTheInstruction) {
     const auto r = core.run();
     return std::string(r.ok() ? "ok" : "error: ") + r.message;
   });
+  std::printf("%s\n", text.c_str());  // the report a user would see
   EXPECT_NE(text.find("error: "), std::string::npos) << text;
   EXPECT_NE(text.find("tensor instruction #5"), std::string::npos) << text;
   EXPECT_NE(text.find("MultiplyMoving K=8 M=8 N=64 accumulate"), std::string::npos) << text;
