@@ -3,7 +3,10 @@
 // model, RTL, or both when sampled) and writes results to PSUM. The engine
 // issues the next instruction as soon as the datapath accepts the current
 // one, as the real engine pipelines them; semaphore increments after a
-// matmul wait until its results have left the array.
+// matmul wait until its results have left the array. Results reach PSUM when
+// the datapath delivers them (at issue for the fast model, by the next drain
+// for the RTL) and an accumulate adds to PSUM as it is then, as the PSUM
+// write port does.
 #pragma once
 
 #include "core/engine.h"
