@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
-#include <map>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -134,8 +133,6 @@ public:
   }
 
 private:
-  using Op = cosim::Op;
-
   struct Pending {
     std::size_t record = 0;
     int m = 0, n = 0, left = 0;
