@@ -2,6 +2,7 @@
 
 #include "arch/numerics.h"
 #include "core/neuron_core.h"
+#include "cosim/rtl_tensor_datapath.h"
 #include "tessera/kernel_builder.h"
 
 #include <fmt/format.h>
@@ -89,6 +90,8 @@ RunReport Device::run(const Program& program) {
   core::CoreOptions core_options;
   core_options.fidelity = fidelity_;
   core_options.no_data = options_.no_data;
+  // rtl and sampled need the Verilated tensor engine; tlm gets the fast model from it too.
+  core_options.tensor_datapath = cosim::rtl_tensor_factory();
   core::NeuronCore core("core", resolved_.hw, stats, core_options);
   for (const auto& [address, bytes] : data_) core.hbm().backdoor_write(address, bytes.data(), bytes.size());
 

@@ -72,16 +72,18 @@ TEST(Device, SecondRunInOneProcessIsAClearError) {
   EXPECT_THROW(dev.run(kb2.build()), KernelError);
 }
 
-TEST(Device, RtlFidelityWithoutTheRtlIsAClearError) {
+TEST(Device, RtlFidelityOnASizeThatWasNotVerilatedIsAClearError) {
   auto o = tiny_options();
   o.fidelity = arch::Fidelity::Rtl;
+  o.overrides = {{"tensor.rows", "4"}, {"tensor.cols", "4"}, {"tensor.stationary_max_free", "4"}};
   Device dev(o);
   KernelBuilder kb(dev.config(), "empty");
   try {
     dev.run(kb.build());
     FAIL();
   } catch (const std::exception& e) {
-    EXPECT_THAT(e.what(), ::testing::HasSubstr("rtl fidelity needs the Verilated tensor engine"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("no Verilated tensor engine of 4x4"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("rtl/tensor_engine/array_sizes.cmake"));
   }
 }
 

@@ -85,6 +85,7 @@ struct SyncConfig {
 struct SimulationConfig {
   std::string default_fidelity = "sampled";
   std::int64_t sample_every = 0;  // sampled fidelity: RTL re-runs every Nth instruction
+  double sample_rtl_budget_percent = 0;  // sampled fidelity: RTL wall-time budget beyond the first of each shape
 };
 
 struct HwConfig {

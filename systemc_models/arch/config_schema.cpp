@@ -109,7 +109,9 @@ std::vector<FieldSpec> build_schema() {
   s.push_back(field("simulation.default_fidelity", TSR_REF(StringRef, c.simulation.default_fidelity), "",
                     "rtl, sampled or tlm; a run may override it").def("sampled").one_of({"rtl", "sampled", "tlm"}));
   s.push_back(field("simulation.sample_every", TSR_REF(IntRef, c.simulation.sample_every), "instructions",
-                    "sampled fidelity: RTL re-executes the first of each shape, then every Nth").at_least(1).def("64"));
+                    "sampled fidelity: RTL re-executes the first of each shape, then every Nth while within the budget").at_least(1).def("64"));
+  s.push_back(field("simulation.sample_rtl_budget_percent", TSR_REF(FloatRef, c.simulation.sample_rtl_budget_percent), "%",
+                    "sampled fidelity: wall time the RTL may use for samples beyond the first of each shape").at_least(0).at_most(100).def("20"));
   return s;
 }
 

@@ -66,6 +66,7 @@ void Engine::read_device(std::uint64_t address, std::uint8_t* out, std::uint64_t
 }
 
 void Engine::drain() {
+  settle();
   const sc_time done = work_done_at();
   if (done > sc_time_stamp()) sc_core::wait(done - sc_time_stamp());
 }

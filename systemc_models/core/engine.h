@@ -46,6 +46,11 @@ protected:
   // array) is complete. Semaphore increments, DMA triggers and End wait for
   // it, so that whoever they signal sees finished results.
   virtual sc_core::sc_time work_done_at() const { return sc_core::sc_time_stamp(); }
+  // Called before work_done_at() when draining: an engine whose model runs
+  // ahead of or behind simulated time (the tensor engine on RTL, whose results
+  // leave the array late) finishes its issued work here, delivering results
+  // and learning when the work completes.
+  virtual void settle() {}
 
   CoreContext& ctx_;
 

@@ -6,8 +6,10 @@
 #pragma once
 
 #include "arch/numerics.h"
+#include "trace/stats.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -18,7 +20,14 @@ struct TensorCommand {
   Op op = Op::LoadStationary;
   arch::Bf16Matrix data;            // stationary [K, M] or moving [K, N]
   arch::PsumMode mode = arch::PsumMode::Overwrite;
-  arch::Fp32Matrix* psum = nullptr;  // MultiplyMoving: [M, N] in (accumulate) and out
+  // MultiplyMoving: receives the array's output [M, N] (each value a column
+  // sum started from zero) exactly once; the receiver applies `mode` at PSUM,
+  // as the PSUM write port does (accumulate: psum = fp32_add(psum, value)).
+  // Accumulating at delivery, not at issue, is what keeps accumulate chains
+  // right when results leave the array after later instructions were issued.
+  // Called in issue order, during issue() (fast model) or later, at the
+  // latest in flush() (RTL). Empty in the timing-only mode: nothing computed.
+  std::function<void(const arch::Fp32Matrix&)> write_psum;
 };
 
 // Cycle numbers on the datapath's own clock, counted from its reset.
@@ -30,10 +39,18 @@ struct TensorTiming {
 class TensorDatapath {
 public:
   virtual ~TensorDatapath() = default;
-  // Issues `cmd` no earlier than cycle `earliest`; returns when it was
-  // accepted and when it completes. Results are in *cmd.psum on return.
+  // Issues `cmd` no earlier than cycle `earliest` (never earlier than a
+  // previous `earliest`); returns when it was accepted and, where it is known
+  // at issue, when it completes. A datapath that learns completion only by
+  // running on (the RTL) returns `completed` = `accepted` and reports the
+  // truth from flush().
   virtual TensorTiming issue(TensorCommand& cmd, std::uint64_t earliest) = 0;
+  // Runs the work already issued until every result has been delivered;
+  // returns the cycle at which all of it completed.
+  virtual std::uint64_t flush() = 0;
   virtual std::string name() const = 0;
+  // Registers the datapath's own statistics under `prefix` (e.g. "core.tensor.datapath").
+  virtual void add_stats(trace::Stats& /*stats*/, const std::string& /*prefix*/) {}
 };
 
 // The fast model: arch::matmul for the numbers and the closed-form timing of

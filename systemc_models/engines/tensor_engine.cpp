@@ -25,6 +25,23 @@ TensorEngine::TensorEngine(sc_core::sc_module_name name, core::CoreContext& ctx,
                       const double cycles = end_time().to_seconds() * 1e9 / period_ns;
                       return cycles > 0 ? macs_.value() / (pes * cycles) : 0.0;
                     });
+  datapath_->add_stats(ctx.stats, n + ".datapath");
+}
+
+void TensorEngine::settle() { done_cycle_ = std::max(done_cycle_, datapath_->flush()); }
+
+std::function<void(const arch::Fp32Matrix&)> TensorEngine::psum_writer(const arch::AccessPattern& dst,
+                                                                       arch::PsumMode mode) {
+  if (ctx_.no_data) return {};
+  return [this, dst, mode](const arch::Fp32Matrix& out) {
+    if (mode == arch::PsumMode::Overwrite) {
+      store(ctx_, dst, out.data);
+      return;
+    }
+    std::vector<float> cells = load(ctx_, dst);
+    for (std::size_t i = 0; i < cells.size(); ++i) cells[i] = arch::fp32_add(cells[i], out.data[i]);
+    store(ctx_, dst, cells);
+  };
 }
 
 std::uint64_t TensorEngine::now_cycle() const {
@@ -67,19 +84,13 @@ sc_core::sc_time TensorEngine::issue(TensorCommand& cmd) {
 sc_core::sc_time TensorEngine::execute(const arch::Instruction& in) {
   switch (in.opcode) {
     case arch::Opcode::LoadStationary: {
-      TensorCommand cmd{TensorCommand::Op::LoadStationary, read_bf16(in.a), arch::PsumMode::Overwrite, nullptr};
+      TensorCommand cmd{TensorCommand::Op::LoadStationary, read_bf16(in.a), arch::PsumMode::Overwrite, {}};
       return issue(cmd);
     }
     case arch::Opcode::MultiplyMoving: {
-      arch::Fp32Matrix psum;
-      if (!ctx_.no_data) {
-        psum = arch::Fp32Matrix(in.dst.partition_count, in.dst.free_elements());
-        if (in.accumulate()) psum.data = load(ctx_, in.dst);
-      }
-      TensorCommand cmd{TensorCommand::Op::MultiplyMoving, read_bf16(in.a),
-                        in.accumulate() ? arch::PsumMode::Accumulate : arch::PsumMode::Overwrite, &psum};
+      const arch::PsumMode mode = in.accumulate() ? arch::PsumMode::Accumulate : arch::PsumMode::Overwrite;
+      TensorCommand cmd{TensorCommand::Op::MultiplyMoving, read_bf16(in.a), mode, psum_writer(in.dst, mode)};
       const sc_core::sc_time busy = issue(cmd);
-      if (!ctx_.no_data) store(ctx_, in.dst, psum.data);
       macs_ += static_cast<double>(in.a.partition_count) * in.dst.partition_count * in.dst.free_elements();
       ++matmuls_;
       return busy;
@@ -88,16 +99,14 @@ sc_core::sc_time TensorEngine::execute(const arch::Instruction& in) {
       // Through the array: the tile becomes the stationary weights and an
       // identity streams as the moving tile, so dst = tile.T @ I = tile.T.
       // Like the hardware, this replaces the loaded weights.
-      TensorCommand load_cmd{TensorCommand::Op::LoadStationary, read_bf16(in.a), arch::PsumMode::Overwrite, nullptr};
+      TensorCommand load_cmd{TensorCommand::Op::LoadStationary, read_bf16(in.a), arch::PsumMode::Overwrite, {}};
       issue(load_cmd);  // the datapath holds the multiply until these weights are in
       const std::uint32_t k = in.a.partition_count;
       arch::Bf16Matrix identity(k, k);
       for (std::uint32_t i = 0; i < k; ++i) identity.at(i, i) = arch::to_bf16(1.0f);
-      arch::Fp32Matrix psum(in.dst.partition_count, in.dst.free_elements());
-      TensorCommand mul{TensorCommand::Op::MultiplyMoving, identity, arch::PsumMode::Overwrite, &psum};
-      const sc_core::sc_time busy = issue(mul);
-      if (!ctx_.no_data) store(ctx_, in.dst, psum.data);
-      return busy;
+      TensorCommand mul{TensorCommand::Op::MultiplyMoving, identity, arch::PsumMode::Overwrite,
+                        psum_writer(in.dst, arch::PsumMode::Overwrite)};
+      return issue(mul);
     }
     default: throw std::runtime_error("not a tensor-engine instruction");
   }

@@ -3,7 +3,10 @@
 // model, RTL, or both when sampled) and writes results to PSUM. The engine
 // issues the next instruction as soon as the datapath accepts the current
 // one, as the real engine pipelines them; semaphore increments after a
-// matmul wait until its results have left the array.
+// matmul wait until its results have left the array. Results reach PSUM when
+// the datapath delivers them (at issue for the fast model, by the next drain
+// for the RTL) and an accumulate adds to PSUM as it is then, as the PSUM
+// write port does.
 #pragma once
 
 #include "core/engine.h"
@@ -18,10 +21,12 @@ public:
   TensorEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::unique_ptr<TensorDatapath> datapath);
 
   const TensorDatapath& datapath() const { return *datapath_; }
+  TensorDatapath& datapath() { return *datapath_; }
 
 protected:
   sc_core::sc_time execute(const arch::Instruction& in) override;
   sc_core::sc_time work_done_at() const override;
+  void settle() override;
   // Busy = cycles the array streams operands (N per multiply, M per load).
   bool reports_own_busy() const override { return true; }
 
@@ -29,6 +34,8 @@ private:
   arch::Bf16Matrix read_bf16(const arch::AccessPattern& ap);
   std::uint64_t now_cycle() const;
   sc_core::sc_time issue(TensorCommand& cmd);
+  // The PSUM write port: applies `mode` to the array's output at `dst`.
+  std::function<void(const arch::Fp32Matrix&)> psum_writer(const arch::AccessPattern& dst, arch::PsumMode mode);
 
   std::unique_ptr<TensorDatapath> datapath_;
   std::uint64_t done_cycle_ = 0;  // completion of everything issued so far

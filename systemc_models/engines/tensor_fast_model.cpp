@@ -2,6 +2,8 @@
 
 #include "arch/tensor_timing.h"
 
+#include <algorithm>
+
 namespace tessera::engines {
 namespace {
 
@@ -19,11 +21,20 @@ public:
     in.m = load ? static_cast<std::int64_t>(cmd.data.cols) : 0;
     in.n = load ? 0 : static_cast<std::int64_t>(cmd.data.cols);
     const auto t = scheduler_.issue(in, static_cast<std::int64_t>(earliest));
-    if (!compute_) return {static_cast<std::uint64_t>(t.accept), static_cast<std::uint64_t>(t.done)};
-    if (load) stationary_ = cmd.data;
-    else arch::matmul(stationary_, cmd.data, cmd.mode, *cmd.psum);
-    return {static_cast<std::uint64_t>(t.accept), static_cast<std::uint64_t>(t.done)};
+    done_ = std::max(done_, static_cast<std::uint64_t>(t.done));
+    const TensorTiming timing{static_cast<std::uint64_t>(t.accept), static_cast<std::uint64_t>(t.done)};
+    if (!compute_) return timing;
+    if (load) {
+      stationary_ = cmd.data;
+    } else if (cmd.write_psum) {
+      arch::Fp32Matrix out(stationary_.cols, cmd.data.cols);
+      arch::matmul(stationary_, cmd.data, arch::PsumMode::Overwrite, out);
+      cmd.write_psum(out);
+    }
+    return timing;
   }
+
+  std::uint64_t flush() override { return done_; }
 
   std::string name() const override { return "fast"; }
 
@@ -31,6 +42,7 @@ private:
   arch::TensorScheduler scheduler_;
   bool compute_;
   arch::Bf16Matrix stationary_;
+  std::uint64_t done_ = 0;
 };
 
 }  // namespace

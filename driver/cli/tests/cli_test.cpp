@@ -64,6 +64,29 @@ TEST(Cli, ListKernelsRuns) {
   EXPECT_THAT(r.out, HasSubstr("kernel"));
 }
 
+// tiny's default fidelity is rtl: the Verilated tensor engine runs the GEMM.
+TEST(Cli, RunOnTinyDefaultsToRtl) {
+  const auto r = run("run --config tiny --kernel gemm --shape M=16,N=64,K=16");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("(rtl)"));
+  EXPECT_THAT(r.out, HasSubstr("numerics: match"));
+}
+
+TEST(Cli, RunSampledTakesTheBudgetFromSet) {
+  const fs::path out = fs::temp_directory_path() / fmt::format("tessera_cli_sampled_{}", ::getpid());
+  const auto r = run(fmt::format("run --config tiny --kernel gemm --shape M=16,N=64,K=16 --fidelity sampled "
+                                 "--set simulation.sample_every=1 --set simulation.sample_rtl_budget_percent=100 "
+                                 "--out {}",
+                                 out.string()));
+  EXPECT_EQ(r.status, 0) << r.err;
+  std::ifstream in(out / "stats.txt");
+  const std::string stats((std::istreambuf_iterator<char>(in)), {});
+  // Every multiply sampled (4: two 8-row tiles of M, two of K), none left to the fast model alone.
+  EXPECT_THAT(stats, ::testing::ContainsRegex("core\\.tensor\\.datapath\\.sampled_instructions +4 #"));
+  EXPECT_THAT(stats, ::testing::ContainsRegex("core\\.tensor\\.datapath\\.unsampled_instructions +0 #"));
+  fs::remove_all(out);
+}
+
 TEST(Cli, ValidateShippedConfigsSucceeds) {
   const auto r = run(fmt::format("config validate {} {}", configs("neuroncore-v2.yaml"), configs("tiny.yaml")));
   EXPECT_EQ(r.status, 0) << r.err;

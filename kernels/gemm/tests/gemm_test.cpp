@@ -3,7 +3,10 @@
 // documented fp32-accumulation bound of the double reference.
 #include "common/kernel.h"
 
+#include "testing/child_process.h"
+
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <ostream>
 #include <tuple>
@@ -60,6 +63,52 @@ std::string case_name(const ::testing::TestParamInfo<std::tuple<std::string, Cas
 INSTANTIATE_TEST_SUITE_P(Shapes, GemmTest,
                          ::testing::Combine(::testing::Values("naive", "hoisted", "blocked_mn", "blocked_mnk"),
                                             ::testing::ValuesIn(kCases)),
+                         case_name);
+
+// rtl fidelity through the driver: the tensor engine is the Verilated RTL.
+// Each fidelity runs in its own child process; the simulated time must be the
+// same to the picosecond as tlm's, and the numbers correct.
+class GemmRtlTest : public ::testing::TestWithParam<std::tuple<std::string, Case>> {};
+
+nlohmann::json run_gemm(const std::string& variant, const Case& c, arch::Fidelity fidelity) {
+  const std::string text = test_support::run_in_child([&] {
+    setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_CONFIG_DIR, 1);
+    DeviceOptions o;
+    o.config = c.config;
+    o.fidelity = fidelity;
+    Device dev(o);
+    const KernelSpec* spec = find_kernel("gemm");
+    auto k = spec->make(dev, resolve_shape(*spec, {{"M", c.M}, {"N", c.N}, {"K", c.K}}), variant, 7);
+    const RunReport r = dev.run(k->build());
+    const NumericsCheck check = r.ok ? k->check() : NumericsCheck{};
+    return nlohmann::json{{"ok", r.ok},
+                          {"error", r.error},
+                          {"time_ns", r.time_ns},
+                          {"correct", check.correct},
+                          {"detail", check.detail}}
+        .dump();
+  });
+  return nlohmann::json::parse(text);
+}
+
+TEST_P(GemmRtlTest, RtlMatchesTlmCyclesAndTheReference) {
+  const auto& [variant, c] = GetParam();
+  const auto rtl = run_gemm(variant, c, arch::Fidelity::Rtl);
+  const auto tlm = run_gemm(variant, c, arch::Fidelity::Tlm);
+  ASSERT_TRUE(rtl["ok"].get<bool>()) << rtl["error"];
+  ASSERT_TRUE(tlm["ok"].get<bool>()) << tlm["error"];
+  EXPECT_TRUE(rtl["correct"].get<bool>()) << rtl["detail"];
+  EXPECT_EQ(rtl["time_ns"], tlm["time_ns"]);
+}
+
+const Case kRtlCases[] = {
+    {"tiny", 8, 64, 8},
+    {"tiny", 21, 100, 37},
+    {"tiny", 40, 130, 24},
+};
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GemmRtlTest,
+                         ::testing::Combine(::testing::Values("naive", "blocked_mnk"), ::testing::ValuesIn(kRtlCases)),
                          case_name);
 
 }  // namespace

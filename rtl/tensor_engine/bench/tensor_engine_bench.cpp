@@ -5,7 +5,7 @@
 // Compiled once per array size (TE_MODEL, TE_ROWS, TE_COLS).
 #include TE_MODEL_HEADER
 
-#include "engine_driver.h"
+#include "cosim/engine_driver.h"
 
 #include <verilated.h>
 
@@ -21,7 +21,7 @@
 
 namespace {
 
-using tessera::rtl::tensor_engine::set_field;
+using tessera::cosim::set_field;
 
 struct Result {
   std::uint64_t cycles = 0;

@@ -3,7 +3,7 @@
 // names the Verilated class, TE_ROWS x TE_COLS its size, TE_N_LIMIT the moving
 // free size limit to test, TE_FULL whether to run the whole suite (the 32 x 32
 // build runs a subset), TE_CONFIG (if defined) the shipped config of this size.
-#include "engine_driver.h"
+#include "cosim/engine_driver.h"
 
 #include "arch/config.h"
 #include "arch/numerics.h"
@@ -25,6 +25,7 @@
 namespace tessera::rtl::tensor_engine {
 namespace {
 
+using namespace ::tessera::cosim;
 using arch::Bf16;
 using arch::Bf16Matrix;
 using Driver = EngineDriver<TE_MODEL>;

@@ -1,7 +1,9 @@
 // Drives a Verilated tensor engine from a C++ cycle loop: queues instructions
 // and operand beats on its ready/valid ports, models PSUM behind the write port
-// with the reference adder, and records the edge of every handshake so that
-// tests can check results bit for bit and timing cycle for cycle.
+// with the reference adder (or hands every write to a sink), and records the
+// edge of every handshake so that tests can check results bit for bit and
+// timing cycle for cycle. The RTL tests and the rtl / sampled fidelities of
+// the core (rtl_tensor_datapath.cpp) share it.
 //
 // Model is one of the Vtensor_engine_<R>x<C> classes; they share port names.
 // TESSERA_WAVES=1 writes an FST of the run, <wave_name>.fst, into
@@ -16,6 +18,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <random>
 #include <stdexcept>
@@ -23,7 +26,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace tessera::rtl::tensor_engine {
+namespace tessera::cosim {
 
 // Helpers over Verilator's port types: packed ports up to 64 bits are plain
 // integers, wider ones are VlWide arrays of 32-bit words.
@@ -65,6 +68,15 @@ struct PortNoise {
   double psum_ready = 1.0;   // probability that ps_ready_i is high in a cycle
   double operand_valid = 1.0;  // probability that a queued operand beat is offered
   double command_valid = 1.0;  // probability that a queued command is offered
+};
+
+// One beat on the PSUM write port: dst[:, addr] for the partitions in mask.
+struct PsumWrite {
+  int addr = 0;
+  bool acc = false;
+  std::uint64_t cycle = 0;             // cycle() of the step that sampled it
+  std::vector<std::uint32_t> values;   // one per column of the array
+  std::vector<bool> mask;
 };
 
 template <class Model>
@@ -136,6 +148,11 @@ class EngineDriver {
     for (int j = 0; j < beats; ++j) q.emplace_back(rows_, 0);
   }
 
+  // When set, PSUM writes go here instead of the modelled PSUM.
+  std::function<void(const PsumWrite&)> psum_sink;
+
+  bool queued() const { return !commands_.empty() || !st_beats_.empty() || !mv_beats_.empty(); }
+
   bool idle() const {
     return commands_.empty() && st_beats_.empty() && mv_beats_.empty() && !model_->busy_o;
   }
@@ -150,7 +167,35 @@ class EngineDriver {
   }
 
   // One clock cycle: drive inputs, settle, sample handshakes, rising edge.
+  // After half_step() this completes that cycle: inputs are driven again (a
+  // command queued since is offered in the same cycle) and the PSUM write
+  // already taken is not taken twice.
   void step() {
+    const bool resumed = half_;
+    sample(!resumed);
+    half_ = false;
+    edge();
+  }
+
+  // The first half of step(): inputs driven and handshakes sampled (the PSUM
+  // write of this cycle delivered) without the rising edge, so that a caller
+  // who learns only now that it is done with the RTL can still offer a command
+  // in this very cycle.
+  void half_step() {
+    if (half_) return;
+    sample(true);
+    half_ = true;
+  }
+  bool mid_cycle() const { return half_; }
+
+  // Edge (cycle count after the rising edge) of every accepted command and of
+  // every PSUM write, in order.
+  std::vector<std::uint64_t> accept_edges;
+  std::vector<std::uint64_t> write_edges;
+  std::string wave_path;  // set when a waveform is being written
+
+ private:
+  void sample(bool take_write) {
     Model& m = *model_;
     // A valid once offered stays until accepted (ready/valid rule).
     const bool offer_cmd = !commands_.empty() && (m.cmd_valid_i || coin(noise_.command_valid));
@@ -170,17 +215,20 @@ class EngineDriver {
     if (offer_st) drive_beat(m.st_data_i, st_beats_.front());
     m.mv_valid_i = offer_mv;
     if (offer_mv) drive_beat(m.mv_data_i, mv_beats_.front());
-    m.ps_ready_i = coin(noise_.psum_ready);
+    if (take_write) m.ps_ready_i = coin(noise_.psum_ready);
     m.clk_i = 0;
     m.eval();
-    dump();
+    if (take_write) dump();
 
-    const bool cmd_fire = m.cmd_valid_i && m.cmd_ready_o;
-    const bool st_fire = m.st_valid_i && m.st_ready_o;
-    const bool mv_fire = m.mv_valid_i && m.mv_ready_o;
-    const bool ps_fire = m.ps_valid_o && m.ps_ready_i;
-    if (ps_fire) write_psum();
+    cmd_fire_ = m.cmd_valid_i && m.cmd_ready_o;
+    st_fire_ = m.st_valid_i && m.st_ready_o;
+    mv_fire_ = m.mv_valid_i && m.mv_ready_o;
+    ps_fire_ = m.ps_valid_o && m.ps_ready_i;
+    if (ps_fire_ && take_write) write_psum();
+  }
 
+  void edge() {
+    Model& m = *model_;
     ++cycle_;
     ctx_->timeInc(1);
     m.clk_i = 1;
@@ -188,29 +236,22 @@ class EngineDriver {
     dump();
     ctx_->timeInc(1);
 
-    if (cmd_fire) {
+    if (cmd_fire_) {
       accept_edges.push_back(cycle_);
       commands_.pop_front();
       m.cmd_valid_i = 0;
     }
-    if (st_fire) {
+    if (st_fire_) {
       st_beats_.pop_front();
       m.st_valid_i = 0;
     }
-    if (mv_fire) {
+    if (mv_fire_) {
       mv_beats_.pop_front();
       m.mv_valid_i = 0;
     }
-    if (ps_fire) write_edges.push_back(cycle_);
+    if (ps_fire_) write_edges.push_back(cycle_);
   }
 
-  // Edge (cycle count after the rising edge) of every accepted command and of
-  // every PSUM write, in order.
-  std::vector<std::uint64_t> accept_edges;
-  std::vector<std::uint64_t> write_edges;
-  std::string wave_path;  // set when a waveform is being written
-
- private:
   bool coin(double p) {
     if (p >= 1.0) return true;
     return std::uniform_real_distribution<double>(0.0, 1.0)(rng_) < p;
@@ -224,6 +265,20 @@ class EngineDriver {
   void write_psum() {
     Model& m = *model_;
     const int addr = m.ps_addr_o;
+    if (psum_sink) {
+      PsumWrite w;
+      w.addr = addr;
+      w.acc = m.ps_acc_o;
+      w.cycle = cycle_;
+      w.values.resize(cols_);
+      w.mask.resize(cols_);
+      for (int c = 0; c < cols_; ++c) {
+        w.mask[c] = get_field(m.ps_mask_o, c, 1) != 0;
+        w.values[c] = get_field(m.ps_data_o, 32 * c, 32);
+      }
+      psum_sink(w);
+      return;
+    }
     if (addr >= kPsumDepth) throw std::runtime_error("PSUM write beyond the modelled depth");
     for (int c = 0; c < cols_; ++c) {
       if (!get_field(m.ps_mask_o, c, 1)) continue;
@@ -279,6 +334,8 @@ class EngineDriver {
   PortNoise noise_;
   std::mt19937 rng_{1};
   std::uint64_t cycle_ = 0;
+  bool half_ = false;
+  bool cmd_fire_ = false, st_fire_ = false, mv_fire_ = false, ps_fire_ = false;
 };
 
-}  // namespace tessera::rtl::tensor_engine
+}  // namespace tessera::cosim
