@@ -1,6 +1,10 @@
 #include "arch/numerics.h"
 
 #include <cmath>
+#include <vector>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -75,6 +79,65 @@ float dot_rows(const Bf16* a, std::size_t a_stride, const Bf16* b, std::size_t b
   return sum;
 }
 
+namespace {
+
+// True when a bf16 value is zero or a normal whose products with any other
+// such value stay normal and finite: |x| in [2^-63, 2^64).
+bool in_safe_band(Bf16 v) {
+  const unsigned e = (v.bits >> 7) & 0xFFu;
+  return (v.bits & 0x7FFFu) == 0 || (e >= 64 && e <= 190);
+}
+
+// matmul with the machine's own fp32 arithmetic. It equals the reference
+// whenever every operand, product and partial sum is a normal number (or
+// zero) and no NaN arises: then each step is one IEEE round-to-nearest-even
+// operation on normals in both. Inputs in the safe band give normal
+// products; the x86 flags catch a NaN made on the way (invalid) and a
+// subnormal partial sum fed to the next addition (denormal operand); results
+// are screened last. Returns false, leaving dst unspecified, when any check
+// fails: the caller then computes the tile exactly.
+bool matmul_native(const Bf16Matrix& st, const Bf16Matrix& mv, PsumMode mode, Fp32Matrix& dst) {
+  for (const Bf16 v : st.data)
+    if (!in_safe_band(v)) return false;
+  for (const Bf16 v : mv.data)
+    if (!in_safe_band(v)) return false;
+  if (mode == PsumMode::Accumulate)
+    for (const float v : dst.data)
+      if (!std::isfinite(v) || (v != 0.0f && std::fabs(v) < kSmallestNormal)) return false;
+  const std::size_t k = st.rows, m = st.cols, n = mv.cols;
+  std::vector<float> a(st.data.size()), b(mv.data.size()), acc(n);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = to_float(st.data[i]);
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = to_float(mv.data[i]);
+#if defined(__SSE__)
+  constexpr unsigned kInvalid = 0x1, kDenormalOperand = 0x2;
+  const unsigned csr = _mm_getcsr();
+  _mm_setcsr(csr & ~0x3Fu);  // clear the sticky exception flags
+#endif
+  for (std::size_t i = 0; i < m; ++i) {
+    // Each result sums its products in row order, as the array does.
+    const float a0 = a[i];
+    for (std::size_t j = 0; j < n; ++j) acc[j] = a0 * b[j];
+    for (std::size_t r = 1; r < k; ++r) {
+      const float ar = a[r * m + i];
+      const float* br = &b[r * n];
+      for (std::size_t j = 0; j < n; ++j) acc[j] = acc[j] + ar * br[j];
+    }
+    for (std::size_t j = 0; j < n; ++j) dst.at(i, j) = mode == PsumMode::Accumulate ? dst.at(i, j) + acc[j] : acc[j];
+  }
+#if defined(__SSE__)
+  const unsigned flags = _mm_getcsr() & 0x3Fu;
+  _mm_setcsr(csr);
+  if (flags & (kInvalid | kDenormalOperand)) return false;
+#else
+  return false;  // no way to see the flags: always take the exact path
+#endif
+  for (const float v : dst.data)
+    if (std::isnan(v) || (v != 0.0f && std::fabs(v) < kSmallestNormal)) return false;
+  return true;
+}
+
+}  // namespace
+
 void matmul(const Bf16Matrix& stationary, const Bf16Matrix& moving, PsumMode mode,
             Fp32Matrix& dst) {
   const std::size_t k = stationary.rows;
@@ -87,6 +150,9 @@ void matmul(const Bf16Matrix& stationary, const Bf16Matrix& moving, PsumMode mod
   if (dst.rows != m || dst.cols != n)
     throw std::invalid_argument("matmul: dst must be [" + std::to_string(m) + ", " +
                                 std::to_string(n) + "]");
+  const Fp32Matrix before = mode == PsumMode::Accumulate ? dst : Fp32Matrix();
+  if (matmul_native(stationary, moving, mode, dst)) return;
+  if (mode == PsumMode::Accumulate) dst = before;
   for (std::size_t i = 0; i < m; ++i) {
     for (std::size_t j = 0; j < n; ++j) {
       const float r = dot_rows(&stationary.data[i], m, &moving.data[j], n, k);

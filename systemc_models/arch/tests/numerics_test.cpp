@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <random>
+
 #include <cmath>
 #include <limits>
 #include <random>
@@ -178,6 +181,54 @@ TEST(Matmul, RejectsMismatchedShapes) {
   EXPECT_THROW(matmul(st, mv4, PsumMode::Overwrite, wrong), std::invalid_argument);
   Bf16Matrix empty(0, 3), mv0(0, 2);
   EXPECT_THROW(matmul(empty, mv0, PsumMode::Overwrite, dst), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tessera::arch
+
+namespace tessera::arch {
+namespace {
+
+// matmul takes the machine's fp32 arithmetic when it provably equals the
+// reference; here it is compared, bit for bit, with the element-by-element
+// reference on tiles built to hit every edge: ordinary values, values at the
+// edges of the safe band, cancellations into the subnormal range, overflow
+// to infinity and NaN from inf - inf, specials in the accumulated PSUM.
+TEST(Matmul, NativePathEqualsTheReferenceBitForBit) {
+  std::mt19937 rng(2024);
+  const auto pick = [&](int kind) -> float {
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    switch (kind) {
+      case 0: return u(rng);
+      case 1: return std::ldexp(u(rng), static_cast<int>(rng() % 6) - 66);  // near the band's low edge
+      case 2: return std::ldexp(u(rng), 60 + static_cast<int>(rng() % 8));  // near overflow
+      default: return std::ldexp(1.0f + static_cast<float>(rng() % 4) / 128.0f, -62) * (rng() % 2 ? 1.0f : -1.0f);
+    }
+  };
+  int native_safe_tiles = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const std::size_t k = 1 + rng() % 12, m = 1 + rng() % 9, n = 1 + rng() % 17;
+    const int kind = trial % 4;
+    Bf16Matrix st(k, m), mv(k, n);
+    for (auto& v : st.data) v = to_bf16(pick(kind));
+    for (auto& v : mv.data) v = to_bf16(pick(kind == 3 ? 3 : (trial % 7 == 0 ? 2 : kind)));
+    const PsumMode mode = trial % 3 == 0 ? PsumMode::Accumulate : PsumMode::Overwrite;
+    Fp32Matrix got(m, n), expect(m, n);
+    for (std::size_t i = 0; i < got.data.size(); ++i) {
+      const float init = trial % 11 == 0 && i == 0 ? std::numeric_limits<float>::infinity() : pick(0);
+      got.data[i] = expect.data[i] = init;
+    }
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t j = 0; j < n; ++j) {
+        const float r = dot_rows(&st.data[i], m, &mv.data[j], n, k);
+        expect.at(i, j) = mode == PsumMode::Accumulate ? fp32_add(expect.at(i, j), r) : r;
+      }
+    matmul(st, mv, mode, got);
+    native_safe_tiles += kind == 0;
+    for (std::size_t i = 0; i < got.data.size(); ++i)
+      ASSERT_EQ(fp32_bits(got.data[i]), fp32_bits(expect.data[i])) << "trial " << trial << " element " << i;
+  }
+  EXPECT_EQ(native_safe_tiles, 100);
 }
 
 }  // namespace
