@@ -205,8 +205,9 @@ void DmaEngine::execute(std::uint32_t q) {
     if (err) return fail(q, arch::DmaError::kWriteResp, fmt::format("semaphore write to 0x{:x} failed", d.sem_addr));
   }
   std::uint16_t status = 1u << arch::kDmaStatusDoneBit;
-  transport(tlm::TLM_WRITE_COMMAND, desc_addr + arch::kDmaStatusOffset, reinterpret_cast<std::uint8_t*>(&status), 2,
-            done, err);
+  const sc_time status_done = transport(tlm::TLM_WRITE_COMMAND, desc_addr + arch::kDmaStatusOffset,
+                                       reinterpret_cast<std::uint8_t*>(&status), 2, done, err);
+  completions_.push_back({q, s.head, status_done});
 
   bytes_ += static_cast<double>(total);
   ++descriptors_;

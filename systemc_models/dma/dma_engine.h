@@ -49,6 +49,18 @@ public:
   virtual std::string doorbell(std::uint32_t queue, std::uint64_t address, std::uint32_t count,
                                sc_core::sc_time visible_after) = 0;
   virtual const QueueState& queue(std::uint32_t q) const = 0;
+
+  // When each descriptor's status write-back completed, in completion order:
+  // what the fast model is calibrated against the RTL on.
+  struct Completion {
+    std::uint32_t queue;
+    std::uint32_t index;
+    sc_core::sc_time done;
+  };
+  const std::vector<Completion>& completions() const { return completions_; }
+
+protected:
+  std::vector<Completion> completions_;
 };
 
 class DmaEngine : public DmaEngineBase {
