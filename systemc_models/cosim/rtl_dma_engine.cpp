@@ -1,6 +1,8 @@
-#include "cosim/rtl_dma_engine.h"
-
+// The Verilated models are plain C++ (not SC modules): their headers must come
+// before any SystemC header, or verilated.h assumes a SystemC build.
 #include "cosim/dma_variants.h"  // generated: one #include per Verilated build
+
+#include "cosim/rtl_dma_engine.h"
 
 #include "arch/dma_descriptor.h"
 
