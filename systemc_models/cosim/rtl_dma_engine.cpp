@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -180,6 +182,9 @@ RtlDmaEngine::RtlDmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx,
   if (queues != ctx.cfg.dma.queues_per_engine)
     throw std::runtime_error(fmt::format("{}: {} queues asked, the Verilated build has {}", this->name(), queues,
                                          ctx.cfg.dma.queues_per_engine));
+  // TESSERA_DMA_BRIDGE_LOG=1 prints every burst with its times: what the fast
+  // model's timing rules were calibrated from.
+  log_ = std::getenv("TESSERA_DMA_BRIDGE_LOG") != nullptr;
   port_->reset();
   namespace r = arch::dma_reg;
   // The window is the whole device map, so the RTL's ADDR_WINDOW check rejects
@@ -323,6 +328,10 @@ void RtlDmaEngine::accept_read(std::uint32_t id, std::uint64_t addr, std::uint32
   const tlm::tlm_command cmd = ctx_.no_data && id != fetch_id_ ? tlm::TLM_IGNORE_COMMAND : tlm::TLM_READ_COMMAND;
   const sc_time delay = transport(cmd, addr, r.data.data(), static_cast<std::uint32_t>(r.data.size()), r.error);
   r.ready_cycle = cycle_ + cycles_for(delay);
+  if (log_)
+    std::fprintf(stderr, "%s %.3f AR id %u 0x%llx beats %u ready %.3f\n", name(), sc_time_stamp().to_seconds() * 1e9,
+                 id, static_cast<unsigned long long>(addr), beats,
+                 (period_ * static_cast<double>(r.ready_cycle)).to_seconds() * 1e9);
   reads_.push_back(std::move(r));
 }
 
@@ -373,12 +382,17 @@ void RtlDmaEngine::finish_write(WriteBurst& w) {
   }
   w.data_done = true;
   w.ready_cycle = cycle_ + cycles_for(latest);
+  if (log_)
+    std::fprintf(stderr, "%s %.3f WLAST 0x%llx beats %u B at %.3f\n", name(), sc_time_stamp().to_seconds() * 1e9,
+                 static_cast<unsigned long long>(w.addr), w.beats,
+                 (period_ * static_cast<double>(w.ready_cycle)).to_seconds() * 1e9);
 }
 
 void RtlDmaEngine::step(const RegOp* op) {
   // Doorbells that have become visible go out as Q_TAIL writes, one per cycle.
   while (!pending_.empty() && pending_.front().visible <= sc_time_stamp()) {
     const PendingTail& p = pending_.front();
+    if (log_) std::fprintf(stderr, "%s %.3f doorbell q%u tail %u\n", name(), sc_time_stamp().to_seconds() * 1e9, p.queue, p.tail);
     queues_[p.queue].tail = p.tail;
     reg_ops_.push_back({arch::dma_reg::queue(p.queue, arch::dma_reg::kQTail), p.tail, true});
     pending_.pop_front();

@@ -114,7 +114,7 @@ private:
   int r_current_ = -1;  // index into reads_ of the burst whose beats are on R
   std::deque<WriteBurst> writes_;  // AW order; B in that order (one write ID)
   std::uint32_t idle_cycles_ = 0;
-  bool busy_ = false;
+  bool log_ = false;
   DmaPortIn in_;
   DmaPortOut out_;
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace tessera::dma {
@@ -19,7 +20,21 @@ namespace {
 // Bursts of at most 256 beats that never cross a 4 KiB page.
 std::uint32_t max_burst_bytes(std::uint32_t data_bytes) { return std::min<std::uint32_t>(4096, 256 * data_bytes); }
 
+// Cycle counts of the RTL (rtl/dma/tsr_dma_engine.sv), measured through the
+// AXI4-to-TLM bridge (cosim/, TESSERA_DMA_BRIDGE_LOG): see docs/cosim.md.
+constexpr double kDoorbellToFetch = 2;   // Q_TAIL write to the fetch AR
+constexpr double kFetchAhead = 4;        // fetch data back to the next descriptor's fetch AR
+constexpr double kDecode = 5;            // fetch data back (or hand-off) to the first data AR
+constexpr double kReadSlotReuse = 2;     // last R beat of a burst to the AR that reuses its slot
+constexpr double kReadToWrite = 3;       // last R beat a write burst needs to its first W beat
+constexpr double kWriteToCompletion = 3; // last B to the semaphore write
+constexpr double kCompletionToStatus = 1;
+
 }  // namespace
+
+sc_time DmaEngine::on_clock(const sc_time& t) const {
+  return period_ * std::ceil(t / period_ - 1e-9);
+}
 
 DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::uint32_t queues)
     : DmaEngineBase(name),
@@ -29,6 +44,7 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::
       period_(static_cast<double>(ctx.cfg.dma.axi_data_bytes) / ctx.cfg.dma.bytes_per_ns, SC_NS),
       max_outstanding_(static_cast<std::uint32_t>(ctx.cfg.dma.max_outstanding)),
       queues_(queues),
+      tail_visible_(queues),
       bytes_(ctx.stats.counter(std::string(this->name()) + ".bytes", "bytes", "bytes moved")),
       descriptors_(ctx.stats.counter(std::string(this->name()) + ".descriptors", "count", "descriptors completed")),
       busy_ns_(ctx.stats.counter(std::string(this->name()) + ".busy_ns", "ns", "time with a descriptor running")) {
@@ -69,6 +85,8 @@ std::string DmaEngine::doorbell(std::uint32_t q, std::uint64_t address, std::uin
 void DmaEngine::apply_due_doorbells() {
   while (!pending_.empty() && pending_.front().visible <= sc_time_stamp()) {
     queues_[pending_.front().queue].tail = pending_.front().tail;
+    tail_visible_.resize(queues_.size());
+    tail_visible_[pending_.front().queue] = pending_.front().visible;
     pending_.pop_front();
   }
 }
@@ -124,11 +142,28 @@ void DmaEngine::execute(std::uint32_t q) {
   QueueState& s = queues_[q];
   const std::uint64_t desc_addr = s.ring_base + std::uint64_t{s.head} * arch::kDmaDescriptorBytes;
   const sc_time cycle = period_;
+  const std::uint32_t beat = static_cast<std::uint32_t>(ctx_.cfg.dma.axi_data_bytes);
   bool err = false;
+  // AXI moves whole beats aligned to the bus: a burst's beat count and the
+  // bytes memory is asked for follow from the aligned range.
+  const auto aligned = [&](const Run& r) {
+    const std::uint64_t lo = r.address / beat * beat, hi = (r.address + r.bytes + beat - 1) / beat * beat;
+    return std::make_pair(lo, static_cast<std::uint32_t>(hi - lo));
+  };
+  const auto on_clock_after = [&](const sc_time& t) { return on_clock(t); };
 
+  // Fetch: one descriptor ahead of the data, as the RTL's fetch unit does; an
+  // idle engine starts from the doorbell's register write.
+  // A fetch that the RTL issued while the previous descriptor ran lies in the
+  // past here; memory is asked now and its latency counted from that issue.
+  const sc_time fetch_issue = std::max(on_clock(tail_visible_.at(q)) + cycle * kDoorbellToFetch,
+                                       last_fetch_ready_ + cycle * kFetchAhead);
   std::array<std::uint8_t, arch::kDmaDescriptorBytes> raw{};
-  const sc_time fetched = transport(tlm::TLM_READ_COMMAND, desc_addr, raw.data(), arch::kDmaDescriptorBytes,
-                                    sc_time_stamp(), err);
+  const sc_time asked = std::max(fetch_issue, sc_time_stamp());
+  const sc_time fetched = on_clock_after(
+      fetch_issue + (transport(tlm::TLM_READ_COMMAND, desc_addr, raw.data(), arch::kDmaDescriptorBytes, asked, err) -
+                     asked));
+  last_fetch_ready_ = fetched;
   if (err) return fail(q, arch::DmaError::kFetch, "descriptor fetch failed");
   const arch::DmaDescriptor d = arch::unpack(raw);
   if (d.magic != arch::kDmaDescriptorMagic)
@@ -147,7 +182,6 @@ void DmaEngine::execute(std::uint32_t q) {
   if ((d.flags & arch::kDmaFlagCompletion) && d.sem_addr % 4 != 0)
     return fail(q, arch::DmaError::kMalformed, "semaphore address not 4-byte aligned");
 
-  const std::uint32_t beat = static_cast<std::uint32_t>(ctx_.cfg.dma.axi_data_bytes);
   const auto src = bursts(pattern_runs(d.src_addr, d.src_size, d.src_stride, d.elem_log2), max_burst_bytes(beat));
   const auto dst = bursts(pattern_runs(d.dst_addr, d.dst_size, d.dst_stride, d.elem_log2), max_burst_bytes(beat));
   for (const auto* side : {&src, &dst})
@@ -159,54 +193,60 @@ void DmaEngine::execute(std::uint32_t q) {
   const std::uint64_t total = count(d.src_size) * elem;
   // Timing-only runs move no bytes: TLM_IGNORE_COMMAND costs the same time.
   const bool data = !ctx_.no_data;
-  std::vector<std::uint8_t> buffer(data ? total : 0);
-  std::uint8_t scratch[1];
-  const auto at_byte = [&](std::uint64_t offset) { return data ? buffer.data() + offset : scratch; };
+  std::vector<std::uint8_t> buffer(data ? total : 0), beats_in(data ? 0 : 1);
   const tlm::tlm_command read_cmd = data ? tlm::TLM_READ_COMMAND : tlm::TLM_IGNORE_COMMAND;
   const tlm::tlm_command write_cmd = data ? tlm::TLM_WRITE_COMMAND : tlm::TLM_IGNORE_COMMAND;
+  std::uint8_t scratch[1];
 
-  // Reads: one AR per cycle, at most max_outstanding in flight; each burst's
-  // data arrives when memory has it and the R channel has carried its beats.
-  std::vector<sc_time> data_done(src.size());
-  sc_time issue = fetched, r_channel = fetched;
+  // Reads: one AR per cycle from the end of decode, a slot per outstanding
+  // burst freed a little after its last beat; one R beat per cycle.
+  const sc_time data_start = std::max(fetched, last_handoff_) + cycle * kDecode;
+  std::vector<sc_time> last_beat(src.size());
+  sc_time issue = data_start, r_channel = data_start;
   std::uint64_t at = 0;
   for (std::size_t i = 0; i < src.size(); ++i) {
-    if (i >= max_outstanding_) issue = std::max(issue, data_done[i - max_outstanding_]);
-    const sc_time mem = transport(read_cmd, src[i].address, at_byte(at), src[i].bytes, issue, err);
+    if (i >= max_outstanding_) issue = std::max(issue, last_beat[i - max_outstanding_] + cycle * kReadSlotReuse);
+    const auto [lo, len] = aligned(src[i]);
+    std::vector<std::uint8_t> burst(data ? len : 0);
+    const sc_time mem = on_clock_after(transport(read_cmd, lo, data ? burst.data() : scratch, len, issue, err));
     if (err) return fail(q, arch::DmaError::kReadResp, fmt::format("read of 0x{:x} failed", src[i].address));
-    const double beats = std::ceil(static_cast<double>(src[i].bytes) / beat);
-    r_channel = std::max(mem, r_channel + cycle * beats);
-    data_done[i] = r_channel;
+    if (data) std::memcpy(buffer.data() + at, burst.data() + (src[i].address - lo), src[i].bytes);
+    const sc_time first = std::max(mem, r_channel);
+    last_beat[i] = first + cycle * static_cast<double>(len / beat - 1);
+    r_channel = last_beat[i] + cycle;
     at += src[i].bytes;
     issue += cycle;
   }
 
-  // Writes: each burst goes out once the read data it carries has arrived,
-  // its beats one per cycle on the W channel; done when every response is in.
-  sc_time w_channel = fetched, all_written = fetched;
+  // Writes: a burst's first W beat follows the last R beat of the data it
+  // carries; beats one per cycle; B responses in order, one per cycle.
+  sc_time w_channel = data_start, b_channel = data_start, last_w = data_start;
   std::size_t read_idx = 0;
   std::uint64_t read_bytes = 0, written = 0;
   for (const Run& w : dst) {
     while (read_bytes < written + w.bytes) read_bytes += src[read_idx++].bytes;
-    const double beats = std::ceil(static_cast<double>(w.bytes) / beat);
-    const sc_time start = std::max(w_channel, data_done[read_idx - 1]);
-    w_channel = start + cycle * beats;
-    const sc_time resp = transport(write_cmd, w.address, at_byte(written), w.bytes, start, err);
+    const std::uint32_t beats = aligned(w).second / beat;
+    const sc_time start = std::max(w_channel, last_beat[read_idx - 1] + cycle * kReadToWrite);
+    last_w = start + cycle * static_cast<double>(beats - 1);
+    w_channel = last_w + cycle;
+    const sc_time resp = on_clock_after(transport(write_cmd, w.address, data ? buffer.data() + written : scratch,
+                                                  w.bytes, last_w, err));
     if (err) return fail(q, arch::DmaError::kWriteResp, fmt::format("write of 0x{:x} failed", w.address));
-    all_written = std::max(all_written, std::max(resp, w_channel));
+    b_channel = std::max(resp, b_channel + cycle);
     written += w.bytes;
   }
 
   // Completion: the semaphore increment, then the status word.
-  sc_time done = all_written;
+  sc_time done = b_channel + cycle * kWriteToCompletion;
   if (d.flags & arch::kDmaFlagCompletion) {
     std::uint32_t v = d.sem_value;
-    done = transport(tlm::TLM_WRITE_COMMAND, d.sem_addr, reinterpret_cast<std::uint8_t*>(&v), 4, done, err);
+    transport(tlm::TLM_WRITE_COMMAND, d.sem_addr, reinterpret_cast<std::uint8_t*>(&v), 4, done, err);
     if (err) return fail(q, arch::DmaError::kWriteResp, fmt::format("semaphore write to 0x{:x} failed", d.sem_addr));
+    done += cycle * kCompletionToStatus;
   }
   std::uint16_t status = 1u << arch::kDmaStatusDoneBit;
   const sc_time status_done = transport(tlm::TLM_WRITE_COMMAND, desc_addr + arch::kDmaStatusOffset,
-                                       reinterpret_cast<std::uint8_t*>(&status), 2, done, err);
+                                        reinterpret_cast<std::uint8_t*>(&status), 2, done, err);
   completions_.push_back({q, s.head, status_done});
 
   bytes_ += static_cast<double>(total);
@@ -215,7 +255,8 @@ void DmaEngine::execute(std::uint32_t q) {
   s.head = (s.head + 1) % s.ring_size;
   // The next descriptor may start once this one's last write beat is out;
   // its completion writes overlap the next transfer, as in the RTL.
-  if (w_channel > sc_time_stamp()) sc_core::wait(w_channel - sc_time_stamp());
+  last_handoff_ = last_w;
+  if (last_w > sc_time_stamp()) sc_core::wait(last_w - sc_time_stamp());
 }
 
 }  // namespace tessera::dma

@@ -96,6 +96,11 @@ private:
   std::deque<PendingTail> pending_;
   sc_core::sc_event doorbell_event_;
   std::uint32_t next_queue_ = 0;  // round-robin pointer
+  // The RTL fetches one descriptor ahead: when the previous fetch's data came
+  // back, and when the previous descriptor handed off to its completion stage.
+  sc_core::sc_time last_fetch_ready_, last_handoff_;
+  std::vector<sc_core::sc_time> tail_visible_;  // per queue: when its latest doorbell landed
+  sc_core::sc_time on_clock(const sc_core::sc_time& t) const;  // the first DMA clock edge at or after t
 
   trace::Counter& bytes_;
   trace::Counter& descriptors_;
