@@ -32,10 +32,6 @@ constexpr double kCompletionToStatus = 1;
 
 }  // namespace
 
-sc_time DmaEngine::on_clock(const sc_time& t) const {
-  return period_ * std::ceil(t / period_ - 1e-9);
-}
-
 DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::uint32_t queues)
     : DmaEngineBase(name),
       ctx_(ctx),
@@ -44,18 +40,23 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::
       period_(static_cast<double>(ctx.cfg.dma.axi_data_bytes) / ctx.cfg.dma.bytes_per_ns, SC_NS),
       max_outstanding_(static_cast<std::uint32_t>(ctx.cfg.dma.max_outstanding)),
       queues_(queues),
+      fetch_ptr_(queues, 0),
       tail_visible_(queues),
+      last_fetched_queue_(queues - 1),
       bytes_(ctx.stats.counter(std::string(this->name()) + ".bytes", "bytes", "bytes moved")),
       descriptors_(ctx.stats.counter(std::string(this->name()) + ".descriptors", "count", "descriptors completed")),
       busy_ns_(ctx.stats.counter(std::string(this->name()) + ".busy_ns", "ns", "time with a descriptor running")) {
   SC_THREAD(run);
 }
 
+sc_time DmaEngine::on_clock(const sc_time& t) const { return period_ * std::ceil(t / period_ - 1e-9); }
+
 void DmaEngine::configure_queue(std::uint32_t q, std::uint64_t ring_base, std::uint32_t ring_size) {
   QueueState& s = queues_.at(q);
   s = QueueState{};
   s.ring_base = ring_base;
   s.ring_size = ring_size;
+  fetch_ptr_.at(q) = 0;
 }
 
 std::string DmaEngine::doorbell(std::uint32_t q, std::uint64_t address, std::uint32_t count,
@@ -85,46 +86,68 @@ std::string DmaEngine::doorbell(std::uint32_t q, std::uint64_t address, std::uin
 void DmaEngine::apply_due_doorbells() {
   while (!pending_.empty() && pending_.front().visible <= sc_time_stamp()) {
     queues_[pending_.front().queue].tail = pending_.front().tail;
-    tail_visible_.resize(queues_.size());
     tail_visible_[pending_.front().queue] = pending_.front().visible;
     pending_.pop_front();
   }
 }
 
+std::int64_t DmaEngine::ready_queue(std::uint32_t after) const {
+  const auto n = static_cast<std::uint32_t>(queues_.size());
+  for (std::uint32_t i = 1; i <= n; ++i) {
+    const std::uint32_t q = (after + i) % n;
+    const QueueState& s = queues_[q];
+    if (s.error == arch::DmaError::kNone && s.ring_size > 0 && fetch_ptr_[q] != s.tail) return q;
+  }
+  return -1;
+}
+
 void DmaEngine::run() {
   for (;;) {
     apply_due_doorbells();
-    std::int64_t pick = -1;
-    for (std::uint32_t i = 0; i < queues_.size(); ++i) {
-      const std::uint32_t q = (next_queue_ + i) % static_cast<std::uint32_t>(queues_.size());
-      const QueueState& s = queues_[q];
-      if (s.error == arch::DmaError::kNone && s.ring_size > 0 && s.head != s.tail) {
-        pick = q;
-        break;
-      }
+    std::optional<Fetched> next;
+    if (prefetched_) {
+      next = prefetched_;
+      prefetched_.reset();
+    } else if (const std::int64_t q = ready_queue(last_fetched_queue_); q >= 0) {
+      // Fetched by an idle fetch unit: two cycles after the doorbell's
+      // register write, four after the previous fetch's data.
+      const auto uq = static_cast<std::uint32_t>(q);
+      const sc_time issue = std::max({on_clock(sc_time_stamp()), on_clock(tail_visible_[uq]) + period_ * kDoorbellToFetch,
+                                      last_fetch_ready_ + period_ * kFetchAhead});
+      next = fetch(uq, issue);
     }
-    if (pick < 0) {
+    if (next) {
+      const sc_time start = sc_time_stamp();
+      execute(*next);
+      busy_ns_ += (sc_time_stamp() - start).to_seconds() * 1e9;
+      continue;
+    }
+    if (completions_pending_.empty()) {
       sc_core::wait(doorbell_event_);
       continue;
     }
-    next_queue_ = (static_cast<std::uint32_t>(pick) + 1) % static_cast<std::uint32_t>(queues_.size());
-    const sc_time start = sc_time_stamp();
-    execute(static_cast<std::uint32_t>(pick));
-    busy_ns_ += (sc_time_stamp() - start).to_seconds() * 1e9;
+    // Nothing to fetch: finish the completion stage, unless a doorbell comes first.
+    const sc_time due = completion_time();
+    if (due > sc_time_stamp()) {
+      sc_core::wait(due - sc_time_stamp(), doorbell_event_);
+      if (sc_time_stamp() < due) continue;
+    }
+    complete_oldest();
   }
 }
 
-void DmaEngine::fail(std::uint32_t q, arch::DmaError code, const std::string& detail) {
+void DmaEngine::fail(std::uint32_t q, std::uint32_t index, arch::DmaError code, const std::string& detail) {
   QueueState& s = queues_[q];
   s.error = code;
-  s.error_index = s.head;
-  ctx_.fail(fmt::format("{}.q{} descriptor {} (at 0x{:x}): {}: {}", name(), q, s.head,
-                        s.ring_base + std::uint64_t{s.head} * arch::kDmaDescriptorBytes, arch::to_string(code),
+  s.error_index = index;
+  ctx_.fail(fmt::format("{}.q{} descriptor {} (at 0x{:x}): {}: {}", name(), q, index,
+                        s.ring_base + std::uint64_t{index} * arch::kDmaDescriptorBytes, arch::to_string(code),
                         detail));
 }
 
-sc_time DmaEngine::transport(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t* data, std::uint32_t length,
-                             sc_time at, bool& error) {
+sc_time DmaEngine::transport_at(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t* data,
+                                std::uint32_t length, sc_time at, bool& error) {
+  if (at > sc_time_stamp()) sc_core::wait(at - sc_time_stamp());
   tlm::tlm_generic_payload t;
   t.set_command(cmd);
   t.set_address(address);
@@ -132,129 +155,184 @@ sc_time DmaEngine::transport(tlm::tlm_command cmd, std::uint64_t address, std::u
   t.set_data_length(length);
   t.set_streaming_width(length);
   t.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-  sc_time delay = at > sc_time_stamp() ? at - sc_time_stamp() : SC_ZERO_TIME;
+  sc_time delay = SC_ZERO_TIME;
   socket->b_transport(t, delay);
   error = t.is_response_error();
-  return sc_time_stamp() + delay;
+  return on_clock(sc_time_stamp() + delay);
 }
 
-void DmaEngine::execute(std::uint32_t q) {
+DmaEngine::Fetched DmaEngine::fetch(std::uint32_t q, sc_time issue) {
   QueueState& s = queues_[q];
-  const std::uint64_t desc_addr = s.ring_base + std::uint64_t{s.head} * arch::kDmaDescriptorBytes;
+  Fetched f;
+  f.queue = q;
+  f.index = fetch_ptr_[q];
+  fetch_ptr_[q] = (fetch_ptr_[q] + 1) % s.ring_size;
+  last_fetched_queue_ = q;
+  f.ready = transport_at(tlm::TLM_READ_COMMAND, s.ring_base + std::uint64_t{f.index} * arch::kDmaDescriptorBytes,
+                         f.raw.data(), arch::kDmaDescriptorBytes, issue, f.error);
+  last_fetch_ready_ = f.ready;
+  return f;
+}
+
+sc_time DmaEngine::completion_time() const {
+  // Completion writes go ahead of data bursts, between bursts.
+  return std::max(completions_pending_.front().ready, w_free_);
+}
+
+void DmaEngine::complete_oldest() {
+  sc_time at = completion_time();
+  const PendingCompletion c = completions_pending_.front();
+  completions_pending_.pop_front();
+  QueueState& s = queues_[c.queue];
+  bool err = false;
+  if (c.semaphore) {
+    std::uint32_t v = c.sem_value;
+    const sc_time resp = transport_at(tlm::TLM_WRITE_COMMAND, c.sem_addr, reinterpret_cast<std::uint8_t*>(&v), 4, at, err);
+    if (err) return fail(c.queue, c.index, arch::DmaError::kWriteResp,
+                         fmt::format("semaphore write to 0x{:x} failed", c.sem_addr));
+    b_last_ = std::max(resp, b_last_ + period_);
+    at += period_ * kCompletionToStatus;
+  }
+  w_free_ = at + period_;
+  std::uint16_t status = 1u << arch::kDmaStatusDoneBit;
+  const std::uint64_t slot = s.ring_base + std::uint64_t{c.index} * arch::kDmaDescriptorBytes;
+  const sc_time resp = transport_at(tlm::TLM_WRITE_COMMAND, slot + arch::kDmaStatusOffset,
+                                    reinterpret_cast<std::uint8_t*>(&status), 2, at, err);
+  b_last_ = std::max(resp, b_last_ + period_);
+  completions_.push_back({c.queue, c.index, sc_time_stamp() + (resp - sc_time_stamp())});
+  ++descriptors_;
+  ++s.descriptors_done;
+  s.head = (c.index + 1) % s.ring_size;
+}
+
+void DmaEngine::execute(Fetched f) {
+  const std::uint32_t q = f.queue;
   const sc_time cycle = period_;
   const std::uint32_t beat = static_cast<std::uint32_t>(ctx_.cfg.dma.axi_data_bytes);
   bool err = false;
-  // AXI moves whole beats aligned to the bus: a burst's beat count and the
-  // bytes memory is asked for follow from the aligned range.
-  const auto aligned = [&](const Run& r) {
-    const std::uint64_t lo = r.address / beat * beat, hi = (r.address + r.bytes + beat - 1) / beat * beat;
-    return std::make_pair(lo, static_cast<std::uint32_t>(hi - lo));
-  };
-  const auto on_clock_after = [&](const sc_time& t) { return on_clock(t); };
-
-  // Fetch: one descriptor ahead of the data, as the RTL's fetch unit does; an
-  // idle engine starts from the doorbell's register write.
-  // A fetch that the RTL issued while the previous descriptor ran lies in the
-  // past here; memory is asked now and its latency counted from that issue.
-  const sc_time fetch_issue = std::max(on_clock(tail_visible_.at(q)) + cycle * kDoorbellToFetch,
-                                       last_fetch_ready_ + cycle * kFetchAhead);
-  std::array<std::uint8_t, arch::kDmaDescriptorBytes> raw{};
-  const sc_time asked = std::max(fetch_issue, sc_time_stamp());
-  const sc_time fetched = on_clock_after(
-      fetch_issue + (transport(tlm::TLM_READ_COMMAND, desc_addr, raw.data(), arch::kDmaDescriptorBytes, asked, err) -
-                     asked));
-  last_fetch_ready_ = fetched;
-  if (err) return fail(q, arch::DmaError::kFetch, "descriptor fetch failed");
-  const arch::DmaDescriptor d = arch::unpack(raw);
+  if (f.error) return fail(q, f.index, arch::DmaError::kFetch, "descriptor fetch failed");
+  const arch::DmaDescriptor d = arch::unpack(f.raw);
   if (d.magic != arch::kDmaDescriptorMagic)
-    return fail(q, arch::DmaError::kMagic, fmt::format("magic byte 0x{:02x}, not 0x{:02x}", d.magic,
-                                                       arch::kDmaDescriptorMagic));
+    return fail(q, f.index, arch::DmaError::kMagic,
+                fmt::format("magic byte 0x{:02x}, not 0x{:02x}", d.magic, arch::kDmaDescriptorMagic));
   for (int i = 0; i < 4; ++i)
     if (d.src_size[i] == 0 || d.dst_size[i] == 0)
-      return fail(q, arch::DmaError::kZeroLength, fmt::format("dimension {} has size 0", i));
+      return fail(q, f.index, arch::DmaError::kZeroLength, fmt::format("dimension {} has size 0", i));
   const auto count = [](const std::array<std::uint16_t, 4>& sz) {
     return std::uint64_t{sz[0]} * sz[1] * sz[2] * sz[3];
   };
   const std::uint64_t elem = 1ull << d.elem_log2;
   if (count(d.src_size) != count(d.dst_size))
-    return fail(q, arch::DmaError::kMalformed, fmt::format("source has {} elements, destination {}",
-                                                           count(d.src_size), count(d.dst_size)));
+    return fail(q, f.index, arch::DmaError::kMalformed,
+                fmt::format("source has {} elements, destination {}", count(d.src_size), count(d.dst_size)));
   if ((d.flags & arch::kDmaFlagCompletion) && d.sem_addr % 4 != 0)
-    return fail(q, arch::DmaError::kMalformed, "semaphore address not 4-byte aligned");
+    return fail(q, f.index, arch::DmaError::kMalformed, "semaphore address not 4-byte aligned");
 
   const auto src = bursts(pattern_runs(d.src_addr, d.src_size, d.src_stride, d.elem_log2), max_burst_bytes(beat));
   const auto dst = bursts(pattern_runs(d.dst_addr, d.dst_size, d.dst_stride, d.elem_log2), max_burst_bytes(beat));
   for (const auto* side : {&src, &dst})
     for (const Run& r : *side)
       if (ctx_.map.region_of(r.address, r.bytes) == arch::Region::None)
-        return fail(q, arch::DmaError::kAddrWindow,
+        return fail(q, f.index, arch::DmaError::kAddrWindow,
                     fmt::format("bytes 0x{:x}..0x{:x} are outside the device address map", r.address,
                                 r.address + r.bytes - 1));
   const std::uint64_t total = count(d.src_size) * elem;
   // Timing-only runs move no bytes: TLM_IGNORE_COMMAND costs the same time.
   const bool data = !ctx_.no_data;
-  std::vector<std::uint8_t> buffer(data ? total : 0), beats_in(data ? 0 : 1);
+  std::vector<std::uint8_t> buffer(data ? total : 0);
+  std::uint8_t scratch[arch::kDmaDescriptorBytes];
   const tlm::tlm_command read_cmd = data ? tlm::TLM_READ_COMMAND : tlm::TLM_IGNORE_COMMAND;
   const tlm::tlm_command write_cmd = data ? tlm::TLM_WRITE_COMMAND : tlm::TLM_IGNORE_COMMAND;
-  std::uint8_t scratch[1];
+  // AXI moves whole beats aligned to the bus: a burst's beat count and the
+  // bytes memory is asked for follow from the aligned range.
+  const auto aligned = [&](const Run& r) {
+    const std::uint64_t lo = r.address / beat * beat, hi = (r.address + r.bytes + beat - 1) / beat * beat;
+    return std::make_pair(lo, static_cast<std::uint32_t>(hi - lo));
+  };
 
-  // Reads: one AR per cycle from the end of decode, a slot per outstanding
-  // burst freed a little after its last beat; one R beat per cycle.
-  const sc_time data_start = std::max(fetched, last_handoff_) + cycle * kDecode;
+  // Every access goes to memory at its own time, in time order: reads (one
+  // AR per cycle, a slot per outstanding burst freed a little after its last
+  // beat), write bursts (first W beat after the last R beat of their data),
+  // the completion writes of earlier descriptors (ahead of data bursts, between
+  // bursts) and the fetch of the next descriptor (one ahead).
+  const sc_time data_start = std::max(f.ready, last_handoff_) + cycle * kDecode;
   std::vector<sc_time> last_beat(src.size());
-  sc_time issue = data_start, r_channel = data_start;
-  std::uint64_t at = 0;
-  for (std::size_t i = 0; i < src.size(); ++i) {
-    if (i >= max_outstanding_) issue = std::max(issue, last_beat[i - max_outstanding_] + cycle * kReadSlotReuse);
-    const auto [lo, len] = aligned(src[i]);
-    std::vector<std::uint8_t> burst(data ? len : 0);
-    const sc_time mem = on_clock_after(transport(read_cmd, lo, data ? burst.data() : scratch, len, issue, err));
-    if (err) return fail(q, arch::DmaError::kReadResp, fmt::format("read of 0x{:x} failed", src[i].address));
-    if (data) std::memcpy(buffer.data() + at, burst.data() + (src[i].address - lo), src[i].bytes);
-    const sc_time first = std::max(mem, r_channel);
-    last_beat[i] = first + cycle * static_cast<double>(len / beat - 1);
-    r_channel = last_beat[i] + cycle;
-    at += src[i].bytes;
-    issue += cycle;
-  }
+  std::vector<std::uint64_t> read_end(src.size());  // stream offset after each read burst
+  std::size_t ri = 0, wi = 0;
+  sc_time next_read = data_start, r_channel = data_start, last_w = data_start, b_all = SC_ZERO_TIME;
+  std::uint64_t read_at = 0, written = 0;
+  bool prefetch_done = false;
+  for (;;) {
+    // Candidate times; "never" when not possible yet.
+    const sc_time never = sc_core::sc_max_time();
+    sc_time t_read = never, t_write = never, t_write_start = never, t_complete = never, t_fetch = never;
+    if (ri < src.size())
+      t_read = ri >= max_outstanding_ ? std::max(next_read, last_beat[ri - max_outstanding_] + cycle * kReadSlotReuse)
+                                      : next_read;
+    std::uint32_t w_beats = 0;
+    if (wi < dst.size()) {
+      std::size_t need = 0;
+      while (need < ri && read_end[need] < written + dst[wi].bytes) ++need;
+      if (need < ri) {
+        w_beats = aligned(dst[wi]).second / beat;
+        t_write_start = std::max(w_free_, last_beat[need] + cycle * kReadToWrite);
+        t_write = t_write_start + cycle * static_cast<double>(w_beats - 1);
+      }
+    }
+    if (!completions_pending_.empty()) t_complete = completion_time();
+    if (!prefetch_done) {
+      apply_due_doorbells();
+      if (ready_queue(q) >= 0 || queues_[q].tail != fetch_ptr_[q]) {
+        t_fetch = std::max(f.ready + cycle * kFetchAhead, sc_time_stamp());
+      } else if (!pending_.empty()) {
+        t_fetch = on_clock(pending_.front().visible) + cycle * kDoorbellToFetch;
+      }
+    }
+    if (ri == src.size() && wi == dst.size()) break;
 
-  // Writes: a burst's first W beat follows the last R beat of the data it
-  // carries; beats one per cycle; B responses in order, one per cycle.
-  sc_time w_channel = data_start, b_channel = data_start, last_w = data_start;
-  std::size_t read_idx = 0;
-  std::uint64_t read_bytes = 0, written = 0;
-  for (const Run& w : dst) {
-    while (read_bytes < written + w.bytes) read_bytes += src[read_idx++].bytes;
-    const std::uint32_t beats = aligned(w).second / beat;
-    const sc_time start = std::max(w_channel, last_beat[read_idx - 1] + cycle * kReadToWrite);
-    last_w = start + cycle * static_cast<double>(beats - 1);
-    w_channel = last_w + cycle;
-    const sc_time resp = on_clock_after(transport(write_cmd, w.address, data ? buffer.data() + written : scratch,
-                                                  w.bytes, last_w, err));
-    if (err) return fail(q, arch::DmaError::kWriteResp, fmt::format("write of 0x{:x} failed", w.address));
-    b_channel = std::max(resp, b_channel + cycle);
-    written += w.bytes;
+    if (t_complete <= std::min({t_read, t_write_start, t_fetch})) {
+      complete_oldest();
+      if (ctx_.error) return;
+    } else if (t_fetch <= std::min(t_read, t_write)) {
+      if (t_fetch > sc_time_stamp()) sc_core::wait(t_fetch - sc_time_stamp());
+      apply_due_doorbells();
+      const std::int64_t nq = ready_queue(q);
+      if (nq >= 0) {
+        prefetched_ = fetch(static_cast<std::uint32_t>(nq), on_clock(sc_time_stamp()));
+        prefetch_done = true;
+      }
+    } else if (t_read <= t_write) {
+      const auto [lo, len] = aligned(src[ri]);
+      std::vector<std::uint8_t> burst(data ? len : 0);
+      const sc_time mem = transport_at(read_cmd, lo, data ? burst.data() : scratch, len, t_read, err);
+      if (err) return fail(q, f.index, arch::DmaError::kReadResp, fmt::format("read of 0x{:x} failed", src[ri].address));
+      if (data) std::memcpy(buffer.data() + read_at, burst.data() + (src[ri].address - lo), src[ri].bytes);
+      const sc_time first = std::max(mem, r_channel);
+      last_beat[ri] = first + cycle * static_cast<double>(len / beat - 1);
+      r_channel = last_beat[ri] + cycle;
+      read_at += src[ri].bytes;
+      read_end[ri] = read_at;
+      next_read = t_read + cycle;
+      ++ri;
+    } else {
+      const Run& w = dst[wi];
+      w_free_ = t_write + cycle;
+      last_w = t_write;
+      const sc_time resp = transport_at(write_cmd, w.address, data ? buffer.data() + written : scratch, w.bytes,
+                                        t_write, err);
+      if (err) return fail(q, f.index, arch::DmaError::kWriteResp, fmt::format("write of 0x{:x} failed", w.address));
+      b_last_ = std::max(resp, b_last_ + cycle);
+      b_all = b_last_;
+      written += w.bytes;
+      ++wi;
+    }
   }
-
-  // Completion: the semaphore increment, then the status word.
-  sc_time done = b_channel + cycle * kWriteToCompletion;
-  if (d.flags & arch::kDmaFlagCompletion) {
-    std::uint32_t v = d.sem_value;
-    transport(tlm::TLM_WRITE_COMMAND, d.sem_addr, reinterpret_cast<std::uint8_t*>(&v), 4, done, err);
-    if (err) return fail(q, arch::DmaError::kWriteResp, fmt::format("semaphore write to 0x{:x} failed", d.sem_addr));
-    done += cycle * kCompletionToStatus;
-  }
-  std::uint16_t status = 1u << arch::kDmaStatusDoneBit;
-  const sc_time status_done = transport(tlm::TLM_WRITE_COMMAND, desc_addr + arch::kDmaStatusOffset,
-                                        reinterpret_cast<std::uint8_t*>(&status), 2, done, err);
-  completions_.push_back({q, s.head, status_done});
 
   bytes_ += static_cast<double>(total);
-  ++descriptors_;
-  ++s.descriptors_done;
-  s.head = (s.head + 1) % s.ring_size;
-  // The next descriptor may start once this one's last write beat is out;
-  // its completion writes overlap the next transfer, as in the RTL.
+  // The completion stage writes the semaphore and status once every write
+  // response is in; the next descriptor starts from the last write beat.
+  completions_pending_.push_back({q, f.index, b_all + cycle * kWriteToCompletion,
+                                  (d.flags & arch::kDmaFlagCompletion) != 0, d.sem_addr, d.sem_value});
   last_handoff_ = last_w;
   if (last_w > sc_time_stamp()) sc_core::wait(last_w - sc_time_stamp());
 }

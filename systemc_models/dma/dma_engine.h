@@ -21,7 +21,9 @@
 #include <tlm>
 #include <tlm_utils/simple_initiator_socket.h>
 
+#include <array>
 #include <deque>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,26 +83,54 @@ private:
     std::uint32_t tail;
   };
 
+  // A descriptor read by the fetch unit, which runs one descriptor ahead.
+  struct Fetched {
+    std::uint32_t queue = 0, index = 0;
+    std::array<std::uint8_t, arch::kDmaDescriptorBytes> raw{};
+    sc_core::sc_time ready;
+    bool error = false;
+  };
+  // A descriptor whose data is written, waiting for its write responses
+  // before its semaphore and status writes (the RTL's completion stage).
+  struct PendingCompletion {
+    std::uint32_t queue, index;
+    sc_core::sc_time ready;  // when the completion writes may go out
+    bool semaphore;
+    std::uint64_t sem_addr;
+    std::uint32_t sem_value;
+  };
+
   void run();
   void apply_due_doorbells();
-  // Runs the descriptor at the head of `q`; returns when the engine may start the next one.
-  void execute(std::uint32_t q);
-  void fail(std::uint32_t q, arch::DmaError code, const std::string& detail);
-  sc_core::sc_time transport(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t* data, std::uint32_t length,
-                             sc_core::sc_time at, bool& error);
+  // The next queue with a descriptor to fetch, round-robin after `after`; -1 if none.
+  std::int64_t ready_queue(std::uint32_t after) const;
+  Fetched fetch(std::uint32_t q, sc_core::sc_time issue);
+  // Moves the descriptor in `f` from the queue's ring through memory; returns
+  // when its last write beat is out (the next descriptor may start).
+  void execute(Fetched f);
+  // When the oldest pending completion's writes go out, given the W channel.
+  sc_core::sc_time completion_time() const;
+  void complete_oldest();
+  void fail(std::uint32_t q, std::uint32_t index, arch::DmaError code, const std::string& detail);
+  // b_transport at time `at`: waits until then (transactions go to memory in
+  // time order, as the RTL's do) and returns when the answer is usable, on a clock edge.
+  sc_core::sc_time transport_at(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t* data,
+                                std::uint32_t length, sc_core::sc_time at, bool& error);
+  sc_core::sc_time on_clock(const sc_core::sc_time& t) const;  // the first DMA clock edge at or after t
 
   core::CoreContext& ctx_;
   sc_core::sc_time period_;
   std::uint32_t max_outstanding_;
   std::vector<QueueState> queues_;
+  std::vector<std::uint32_t> fetch_ptr_;         // per queue: next descriptor to fetch
+  std::vector<sc_core::sc_time> tail_visible_;  // per queue: when its latest doorbell landed
   std::deque<PendingTail> pending_;
   sc_core::sc_event doorbell_event_;
-  std::uint32_t next_queue_ = 0;  // round-robin pointer
-  // The RTL fetches one descriptor ahead: when the previous fetch's data came
-  // back, and when the previous descriptor handed off to its completion stage.
+  std::uint32_t last_fetched_queue_;  // round-robin: the search starts after it
+  std::optional<Fetched> prefetched_;
+  std::deque<PendingCompletion> completions_pending_;
   sc_core::sc_time last_fetch_ready_, last_handoff_;
-  std::vector<sc_core::sc_time> tail_visible_;  // per queue: when its latest doorbell landed
-  sc_core::sc_time on_clock(const sc_core::sc_time& t) const;  // the first DMA clock edge at or after t
+  sc_core::sc_time w_free_, b_last_;  // the engine's W channel and in-order write responses
 
   trace::Counter& bytes_;
   trace::Counter& descriptors_;
