@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace tessera::dma {
@@ -24,10 +26,12 @@ std::uint32_t max_burst_bytes(std::uint32_t data_bytes) { return std::min<std::u
 // AXI4-to-TLM bridge (cosim/, TESSERA_DMA_BRIDGE_LOG): see docs/cosim.md.
 constexpr double kDoorbellToFetch = 2;   // Q_TAIL write to the fetch AR
 constexpr double kFetchAhead = 4;        // fetch data back to the next descriptor's fetch AR
-constexpr double kDecode = 5;            // fetch data back (or hand-off) to the first data AR
+constexpr double kDecode = 4;            // fetch data back to the first data AR
+constexpr double kHandoffToRead = 5;     // previous descriptor's last W beat to the first data AR
 constexpr double kReadSlotReuse = 2;     // last R beat of a burst to the AR that reuses its slot
 constexpr double kReadToWrite = 3;       // last R beat a write burst needs to its first W beat
 constexpr double kWriteToCompletion = 3; // last B to the semaphore write
+constexpr double kWriteSlotReuse = 2;    // B of a write to the first W beat of the write that reuses its slot
 constexpr double kCompletionToStatus = 1;
 
 }  // namespace
@@ -46,6 +50,9 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::
       bytes_(ctx.stats.counter(std::string(this->name()) + ".bytes", "bytes", "bytes moved")),
       descriptors_(ctx.stats.counter(std::string(this->name()) + ".descriptors", "count", "descriptors completed")),
       busy_ns_(ctx.stats.counter(std::string(this->name()) + ".busy_ns", "ns", "time with a descriptor running")) {
+  // TESSERA_DMA_BRIDGE_LOG=1 prints every memory access with its time, as the
+  // RTL bridge does, so the two can be compared line by line.
+  log_ = std::getenv("TESSERA_DMA_BRIDGE_LOG") != nullptr;
   SC_THREAD(run);
 }
 
@@ -158,7 +165,11 @@ sc_time DmaEngine::transport_at(tlm::tlm_command cmd, std::uint64_t address, std
   sc_time delay = SC_ZERO_TIME;
   socket->b_transport(t, delay);
   error = t.is_response_error();
-  return on_clock(sc_time_stamp() + delay);
+  if (log_)
+    std::fprintf(stderr, "%s %.3f %s 0x%llx bytes %u answer %.3f\n", name(), sc_time_stamp().to_seconds() * 1e9,
+                 cmd == tlm::TLM_WRITE_COMMAND ? "W" : "R", static_cast<unsigned long long>(address), length,
+                 (sc_time_stamp() + delay).to_seconds() * 1e9);
+  return sc_time_stamp() + delay;
 }
 
 DmaEngine::Fetched DmaEngine::fetch(std::uint32_t q, sc_time issue) {
@@ -168,41 +179,59 @@ DmaEngine::Fetched DmaEngine::fetch(std::uint32_t q, sc_time issue) {
   f.index = fetch_ptr_[q];
   fetch_ptr_[q] = (fetch_ptr_[q] + 1) % s.ring_size;
   last_fetched_queue_ = q;
-  f.ready = transport_at(tlm::TLM_READ_COMMAND, s.ring_base + std::uint64_t{f.index} * arch::kDmaDescriptorBytes,
-                         f.raw.data(), arch::kDmaDescriptorBytes, issue, f.error);
+  f.ready = on_clock(transport_at(tlm::TLM_READ_COMMAND, s.ring_base + std::uint64_t{f.index} * arch::kDmaDescriptorBytes,
+                         f.raw.data(), arch::kDmaDescriptorBytes, issue, f.error));
   last_fetch_ready_ = f.ready;
   return f;
 }
 
+sc_time DmaEngine::write_slot_free() const {
+  // A write holds one of max_outstanding slots from AW to B.
+  return writes_b_.size() < max_outstanding_ ? SC_ZERO_TIME
+                                             : writes_b_[writes_b_.size() - max_outstanding_] + period_ * kWriteSlotReuse;
+}
+
+void DmaEngine::write_answered(const sc_time& b) {
+  b_last_ = std::max(b, b_last_ + period_);
+  writes_b_.push_back(b_last_);
+  if (writes_b_.size() > max_outstanding_) writes_b_.pop_front();
+}
+
 sc_time DmaEngine::completion_time() const {
   // Completion writes go ahead of data bursts, between bursts.
-  return std::max(completions_pending_.front().ready, w_free_);
+  return std::max({completions_pending_.front().ready, w_free_, write_slot_free()});
 }
 
 void DmaEngine::complete_oldest() {
-  sc_time at = completion_time();
-  const PendingCompletion c = completions_pending_.front();
-  completions_pending_.pop_front();
+  // One write per call (semaphore, then status), each a W beat of its own, so
+  // that data bursts of the next descriptor interleave with them as in the RTL.
+  const sc_time at = completion_time();
+  PendingCompletion& c = completions_pending_.front();
   QueueState& s = queues_[c.queue];
   bool err = false;
+  w_free_ = at + period_;
   if (c.semaphore) {
     std::uint32_t v = c.sem_value;
-    const sc_time resp = transport_at(tlm::TLM_WRITE_COMMAND, c.sem_addr, reinterpret_cast<std::uint8_t*>(&v), 4, at, err);
+    const sc_time resp =
+        on_clock(transport_at(tlm::TLM_WRITE_COMMAND, c.sem_addr, reinterpret_cast<std::uint8_t*>(&v), 4, at, err));
     if (err) return fail(c.queue, c.index, arch::DmaError::kWriteResp,
                          fmt::format("semaphore write to 0x{:x} failed", c.sem_addr));
-    b_last_ = std::max(resp, b_last_ + period_);
-    at += period_ * kCompletionToStatus;
+    write_answered(resp);
+    c.semaphore = false;
+    c.ready = at + period_ * kCompletionToStatus;
+    return;
   }
-  w_free_ = at + period_;
+  const PendingCompletion done = c;
+  completions_pending_.pop_front();
   std::uint16_t status = 1u << arch::kDmaStatusDoneBit;
-  const std::uint64_t slot = s.ring_base + std::uint64_t{c.index} * arch::kDmaDescriptorBytes;
-  const sc_time resp = transport_at(tlm::TLM_WRITE_COMMAND, slot + arch::kDmaStatusOffset,
-                                    reinterpret_cast<std::uint8_t*>(&status), 2, at, err);
-  b_last_ = std::max(resp, b_last_ + period_);
-  completions_.push_back({c.queue, c.index, sc_time_stamp() + (resp - sc_time_stamp())});
+  const std::uint64_t slot = s.ring_base + std::uint64_t{done.index} * arch::kDmaDescriptorBytes;
+  const sc_time answered = transport_at(tlm::TLM_WRITE_COMMAND, slot + arch::kDmaStatusOffset,
+                                        reinterpret_cast<std::uint8_t*>(&status), 2, at, err);
+  write_answered(on_clock(answered));
+  completions_.push_back({done.queue, done.index, answered});
   ++descriptors_;
   ++s.descriptors_done;
-  s.head = (c.index + 1) % s.ring_size;
+  s.head = (done.index + 1) % s.ring_size;
 }
 
 void DmaEngine::execute(Fetched f) {
@@ -255,7 +284,7 @@ void DmaEngine::execute(Fetched f) {
   // beat), write bursts (first W beat after the last R beat of their data),
   // the completion writes of earlier descriptors (ahead of data bursts, between
   // bursts) and the fetch of the next descriptor (one ahead).
-  const sc_time data_start = std::max(f.ready, last_handoff_) + cycle * kDecode;
+  const sc_time data_start = std::max(f.ready + cycle * kDecode, last_handoff_ + cycle * kHandoffToRead);
   std::vector<sc_time> last_beat(src.size());
   std::vector<std::uint64_t> read_end(src.size());  // stream offset after each read burst
   std::size_t ri = 0, wi = 0;
@@ -275,7 +304,7 @@ void DmaEngine::execute(Fetched f) {
       while (need < ri && read_end[need] < written + dst[wi].bytes) ++need;
       if (need < ri) {
         w_beats = aligned(dst[wi]).second / beat;
-        t_write_start = std::max(w_free_, last_beat[need] + cycle * kReadToWrite);
+        t_write_start = std::max({w_free_, last_beat[need] + cycle * kReadToWrite, write_slot_free()});
         t_write = t_write_start + cycle * static_cast<double>(w_beats - 1);
       }
     }
@@ -290,7 +319,8 @@ void DmaEngine::execute(Fetched f) {
     }
     if (ri == src.size() && wi == dst.size()) break;
 
-    if (t_complete <= std::min({t_read, t_write_start, t_fetch})) {
+    // Within one cycle the bridge hands memory the AR before the W: reads win ties.
+    if (t_complete < t_read && t_complete <= std::min(t_write_start, t_fetch)) {
       complete_oldest();
       if (ctx_.error) return;
     } else if (t_fetch <= std::min(t_read, t_write)) {
@@ -300,11 +330,12 @@ void DmaEngine::execute(Fetched f) {
       if (nq >= 0) {
         prefetched_ = fetch(static_cast<std::uint32_t>(nq), on_clock(sc_time_stamp()));
         prefetch_done = true;
+        next_read = std::max(next_read, sc_time_stamp() + cycle);  // the fetch took this cycle's AR
       }
     } else if (t_read <= t_write) {
       const auto [lo, len] = aligned(src[ri]);
       std::vector<std::uint8_t> burst(data ? len : 0);
-      const sc_time mem = transport_at(read_cmd, lo, data ? burst.data() : scratch, len, t_read, err);
+      const sc_time mem = on_clock(transport_at(read_cmd, lo, data ? burst.data() : scratch, len, t_read, err));
       if (err) return fail(q, f.index, arch::DmaError::kReadResp, fmt::format("read of 0x{:x} failed", src[ri].address));
       if (data) std::memcpy(buffer.data() + read_at, burst.data() + (src[ri].address - lo), src[ri].bytes);
       const sc_time first = std::max(mem, r_channel);
@@ -312,16 +343,16 @@ void DmaEngine::execute(Fetched f) {
       r_channel = last_beat[ri] + cycle;
       read_at += src[ri].bytes;
       read_end[ri] = read_at;
-      next_read = t_read + cycle;
+      next_read = sc_time_stamp() + cycle;  // one AR per cycle, even when this one went out late
       ++ri;
     } else {
       const Run& w = dst[wi];
       w_free_ = t_write + cycle;
       last_w = t_write;
-      const sc_time resp = transport_at(write_cmd, w.address, data ? buffer.data() + written : scratch, w.bytes,
-                                        t_write, err);
+      const sc_time resp = on_clock(
+          transport_at(write_cmd, w.address, data ? buffer.data() + written : scratch, w.bytes, t_write, err));
       if (err) return fail(q, f.index, arch::DmaError::kWriteResp, fmt::format("write of 0x{:x} failed", w.address));
-      b_last_ = std::max(resp, b_last_ + cycle);
+      write_answered(resp);
       b_all = b_last_;
       written += w.bytes;
       ++wi;

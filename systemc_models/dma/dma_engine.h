@@ -110,10 +110,12 @@ private:
   void execute(Fetched f);
   // When the oldest pending completion's writes go out, given the W channel.
   sc_core::sc_time completion_time() const;
+  sc_core::sc_time write_slot_free() const;   // when a write may take an outstanding slot
+  void write_answered(const sc_core::sc_time& b);  // B responses come back in order
   void complete_oldest();
   void fail(std::uint32_t q, std::uint32_t index, arch::DmaError code, const std::string& detail);
   // b_transport at time `at`: waits until then (transactions go to memory in
-  // time order, as the RTL's do) and returns when the answer is usable, on a clock edge.
+  // time order, as the RTL's do) and returns when memory answered.
   sc_core::sc_time transport_at(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t* data,
                                 std::uint32_t length, sc_core::sc_time at, bool& error);
   sc_core::sc_time on_clock(const sc_core::sc_time& t) const;  // the first DMA clock edge at or after t
@@ -131,6 +133,8 @@ private:
   std::deque<PendingCompletion> completions_pending_;
   sc_core::sc_time last_fetch_ready_, last_handoff_;
   sc_core::sc_time w_free_, b_last_;  // the engine's W channel and in-order write responses
+  std::deque<sc_core::sc_time> writes_b_;  // B times of the last max_outstanding writes
+  bool log_ = false;
 
   trace::Counter& bytes_;
   trace::Counter& descriptors_;
