@@ -389,6 +389,7 @@ void RtlDmaEngine::finish_write(WriteBurst& w) {
 }
 
 void RtlDmaEngine::step(const RegOp* op) {
+  take_turn();
   // Doorbells that have become visible go out as Q_TAIL writes, one per cycle.
   while (!pending_.empty() && pending_.front().visible <= sc_time_stamp()) {
     const PendingTail& p = pending_.front();

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -35,6 +36,20 @@ constexpr double kWriteSlotReuse = 2;    // B of a write to the first W beat of 
 constexpr double kCompletionToStatus = 1;
 
 }  // namespace
+
+DmaEngineBase::DmaEngineBase(sc_core::sc_module_name name) : sc_module(name), socket("socket") {
+  const std::string base = basename();
+  std::size_t digits = base.size();
+  while (digits > 0 && std::isdigit(static_cast<unsigned char>(base[digits - 1]))) --digits;
+  if (digits < base.size()) rank_ = static_cast<std::uint32_t>(std::stoul(base.substr(digits)));
+}
+
+void DmaEngineBase::take_turn() {
+  if (turn_ever_ && turn_taken_ == sc_time_stamp()) return;
+  for (std::uint32_t i = 0; i < rank_; ++i) sc_core::wait(SC_ZERO_TIME);
+  turn_taken_ = sc_time_stamp();
+  turn_ever_ = true;
+}
 
 DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::uint32_t queues)
     : DmaEngineBase(name),
@@ -155,6 +170,7 @@ void DmaEngine::fail(std::uint32_t q, std::uint32_t index, arch::DmaError code, 
 sc_time DmaEngine::transport_at(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t* data,
                                 std::uint32_t length, sc_time at, bool& error) {
   if (at > sc_time_stamp()) sc_core::wait(at - sc_time_stamp());
+  take_turn();
   tlm::tlm_generic_payload t;
   t.set_command(cmd);
   t.set_address(address);
@@ -312,7 +328,7 @@ void DmaEngine::execute(Fetched f) {
     if (!prefetch_done) {
       apply_due_doorbells();
       if (ready_queue(q) >= 0 || queues_[q].tail != fetch_ptr_[q]) {
-        t_fetch = std::max(f.ready + cycle * kFetchAhead, sc_time_stamp());
+        t_fetch = std::max({f.ready + cycle * kFetchAhead, data_start, sc_time_stamp()});
       } else if (!pending_.empty()) {
         t_fetch = on_clock(pending_.front().visible) + cycle * kDoorbellToFetch;
       }

@@ -43,7 +43,7 @@ class DmaEngineBase : public sc_core::sc_module {
 public:
   tlm_utils::simple_initiator_socket<DmaEngineBase> socket;  // to the interconnect
 
-  explicit DmaEngineBase(sc_core::sc_module_name name) : sc_module(name), socket("socket") {}
+  explicit DmaEngineBase(sc_core::sc_module_name name);
 
   virtual void configure_queue(std::uint32_t queue, std::uint64_t ring_base, std::uint32_t ring_size) = 0;
   // The doorbell: `count` more descriptors, the first at `address`, become
@@ -62,7 +62,18 @@ public:
   const std::vector<Completion>& completions() const { return completions_; }
 
 protected:
+  // Engines that reach memory in the same cycle do so in engine order (engine
+  // e after e delta cycles), so that memory sees one order whichever model
+  // runs and however SystemC orders its processes: call after reaching the
+  // cycle's time, before any access in it.
+  void take_turn();
+
   std::vector<Completion> completions_;
+
+private:
+  std::uint32_t rank_ = 0;  // the engine number in the name ("dma3" is 3)
+  sc_core::sc_time turn_taken_ = sc_core::SC_ZERO_TIME;
+  bool turn_ever_ = false;
 };
 
 class DmaEngine : public DmaEngineBase {
