@@ -304,7 +304,7 @@ void DmaEngine::execute(Fetched f) {
   std::vector<sc_time> last_beat(src.size());
   std::vector<std::uint64_t> read_end(src.size());  // stream offset after each read burst
   std::size_t ri = 0, wi = 0;
-  sc_time next_read = data_start, r_channel = data_start, last_w = data_start, b_all = SC_ZERO_TIME;
+  sc_time next_read = data_start, r_channel = data_start, last_w = data_start;
   std::uint64_t read_at = 0, written = 0;
   bool prefetch_done = false;
   for (;;) {
@@ -369,19 +369,26 @@ void DmaEngine::execute(Fetched f) {
           transport_at(write_cmd, w.address, data ? buffer.data() + written : scratch, w.bytes, t_write, err));
       if (err) return fail(q, f.index, arch::DmaError::kWriteResp, fmt::format("write of 0x{:x} failed", w.address));
       write_answered(resp);
-      b_all = b_last_;
       written += w.bytes;
       ++wi;
     }
   }
 
   bytes_ += static_cast<double>(total);
-  // The completion stage writes the semaphore and status once every write
-  // response is in; the next descriptor starts from the last write beat.
-  completions_pending_.push_back({q, f.index, b_all + cycle * kWriteToCompletion,
+  // The completion stage holds one descriptor: this one moves in once its last
+  // write beat is out and the previous one has written its status.
+  sc_time handoff = last_w;
+  while (!completions_pending_.empty()) {
+    complete_oldest();
+    if (ctx_.error) return;
+    handoff = std::max(handoff, sc_time_stamp());
+  }
+  // There it writes the semaphore and status once every write the engine has
+  // issued (the previous completion's too) is acknowledged.
+  completions_pending_.push_back({q, f.index, b_last_ + cycle * kWriteToCompletion,
                                   (d.flags & arch::kDmaFlagCompletion) != 0, d.sem_addr, d.sem_value});
-  last_handoff_ = last_w;
-  if (last_w > sc_time_stamp()) sc_core::wait(last_w - sc_time_stamp());
+  last_handoff_ = handoff;
+  if (handoff > sc_time_stamp()) sc_core::wait(handoff - sc_time_stamp());
 }
 
 }  // namespace tessera::dma
