@@ -448,6 +448,9 @@ void RtlDmaEngine::step(const RegOp* op) {
 
   if (out_.arvalid) accept_read(out_.arid, out_.araddr, out_.arlen + 1);
   if (out_.awvalid) {
+    if (log_)
+      std::fprintf(stderr, "%s %.3f AW 0x%llx beats %u\n", name(), sc_time_stamp().to_seconds() * 1e9,
+                   static_cast<unsigned long long>(out_.awaddr), out_.awlen + 1);
     WriteBurst w;
     w.addr = out_.awaddr;
     w.beats = out_.awlen + 1;

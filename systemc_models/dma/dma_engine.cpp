@@ -34,6 +34,7 @@ constexpr double kReadToWrite = 3;       // last R beat a write burst needs to i
 constexpr double kWriteToCompletion = 3; // last B to the semaphore write
 constexpr double kWriteSlotReuse = 2;    // B of a write to the first W beat of the write that reuses its slot
 constexpr double kCompletionToStatus = 1;
+constexpr double kStatusAwToHandoff = 2;  // a waiting descriptor enters the completion stage this much before the status W beat
 
 }  // namespace
 
@@ -377,11 +378,19 @@ void DmaEngine::execute(Fetched f) {
   bytes_ += static_cast<double>(total);
   // The completion stage holds one descriptor: this one moves in once its last
   // write beat is out and the previous one has written its status.
+  // The stage frees when the previous status write's AW goes out, a cycle
+  // before its W beat; completion writes queued behind this descriptor's data
+  // beats delay the hand-off until their W beats are out too.
   sc_time handoff = last_w;
   while (!completions_pending_.empty()) {
-    complete_oldest();
-    if (ctx_.error) return;
-    handoff = std::max(handoff, sc_time_stamp());
+    const PendingCompletion c = completions_pending_.front();
+    const bool queued_behind = c.ready <= last_w;
+    while (!completions_pending_.empty() && completions_pending_.front().queue == c.queue &&
+           completions_pending_.front().index == c.index) {
+      complete_oldest();
+      if (ctx_.error) return;
+    }
+    handoff = std::max(handoff, queued_behind ? sc_time_stamp() : sc_time_stamp() - cycle * kStatusAwToHandoff);
   }
   // There it writes the semaphore and status once every write the engine has
   // issued (the previous completion's too) is acknowledged.
