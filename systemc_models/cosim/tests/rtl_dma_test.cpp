@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <random>
 
 namespace tessera::cosim {
@@ -28,13 +29,16 @@ using core::NeuronCore;
 using test_support::Stream;
 using ::testing::HasSubstr;
 
-const arch::HwConfig& tiny() {
-  static const arch::HwConfig cfg = [] {
+const arch::HwConfig& config(const char* name) {
+  static std::map<std::string, arch::HwConfig> loaded;
+  auto it = loaded.find(name);
+  if (it == loaded.end()) {
     setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_CONFIG_DIR, 1);
-    return arch::load_config("tiny").hw;
-  }();
-  return cfg;
+    it = loaded.emplace(name, arch::load_config(name).hw).first;
+  }
+  return it->second;
 }
+const arch::HwConfig& tiny() { return config("tiny"); }
 
 arch::DmaDescriptor copy2d(std::uint64_t src, std::uint32_t src_row_stride, std::uint64_t dst,
                            std::uint32_t dst_row_stride, std::uint16_t rows, std::uint16_t cols,
@@ -122,24 +126,53 @@ std::vector<std::uint8_t> memory_image(NeuronCore& core, std::size_t hbm_bytes) 
   return img;
 }
 
-core::CoreOptions rtl_options() {
+core::CoreOptions rtl_options(const arch::HwConfig& cfg = tiny()) {
   core::CoreOptions o;
-  o.dma_engine = rtl_dma_factory(tiny());
+  o.dma_engine = rtl_dma_factory(cfg);
   return o;
 }
 
-void print_completions(const char* label, dma::DmaSubsystem& dma) {
-  for (std::size_t e = 0; e < dma.engines(); ++e)
-    for (const auto& c : dma.engine(e).completions())
-      std::printf("  %s dma%zu.q%u[%u] done %.3f ns\n", label, e, c.queue, c.index, c.done.to_seconds() * 1e9);
+// How the two models' descriptor completion times compare.
+struct Agreement {
+  double fast_ns = 0, rtl_ns = 0;  // end of the program
+  std::size_t descriptors = 0, identical = 0;
+  double max_abs_diff_ns = 0;
+};
+
+Agreement compare(const char* name, const core::RunResult& rf, const core::RunResult& rr, dma::DmaSubsystem& fast,
+                  dma::DmaSubsystem& rtl) {
+  Agreement a;
+  a.fast_ns = rf.end_time.to_seconds() * 1e9;
+  a.rtl_ns = rr.end_time.to_seconds() * 1e9;
+  const bool print = std::getenv("TESSERA_DMA_COMPLETIONS") != nullptr;
+  for (std::size_t e = 0; e < rtl.engines(); ++e) {
+    std::map<std::pair<std::uint32_t, std::uint32_t>, double> fast_done;
+    for (const auto& c : fast.engine(e).completions()) fast_done[{c.queue, c.index}] = c.done.to_seconds() * 1e9;
+    for (const auto& c : rtl.engine(e).completions()) {
+      const double r = c.done.to_seconds() * 1e9;
+      const auto it = fast_done.find({c.queue, c.index});
+      EXPECT_NE(it, fast_done.end()) << "dma" << e << ".q" << c.queue << "[" << c.index << "]";
+      if (it == fast_done.end()) continue;
+      const double diff = it->second - r;
+      ++a.descriptors;
+      a.identical += std::abs(diff) < 1e-3;
+      a.max_abs_diff_ns = std::max(a.max_abs_diff_ns, std::abs(diff));
+      if (print) std::printf("  dma%zu.q%u[%u] done: fast %.3f ns, rtl %.3f ns\n", e, c.queue, c.index, it->second, r);
+    }
+  }
+  std::printf("%s: fast %.1f ns, rtl %.1f ns, difference %+.1f ns (%+.2f%%); descriptors %zu, identical %zu, "
+              "max |difference| %.1f ns\n",
+              name, a.fast_ns, a.rtl_ns, a.fast_ns - a.rtl_ns, 100.0 * (a.fast_ns - a.rtl_ns) / a.rtl_ns,
+              a.descriptors, a.identical, a.max_abs_diff_ns);
+  return a;
 }
 
 // Runs `p` on a fast-model core and an RTL core in one simulation and checks
-// they leave the same bytes. Returns the two end times (fast, rtl) in ns.
-std::pair<double, double> run_both(const char* name, const Program& p) {
+// they leave the same bytes.
+Agreement run_both(const char* name, const Program& p, const arch::HwConfig& cfg = tiny()) {
   trace::Stats fast_stats, rtl_stats;
-  NeuronCore fast("fast", tiny(), fast_stats);
-  NeuronCore rtl("rtl", tiny(), rtl_stats, rtl_options());
+  NeuronCore fast("fast", cfg, fast_stats);
+  NeuronCore rtl("rtl", cfg, rtl_stats, rtl_options(cfg));
   load(fast, p);
   load(rtl, p);
   const auto rf = fast.run();
@@ -155,14 +188,7 @@ std::pair<double, double> run_both(const char* name, const Program& p) {
   EXPECT_EQ(fast_stats.value("dma.bytes"), rtl_stats.value("dma.bytes"));
   EXPECT_EQ(fast_stats.value("dma.descriptors"), descriptor_count(p));
   EXPECT_EQ(rtl_stats.value("dma.descriptors"), descriptor_count(p));
-  const double f = rf.end_time.to_seconds() * 1e9, r = rr.end_time.to_seconds() * 1e9;
-  std::printf("%s: fast %.1f ns, rtl %.1f ns, difference %+.1f ns (%+.2f%%)\n", name, f, r, f - r,
-              100.0 * (f - r) / r);
-  if (std::getenv("TESSERA_DMA_COMPLETIONS")) {
-    print_completions("fast", fast.dma());
-    print_completions("rtl ", rtl.dma());
-  }
-  return {f, r};
+  return compare(name, rf, rr, fast.dma(), rtl.dma());
 }
 
 std::vector<std::uint8_t> random_bytes(std::size_t n, unsigned seed) {
@@ -231,14 +257,10 @@ TEST(RtlDma, MatmulTilePipelineMatchesTheFastModel) {
   EXPECT_EQ(memory_image(fast, 0x20000), memory_image(rtl, 0x20000));
   EXPECT_EQ(rtl_stats.value("dma.bytes"), 8 * 8 * 2 + 8 * 64 * 2 + 8 * 64 * 4);
   EXPECT_EQ(rtl_stats.value("dma.descriptors"), 3);
-  const double f = rf.end_time.to_seconds() * 1e9, r = rr.end_time.to_seconds() * 1e9;
-  std::printf("matmul_tile_pipeline: fast %.1f ns, rtl %.1f ns, difference %+.1f ns (%+.2f%%)\n", f, r, f - r,
-              100.0 * (f - r) / r);
-  if (std::getenv("TESSERA_DMA_COMPLETIONS")) {
-    print_completions("fast", fast.dma());
-    print_completions("rtl ", rtl.dma());
-  }
-  EXPECT_NEAR(f, r, 0.05 * r);
+  const Agreement a = compare("matmul_tile_pipeline", rf, rr, fast.dma(), rtl.dma());
+  // Calibrated to the cycle (docs/cosim.md): a change to either model's timing shows here.
+  EXPECT_EQ(a.fast_ns, a.rtl_ns);
+  EXPECT_EQ(a.identical, a.descriptors);
 }
 
 // 48 descriptors of 64 B .. 8 KiB over four queues of each of the two engines:
@@ -275,8 +297,11 @@ TEST(RtlDma, ManyDescriptorsOverQueuesAndEnginesMatchTheFastModel) {
       p.jobs.push_back(j);
     }
   ASSERT_LT(hbm_dst, 1u << 20);
-  const auto [f, r] = run_both("many_descriptors", p);
-  EXPECT_NEAR(f, r, 0.05 * r);
+  const Agreement a = run_both("many_descriptors", p);
+  EXPECT_EQ(a.fast_ns, a.rtl_ns);
+  // Two descriptors differ by up to four cycles (docs/cosim.md, known differences).
+  EXPECT_GE(a.identical, a.descriptors - 2);
+  EXPECT_LE(a.max_abs_diff_ns, 4 * 8.0 + 1e-6);
 }
 
 // Strided and reshaping patterns: one run per element (2-byte elements every
@@ -307,8 +332,9 @@ TEST(RtlDma, StridedPatternsMatchTheFastModel) {
   column.dst_size = {64, 1, 1, 1};
   column.dst_stride = {4, 0, 0, 0};
   p.jobs = {{0, 0, {strided, gather}}, {0, 1, {broadcast}}, {1, 0, {scatter, column}}};
-  const auto [f, r] = run_both("strided_patterns", p);
-  EXPECT_NEAR(f, r, 0.10 * r);
+  const Agreement a = run_both("strided_patterns", p);
+  EXPECT_EQ(a.fast_ns, a.rtl_ns);
+  EXPECT_EQ(a.identical, a.descriptors);
 }
 
 // One large transfer, where bandwidth rather than latency decides the time.
@@ -323,8 +349,34 @@ TEST(RtlDma, LargeCopyMatchesTheFastModel) {
   d.dst_size = {4096, 64, 1, 1};
   d.src_stride = {1, 4096, 0, 0};
   d.dst_stride = {1, 4096, 0, 0};
-  const auto [f, r] = run_both("large_copy_256k", p);
-  EXPECT_NEAR(f, r, 0.05 * r);
+  const Agreement a = run_both("large_copy_256k", p);
+  EXPECT_EQ(a.fast_ns, a.rtl_ns);
+  EXPECT_EQ(a.identical, a.descriptors);
+}
+
+// HBM-to-HBM copies of 64 B .. 16 KiB on every queue of every engine of
+// small.yaml (4 engines x 8 queues, 8 outstanding: the 64x8x8 build).
+TEST(RtlDma, SmallConfigEveryQueueMatchesTheFastModel) {
+  const arch::HwConfig& cfg = config("small");
+  Program p;
+  p.hbm_image = random_bytes(4u << 20, 15);
+  std::mt19937 rng(6);
+  const arch::AddressMap map(cfg);
+  std::uint64_t dst = 2u << 20;
+  for (std::uint16_t e = 0; e < cfg.dma.engines; ++e)
+    for (std::uint16_t q = 0; q < cfg.dma.queues_per_engine; ++q) {
+      Job j{e, q, {}};
+      for (int i = 0; i < 2; ++i) {
+        const auto bytes = static_cast<std::uint16_t>(64u << (rng() % 9));  // 64 B .. 16 KiB
+        j.descriptors.push_back(copy2d(rng() % (1u << 20), 0, dst + rng() % 64, 0, 1, bytes, 0,
+                                       map.semaphore_address(0)));
+        dst += 16384 + 64;
+      }
+      p.jobs.push_back(j);
+    }
+  ASSERT_LT(dst, 4u << 20);
+  const Agreement a = run_both("small_every_queue", p, cfg);
+  EXPECT_NEAR(a.fast_ns, a.rtl_ns, 0.01 * a.rtl_ns);
 }
 
 TEST(RtlDma, BadDescriptorStopsTheRunNamingEngineQueueAndDescriptor) {
