@@ -302,10 +302,38 @@ void DmaEngine::execute(Fetched f) {
   // the completion writes of earlier descriptors (ahead of data bursts, between
   // bursts) and the fetch of the next descriptor (one ahead).
   const sc_time data_start = std::max(f.ready + cycle * kDecode, last_handoff_ + cycle * kHandoffToRead);
-  std::vector<sc_time> last_beat(src.size());
+  std::vector<sc_time> last_beat(src.size()), ready_at(src.size());
+  std::vector<std::uint32_t> read_beats(src.size());
+  std::vector<bool> delivered(src.size(), false);
   std::vector<std::uint64_t> read_end(src.size());  // stream offset after each read burst
   std::size_t ri = 0, wi = 0;
   sc_time next_read = data_start, r_channel = data_start, last_w = data_start;
+  // The R channel carries whole bursts, the one whose data came back first
+  // next (as the bridge does): read k's last beat is known once every issued
+  // burst ready before it has been placed.
+  const auto deliver = [&](std::size_t k) {
+    while (!delivered[k]) {
+      std::size_t pick = k;
+      for (std::size_t i = 0; i < ri; ++i)
+        if (!delivered[i] && ready_at[i] < ready_at[pick]) pick = i;
+      const sc_time first = std::max(ready_at[pick], r_channel);
+      last_beat[pick] = first + cycle * static_cast<double>(read_beats[pick] - 1);
+      r_channel = last_beat[pick] + cycle;
+      delivered[pick] = true;
+    }
+    return last_beat[k];
+  };
+  // Reads retire in issue order, one per cycle: a burst's data is writable,
+  // and its slot reusable, once it and every burst before it have arrived.
+  std::vector<sc_time> retired;
+  const auto retire = [&](std::size_t k) {
+    while (retired.size() <= k) {
+      const std::size_t i = retired.size();
+      const sc_time t = deliver(i);
+      retired.push_back(i == 0 ? t : std::max(t, retired.back() + cycle));
+    }
+    return retired[k];
+  };
   std::uint64_t read_at = 0, written = 0;
   bool prefetch_done = false;
   for (;;) {
@@ -313,7 +341,7 @@ void DmaEngine::execute(Fetched f) {
     const sc_time never = sc_core::sc_max_time();
     sc_time t_read = never, t_write = never, t_write_start = never, t_complete = never, t_fetch = never;
     if (ri < src.size())
-      t_read = ri >= max_outstanding_ ? std::max(next_read, last_beat[ri - max_outstanding_] + cycle * kReadSlotReuse)
+      t_read = ri >= max_outstanding_ ? std::max(next_read, retire(ri - max_outstanding_) + cycle * kReadSlotReuse)
                                       : next_read;
     std::uint32_t w_beats = 0;
     if (wi < dst.size()) {
@@ -321,7 +349,7 @@ void DmaEngine::execute(Fetched f) {
       while (need < ri && read_end[need] < written + dst[wi].bytes) ++need;
       if (need < ri) {
         w_beats = aligned(dst[wi]).second / beat;
-        t_write_start = std::max({w_free_, last_beat[need] + cycle * kReadToWrite, write_slot_free()});
+        t_write_start = std::max({w_free_, retire(need) + cycle * kReadToWrite, write_slot_free()});
         t_write = t_write_start + cycle * static_cast<double>(w_beats - 1);
       }
     }
@@ -355,9 +383,8 @@ void DmaEngine::execute(Fetched f) {
       const sc_time mem = on_clock(transport_at(read_cmd, lo, data ? burst.data() : scratch, len, t_read, err));
       if (err) return fail(q, f.index, arch::DmaError::kReadResp, fmt::format("read of 0x{:x} failed", src[ri].address));
       if (data) std::memcpy(buffer.data() + read_at, burst.data() + (src[ri].address - lo), src[ri].bytes);
-      const sc_time first = std::max(mem, r_channel);
-      last_beat[ri] = first + cycle * static_cast<double>(len / beat - 1);
-      r_channel = last_beat[ri] + cycle;
+      ready_at[ri] = mem;
+      read_beats[ri] = len / beat;
       read_at += src[ri].bytes;
       read_end[ri] = read_at;
       next_read = sc_time_stamp() + cycle;  // one AR per cycle, even when this one went out late

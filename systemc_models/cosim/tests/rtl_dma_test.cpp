@@ -299,9 +299,7 @@ TEST(RtlDma, ManyDescriptorsOverQueuesAndEnginesMatchTheFastModel) {
   ASSERT_LT(hbm_dst, 1u << 20);
   const Agreement a = run_both("many_descriptors", p);
   EXPECT_EQ(a.fast_ns, a.rtl_ns);
-  // Two descriptors differ by up to four cycles (docs/cosim.md, known differences).
-  EXPECT_GE(a.identical, a.descriptors - 2);
-  EXPECT_LE(a.max_abs_diff_ns, 4 * 8.0 + 1e-6);
+  EXPECT_EQ(a.identical, a.descriptors);
 }
 
 // Strided and reshaping patterns: one run per element (2-byte elements every
@@ -376,7 +374,10 @@ TEST(RtlDma, SmallConfigEveryQueueMatchesTheFastModel) {
     }
   ASSERT_LT(dst, 4u << 20);
   const Agreement a = run_both("small_every_queue", p, cfg);
-  EXPECT_NEAR(a.fast_ns, a.rtl_ns, 0.01 * a.rtl_ns);
+  EXPECT_EQ(a.fast_ns, a.rtl_ns);
+  // Not every descriptor is cycle-identical here (docs/cosim.md, what is left).
+  EXPECT_GE(a.identical, a.descriptors * 9 / 10);
+  EXPECT_LE(a.max_abs_diff_ns, 8 * 4.0 + 1e-6);  // 8 DMA cycles of 4 ns
 }
 
 TEST(RtlDma, BadDescriptorStopsTheRunNamingEngineQueueAndDescriptor) {
