@@ -411,7 +411,7 @@ void DmaEngine::execute(Fetched f) {
   sc_time handoff = last_w;
   while (!completions_pending_.empty()) {
     const PendingCompletion c = completions_pending_.front();
-    const bool queued_behind = c.ready <= last_w;
+    const bool queued_behind = c.ready <= last_w + cycle;  // its AW, a cycle before its W, came by the last data beat
     while (!completions_pending_.empty() && completions_pending_.front().queue == c.queue &&
            completions_pending_.front().index == c.index) {
       complete_oldest();

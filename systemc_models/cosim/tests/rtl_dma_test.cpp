@@ -381,9 +381,7 @@ TEST(RtlDma, SmallConfigEveryQueueMatchesTheFastModel) {
   ASSERT_LT(dst, 4u << 20);
   const Agreement a = run_both("small_every_queue", p, cfg);
   EXPECT_EQ(a.fast_ns, a.rtl_ns);
-  // Not every descriptor is cycle-identical here (docs/cosim.md, what is left).
-  EXPECT_GE(a.identical, a.descriptors * 9 / 10);
-  EXPECT_LE(a.max_abs_diff_ns, 8 * 4.0 + 1e-6);  // 8 DMA cycles of 4 ns
+  EXPECT_EQ(a.identical, a.descriptors);
 }
 
 // neuroncore-v2 (16 engines x 16 queues, 16 outstanding: the real build):
