@@ -304,40 +304,46 @@ void DmaEngine::execute(Fetched f) {
   const sc_time data_start = std::max(f.ready + cycle * kDecode, last_handoff_ + cycle * kHandoffToRead);
   std::vector<sc_time> last_beat(src.size()), ready_at(src.size());
   std::vector<std::uint32_t> read_beats(src.size());
-  std::vector<bool> delivered(src.size(), false);
+  std::vector<char> delivered(src.size(), 0);
   std::vector<std::uint64_t> read_end(src.size());  // stream offset after each read burst
   std::size_t ri = 0, wi = 0;
   sc_time next_read = data_start, r_channel = data_start, last_w = data_start;
   // The R channel carries whole bursts, the one whose data came back first
-  // next (as the bridge does): read k's last beat is known once every issued
-  // burst ready before it has been placed.
-  const auto deliver = [&](std::size_t k) {
-    while (!delivered[k]) {
-      std::size_t pick = k;
-      for (std::size_t i = 0; i < ri; ++i)
-        if (!delivered[i] && ready_at[i] < ready_at[pick]) pick = i;
-      const sc_time first = std::max(ready_at[pick], r_channel);
-      last_beat[pick] = first + cycle * static_cast<double>(read_beats[pick] - 1);
-      r_channel = last_beat[pick] + cycle;
-      delivered[pick] = true;
+  // next (as the bridge does). A burst's place is final once it has started:
+  // any read issued later comes back later. The others are placed again
+  // whenever a read is issued.
+  const auto place = [&]() {
+    std::vector<std::size_t> open;
+    for (std::size_t i = 0; i < ri; ++i)
+      if (!delivered[i]) open.push_back(i);
+    std::sort(open.begin(), open.end(), [&](std::size_t x, std::size_t y) {
+      return ready_at[x] != ready_at[y] ? ready_at[x] < ready_at[y] : x < y;
+    });
+    sc_time ch = r_channel;
+    bool final_so_far = true;
+    for (const std::size_t k : open) {
+      const sc_time first = std::max(ready_at[k], ch);
+      last_beat[k] = first + cycle * static_cast<double>(read_beats[k] - 1);
+      ch = last_beat[k] + cycle;
+      final_so_far = final_so_far && first <= sc_time_stamp();
+      if (final_so_far) {
+        delivered[k] = true;
+        r_channel = ch;
+      }
     }
-    return last_beat[k];
   };
   // Reads retire in issue order, one per cycle: a burst's data is writable,
   // and its slot reusable, once it and every burst before it have arrived.
-  std::vector<sc_time> retired;
   const auto retire = [&](std::size_t k) {
-    while (retired.size() <= k) {
-      const std::size_t i = retired.size();
-      const sc_time t = deliver(i);
-      retired.push_back(i == 0 ? t : std::max(t, retired.back() + cycle));
-    }
-    return retired[k];
+    sc_time t = last_beat[0];
+    for (std::size_t i = 1; i <= k; ++i) t = std::max(last_beat[i], t + cycle);
+    return t;
   };
   std::uint64_t read_at = 0, written = 0;
   bool prefetch_done = false;
   for (;;) {
     // Candidate times; "never" when not possible yet.
+    place();
     const sc_time never = sc_core::sc_max_time();
     sc_time t_read = never, t_write = never, t_write_start = never, t_complete = never, t_fetch = never;
     if (ri < src.size())
