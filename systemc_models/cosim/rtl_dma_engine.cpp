@@ -50,7 +50,14 @@ public:
     ctx_.debug(0);
     top_ = std::make_unique<V>(&ctx_);
   }
-  ~VerilatedDmaPort() override { top_->final(); }
+  ~VerilatedDmaPort() override {
+    // Verilator 5.006 unregisters a model's scopes from the thread's current
+    // context, not the model's own: with several models (each with its own
+    // context) that may be one already destroyed, so point it at ours first.
+    Verilated::threadContextp(&ctx_);
+    top_->final();
+    top_.reset();
+  }
 
   void reset() override {
     top_->rst_ni = 0;

@@ -462,6 +462,38 @@ TEST(RtlDma, NeuronCoreV2OuterQueuesMatchTheFastModel) {
   EXPECT_EQ(a.identical, a.descriptors);
 }
 
+// Timing-only runs move no data but must take the same time, in both models.
+TEST(RtlDma, TimingOnlyRunTakesTheSameTime) {
+  std::mt19937 rng(8);
+  const arch::AddressMap map(tiny());
+  Program p;
+  p.hbm_image = random_bytes(1u << 20, 17);
+  for (std::uint16_t q = 0; q < 4; ++q) {
+    Job j{static_cast<std::uint16_t>(q % 2), q, {}};
+    for (int i = 0; i < 4; ++i)
+      j.descriptors.push_back(copy2d(rng() % 0x40000, 0, 0x80000 + (q * 4u + i) * 0x4000u + rng() % 64, 0, 1,
+                                     static_cast<std::uint16_t>(64u << (rng() % 8)), 0, map.semaphore_address(0)));
+    p.jobs.push_back(j);
+  }
+  trace::Stats s[4];
+  core::CoreOptions fast_nd, rtl_nd = rtl_options();
+  fast_nd.no_data = rtl_nd.no_data = true;
+  NeuronCore fast("fast", tiny(), s[0]), rtl("rtl", tiny(), s[1], rtl_options());
+  NeuronCore fast_timing("fast_timing", tiny(), s[2], fast_nd), rtl_timing("rtl_timing", tiny(), s[3], rtl_nd);
+  for (NeuronCore* c : {&fast, &rtl, &fast_timing, &rtl_timing}) load(*c, p);
+  std::vector<double> end;
+  for (NeuronCore* c : {&fast, &rtl, &fast_timing, &rtl_timing}) {
+    const auto r = c->run();
+    ASSERT_TRUE(r.ok()) << r.message;
+    end.push_back(r.end_time.to_seconds() * 1e9);
+  }
+  std::printf("timing only: fast %.1f / %.1f ns, rtl %.1f / %.1f ns (with data / without)\n", end[0], end[2], end[1],
+              end[3]);
+  EXPECT_EQ(end[0], end[1]);
+  EXPECT_EQ(end[2], end[0]);
+  EXPECT_EQ(end[3], end[1]);
+}
+
 TEST(RtlDma, BadDescriptorStopsTheRunNamingEngineQueueAndDescriptor) {
   trace::Stats stats;
   NeuronCore core("core", tiny(), stats, rtl_options());
