@@ -10,8 +10,11 @@
 // (arch::DmaError) and stop the run, naming the descriptor.
 //
 // This is the fast model: it walks the same bursts as the RTL
-// (rtl/dma/tsr_dma_walker.sv) as TLM transactions, overlapping up to
-// `max_outstanding` reads, and times them from the memories' own answers.
+// (rtl/dma/tsr_dma_walker.sv) as TLM transactions, each at the cycle the RTL
+// would issue it (fetch one ahead, outstanding read and write slots, R and W
+// channels, a one-descriptor completion stage), and times them from the
+// memories' own answers. It waits per access rather than per cycle; its rules
+// and their measured agreement with the RTL are in docs/cosim.md.
 #pragma once
 
 #include "arch/dma_descriptor.h"
