@@ -93,8 +93,14 @@ class EngineDriver {
     reset();
   }
   ~EngineDriver() {
+    // Verilator 5.006 unregisters a model's scopes through the thread's
+    // current context, not the model's own; with other Verilated models in
+    // the process (the DMA engines) that may be another one, and the
+    // destructor then deadlocks or touches freed memory. Point it at ours.
+    Verilated::threadContextp(ctx_.get());
     if (fst_) fst_->close();
     model_->final();
+    model_.reset();
   }
 
   int rows() const { return rows_; }

@@ -5,6 +5,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace tessera::dma {
@@ -19,7 +23,34 @@ namespace {
 // Bursts of at most 256 beats that never cross a 4 KiB page.
 std::uint32_t max_burst_bytes(std::uint32_t data_bytes) { return std::min<std::uint32_t>(4096, 256 * data_bytes); }
 
+// Cycle counts of the RTL (rtl/dma/tsr_dma_engine.sv), measured through the
+// AXI4-to-TLM bridge (cosim/, TESSERA_DMA_BRIDGE_LOG): see docs/cosim.md.
+constexpr double kDoorbellToFetch = 2;   // Q_TAIL write to the fetch AR
+constexpr double kFetchAhead = 4;        // fetch data back to the next descriptor's fetch AR
+constexpr double kDecode = 4;            // fetch data back to the first data AR
+constexpr double kHandoffToRead = 5;     // previous descriptor's last W beat to the first data AR
+constexpr double kReadSlotReuse = 2;     // last R beat of a burst to the AR that reuses its slot
+constexpr double kReadToWrite = 3;       // last R beat a write burst needs to its first W beat
+constexpr double kWriteToCompletion = 3; // last B to the semaphore write
+constexpr double kWriteSlotReuse = 2;    // B of a write to the first W beat of the write that reuses its slot
+constexpr double kCompletionToStatus = 1;
+constexpr double kStatusAwToHandoff = 2;  // a waiting descriptor enters the completion stage this much before the status W beat
+
 }  // namespace
+
+DmaEngineBase::DmaEngineBase(sc_core::sc_module_name name) : sc_module(name), socket("socket") {
+  const std::string base = basename();
+  std::size_t digits = base.size();
+  while (digits > 0 && std::isdigit(static_cast<unsigned char>(base[digits - 1]))) --digits;
+  if (digits < base.size()) rank_ = static_cast<std::uint32_t>(std::stoul(base.substr(digits)));
+}
+
+void DmaEngineBase::take_turn() {
+  if (turn_ever_ && turn_taken_ == sc_time_stamp()) return;
+  for (std::uint32_t i = 0; i < rank_; ++i) sc_core::wait(SC_ZERO_TIME);
+  turn_taken_ = sc_time_stamp();
+  turn_ever_ = true;
+}
 
 DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::uint32_t queues)
     : DmaEngineBase(name),
@@ -29,17 +60,26 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::
       period_(static_cast<double>(ctx.cfg.dma.axi_data_bytes) / ctx.cfg.dma.bytes_per_ns, SC_NS),
       max_outstanding_(static_cast<std::uint32_t>(ctx.cfg.dma.max_outstanding)),
       queues_(queues),
+      fetch_ptr_(queues, 0),
+      tail_visible_(queues),
+      last_fetched_queue_(queues - 1),
       bytes_(ctx.stats.counter(std::string(this->name()) + ".bytes", "bytes", "bytes moved")),
       descriptors_(ctx.stats.counter(std::string(this->name()) + ".descriptors", "count", "descriptors completed")),
       busy_ns_(ctx.stats.counter(std::string(this->name()) + ".busy_ns", "ns", "time with a descriptor running")) {
+  // TESSERA_DMA_BRIDGE_LOG=1 prints every memory access with its time, as the
+  // RTL bridge does, so the two can be compared line by line.
+  log_ = std::getenv("TESSERA_DMA_BRIDGE_LOG") != nullptr;
   SC_THREAD(run);
 }
+
+sc_time DmaEngine::on_clock(const sc_time& t) const { return period_ * std::ceil(t / period_ - 1e-9); }
 
 void DmaEngine::configure_queue(std::uint32_t q, std::uint64_t ring_base, std::uint32_t ring_size) {
   QueueState& s = queues_.at(q);
   s = QueueState{};
   s.ring_base = ring_base;
   s.ring_size = ring_size;
+  fetch_ptr_.at(q) = 0;
 }
 
 std::string DmaEngine::doorbell(std::uint32_t q, std::uint64_t address, std::uint32_t count,
@@ -69,44 +109,69 @@ std::string DmaEngine::doorbell(std::uint32_t q, std::uint64_t address, std::uin
 void DmaEngine::apply_due_doorbells() {
   while (!pending_.empty() && pending_.front().visible <= sc_time_stamp()) {
     queues_[pending_.front().queue].tail = pending_.front().tail;
+    tail_visible_[pending_.front().queue] = pending_.front().visible;
     pending_.pop_front();
   }
+}
+
+std::int64_t DmaEngine::ready_queue(std::uint32_t after) const {
+  const auto n = static_cast<std::uint32_t>(queues_.size());
+  for (std::uint32_t i = 1; i <= n; ++i) {
+    const std::uint32_t q = (after + i) % n;
+    const QueueState& s = queues_[q];
+    if (s.error == arch::DmaError::kNone && s.ring_size > 0 && fetch_ptr_[q] != s.tail) return q;
+  }
+  return -1;
 }
 
 void DmaEngine::run() {
   for (;;) {
     apply_due_doorbells();
-    std::int64_t pick = -1;
-    for (std::uint32_t i = 0; i < queues_.size(); ++i) {
-      const std::uint32_t q = (next_queue_ + i) % static_cast<std::uint32_t>(queues_.size());
-      const QueueState& s = queues_[q];
-      if (s.error == arch::DmaError::kNone && s.ring_size > 0 && s.head != s.tail) {
-        pick = q;
-        break;
-      }
+    std::optional<Fetched> next;
+    if (prefetched_) {
+      next = prefetched_;
+      prefetched_.reset();
+    } else if (const std::int64_t q = ready_queue(last_fetched_queue_); q >= 0) {
+      // Fetched by an idle fetch unit: two cycles after the doorbell's
+      // register write, four after the previous fetch's data.
+      const auto uq = static_cast<std::uint32_t>(q);
+      const sc_time issue = std::max({on_clock(sc_time_stamp()), on_clock(tail_visible_[uq]) + period_ * kDoorbellToFetch,
+                                      last_fetch_ready_ + period_ * kFetchAhead});
+      next = fetch(uq, issue);
     }
-    if (pick < 0) {
+    if (next) {
+      const sc_time start = sc_time_stamp();
+      execute(*next);
+      busy_ns_ += (sc_time_stamp() - start).to_seconds() * 1e9;
+      continue;
+    }
+    if (completions_pending_.empty()) {
       sc_core::wait(doorbell_event_);
       continue;
     }
-    next_queue_ = (static_cast<std::uint32_t>(pick) + 1) % static_cast<std::uint32_t>(queues_.size());
-    const sc_time start = sc_time_stamp();
-    execute(static_cast<std::uint32_t>(pick));
-    busy_ns_ += (sc_time_stamp() - start).to_seconds() * 1e9;
+    // Nothing to fetch: finish the completion stage, unless a doorbell comes first.
+    const sc_time due = completion_time();
+    if (due > sc_time_stamp()) {
+      sc_core::wait(due - sc_time_stamp(), doorbell_event_);
+      if (sc_time_stamp() < due) continue;
+    }
+    complete_oldest();
   }
 }
 
-void DmaEngine::fail(std::uint32_t q, arch::DmaError code, const std::string& detail) {
+void DmaEngine::fail(std::uint32_t q, std::uint32_t index, arch::DmaError code, const std::string& detail) {
   QueueState& s = queues_[q];
   s.error = code;
-  s.error_index = s.head;
-  ctx_.fail(fmt::format("{}.q{} descriptor {} (at 0x{:x}): {}: {}", name(), q, s.head,
-                        s.ring_base + std::uint64_t{s.head} * arch::kDmaDescriptorBytes, arch::to_string(code),
+  s.error_index = index;
+  ctx_.fail(fmt::format("{}.q{} descriptor {} (at 0x{:x}): {}: {}", name(), q, index,
+                        s.ring_base + std::uint64_t{index} * arch::kDmaDescriptorBytes, arch::to_string(code),
                         detail));
 }
 
-sc_time DmaEngine::transport(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t* data, std::uint32_t length,
-                             sc_time at, bool& error) {
+sc_time DmaEngine::transport_at(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t* data,
+                                std::uint32_t length, sc_time at, bool& error) {
+  if (at > sc_time_stamp()) sc_core::wait(at - sc_time_stamp());
+  take_turn();
   tlm::tlm_generic_payload t;
   t.set_command(cmd);
   t.set_address(address);
@@ -114,107 +179,258 @@ sc_time DmaEngine::transport(tlm::tlm_command cmd, std::uint64_t address, std::u
   t.set_data_length(length);
   t.set_streaming_width(length);
   t.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-  sc_time delay = at > sc_time_stamp() ? at - sc_time_stamp() : SC_ZERO_TIME;
+  sc_time delay = SC_ZERO_TIME;
   socket->b_transport(t, delay);
   error = t.is_response_error();
+  if (log_)
+    std::fprintf(stderr, "%s %.3f %s 0x%llx bytes %u answer %.3f\n", name(), sc_time_stamp().to_seconds() * 1e9,
+                 cmd == tlm::TLM_WRITE_COMMAND ? "W" : "R", static_cast<unsigned long long>(address), length,
+                 (sc_time_stamp() + delay).to_seconds() * 1e9);
   return sc_time_stamp() + delay;
 }
 
-void DmaEngine::execute(std::uint32_t q) {
+DmaEngine::Fetched DmaEngine::fetch(std::uint32_t q, sc_time issue) {
   QueueState& s = queues_[q];
-  const std::uint64_t desc_addr = s.ring_base + std::uint64_t{s.head} * arch::kDmaDescriptorBytes;
-  const sc_time cycle = period_;
-  bool err = false;
+  Fetched f;
+  f.queue = q;
+  f.index = fetch_ptr_[q];
+  fetch_ptr_[q] = (fetch_ptr_[q] + 1) % s.ring_size;
+  last_fetched_queue_ = q;
+  f.ready = on_clock(transport_at(tlm::TLM_READ_COMMAND, s.ring_base + std::uint64_t{f.index} * arch::kDmaDescriptorBytes,
+                         f.raw.data(), arch::kDmaDescriptorBytes, issue, f.error));
+  last_fetch_ready_ = f.ready;
+  return f;
+}
 
-  std::array<std::uint8_t, arch::kDmaDescriptorBytes> raw{};
-  const sc_time fetched = transport(tlm::TLM_READ_COMMAND, desc_addr, raw.data(), arch::kDmaDescriptorBytes,
-                                    sc_time_stamp(), err);
-  if (err) return fail(q, arch::DmaError::kFetch, "descriptor fetch failed");
-  const arch::DmaDescriptor d = arch::unpack(raw);
+sc_time DmaEngine::write_slot_free() const {
+  // A write holds one of max_outstanding slots from AW to B.
+  return writes_b_.size() < max_outstanding_ ? SC_ZERO_TIME
+                                             : writes_b_[writes_b_.size() - max_outstanding_] + period_ * kWriteSlotReuse;
+}
+
+void DmaEngine::write_answered(const sc_time& b) {
+  b_last_ = std::max(b, b_last_ + period_);
+  writes_b_.push_back(b_last_);
+  if (writes_b_.size() > max_outstanding_) writes_b_.pop_front();
+}
+
+sc_time DmaEngine::completion_time() const {
+  // Completion writes go ahead of data bursts, between bursts.
+  return std::max({completions_pending_.front().ready, w_free_, write_slot_free()});
+}
+
+void DmaEngine::complete_oldest() {
+  // One write per call (semaphore, then status), each a W beat of its own, so
+  // that data bursts of the next descriptor interleave with them as in the RTL.
+  const sc_time at = completion_time();
+  PendingCompletion& c = completions_pending_.front();
+  QueueState& s = queues_[c.queue];
+  bool err = false;
+  w_free_ = at + period_;
+  if (c.semaphore) {
+    std::uint32_t v = c.sem_value;
+    const sc_time resp =
+        on_clock(transport_at(tlm::TLM_WRITE_COMMAND, c.sem_addr, reinterpret_cast<std::uint8_t*>(&v), 4, at, err));
+    if (err) return fail(c.queue, c.index, arch::DmaError::kWriteResp,
+                         fmt::format("semaphore write to 0x{:x} failed", c.sem_addr));
+    write_answered(resp);
+    c.semaphore = false;
+    c.ready = at + period_ * kCompletionToStatus;
+    return;
+  }
+  const PendingCompletion done = c;
+  completions_pending_.pop_front();
+  std::uint16_t status = 1u << arch::kDmaStatusDoneBit;
+  const std::uint64_t slot = s.ring_base + std::uint64_t{done.index} * arch::kDmaDescriptorBytes;
+  const sc_time answered = transport_at(tlm::TLM_WRITE_COMMAND, slot + arch::kDmaStatusOffset,
+                                        reinterpret_cast<std::uint8_t*>(&status), 2, at, err);
+  write_answered(on_clock(answered));
+  completions_.push_back({done.queue, done.index, answered});
+  ++descriptors_;
+  ++s.descriptors_done;
+  s.head = (done.index + 1) % s.ring_size;
+}
+
+void DmaEngine::execute(Fetched f) {
+  const std::uint32_t q = f.queue;
+  const sc_time cycle = period_;
+  const std::uint32_t beat = static_cast<std::uint32_t>(ctx_.cfg.dma.axi_data_bytes);
+  bool err = false;
+  if (f.error) return fail(q, f.index, arch::DmaError::kFetch, "descriptor fetch failed");
+  const arch::DmaDescriptor d = arch::unpack(f.raw);
   if (d.magic != arch::kDmaDescriptorMagic)
-    return fail(q, arch::DmaError::kMagic, fmt::format("magic byte 0x{:02x}, not 0x{:02x}", d.magic,
-                                                       arch::kDmaDescriptorMagic));
+    return fail(q, f.index, arch::DmaError::kMagic,
+                fmt::format("magic byte 0x{:02x}, not 0x{:02x}", d.magic, arch::kDmaDescriptorMagic));
   for (int i = 0; i < 4; ++i)
     if (d.src_size[i] == 0 || d.dst_size[i] == 0)
-      return fail(q, arch::DmaError::kZeroLength, fmt::format("dimension {} has size 0", i));
+      return fail(q, f.index, arch::DmaError::kZeroLength, fmt::format("dimension {} has size 0", i));
   const auto count = [](const std::array<std::uint16_t, 4>& sz) {
     return std::uint64_t{sz[0]} * sz[1] * sz[2] * sz[3];
   };
   const std::uint64_t elem = 1ull << d.elem_log2;
   if (count(d.src_size) != count(d.dst_size))
-    return fail(q, arch::DmaError::kMalformed, fmt::format("source has {} elements, destination {}",
-                                                           count(d.src_size), count(d.dst_size)));
+    return fail(q, f.index, arch::DmaError::kMalformed,
+                fmt::format("source has {} elements, destination {}", count(d.src_size), count(d.dst_size)));
   if ((d.flags & arch::kDmaFlagCompletion) && d.sem_addr % 4 != 0)
-    return fail(q, arch::DmaError::kMalformed, "semaphore address not 4-byte aligned");
+    return fail(q, f.index, arch::DmaError::kMalformed, "semaphore address not 4-byte aligned");
 
-  const std::uint32_t beat = static_cast<std::uint32_t>(ctx_.cfg.dma.axi_data_bytes);
   const auto src = bursts(pattern_runs(d.src_addr, d.src_size, d.src_stride, d.elem_log2), max_burst_bytes(beat));
   const auto dst = bursts(pattern_runs(d.dst_addr, d.dst_size, d.dst_stride, d.elem_log2), max_burst_bytes(beat));
   for (const auto* side : {&src, &dst})
     for (const Run& r : *side)
       if (ctx_.map.region_of(r.address, r.bytes) == arch::Region::None)
-        return fail(q, arch::DmaError::kAddrWindow,
+        return fail(q, f.index, arch::DmaError::kAddrWindow,
                     fmt::format("bytes 0x{:x}..0x{:x} are outside the device address map", r.address,
                                 r.address + r.bytes - 1));
   const std::uint64_t total = count(d.src_size) * elem;
   // Timing-only runs move no bytes: TLM_IGNORE_COMMAND costs the same time.
   const bool data = !ctx_.no_data;
   std::vector<std::uint8_t> buffer(data ? total : 0);
-  std::uint8_t scratch[1];
-  const auto at_byte = [&](std::uint64_t offset) { return data ? buffer.data() + offset : scratch; };
+  std::uint8_t scratch[arch::kDmaDescriptorBytes];
   const tlm::tlm_command read_cmd = data ? tlm::TLM_READ_COMMAND : tlm::TLM_IGNORE_COMMAND;
   const tlm::tlm_command write_cmd = data ? tlm::TLM_WRITE_COMMAND : tlm::TLM_IGNORE_COMMAND;
+  // AXI moves whole beats aligned to the bus: a burst's beat count and the
+  // bytes memory is asked for follow from the aligned range.
+  const auto aligned = [&](const Run& r) {
+    const std::uint64_t lo = r.address / beat * beat, hi = (r.address + r.bytes + beat - 1) / beat * beat;
+    return std::make_pair(lo, static_cast<std::uint32_t>(hi - lo));
+  };
 
-  // Reads: one AR per cycle, at most max_outstanding in flight; each burst's
-  // data arrives when memory has it and the R channel has carried its beats.
-  std::vector<sc_time> data_done(src.size());
-  sc_time issue = fetched, r_channel = fetched;
-  std::uint64_t at = 0;
-  for (std::size_t i = 0; i < src.size(); ++i) {
-    if (i >= max_outstanding_) issue = std::max(issue, data_done[i - max_outstanding_]);
-    const sc_time mem = transport(read_cmd, src[i].address, at_byte(at), src[i].bytes, issue, err);
-    if (err) return fail(q, arch::DmaError::kReadResp, fmt::format("read of 0x{:x} failed", src[i].address));
-    const double beats = std::ceil(static_cast<double>(src[i].bytes) / beat);
-    r_channel = std::max(mem, r_channel + cycle * beats);
-    data_done[i] = r_channel;
-    at += src[i].bytes;
-    issue += cycle;
-  }
+  // Every access goes to memory at its own time, in time order: reads (one
+  // AR per cycle, a slot per outstanding burst freed a little after its last
+  // beat), write bursts (first W beat after the last R beat of their data),
+  // the completion writes of earlier descriptors (ahead of data bursts, between
+  // bursts) and the fetch of the next descriptor (one ahead).
+  const sc_time data_start = std::max(f.ready + cycle * kDecode, last_handoff_ + cycle * kHandoffToRead);
+  std::vector<sc_time> last_beat(src.size()), ready_at(src.size());
+  std::vector<std::uint32_t> read_beats(src.size());
+  std::vector<char> delivered(src.size(), 0);
+  std::vector<std::uint64_t> read_end(src.size());  // stream offset after each read burst
+  std::size_t ri = 0, wi = 0;
+  sc_time next_read = data_start, r_channel = data_start, last_w = data_start;
+  // The R channel carries whole bursts, the one whose data came back first
+  // next (as the bridge does). A burst's place is final once it has started:
+  // any read issued later comes back later. The others are placed again
+  // whenever a read is issued.
+  const auto place = [&]() {
+    std::vector<std::size_t> open;
+    for (std::size_t i = 0; i < ri; ++i)
+      if (!delivered[i]) open.push_back(i);
+    std::sort(open.begin(), open.end(), [&](std::size_t x, std::size_t y) {
+      return ready_at[x] != ready_at[y] ? ready_at[x] < ready_at[y] : x < y;
+    });
+    sc_time ch = r_channel;
+    bool final_so_far = true;
+    for (const std::size_t k : open) {
+      const sc_time first = std::max(ready_at[k], ch);
+      last_beat[k] = first + cycle * static_cast<double>(read_beats[k] - 1);
+      ch = last_beat[k] + cycle;
+      final_so_far = final_so_far && first <= sc_time_stamp();
+      if (final_so_far) {
+        delivered[k] = true;
+        r_channel = ch;
+      }
+    }
+  };
+  // Reads retire in issue order, one per cycle: a burst's data is writable,
+  // and its slot reusable, once it and every burst before it have arrived.
+  const auto retire = [&](std::size_t k) {
+    sc_time t = last_beat[0];
+    for (std::size_t i = 1; i <= k; ++i) t = std::max(last_beat[i], t + cycle);
+    return t;
+  };
+  std::uint64_t read_at = 0, written = 0;
+  bool prefetch_done = false;
+  for (;;) {
+    // Candidate times; "never" when not possible yet.
+    place();
+    const sc_time never = sc_core::sc_max_time();
+    sc_time t_read = never, t_write = never, t_write_start = never, t_complete = never, t_fetch = never;
+    if (ri < src.size())
+      t_read = ri >= max_outstanding_ ? std::max(next_read, retire(ri - max_outstanding_) + cycle * kReadSlotReuse)
+                                      : next_read;
+    std::uint32_t w_beats = 0;
+    if (wi < dst.size()) {
+      std::size_t need = 0;
+      while (need < ri && read_end[need] < written + dst[wi].bytes) ++need;
+      if (need < ri) {
+        w_beats = aligned(dst[wi]).second / beat;
+        t_write_start = std::max({w_free_, retire(need) + cycle * kReadToWrite, write_slot_free()});
+        t_write = t_write_start + cycle * static_cast<double>(w_beats - 1);
+      }
+    }
+    if (!completions_pending_.empty()) t_complete = completion_time();
+    if (!prefetch_done) {
+      apply_due_doorbells();
+      if (ready_queue(q) >= 0 || queues_[q].tail != fetch_ptr_[q]) {
+        t_fetch = std::max({f.ready + cycle * kFetchAhead, data_start, sc_time_stamp()});
+      } else if (!pending_.empty()) {
+        t_fetch = on_clock(pending_.front().visible) + cycle * kDoorbellToFetch;
+      }
+    }
+    if (ri == src.size() && wi == dst.size()) break;
 
-  // Writes: each burst goes out once the read data it carries has arrived,
-  // its beats one per cycle on the W channel; done when every response is in.
-  sc_time w_channel = fetched, all_written = fetched;
-  std::size_t read_idx = 0;
-  std::uint64_t read_bytes = 0, written = 0;
-  for (const Run& w : dst) {
-    while (read_bytes < written + w.bytes) read_bytes += src[read_idx++].bytes;
-    const double beats = std::ceil(static_cast<double>(w.bytes) / beat);
-    const sc_time start = std::max(w_channel, data_done[read_idx - 1]);
-    w_channel = start + cycle * beats;
-    const sc_time resp = transport(write_cmd, w.address, at_byte(written), w.bytes, start, err);
-    if (err) return fail(q, arch::DmaError::kWriteResp, fmt::format("write of 0x{:x} failed", w.address));
-    all_written = std::max(all_written, std::max(resp, w_channel));
-    written += w.bytes;
+    // Within one cycle the bridge hands memory the AR before the W: reads win ties.
+    if (t_complete < t_read && t_complete <= std::min(t_write_start, t_fetch)) {
+      complete_oldest();
+      if (ctx_.error) return;
+    } else if (t_fetch <= std::min(t_read, t_write)) {
+      if (t_fetch > sc_time_stamp()) sc_core::wait(t_fetch - sc_time_stamp());
+      apply_due_doorbells();
+      const std::int64_t nq = ready_queue(q);
+      if (nq >= 0) {
+        prefetched_ = fetch(static_cast<std::uint32_t>(nq), on_clock(sc_time_stamp()));
+        prefetch_done = true;
+        next_read = std::max(next_read, sc_time_stamp() + cycle);  // the fetch took this cycle's AR
+      }
+    } else if (t_read <= t_write) {
+      const auto [lo, len] = aligned(src[ri]);
+      std::vector<std::uint8_t> burst(data ? len : 0);
+      const sc_time mem = on_clock(transport_at(read_cmd, lo, data ? burst.data() : scratch, len, t_read, err));
+      if (err) return fail(q, f.index, arch::DmaError::kReadResp, fmt::format("read of 0x{:x} failed", src[ri].address));
+      if (data) std::memcpy(buffer.data() + read_at, burst.data() + (src[ri].address - lo), src[ri].bytes);
+      ready_at[ri] = mem;
+      read_beats[ri] = len / beat;
+      read_at += src[ri].bytes;
+      read_end[ri] = read_at;
+      next_read = sc_time_stamp() + cycle;  // one AR per cycle, even when this one went out late
+      ++ri;
+    } else {
+      const Run& w = dst[wi];
+      w_free_ = t_write + cycle;
+      last_w = t_write;
+      const sc_time resp = on_clock(
+          transport_at(write_cmd, w.address, data ? buffer.data() + written : scratch, w.bytes, t_write, err));
+      if (err) return fail(q, f.index, arch::DmaError::kWriteResp, fmt::format("write of 0x{:x} failed", w.address));
+      write_answered(resp);
+      written += w.bytes;
+      ++wi;
+    }
   }
-
-  // Completion: the semaphore increment, then the status word.
-  sc_time done = all_written;
-  if (d.flags & arch::kDmaFlagCompletion) {
-    std::uint32_t v = d.sem_value;
-    done = transport(tlm::TLM_WRITE_COMMAND, d.sem_addr, reinterpret_cast<std::uint8_t*>(&v), 4, done, err);
-    if (err) return fail(q, arch::DmaError::kWriteResp, fmt::format("semaphore write to 0x{:x} failed", d.sem_addr));
-  }
-  std::uint16_t status = 1u << arch::kDmaStatusDoneBit;
-  transport(tlm::TLM_WRITE_COMMAND, desc_addr + arch::kDmaStatusOffset, reinterpret_cast<std::uint8_t*>(&status), 2,
-            done, err);
 
   bytes_ += static_cast<double>(total);
-  ++descriptors_;
-  ++s.descriptors_done;
-  s.head = (s.head + 1) % s.ring_size;
-  // The next descriptor may start once this one's last write beat is out;
-  // its completion writes overlap the next transfer, as in the RTL.
-  if (w_channel > sc_time_stamp()) sc_core::wait(w_channel - sc_time_stamp());
+  // The completion stage holds one descriptor: this one moves in once its last
+  // write beat is out and the previous one has written its status.
+  // The stage frees when the previous status write's AW goes out, a cycle
+  // before its W beat; completion writes queued behind this descriptor's data
+  // beats delay the hand-off until their W beats are out too.
+  sc_time handoff = last_w;
+  while (!completions_pending_.empty()) {
+    const PendingCompletion c = completions_pending_.front();
+    const bool queued_behind = c.ready <= last_w + cycle;  // its AW, a cycle before its W, came by the last data beat
+    while (!completions_pending_.empty() && completions_pending_.front().queue == c.queue &&
+           completions_pending_.front().index == c.index) {
+      complete_oldest();
+      if (ctx_.error) return;
+    }
+    handoff = std::max(handoff, queued_behind ? sc_time_stamp() : sc_time_stamp() - cycle * kStatusAwToHandoff);
+  }
+  // There it writes the semaphore and status once every write the engine has
+  // issued (the previous completion's too) is acknowledged.
+  completions_pending_.push_back({q, f.index, b_last_ + cycle * kWriteToCompletion,
+                                  (d.flags & arch::kDmaFlagCompletion) != 0, d.sem_addr, d.sem_value});
+  last_handoff_ = handoff;
+  if (handoff > sc_time_stamp()) sc_core::wait(handoff - sc_time_stamp());
 }
 
 }  // namespace tessera::dma

