@@ -111,6 +111,7 @@ const Case kRtlCases[] = {
     {"tiny", 8, 64, 8},
     {"tiny", 21, 100, 37},
     {"tiny", 40, 130, 24},
+    {"small", 33, 40, 65},
 };
 
 INSTANTIATE_TEST_SUITE_P(Shapes, GemmRtlTest,
