@@ -447,7 +447,6 @@ struct KernelBuilder::Impl {
     d.sem_addr = map.semaphore_address(static_cast<std::uint64_t>(qagent));
     d.sem_value = 1;
     d.magic = arch::kDmaDescriptorMagic;
-    desc.in.address = 0;
     const int desc_id = static_cast<int>(ops.size());
     ops.push_back(desc);
     descriptors.emplace(desc_id, d);

@@ -11,7 +11,6 @@ DmaSubsystem::DmaSubsystem(core::CoreContext& ctx, const DmaEngineFactory& facto
     engines_.push_back(factory ? factory(name.c_str(), ctx, queues)
                                : std::make_unique<DmaEngine>(name.c_str(), ctx, queues));
   }
-  const std::string prefix = "dma";
   ctx.stats.formula("dma.bytes", "bytes", "bytes moved by every DMA engine", [this] {
     double b = 0;
     for (std::size_t e = 0; e < engines_.size(); ++e) b += ctx_.stats.value(std::string(engines_[e]->name()) + ".bytes");
