@@ -163,3 +163,47 @@ TEST(RegressRun, FailingAndHangingJobsAreReportedAndTheRestGoOn) {
 
 }  // namespace
 }  // namespace tessera::cli::regress
+
+namespace tessera::cli::regress {
+namespace {
+
+// Shards of a suite merged give the same result set as an unsharded run.
+TEST(RegressRun, MergedShardsEqualTheUnshardedRun) {
+  const fs::path suite = write_suite("shards",
+                                     "defaults: {fidelity: tlm}\n"
+                                     "tests:\n"
+                                     "  - {name: g, kernel: gemm, variants: [naive, hoisted, blocked_mnk],\n"
+                                     "     configs: [tiny, small], shapes: [{M: 8, N: 64, K: 8}]}\n");
+  const fs::path base = fs::temp_directory_path() / "tessera_regress_shards";
+  fs::remove_all(base);
+  std::string text;
+  for (int i = 1; i <= 2; ++i)
+    ASSERT_EQ(run_binary(fmt::format("regress {} --shard {}/2 --out {}", suite.string(), i, (base / std::to_string(i)).string()),
+                         &text),
+              0)
+        << text;
+  ASSERT_EQ(run_binary(fmt::format("regress merge {} {} --out {}", (base / "1").string(), (base / "2").string(),
+                                   (base / "merged").string()),
+                       &text),
+            0)
+      << text;
+  ASSERT_EQ(run_binary(fmt::format("regress {} --out {}", suite.string(), (base / "whole").string()), &text), 0) << text;
+  const auto strip = [](const nlohmann::json& results) {
+    std::vector<std::tuple<std::string, std::string, double>> out;
+    for (const auto& r : results) out.emplace_back(r["id"], r["status"], r["report"]["time_ns"].get<double>());
+    return out;
+  };
+  const auto merged = nlohmann::json::parse(std::ifstream(base / "merged" / "results.json"));
+  const auto whole = nlohmann::json::parse(std::ifstream(base / "whole" / "results.json"));
+  EXPECT_EQ(merged.size(), 6u);
+  EXPECT_EQ(strip(merged), strip(whole));
+  // The same job in two shards is refused.
+  EXPECT_EQ(run_binary(fmt::format("regress merge {} {} --out {}", (base / "1").string(), (base / "1").string(),
+                                   (base / "bad").string()),
+                       &text),
+            2);
+  fs::remove_all(base);
+}
+
+}  // namespace
+}  // namespace tessera::cli::regress
