@@ -8,6 +8,7 @@
 #include "arch/dma_descriptor.h"
 #include "arch/numerics.h"
 #include "core/neuron_core.h"
+#include "testing/dma_programs.h"
 #include "testing/stream.h"
 
 #include <fmt/format.h>
@@ -28,6 +29,9 @@ using arch::Memory;
 using arch::Opcode;
 using core::NeuronCore;
 using test_support::Stream;
+using test_support::ring_of;
+using test_support::tile_descriptor;
+using test_support::trigger;
 using ::testing::HasSubstr;
 
 const arch::HwConfig& config(const char* name) {
@@ -40,43 +44,6 @@ const arch::HwConfig& config(const char* name) {
   return it->second;
 }
 const arch::HwConfig& tiny() { return config("tiny"); }
-
-arch::DmaDescriptor copy2d(std::uint64_t src, std::uint32_t src_row_stride, std::uint64_t dst,
-                           std::uint32_t dst_row_stride, std::uint16_t rows, std::uint16_t cols,
-                           std::uint8_t elem_log2, std::uint64_t sem_addr) {
-  arch::DmaDescriptor d;
-  d.src_addr = src;
-  d.dst_addr = dst;
-  d.src_size = {cols, rows, 1, 1};
-  d.dst_size = {cols, rows, 1, 1};
-  d.src_stride = {1u << elem_log2, src_row_stride, 0, 0};
-  d.dst_stride = {1u << elem_log2, dst_row_stride, 0, 0};
-  d.elem_log2 = elem_log2;
-  d.flags = arch::kDmaFlagCompletion | arch::kDmaFlagLast;
-  d.sem_addr = sem_addr;
-  d.sem_value = 1;
-  d.magic = arch::kDmaDescriptorMagic;
-  return d;
-}
-
-std::vector<std::uint8_t> ring_of(const std::vector<arch::DmaDescriptor>& ds, std::size_t slots) {
-  std::vector<std::uint8_t> bytes(slots * arch::kDmaDescriptorBytes, 0);
-  for (std::size_t i = 0; i < ds.size(); ++i) {
-    const auto packed = arch::pack(ds[i]);
-    std::memcpy(bytes.data() + i * arch::kDmaDescriptorBytes, packed.data(), packed.size());
-  }
-  return bytes;
-}
-
-arch::Instruction trigger(std::uint16_t engine, std::uint16_t queue, std::uint64_t address, std::uint32_t count) {
-  arch::Instruction in;
-  in.opcode = Opcode::DmaTrigger;
-  in.dma_engine = engine;
-  in.dma_queue = queue;
-  in.address = address;
-  in.value = count;
-  return in;
-}
 
 // Descriptors posted on one queue with one doorbell.
 struct Job {
@@ -216,12 +183,12 @@ TEST(RtlDma, MatmulTilePipelineMatchesTheFastModel) {
     core->hbm().backdoor_write(w_at, reinterpret_cast<const std::uint8_t*>(w.data.data()), w.data.size() * 2);
     core->hbm().backdoor_write(x_at, reinterpret_cast<const std::uint8_t*>(x.data.data()), x.data.size() * 2);
     const std::uint32_t pbytes = static_cast<std::uint32_t>(map.sbuf_partition_bytes);
-    const auto in_ring = ring_of({copy2d(w_at, 16, map.sbuf_address(0, 0), pbytes, 8, 8, 1, map.semaphore_address(0)),
-                                  copy2d(x_at, 128, map.sbuf_address(0, 64), pbytes, 8, 64, 1,
+    const auto in_ring = ring_of({tile_descriptor(w_at, 16, map.sbuf_address(0, 0), pbytes, 8, 8, 1, map.semaphore_address(0)),
+                                  tile_descriptor(x_at, 128, map.sbuf_address(0, 64), pbytes, 8, 64, 1,
                                          map.semaphore_address(0))},
                                  32);
     const auto out_ring =
-        ring_of({copy2d(map.sbuf_address(0, 512), pbytes, out_at, 256, 8, 64, 2, map.semaphore_address(3))}, 32);
+        ring_of({tile_descriptor(map.sbuf_address(0, 512), pbytes, out_at, 256, 8, 64, 2, map.semaphore_address(3))}, 32);
     const std::uint64_t in_base = core->place(in_ring), out_base = core->place(out_ring);
     core->configure_dma_queue(0, 0, in_base, 32);
     core->configure_dma_queue(1, 2, out_base, 32);
@@ -288,15 +255,15 @@ TEST(RtlDma, ManyDescriptorsOverQueuesAndEnginesMatchTheFastModel) {
         arch::DmaDescriptor d;
         if (kind == 0) {  // HBM -> SBUF, one partition row
           const std::uint16_t n = std::min<std::uint16_t>(bytes, 4096);
-          d = copy2d(src, 0, map.sbuf_address(sbuf_dst / 16384, sbuf_dst % 16384), 0, 1, n, 0,
+          d = tile_descriptor(src, 0, map.sbuf_address(sbuf_dst / 16384, sbuf_dst % 16384), 0, 1, n, 0,
                      map.semaphore_address(0));
           sbuf_dst += 4096;
         } else if (kind == 1) {  // SBUF -> HBM
-          d = copy2d(map.sbuf_address(rng() % 8, rng() % 8192), 0, hbm_dst + 5, 0, 1, 2048, 0,
+          d = tile_descriptor(map.sbuf_address(rng() % 8, rng() % 8192), 0, hbm_dst + 5, 0, 1, 2048, 0,
                      map.semaphore_address(0));
           hbm_dst += 4096;
         } else {  // HBM -> HBM
-          d = copy2d(src, 0, hbm_dst + 3, 0, 1, bytes, 0, map.semaphore_address(0));
+          d = tile_descriptor(src, 0, hbm_dst + 3, 0, 1, bytes, 0, map.semaphore_address(0));
           hbm_dst += (bytes + 4095) / 4096 * 4096;
         }
         j.descriptors.push_back(d);
@@ -317,21 +284,21 @@ TEST(RtlDma, StridedPatternsMatchTheFastModel) {
   p.hbm_image = random_bytes(1u << 19, 12);
   const arch::AddressMap map(tiny());
   const std::uint64_t sem = map.semaphore_address(0);
-  auto strided = copy2d(0x100, 0, 0x40000, 0, 1, 300, 1, sem);
+  auto strided = tile_descriptor(0x100, 0, 0x40000, 0, 1, 300, 1, sem);
   strided.src_stride[0] = 6;
-  auto gather = copy2d(0x2000, 0, 0x50000, 0, 1, 1, 2, sem);
+  auto gather = tile_descriptor(0x2000, 0, 0x50000, 0, 1, 1, 2, sem);
   gather.src_size = {16, 4, 8, 1};
   gather.src_stride = {4, 256, 4096, 0};
   gather.dst_size = {512, 1, 1, 1};
   gather.dst_stride = {4, 0, 0, 0};
-  auto broadcast = copy2d(0x3000, 0, 0x60000, 0, 1, 1, 3, sem);
+  auto broadcast = tile_descriptor(0x3000, 0, 0x60000, 0, 1, 1, 3, sem);
   broadcast.src_size = {8, 64, 1, 1};
   broadcast.src_stride = {8, 0, 0, 0};
   broadcast.dst_size = {512, 1, 1, 1};
   broadcast.dst_stride = {8, 0, 0, 0};
-  const auto scatter = copy2d(0x8000, 1024, map.sbuf_address(0, 100), static_cast<std::uint32_t>(map.sbuf_partition_bytes),
+  const auto scatter = tile_descriptor(0x8000, 1024, map.sbuf_address(0, 100), static_cast<std::uint32_t>(map.sbuf_partition_bytes),
                               8, 1000, 0, sem);
-  auto column = copy2d(0x9000, 0, 0x70000, 0, 1, 1, 2, sem);  // a column of a 64 x 64 fp32 matrix
+  auto column = tile_descriptor(0x9000, 0, 0x70000, 0, 1, 1, 2, sem);  // a column of a 64 x 64 fp32 matrix
   column.src_size = {64, 1, 1, 1};
   column.src_stride = {256, 0, 0, 0};
   column.dst_size = {64, 1, 1, 1};
@@ -347,7 +314,7 @@ TEST(RtlDma, LargeCopyMatchesTheFastModel) {
   Program p;
   p.hbm_image = random_bytes(1u << 20, 13);
   const arch::AddressMap map(tiny());
-  p.jobs = {{0, 0, {copy2d(0x1000, 0, 0x80000, 0, 1, 0, 0, map.semaphore_address(0))}}};
+  p.jobs = {{0, 0, {tile_descriptor(0x1000, 0, 0x80000, 0, 1, 0, 0, map.semaphore_address(0))}}};
   // 256 KiB as 64 rows of 4 KiB.
   auto& d = p.jobs[0].descriptors[0];
   d.src_size = {4096, 64, 1, 1};
@@ -373,7 +340,7 @@ TEST(RtlDma, SmallConfigEveryQueueMatchesTheFastModel) {
       Job j{e, q, {}};
       for (int i = 0; i < 2; ++i) {
         const auto bytes = static_cast<std::uint16_t>(64u << (rng() % 9));  // 64 B .. 16 KiB
-        j.descriptors.push_back(copy2d(rng() % (1u << 20), 0, dst + rng() % 64, 0, 1, bytes, 0,
+        j.descriptors.push_back(tile_descriptor(rng() % (1u << 20), 0, dst + rng() % 64, 0, 1, bytes, 0,
                                        map.semaphore_address(0)));
         dst += 16384 + 64;
       }
@@ -402,7 +369,7 @@ TEST_P(RtlDmaRandom, ProgramMatchesTheFastModel) {
     for (std::uint16_t q = 0; q < 4; ++q) {
       Job j{e, q, {}};
       for (unsigned i = 0, n = 1 + pick(5); i < n; ++i) {
-        arch::DmaDescriptor d = copy2d(0, 0, 0, 0, 1, 1, 0, map.semaphore_address(0));
+        arch::DmaDescriptor d = tile_descriptor(0, 0, 0, 0, 1, 1, 0, map.semaphore_address(0));
         d.elem_log2 = static_cast<std::uint8_t>(pick(7));
         const std::uint32_t elem = 1u << d.elem_log2;
         const auto cols = static_cast<std::uint16_t>(1 + pick(std::max(1u, 2048u / elem)));
@@ -452,7 +419,7 @@ TEST(RtlDma, NeuronCoreV2OuterQueuesMatchTheFastModel) {
       Job j{e, q, {}};
       for (int i = 0; i < 3; ++i) {
         const auto bytes = static_cast<std::uint16_t>(1024u << (rng() % 6));  // 1 .. 32 KiB
-        j.descriptors.push_back(copy2d(rng() % (1u << 20), 0, dst, 0, 1, bytes, 0, map.semaphore_address(0)));
+        j.descriptors.push_back(tile_descriptor(rng() % (1u << 20), 0, dst, 0, 1, bytes, 0, map.semaphore_address(0)));
         dst += 32768;
       }
       p.jobs.push_back(j);
@@ -472,7 +439,7 @@ TEST(RtlDma, TimingOnlyRunTakesTheSameTime) {
   for (std::uint16_t q = 0; q < 4; ++q) {
     Job j{static_cast<std::uint16_t>(q % 2), q, {}};
     for (int i = 0; i < 4; ++i)
-      j.descriptors.push_back(copy2d(rng() % 0x40000, 0, 0x80000 + (q * 4u + i) * 0x4000u + rng() % 64, 0, 1,
+      j.descriptors.push_back(tile_descriptor(rng() % 0x40000, 0, 0x80000 + (q * 4u + i) * 0x4000u + rng() % 64, 0, 1,
                                      static_cast<std::uint16_t>(64u << (rng() % 8)), 0, map.semaphore_address(0)));
     p.jobs.push_back(j);
   }
@@ -499,7 +466,7 @@ TEST(RtlDma, BadDescriptorStopsTheRunNamingEngineQueueAndDescriptor) {
   trace::Stats stats;
   NeuronCore core("core", tiny(), stats, rtl_options());
   const auto& map = core.address_map();
-  const auto good = copy2d(0, 16, map.sbuf_address(0, 0), 1024, 8, 8, 1, map.semaphore_address(1));
+  const auto good = tile_descriptor(0, 16, map.sbuf_address(0, 0), 1024, 8, 8, 1, map.semaphore_address(1));
   auto bad = good;
   bad.magic = 0;
   const std::uint64_t base = core.place(ring_of({good, bad}, 32));
@@ -518,7 +485,7 @@ TEST(RtlDma, BadDescriptorStopsTheRunNamingEngineQueueAndDescriptor) {
 TEST(RtlDma, TransferBeyondTheAddressMapIsAWindowError) {
   trace::Stats stats;
   NeuronCore core("core", tiny(), stats, rtl_options());
-  const auto d = copy2d(0, 16, arch::kSemaphoreBase + 0x10000, 16, 8, 8, 1, 0);
+  const auto d = tile_descriptor(0, 16, arch::kSemaphoreBase + 0x10000, 16, 8, 8, 1, 0);
   const std::uint64_t base = core.place(ring_of({d}, 32));
   core.configure_dma_queue(0, 0, base, 32);
   Stream sync(arch::Engine::Sync);
@@ -553,7 +520,7 @@ void measure_speed(bool use_rtl) {
     Job j{0, q, {}};
     for (unsigned i = 0; i < 8; ++i) {
       const std::uint64_t at = (q * 8u + i) * 0x10000u;
-      j.descriptors.push_back(copy2d(at, 4096, (2u << 20) + at, 4096, 16, 4096, 0, map.semaphore_address(0)));
+      j.descriptors.push_back(tile_descriptor(at, 4096, (2u << 20) + at, 4096, 16, 4096, 0, map.semaphore_address(0)));
     }
     p.jobs.push_back(j);
   }
@@ -589,7 +556,7 @@ TEST(RtlCore, DeadlockIsReportedWithBothRtlBlocks) {
   NeuronCore core("core", tiny(), stats, o);
   const auto& map = core.address_map();
   const std::uint64_t base =
-      core.place(ring_of({copy2d(0, 16, map.sbuf_address(0, 0), 1024, 8, 8, 1, map.semaphore_address(1))}, 32));
+      core.place(ring_of({tile_descriptor(0, 16, map.sbuf_address(0, 0), 1024, 8, 8, 1, map.semaphore_address(1))}, 32));
   core.configure_dma_queue(0, 0, base, 32);
   Stream sync(arch::Engine::Sync);
   sync.add(trigger(0, 0, base, 1)).wait(1, 1).wait(2, 1).end();  // semaphore 2 is never incremented

@@ -11,6 +11,7 @@
 #include "arch/numerics.h"
 #include "engines/tensor_engine.h"
 #include "testing/child_process.h"
+#include "testing/dma_programs.h"
 #include "testing/stream.h"
 
 #include <gtest/gtest.h>
@@ -31,6 +32,9 @@ using arch::Memory;
 using arch::Opcode;
 using core::NeuronCore;
 using test_support::Stream;
+using test_support::ring_of;
+using test_support::tile_descriptor;
+using test_support::trigger;
 using nlohmann::json;
 
 const arch::HwConfig& tiny() {
@@ -354,41 +358,8 @@ TEST(RtlTensorDatapath, TimingOnlyRunGivesTheSameCycles) {
 // (weights, then four moving tiles) while the tensor engine starts on each as
 // soon as it lands, accumulating all four; the vector engine copies PSUM to
 // SBUF and the result goes back to HBM.
-arch::DmaDescriptor tile_descriptor(std::uint64_t src, std::uint32_t src_row_stride, std::uint64_t dst,
-                                    std::uint32_t dst_row_stride, std::uint16_t rows, std::uint16_t cols,
-                                    std::uint8_t elem_log2, std::uint64_t sem_addr) {
-  arch::DmaDescriptor d;
-  d.src_addr = src;
-  d.dst_addr = dst;
-  d.src_size = {cols, rows, 1, 1};
-  d.dst_size = {cols, rows, 1, 1};
-  d.src_stride = {1u << elem_log2, src_row_stride, 0, 0};
-  d.dst_stride = {1u << elem_log2, dst_row_stride, 0, 0};
-  d.elem_log2 = elem_log2;
-  d.flags = arch::kDmaFlagCompletion | arch::kDmaFlagLast;
-  d.sem_addr = sem_addr;
-  d.sem_value = 1;
-  d.magic = arch::kDmaDescriptorMagic;
-  return d;
-}
-
 std::uint64_t place_ring(NeuronCore& core, const std::vector<arch::DmaDescriptor>& ds) {
-  std::vector<std::uint8_t> bytes(32 * arch::kDmaDescriptorBytes, 0);
-  for (std::size_t i = 0; i < ds.size(); ++i) {
-    const auto packed = arch::pack(ds[i]);
-    std::memcpy(bytes.data() + i * arch::kDmaDescriptorBytes, packed.data(), packed.size());
-  }
-  return core.place(bytes);
-}
-
-arch::Instruction trigger(std::uint16_t engine, std::uint16_t queue, std::uint64_t address, std::uint32_t count) {
-  arch::Instruction in;
-  in.opcode = Opcode::DmaTrigger;
-  in.dma_engine = engine;
-  in.dma_queue = queue;
-  in.address = address;
-  in.value = count;
-  return in;
+  return core.place(ring_of(ds, 32));
 }
 
 json run_dma_pipeline(arch::Fidelity fidelity) {

@@ -7,6 +7,7 @@
 #include "arch/dma_descriptor.h"
 #include "arch/numerics.h"
 #include "testing/shipped_config.h"
+#include "testing/dma_programs.h"
 #include "testing/stream.h"
 
 #include <gmock/gmock.h>
@@ -23,6 +24,9 @@ using arch::Memory;
 using arch::Opcode;
 using core::NeuronCore;
 using test_support::Stream;
+using test_support::ring_of;
+using test_support::tile_descriptor;
+using test_support::trigger;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -45,43 +49,6 @@ TEST(DmaPattern, BurstsNeverCrossTheBurstBoundary) {
 
 // A descriptor for a [rows, cols] bf16 tile between a row-major HBM matrix and
 // SBUF partitions.
-arch::DmaDescriptor tile_descriptor(std::uint64_t src, std::uint32_t src_row_stride, std::uint64_t dst,
-                                    std::uint32_t dst_row_stride, std::uint16_t rows, std::uint16_t cols,
-                                    std::uint8_t elem_log2, std::uint64_t sem_addr) {
-  arch::DmaDescriptor d;
-  d.src_addr = src;
-  d.dst_addr = dst;
-  d.src_size = {cols, rows, 1, 1};
-  d.dst_size = {cols, rows, 1, 1};
-  d.src_stride = {1u << elem_log2, src_row_stride, 0, 0};
-  d.dst_stride = {1u << elem_log2, dst_row_stride, 0, 0};
-  d.elem_log2 = elem_log2;
-  d.flags = arch::kDmaFlagCompletion | arch::kDmaFlagLast;
-  d.sem_addr = sem_addr;
-  d.sem_value = 1;
-  d.magic = arch::kDmaDescriptorMagic;
-  return d;
-}
-
-std::vector<std::uint8_t> ring_of(const std::vector<arch::DmaDescriptor>& ds, std::size_t slots) {
-  std::vector<std::uint8_t> bytes(slots * arch::kDmaDescriptorBytes, 0);
-  for (std::size_t i = 0; i < ds.size(); ++i) {
-    const auto packed = arch::pack(ds[i]);
-    std::memcpy(bytes.data() + i * arch::kDmaDescriptorBytes, packed.data(), packed.size());
-  }
-  return bytes;
-}
-
-arch::Instruction trigger(std::uint16_t engine, std::uint16_t queue, std::uint64_t address, std::uint32_t count) {
-  arch::Instruction in;
-  in.opcode = Opcode::DmaTrigger;
-  in.dma_engine = engine;
-  in.dma_queue = queue;
-  in.address = address;
-  in.value = count;
-  return in;
-}
-
 TEST(DmaInCore, MatmulTilePipelineThroughHbm) {
   std::mt19937 rng(3);
   std::normal_distribution<float> dist;
