@@ -175,14 +175,13 @@ std::unique_ptr<DmaRtlPort> make_dma_rtl_port(const arch::HwConfig& cfg) {
 }
 
 RtlDmaEngine::RtlDmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::uint32_t queues)
-    : DmaEngineBase(name),
+    : DmaEngineBase(name, queues),
       ctx_(ctx),
       // The same clock as the fast model: one data beat per cycle gives the configured bandwidth.
       period_(static_cast<double>(ctx.cfg.dma.axi_data_bytes) / ctx.cfg.dma.bytes_per_ns, SC_NS),
       data_bytes_(static_cast<std::uint32_t>(ctx.cfg.dma.axi_data_bytes)),
       fetch_id_(static_cast<std::uint32_t>(ctx.cfg.dma.max_outstanding)),
       port_(make_dma_rtl_port(ctx.cfg)),
-      queues_(queues),
       bytes_(ctx.stats.counter(std::string(this->name()) + ".bytes", "bytes", "bytes moved")),
       descriptors_(ctx.stats.counter(std::string(this->name()) + ".descriptors", "count", "descriptors completed")),
       busy_ns_(ctx.stats.counter(std::string(this->name()) + ".busy_ns", "ns", "time with STATUS.busy set")) {
@@ -228,31 +227,6 @@ void RtlDmaEngine::configure_queue(std::uint32_t q, std::uint64_t ring_base, std
   write_reg_now(r::queue(q, r::kQHead), 0);
   write_reg_now(r::queue(q, r::kQTail), 0);
   write_reg_now(r::queue(q, r::kQCtrl), 1);
-}
-
-std::string RtlDmaEngine::doorbell(std::uint32_t q, std::uint64_t address, std::uint32_t count,
-                                   sc_time visible_after) {
-  if (q >= queues_.size()) return fmt::format("{}: no queue {}", name(), q);
-  dma::QueueState& s = queues_[q];
-  if (s.ring_size == 0) return fmt::format("{}.q{}: doorbell on a queue without a descriptor ring", name(), q);
-  // The tail the engine will see once every earlier doorbell has landed.
-  std::uint32_t tail = s.tail;
-  for (auto it = pending_.rbegin(); it != pending_.rend(); ++it)
-    if (it->queue == q) {
-      tail = it->tail;
-      break;
-    }
-  const std::uint64_t expected = s.ring_base + std::uint64_t{tail} * arch::kDmaDescriptorBytes;
-  if (address != expected)
-    return fmt::format("{}.q{}: doorbell names descriptor 0x{:x}, but the ring's next slot is 0x{:x}", name(), q,
-                       address, expected);
-  const std::uint32_t in_flight = (tail + s.ring_size - s.head) % s.ring_size;
-  if (count >= s.ring_size - in_flight)
-    return fmt::format("{}.q{}: {} more descriptors overflow a ring of {} ({} in flight)", name(), q, count,
-                       s.ring_size, in_flight);
-  pending_.push_back({sc_time_stamp() + visible_after, q, (tail + count) % s.ring_size});
-  doorbell_event_.notify(visible_after);
-  return {};
 }
 
 std::uint64_t RtlDmaEngine::cycles_for(const sc_time& delay) const {

@@ -58,18 +58,10 @@ public:
   RtlDmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::uint32_t queues);
 
   void configure_queue(std::uint32_t queue, std::uint64_t ring_base, std::uint32_t ring_size) override;
-  std::string doorbell(std::uint32_t queue, std::uint64_t address, std::uint32_t count,
-                       sc_core::sc_time visible_after) override;
-  const dma::QueueState& queue(std::uint32_t q) const override { return queues_.at(q); }
   sc_core::sc_time clock_period() const { return period_; }
   std::uint64_t cycles_ticked() const { return ticks_; }
 
 private:
-  struct PendingTail {
-    sc_core::sc_time visible;
-    std::uint32_t queue;
-    std::uint32_t tail;
-  };
   struct RegOp {
     std::uint32_t addr, value;
     bool write;
@@ -104,10 +96,7 @@ private:
   sc_core::sc_time period_;
   std::uint32_t data_bytes_, fetch_id_;
   std::unique_ptr<DmaRtlPort> port_;
-  std::vector<dma::QueueState> queues_;
-  std::deque<PendingTail> pending_;
   std::deque<RegOp> reg_ops_;
-  sc_core::sc_event doorbell_event_;
 
   std::uint64_t cycle_ = 0, ticks_ = 0, read_seq_ = 0;
   std::vector<ReadBurst> reads_;

@@ -38,7 +38,33 @@ constexpr double kStatusAwToHandoff = 2;  // a waiting descriptor enters the com
 
 }  // namespace
 
-DmaEngineBase::DmaEngineBase(sc_core::sc_module_name name) : sc_module(name), socket("socket") {
+std::string DmaEngineBase::doorbell(std::uint32_t q, std::uint64_t address, std::uint32_t count,
+                                    sc_time visible_after) {
+  if (q >= queues_.size()) return fmt::format("{}: no queue {}", name(), q);
+  QueueState& s = queues_[q];
+  if (s.ring_size == 0) return fmt::format("{}.q{}: doorbell on a queue without a descriptor ring", name(), q);
+  // The tail the engine will see once every earlier doorbell has landed.
+  std::uint32_t tail = s.tail;
+  for (auto it = pending_.rbegin(); it != pending_.rend(); ++it)
+    if (it->queue == q) {
+      tail = it->tail;
+      break;
+    }
+  const std::uint64_t expected = s.ring_base + std::uint64_t{tail} * arch::kDmaDescriptorBytes;
+  if (address != expected)
+    return fmt::format("{}.q{}: doorbell names descriptor 0x{:x}, but the ring's next slot is 0x{:x}", name(), q,
+                       address, expected);
+  const std::uint32_t in_flight = (tail + s.ring_size - s.head) % s.ring_size;
+  if (count >= s.ring_size - in_flight)
+    return fmt::format("{}.q{}: {} more descriptors overflow a ring of {} ({} in flight)", name(), q, count,
+                       s.ring_size, in_flight);
+  pending_.push_back({sc_time_stamp() + visible_after, q, (tail + count) % s.ring_size});
+  doorbell_event_.notify(visible_after);
+  return {};
+}
+
+DmaEngineBase::DmaEngineBase(sc_core::sc_module_name name, std::uint32_t queues)
+    : sc_module(name), socket("socket"), queues_(queues) {
   const std::string base = basename();
   std::size_t digits = base.size();
   while (digits > 0 && std::isdigit(static_cast<unsigned char>(base[digits - 1]))) --digits;
@@ -53,13 +79,12 @@ void DmaEngineBase::take_turn() {
 }
 
 DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::uint32_t queues)
-    : DmaEngineBase(name),
+    : DmaEngineBase(name, queues),
       ctx_(ctx),
       // The engine moves one data beat per cycle, so its clock is what gives
       // the configured bandwidth.
       period_(static_cast<double>(ctx.cfg.dma.axi_data_bytes) / ctx.cfg.dma.bytes_per_ns, SC_NS),
       max_outstanding_(static_cast<std::uint32_t>(ctx.cfg.dma.max_outstanding)),
-      queues_(queues),
       fetch_ptr_(queues, 0),
       tail_visible_(queues),
       last_fetched_queue_(queues - 1),
@@ -80,30 +105,6 @@ void DmaEngine::configure_queue(std::uint32_t q, std::uint64_t ring_base, std::u
   s.ring_base = ring_base;
   s.ring_size = ring_size;
   fetch_ptr_.at(q) = 0;
-}
-
-std::string DmaEngine::doorbell(std::uint32_t q, std::uint64_t address, std::uint32_t count,
-                                sc_time visible_after) {
-  if (q >= queues_.size()) return fmt::format("{}: no queue {}", name(), q);
-  QueueState& s = queues_[q];
-  if (s.ring_size == 0) return fmt::format("{}.q{}: doorbell on a queue without a descriptor ring", name(), q);
-  // The tail the engine will see once every earlier doorbell has landed.
-  const std::uint32_t tail = pending_.empty() ? s.tail : [&] {
-    for (auto it = pending_.rbegin(); it != pending_.rend(); ++it)
-      if (it->queue == q) return it->tail;
-    return s.tail;
-  }();
-  const std::uint64_t expected = s.ring_base + std::uint64_t{tail} * arch::kDmaDescriptorBytes;
-  if (address != expected)
-    return fmt::format("{}.q{}: doorbell names descriptor 0x{:x}, but the ring's next slot is 0x{:x}", name(), q,
-                       address, expected);
-  const std::uint32_t in_flight = (tail + s.ring_size - s.head) % s.ring_size;
-  if (count >= s.ring_size - in_flight)
-    return fmt::format("{}.q{}: {} more descriptors overflow a ring of {} ({} in flight)", name(), q, count,
-                       s.ring_size, in_flight);
-  pending_.push_back({sc_time_stamp() + visible_after, q, (tail + count) % s.ring_size});
-  doorbell_event_.notify(visible_after);
-  return {};
 }
 
 void DmaEngine::apply_due_doorbells() {

@@ -46,14 +46,15 @@ class DmaEngineBase : public sc_core::sc_module {
 public:
   tlm_utils::simple_initiator_socket<DmaEngineBase> socket;  // to the interconnect
 
-  explicit DmaEngineBase(sc_core::sc_module_name name);
+  DmaEngineBase(sc_core::sc_module_name name, std::uint32_t queues);
 
   virtual void configure_queue(std::uint32_t queue, std::uint64_t ring_base, std::uint32_t ring_size) = 0;
   // The doorbell: `count` more descriptors, the first at `address`, become
-  // visible to the engine `visible_after` from now. Returns an error, or empty.
-  virtual std::string doorbell(std::uint32_t queue, std::uint64_t address, std::uint32_t count,
-                               sc_core::sc_time visible_after) = 0;
-  virtual const QueueState& queue(std::uint32_t q) const = 0;
+  // visible to the engine `visible_after` from now (the model applies the new
+  // tail then, from pending_). Returns an error, or empty.
+  std::string doorbell(std::uint32_t queue, std::uint64_t address, std::uint32_t count,
+                       sc_core::sc_time visible_after);
+  const QueueState& queue(std::uint32_t q) const { return queues_.at(q); }
 
   // When each descriptor's status write-back completed, in completion order:
   // what the fast model is calibrated against the RTL on.
@@ -65,6 +66,16 @@ public:
   const std::vector<Completion>& completions() const { return completions_; }
 
 protected:
+  struct PendingTail {
+    sc_core::sc_time visible;
+    std::uint32_t queue;
+    std::uint32_t tail;
+  };
+
+  std::vector<QueueState> queues_;
+  std::deque<PendingTail> pending_;  // doorbells not yet visible, in time order
+  sc_core::sc_event doorbell_event_;
+
   // Engines that reach memory in the same cycle do so in engine order (engine
   // e after e delta cycles), so that memory sees one order whichever model
   // runs and however SystemC orders its processes: call after reaching the
@@ -85,18 +96,9 @@ public:
   DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::uint32_t queues);
 
   void configure_queue(std::uint32_t queue, std::uint64_t ring_base, std::uint32_t ring_size) override;
-  std::string doorbell(std::uint32_t queue, std::uint64_t address, std::uint32_t count,
-                       sc_core::sc_time visible_after) override;
-  const QueueState& queue(std::uint32_t q) const override { return queues_.at(q); }
   sc_core::sc_time clock_period() const { return period_; }
 
 private:
-  struct PendingTail {
-    sc_core::sc_time visible;
-    std::uint32_t queue;
-    std::uint32_t tail;
-  };
-
   // A descriptor read by the fetch unit, which runs one descriptor ahead.
   struct Fetched {
     std::uint32_t queue = 0, index = 0;
@@ -137,11 +139,8 @@ private:
   core::CoreContext& ctx_;
   sc_core::sc_time period_;
   std::uint32_t max_outstanding_;
-  std::vector<QueueState> queues_;
   std::vector<std::uint32_t> fetch_ptr_;         // per queue: next descriptor to fetch
   std::vector<sc_core::sc_time> tail_visible_;  // per queue: when its latest doorbell landed
-  std::deque<PendingTail> pending_;
-  sc_core::sc_event doorbell_event_;
   std::uint32_t last_fetched_queue_;  // round-robin: the search starts after it
   std::optional<Fetched> prefetched_;
   std::deque<PendingCompletion> completions_pending_;
