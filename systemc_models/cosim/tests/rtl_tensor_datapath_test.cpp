@@ -12,7 +12,9 @@
 #include "engines/tensor_engine.h"
 #include "testing/child_process.h"
 #include "testing/dma_programs.h"
+#include "testing/shipped_config.h"
 #include "testing/stream.h"
+#include "testing/tensor_programs.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -32,42 +34,15 @@ using arch::Memory;
 using arch::Opcode;
 using core::NeuronCore;
 using test_support::Stream;
+using test_support::load_stationary;
+using test_support::multiply;
+using test_support::random_bf16;
 using test_support::ring_of;
 using test_support::tile_descriptor;
 using test_support::trigger;
 using nlohmann::json;
 
-const arch::HwConfig& tiny() {
-  static const arch::HwConfig cfg = [] {
-    setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_CONFIG_DIR, 1);
-    return arch::load_config("tiny").hw;
-  }();
-  return cfg;
-}
-
-Bf16Matrix random_bf16(std::size_t rows, std::size_t cols, std::mt19937& rng) {
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  Bf16Matrix m(rows, cols);
-  for (auto& v : m.data) v = arch::to_bf16(dist(rng));
-  return m;
-}
-
-arch::Instruction load_stationary(std::uint32_t k, std::uint32_t m, std::uint32_t offset) {
-  arch::Instruction in;
-  in.opcode = Opcode::LoadStationary;
-  in.a = arch::tile(Memory::Sbuf, DType::Bf16, 0, static_cast<std::uint16_t>(k), offset, m);
-  return in;
-}
-
-arch::Instruction multiply(std::uint32_t k, std::uint32_t m, std::uint32_t n, std::uint32_t src, std::uint32_t dst,
-                           bool acc) {
-  arch::Instruction in;
-  in.opcode = Opcode::MultiplyMoving;
-  in.flags = acc ? arch::kFlagAccumulate : 0;
-  in.a = arch::tile(Memory::Sbuf, DType::Bf16, 0, static_cast<std::uint16_t>(k), src, n);
-  in.dst = arch::tile(Memory::Psum, DType::Fp32, 0, static_cast<std::uint16_t>(m), dst, n);
-  return in;
-}
+const arch::HwConfig& tiny() { return test_support::shipped_config("tiny"); }
 
 // One operand tile in SBUF (bytes from `offset`) and where its result goes.
 struct Tile {

@@ -7,6 +7,7 @@
 #include "arch/tensor_timing.h"
 #include "testing/shipped_config.h"
 #include "testing/stream.h"
+#include "testing/tensor_programs.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -24,15 +25,11 @@ using arch::Memory;
 using arch::Opcode;
 using core::NeuronCore;
 using test_support::Stream;
+using test_support::load_stationary;
+using test_support::multiply;
+using test_support::random_bf16;
 
 const arch::HwConfig& tiny() { return test_support::shipped_config("tiny"); }
-
-Bf16Matrix random_bf16(std::size_t rows, std::size_t cols, std::mt19937& rng) {
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  Bf16Matrix m(rows, cols);
-  for (auto& v : m.data) v = arch::to_bf16(dist(rng));
-  return m;
-}
 
 void put_tile(NeuronCore& core, const Bf16Matrix& m, std::uint32_t offset) {
   for (std::size_t p = 0; p < m.rows; ++p)
@@ -43,23 +40,6 @@ Fp32Matrix psum_tile(NeuronCore& core, std::size_t rows, std::size_t cols, std::
   Fp32Matrix m(rows, cols);
   for (std::size_t p = 0; p < rows; ++p) std::memcpy(&m.data[p * cols], core.psum().at(p, offset, cols * 4), cols * 4);
   return m;
-}
-
-arch::Instruction load_stationary(std::uint32_t k, std::uint32_t m, std::uint32_t offset) {
-  arch::Instruction in;
-  in.opcode = Opcode::LoadStationary;
-  in.a = arch::tile(Memory::Sbuf, DType::Bf16, 0, static_cast<std::uint16_t>(k), offset, m);
-  return in;
-}
-
-arch::Instruction multiply(std::uint32_t k, std::uint32_t m, std::uint32_t n, std::uint32_t src, std::uint32_t dst,
-                           bool acc) {
-  arch::Instruction in;
-  in.opcode = Opcode::MultiplyMoving;
-  in.flags = acc ? arch::kFlagAccumulate : 0;
-  in.a = arch::tile(Memory::Sbuf, DType::Bf16, 0, static_cast<std::uint16_t>(k), src, n);
-  in.dst = arch::tile(Memory::Psum, DType::Fp32, 0, static_cast<std::uint16_t>(m), dst, n);
-  return in;
 }
 
 TEST(TensorEngine, AccumulatedMatmulsMatchTheReferenceBitForBit) {
