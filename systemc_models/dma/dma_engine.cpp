@@ -34,7 +34,8 @@ constexpr double kReadToWrite = 3;       // last R beat a write burst needs to i
 constexpr double kWriteToCompletion = 3; // last B to the semaphore write
 constexpr double kWriteSlotReuse = 2;    // B of a write to the first W beat of the write that reuses its slot
 constexpr double kCompletionToStatus = 1;
-constexpr double kStatusAwToHandoff = 2;  // a waiting descriptor enters the completion stage this much before the status W beat
+constexpr double kStatusAwToHandoff = 2;
+constexpr double kBarrierToRead = 2;     // the last write response a BARRIER waits for to its first data AR  // a waiting descriptor enters the completion stage this much before the status W beat
 
 }  // namespace
 
@@ -303,6 +304,10 @@ void DmaEngine::execute(Fetched f) {
   // the completion writes of earlier descriptors (ahead of data bursts, between
   // bursts) and the fetch of the next descriptor (one ahead).
   const sc_time data_start = std::max(f.ready + cycle * kDecode, last_handoff_ + cycle * kHandoffToRead);
+  // A BARRIER holds the first read until the completion stage is empty and
+  // every write of the engine (completion writes too) is acknowledged; the
+  // fetch unit goes on meanwhile.
+  const bool barrier = (d.flags & arch::kDmaFlagBarrier) != 0;
   std::vector<sc_time> last_beat(src.size()), ready_at(src.size());
   std::vector<std::uint32_t> read_beats(src.size());
   std::vector<char> delivered(src.size(), 0);
@@ -341,6 +346,17 @@ void DmaEngine::execute(Fetched f) {
     return t;
   };
   std::uint64_t read_at = 0, written = 0;
+  // Bytes leave the buffer beat by beat as W sends them; a read reserves its
+  // bytes at issue and waits for room (the cycle after the beat that made it).
+  const std::uint64_t buffer_size = buffer_bytes(max_outstanding_);
+  std::vector<std::pair<sc_time, std::uint64_t>> consumed;  // per W beat: its cycle, bytes sent by then
+  const auto room_at = [&](std::uint64_t bytes) {
+    if (read_at + bytes <= buffer_size) return SC_ZERO_TIME;
+    const std::uint64_t need = read_at + bytes - buffer_size;
+    const auto it = std::lower_bound(consumed.begin(), consumed.end(), need,
+                                     [](const auto& e, std::uint64_t n) { return e.second < n; });
+    return it == consumed.end() ? sc_core::sc_max_time() : it->first + cycle;
+  };
   bool prefetch_done = false;
   for (;;) {
     // Candidate times; "never" when not possible yet.
@@ -350,6 +366,11 @@ void DmaEngine::execute(Fetched f) {
     if (ri < src.size())
       t_read = ri >= max_outstanding_ ? std::max(next_read, retire(ri - max_outstanding_) + cycle * kReadSlotReuse)
                                       : next_read;
+    if (ri < src.size() && t_read != never) t_read = std::max(t_read, room_at(src[ri].bytes));
+    if (barrier && ri == 0)
+      t_read = !completions_pending_.empty() ? never
+               : writes_b_.empty()           ? t_read
+                                             : std::max(t_read, b_last_ + cycle * kBarrierToRead);
     std::uint32_t w_beats = 0;
     if (wi < dst.size()) {
       std::size_t need = 0;
@@ -400,6 +421,13 @@ void DmaEngine::execute(Fetched f) {
       const Run& w = dst[wi];
       w_free_ = t_write + cycle;
       last_w = t_write;
+      sc_time beat_at = t_write_start;
+      for (std::uint64_t a = w.address, left = w.bytes; left > 0; beat_at += cycle) {
+        const std::uint64_t n = std::min<std::uint64_t>(left, beat - a % beat);
+        consumed.emplace_back(beat_at, (consumed.empty() ? 0 : consumed.back().second) + n);
+        a += n;
+        left -= n;
+      }
       const sc_time resp = on_clock(
           transport_at(write_cmd, w.address, data ? buffer.data() + written : scratch, w.bytes, t_write, err));
       if (err) return fail(q, f.index, arch::DmaError::kWriteResp, fmt::format("write of 0x{:x} failed", w.address));

@@ -23,4 +23,10 @@ std::vector<Run> pattern_runs(std::uint64_t base, const std::array<std::uint16_t
 // (max_burst_bytes divides 4 KiB, so no burst crosses a 4 KiB page).
 std::vector<Run> bursts(const std::vector<Run>& runs, std::uint32_t max_burst_bytes);
 
+// The read-to-write byte buffer of an engine with `max_outstanding` read
+// slots: one 4 KiB (largest) burst per slot, so that reads can stream while
+// writes drain. Every Verilated parameter set is built with it
+// (systemc_models/cosim/CMakeLists.txt); reads wait when it is full.
+inline std::uint64_t buffer_bytes(std::uint32_t max_outstanding) { return 4096ull * max_outstanding; }
+
 }  // namespace tessera::dma

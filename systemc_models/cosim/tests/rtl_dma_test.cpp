@@ -309,6 +309,43 @@ TEST(RtlDma, StridedPatternsMatchTheFastModel) {
   EXPECT_EQ(a.identical, a.descriptors);
 }
 
+// BARRIER descriptors: each reads what the one before it wrote, so it waits
+// for the completion stage and every write response; on two queues, so the
+// barrier also waits for the other queue's writes.
+TEST(RtlDma, BarrierDescriptorsMatchTheFastModel) {
+  Program p;
+  p.hbm_image = random_bytes(1u << 19, 16);
+  const arch::AddressMap map(tiny());
+  const std::uint64_t sem = map.semaphore_address(0);
+  auto in = tile_descriptor(0x1000, 0, map.sbuf_address(0, 0), 0, 1, 4096, 0, sem);
+  auto back = tile_descriptor(map.sbuf_address(0, 0), 0, 0x40000, 0, 1, 4096, 0, sem);
+  back.flags |= arch::kDmaFlagBarrier;
+  auto again = tile_descriptor(0x40000, 0, 0x48003, 0, 1, 1000, 0, sem);
+  again.flags |= arch::kDmaFlagBarrier;
+  auto other = tile_descriptor(0x20000, 0, 0x50000, 0, 1, 8192, 0, sem);
+  auto after_other = tile_descriptor(0x50000, 0, map.sbuf_address(1, 64), 0, 1, 2048, 0, sem);
+  after_other.flags |= arch::kDmaFlagBarrier;
+  p.jobs = {{0, 0, {in, back, again}}, {0, 1, {other, after_other}}, {1, 0, {in, back}}};
+  const Agreement a = run_both("barrier", p);
+  EXPECT_EQ(a.fast_ns, a.rtl_ns);
+  EXPECT_EQ(a.identical, a.descriptors);
+}
+
+// A contiguous source written as 2-byte elements 6 bytes apart: one write
+// beat per element, so reads run ahead until the read-to-write buffer
+// (4 KiB per outstanding read) is full and wait for writes to free it.
+TEST(RtlDma, BufferFullReadsWaitForWrites) {
+  Program p;
+  p.hbm_image = random_bytes(1u << 20, 17);
+  const arch::AddressMap map(tiny());
+  auto d = tile_descriptor(0x1000, 0, 0x40000, 0, 1, 16384, 1, map.semaphore_address(0));
+  d.dst_stride[0] = 6;
+  p.jobs = {{0, 0, {d, tile_descriptor(0x9000, 0, 0x30000, 0, 1, 8192, 0, map.semaphore_address(0))}}};
+  const Agreement a = run_both("buffer_full", p);
+  EXPECT_EQ(a.fast_ns, a.rtl_ns);
+  EXPECT_EQ(a.identical, a.descriptors);
+}
+
 // One large transfer, where bandwidth rather than latency decides the time.
 TEST(RtlDma, LargeCopyMatchesTheFastModel) {
   Program p;
