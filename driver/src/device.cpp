@@ -2,6 +2,7 @@
 
 #include "arch/numerics.h"
 #include "core/neuron_core.h"
+#include "cosim/dma_sampler.h"
 #include "cosim/rtl_dma_engine.h"
 #include "cosim/rtl_tensor_datapath.h"
 #include "tessera/kernel_builder.h"
@@ -93,9 +94,10 @@ RunReport Device::run(const Program& program) {
   core_options.no_data = options_.no_data;
   // rtl and sampled need the Verilated tensor engine; tlm gets the fast model from it too.
   core_options.tensor_datapath = cosim::rtl_tensor_factory();
-  // In rtl fidelity the DMA engines are the Verilated RTL too. sampled keeps
-  // the fast DMA model, calibrated cycle for cycle against it (docs/cosim.md).
+  // In rtl fidelity the DMA engines are the Verilated RTL too. sampled runs
+  // the fast DMA model and re-executes a sample of descriptors on the RTL.
   if (fidelity_ == arch::Fidelity::Rtl) core_options.dma_engine = cosim::rtl_dma_factory(resolved_.hw);
+  if (fidelity_ == arch::Fidelity::Sampled) core_options.dma_sampler = cosim::rtl_dma_sampler_factory(resolved_.hw);
   core::NeuronCore core("core", resolved_.hw, stats, core_options);
   for (const auto& [address, bytes] : data_) core.hbm().backdoor_write(address, bytes.data(), bytes.size());
 

@@ -10,39 +10,12 @@
 
 namespace tessera::core {
 
-using sc_core::sc_time;
-using sc_core::SC_NS;
 
 NeuronCore::NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, trace::Stats& stats,
                        const CoreOptions& options)
     : sc_module(name), cfg_(cfg), stats_(stats) {
-  const arch::AddressMap map(cfg);
-  // On-chip memories count time in tensor-engine cycles: the array is what
-  // they are built to feed.
-  const sc_time mem_clock(1.0 / cfg.tensor.clock_ghz, SC_NS);
-  hbm_ = std::make_unique<memory::Hbm>("hbm", cfg.hbm, stats);
-  sbuf_ = std::make_unique<memory::PartitionedMemory>(
-      "sbuf",
-      memory::PartitionedMemoryParams{map.sbuf_partitions, map.sbuf_partition_bytes, mem_clock,
-                                      static_cast<std::uint64_t>(cfg.sbuf.access_latency_cycles),
-                                      static_cast<std::uint64_t>(cfg.sbuf.bytes_per_cycle)},
-      stats);
-  psum_ = std::make_unique<memory::PartitionedMemory>(
-      "psum",
-      memory::PartitionedMemoryParams{map.psum_partitions, map.psum_partition_bytes, mem_clock,
-                                      static_cast<std::uint64_t>(cfg.psum.access_latency_cycles),
-                                      static_cast<std::uint64_t>(cfg.sbuf.bytes_per_cycle)},
-      stats);
-  semaphores_ = std::make_unique<Semaphores>("semaphores", static_cast<std::size_t>(cfg.sync.semaphores),
-                                             sc_time(cfg.sync.latency_ns, SC_NS), stats);
-  interconnect_ = std::make_unique<Interconnect>("interconnect", map);
-  interconnect_->to_hbm.bind(hbm_->socket);
-  interconnect_->to_sbuf.bind(sbuf_->socket);
-  interconnect_->to_psum.bind(psum_->socket);
-  interconnect_->to_semaphores.bind(semaphores_->socket);
-
-  ctx_ = std::make_unique<CoreContext>(
-      CoreContext{cfg, map, *hbm_, *sbuf_, *psum_, *semaphores_, stats, nullptr, options.no_data, {}});
+  mem_ = std::make_unique<MemorySystem>(cfg, stats);
+  ctx_ = std::make_unique<CoreContext>(mem_->context(cfg, stats, options.no_data));
   std::unique_ptr<engines::TensorDatapath> datapath;
   if (options.tensor_datapath) {
     datapath = options.tensor_datapath(cfg, options.fidelity);
@@ -62,7 +35,7 @@ NeuronCore::NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, 
   engines_[static_cast<std::size_t>(arch::Engine::GpSimd)] = std::make_unique<engines::GpSimdEngine>("gpsimd", *ctx_);
   engines_[static_cast<std::size_t>(arch::Engine::Sync)] = std::make_unique<engines::SyncEngine>("sync", *ctx_);
   for (auto& e : engines_)
-    if (e) e->fetch.bind(interconnect_->target);
+    if (e) e->fetch.bind(mem_->interconnect->target);
   dma_ = std::make_unique<dma::DmaSubsystem>(*ctx_, options.dma_engine);
   // Bandwidth used over the whole run (bytes / end time); 1 byte/ns = 1 GB/s.
   for (const char* mem : {"hbm", "sbuf", "psum"}) {
@@ -73,8 +46,13 @@ NeuronCore::NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, 
                     return ns > 0 ? (stats.value(n + ".bytes_read") + stats.value(n + ".bytes_written")) / ns : 0.0;
                   });
   }
-  for (std::size_t i = 0; i < dma_->engines(); ++i) dma_->engine(i).socket.bind(interconnect_->target);
+  for (std::size_t i = 0; i < dma_->engines(); ++i) dma_->engine(i).socket.bind(mem_->interconnect->target);
   ctx_->dma = dma_.get();
+  if (options.dma_sampler) {
+    dma_sampler_ = options.dma_sampler(*ctx_);
+    for (std::size_t i = 0; i < dma_->engines(); ++i)
+      if (auto* fast = dynamic_cast<dma::DmaEngine*>(&dma_->engine(i))) fast->set_sampler(dma_sampler_.get());
+  }
 }
 
 void NeuronCore::configure_dma_queue(std::uint32_t engine, std::uint32_t queue, std::uint64_t base,
@@ -90,7 +68,7 @@ std::uint64_t NeuronCore::place(const std::vector<std::uint8_t>& bytes) {
   if (program_next_ + bytes.size() > ctx_->map.program_area_bytes())
     throw std::runtime_error(fmt::format("programs exceed the {} MiB program area at the top of HBM",
                                          ctx_->map.program_area_bytes() >> 20));
-  hbm_->backdoor_write(address, bytes.data(), bytes.size());
+  mem_->hbm->backdoor_write(address, bytes.data(), bytes.size());
   program_next_ += (bytes.size() + 255) / 256 * 256;  // keep every stream 256-byte aligned
   return address;
 }
@@ -117,7 +95,7 @@ RunResult NeuronCore::run() {
     if (e && !e->finished()) unfinished.push_back(e->name());
   if (!unfinished.empty()) {
     r.status = RunResult::Status::Deadlock;
-    r.waiting = semaphores_->blocked_waiters();
+    r.waiting = mem_->semaphores->blocked_waiters();
     r.message = fmt::format("deadlock at {}: no engine can make progress; waiting: {}", sc_core::sc_time_stamp().to_string(),
                             r.waiting.empty() ? fmt::format("{}", fmt::join(unfinished, ", "))
                                               : fmt::format("{}", fmt::join(r.waiting, "; ")));

@@ -9,12 +9,9 @@
 #include "arch/isa.h"
 #include "core/core_context.h"
 #include "core/engine.h"
-#include "core/interconnect.h"
-#include "core/semaphores.h"
+#include "core/memory_system.h"
 #include "dma/dma_subsystem.h"
 #include "engines/tensor_datapath.h"
-#include "memory/hbm.h"
-#include "memory/partitioned_memory.h"
 #include "trace/stats.h"
 
 #include <systemc>
@@ -42,10 +39,15 @@ struct RunResult {
 using TensorDatapathFactory =
     std::function<std::unique_ptr<engines::TensorDatapath>(const arch::HwConfig&, arch::Fidelity)>;
 
+// Builds the sampled fidelity's DMA check, a module of the core that the
+// fast DMA engines offer every descriptor to (cosim/ supplies it).
+using DmaSamplerFactory = std::function<std::unique_ptr<dma::DescriptorSampler>(CoreContext&)>;
+
 struct CoreOptions {
   arch::Fidelity fidelity = arch::Fidelity::Tlm;
   TensorDatapathFactory tensor_datapath;  // empty: fast model (tlm only)
   dma::DmaEngineFactory dma_engine;       // empty: the fast DMA model
+  DmaSamplerFactory dma_sampler;          // sampled: re-executes fast-model descriptors on the RTL
   bool no_data = false;                   // timing only; timing does not depend on data
 };
 
@@ -65,10 +67,10 @@ public:
 
   RunResult run();
 
-  memory::Hbm& hbm() { return *hbm_; }
-  memory::PartitionedMemory& sbuf() { return *sbuf_; }
-  memory::PartitionedMemory& psum() { return *psum_; }
-  Semaphores& semaphores() { return *semaphores_; }
+  memory::Hbm& hbm() { return *mem_->hbm; }
+  memory::PartitionedMemory& sbuf() { return *mem_->sbuf; }
+  memory::PartitionedMemory& psum() { return *mem_->psum; }
+  Semaphores& semaphores() { return *mem_->semaphores; }
   Engine& engine(arch::Engine e) { return *engines_.at(static_cast<std::size_t>(e)); }
   dma::DmaSubsystem& dma() { return *dma_; }
   CoreContext& context() { return *ctx_; }
@@ -77,14 +79,11 @@ public:
 private:
   const arch::HwConfig& cfg_;
   trace::Stats& stats_;
-  std::unique_ptr<memory::Hbm> hbm_;
-  std::unique_ptr<memory::PartitionedMemory> sbuf_;
-  std::unique_ptr<memory::PartitionedMemory> psum_;
-  std::unique_ptr<Semaphores> semaphores_;
-  std::unique_ptr<Interconnect> interconnect_;
+  std::unique_ptr<MemorySystem> mem_;
   std::unique_ptr<CoreContext> ctx_;
   std::array<std::unique_ptr<Engine>, arch::kNumEngines> engines_;
   std::unique_ptr<dma::DmaSubsystem> dma_;
+  std::unique_ptr<dma::DescriptorSampler> dma_sampler_;
   std::uint64_t program_next_ = 0;
   sc_core::sc_time end_time_;  // of the last run, for bandwidth statistics
 };

@@ -34,8 +34,8 @@ constexpr double kReadToWrite = 3;       // last R beat a write burst needs to i
 constexpr double kWriteToCompletion = 3; // last B to the semaphore write
 constexpr double kWriteSlotReuse = 2;    // B of a write to the first W beat of the write that reuses its slot
 constexpr double kCompletionToStatus = 1;
-constexpr double kStatusAwToHandoff = 2;
-constexpr double kBarrierToRead = 2;     // the last write response a BARRIER waits for to its first data AR  // a waiting descriptor enters the completion stage this much before the status W beat
+constexpr double kStatusAwToHandoff = 2;  // a waiting descriptor enters the completion stage this much before the status W beat
+constexpr double kBarrierToRead = 2;      // the last write response a BARRIER waits for to its first data AR
 
 }  // namespace
 
@@ -367,10 +367,10 @@ void DmaEngine::execute(Fetched f) {
       t_read = ri >= max_outstanding_ ? std::max(next_read, retire(ri - max_outstanding_) + cycle * kReadSlotReuse)
                                       : next_read;
     if (ri < src.size() && t_read != never) t_read = std::max(t_read, room_at(src[ri].bytes));
-    if (barrier && ri == 0)
+    if (barrier && ri == 0)  // the barrier state takes a cycle even when nothing is outstanding
       t_read = !completions_pending_.empty() ? never
-               : writes_b_.empty()           ? t_read
-                                             : std::max(t_read, b_last_ + cycle * kBarrierToRead);
+               : writes_b_.empty()           ? t_read + cycle
+                                             : std::max(t_read + cycle, b_last_ + cycle * kBarrierToRead);
     std::uint32_t w_beats = 0;
     if (wi < dst.size()) {
       std::size_t need = 0;
@@ -459,6 +459,9 @@ void DmaEngine::execute(Fetched f) {
   completions_pending_.push_back({q, f.index, b_last_ + cycle * kWriteToCompletion,
                                   (d.flags & arch::kDmaFlagCompletion) != 0, d.sem_addr, d.sem_value});
   last_handoff_ = handoff;
+  if (sampler_)
+    sampler_->executed({rank(), q, f.index, queues_[q].ring_base + std::uint64_t{f.index} * arch::kDmaDescriptorBytes, d,
+                        data ? &buffer : nullptr});
   if (handoff > sc_time_stamp()) sc_core::wait(handoff - sc_time_stamp());
 }
 

@@ -19,6 +19,7 @@
 
 #include "arch/dma_descriptor.h"
 #include "core/core_context.h"
+#include "dma/descriptor_sampler.h"
 
 #include <systemc>
 #include <tlm>
@@ -55,6 +56,7 @@ public:
   std::string doorbell(std::uint32_t queue, std::uint64_t address, std::uint32_t count,
                        sc_core::sc_time visible_after);
   const QueueState& queue(std::uint32_t q) const { return queues_.at(q); }
+  std::uint32_t rank() const { return rank_; }  // the engine number in the name ("dma3" is 3)
 
   // When each descriptor's status write-back completed, in completion order:
   // what the fast model is calibrated against the RTL on.
@@ -85,7 +87,7 @@ protected:
   std::vector<Completion> completions_;
 
 private:
-  std::uint32_t rank_ = 0;  // the engine number in the name ("dma3" is 3)
+  std::uint32_t rank_ = 0;
   sc_core::sc_time turn_taken_ = sc_core::SC_ZERO_TIME;
   bool turn_ever_ = false;
 };
@@ -97,6 +99,8 @@ public:
 
   void configure_queue(std::uint32_t queue, std::uint64_t ring_base, std::uint32_t ring_size) override;
   sc_core::sc_time clock_period() const { return period_; }
+  // Sampled fidelity: every descriptor run is offered to `sampler` (not owned).
+  void set_sampler(DescriptorSampler* sampler) { sampler_ = sampler; }
 
 private:
   // A descriptor read by the fetch unit, which runs one descriptor ahead.
@@ -148,6 +152,7 @@ private:
   sc_core::sc_time w_free_, b_last_;  // the engine's W channel and in-order write responses
   std::deque<sc_core::sc_time> writes_b_;  // B times of the last max_outstanding writes
   bool log_ = false;
+  DescriptorSampler* sampler_ = nullptr;
 
   trace::Counter& bytes_;
   trace::Counter& descriptors_;

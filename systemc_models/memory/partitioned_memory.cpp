@@ -15,6 +15,7 @@ PartitionedMemory::PartitionedMemory(sc_core::sc_module_name name, const Partiti
       bytes_read_(stats.counter(std::string(this->name()) + ".bytes_read", "bytes", "bytes read")),
       bytes_written_(stats.counter(std::string(this->name()) + ".bytes_written", "bytes", "bytes written")) {
   socket.register_b_transport(this, &PartitionedMemory::b_transport);
+  socket.register_transport_dbg(this, &PartitionedMemory::transport_dbg);
 }
 
 std::uint8_t* PartitionedMemory::at(std::uint64_t partition, std::uint64_t byte, std::uint64_t length) {
@@ -57,6 +58,15 @@ void PartitionedMemory::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc
   }
   delay += transfer_time(offset, length);
   trans.set_response_status(tlm::TLM_OK_RESPONSE);
+}
+
+unsigned PartitionedMemory::transport_dbg(tlm::tlm_generic_payload& trans) {
+  const std::uint64_t offset = trans.get_address();
+  const std::uint64_t length = trans.get_data_length();
+  if (offset > data_.size() || length > data_.size() - offset) return 0;
+  if (trans.is_read()) std::memcpy(trans.get_data_ptr(), data_.data() + offset, length);
+  if (trans.is_write()) std::memcpy(data_.data() + offset, trans.get_data_ptr(), length);
+  return static_cast<unsigned>(length);
 }
 
 }  // namespace tessera::memory

@@ -50,6 +50,8 @@ public:
 
 private:
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
+  // Reads and writes without time or statistics, for loaders and checkers.
+  unsigned transport_dbg(tlm::tlm_generic_payload& trans);
 
   PartitionedMemoryParams p_;
   std::vector<std::uint8_t> data_;

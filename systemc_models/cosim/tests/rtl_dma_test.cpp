@@ -2,6 +2,7 @@
 // the fast DMA model and once on a core with the Verilated RTL engines: memory
 // must match byte for byte, and each program's times are printed (and bounded)
 // so that docs/cosim.md's agreement table can be regenerated.
+#include "cosim/dma_sampler.h"
 #include "cosim/rtl_dma_engine.h"
 #include "cosim/rtl_tensor_datapath.h"
 
@@ -606,6 +607,87 @@ TEST(RtlCore, DeadlockIsReportedWithBothRtlBlocks) {
   EXPECT_THAT(r.message, HasSubstr("core.sync: sem[2] >= 1 (value now 0)"));
   EXPECT_THAT(r.message, HasSubstr("core.tensor: sem[3] >= 1 (value now 0)"));
   EXPECT_EQ(core.semaphores().value(1), 1u);  // the DMA itself completed
+}
+
+}  // namespace
+}  // namespace tessera::cosim
+
+namespace tessera::cosim {
+namespace {
+
+// The sampled fidelity's DMA half on the random programs' pattern mix: every
+// shape re-executed on the RTL engine agrees with the fast model, and the
+// run leaves the same memory as a tlm run.
+TEST(SampledDma, EveryShapeAgreesWithTheRtl) {
+  Program p;
+  p.hbm_image = random_bytes(1u << 20, 21);
+  const arch::AddressMap map(tiny());
+  const std::uint64_t sem = map.semaphore_address(0);
+  auto strided = tile_descriptor(0x100, 0, 0x40000, 0, 1, 300, 1, sem);
+  strided.src_stride[0] = 6;
+  auto back = tile_descriptor(map.sbuf_address(0, 0), 0, 0x48003, 0, 1, 1000, 0, sem);
+  back.flags |= arch::kDmaFlagBarrier;
+  auto scatter = tile_descriptor(0x8000, 1024, map.sbuf_address(0, 0), static_cast<std::uint32_t>(map.sbuf_partition_bytes),
+                                 8, 1000, 0, sem);
+  std::vector<arch::DmaDescriptor> copies;
+  for (std::uint32_t i = 0; i < 30; ++i)  // one shape, many times: sampled by budget after the first
+    copies.push_back(tile_descriptor(0x10000 + i * 256, 0, 0x60000 + i * 256, 0, 1, 256, 0, sem));
+  p.jobs = {{0, 0, {scatter, strided, back}}, {1, 1, copies}};
+  trace::Stats sampled_stats, tlm_stats;
+  core::CoreOptions o;
+  o.fidelity = arch::Fidelity::Sampled;
+  o.tensor_datapath = rtl_tensor_factory();
+  o.dma_sampler = rtl_dma_sampler_factory(tiny());
+  NeuronCore sampled("sampled", tiny(), sampled_stats, o);
+  NeuronCore tlm("tlm", tiny(), tlm_stats);
+  load(sampled, p);
+  load(tlm, p);
+  const auto rs = sampled.run();  // both cores share the simulation: this runs both
+  ASSERT_TRUE(rs.ok()) << rs.message;
+  const auto rt = tlm.run();
+  ASSERT_TRUE(rt.ok()) << rt.message;
+  EXPECT_EQ(rs.end_time, rt.end_time);  // sampling never changes the timing
+  EXPECT_EQ(memory_image(sampled, p.hbm_image.size()), memory_image(tlm, p.hbm_image.size()));
+  EXPECT_EQ(sampled_stats.value("sampled.dma_sampler.sampled_shapes"), 4);
+  EXPECT_GE(sampled_stats.value("sampled.dma_sampler.sampled_descriptors"), 4);
+  EXPECT_EQ(sampled_stats.value("sampled.dma_sampler.sampled_descriptors") +
+                sampled_stats.value("sampled.dma_sampler.unsampled_descriptors"),
+            descriptor_count(p));
+}
+
+// A reference engine that disagrees (a fast model told the bus is half as
+// wide, standing in for an RTL change the fast model did not follow) stops
+// the run naming the descriptor and both cycle counts.
+TEST(SampledDma, DisagreementStopsTheRunNamingTheDescriptor) {
+  static arch::HwConfig narrow = tiny();
+  narrow.dma.axi_data_bytes = tiny().dma.axi_data_bytes / 2;
+  narrow.dma.bytes_per_ns = tiny().dma.bytes_per_ns / 2;  // same clock
+  const dma::DmaEngineFactory narrow_reference = [](const char* name, core::CoreContext& ctx, std::uint32_t queues) {
+    static std::vector<std::unique_ptr<core::CoreContext>> contexts;
+    contexts.push_back(std::make_unique<core::CoreContext>(core::CoreContext{
+        narrow, ctx.map, ctx.hbm, ctx.sbuf, ctx.psum, ctx.semaphores, ctx.stats, nullptr, ctx.no_data, {}}));
+    return std::unique_ptr<dma::DmaEngineBase>(std::make_unique<dma::DmaEngine>(name, *contexts.back(), queues));
+  };
+  Program p;
+  p.hbm_image = random_bytes(1u << 18, 22);
+  const arch::AddressMap map(tiny());
+  p.jobs = {{1, 2, {tile_descriptor(0x100, 0, 0x20000, 0, 1, 4096, 0, map.semaphore_address(0))}}};
+  trace::Stats stats;
+  core::CoreOptions o;
+  o.fidelity = arch::Fidelity::Sampled;
+  o.tensor_datapath = rtl_tensor_factory();
+  o.dma_sampler = [&](core::CoreContext& ctx) -> std::unique_ptr<dma::DescriptorSampler> {
+    return std::make_unique<DmaSampler>("dma_sampler", ctx, DmaSamplingPolicy{}, narrow_reference);
+  };
+  NeuronCore core("core", tiny(), stats, o);
+  load(core, p);
+  const auto r = core.run();
+  std::printf("%s\n", r.message.c_str());  // the report a user would see
+  ASSERT_EQ(r.status, core::RunResult::Status::Error);
+  EXPECT_THAT(r.message, HasSubstr("dma1.q2 descriptor 0 (at 0x"));
+  EXPECT_THAT(r.message, HasSubstr("sampled check failed"));
+  EXPECT_THAT(r.message, HasSubstr("DMA cycles on the RTL"));
+  EXPECT_THAT(r.message, HasSubstr("in the fast model"));
 }
 
 }  // namespace

@@ -1,0 +1,36 @@
+// The memories of a core behind one interconnect, built from a config: HBM,
+// SBUF, PSUM and the semaphores, routed by the device address map. A
+// NeuronCore has one; the sampled-fidelity DMA check builds private ones
+// (cosim/dma_sampler.h) so that a sample runs on memory no engine shares.
+#pragma once
+
+#include "arch/address_map.h"
+#include "arch/config.h"
+#include "core/core_context.h"
+#include "core/interconnect.h"
+#include "core/semaphores.h"
+#include "memory/hbm.h"
+#include "memory/partitioned_memory.h"
+#include "trace/stats.h"
+
+#include <memory>
+
+namespace tessera::core {
+
+struct MemorySystem {
+  // The modules are named hbm, sbuf, psum, semaphores and interconnect under
+  // the module being constructed.
+  MemorySystem(const arch::HwConfig& cfg, trace::Stats& stats);
+
+  // A context for engines on these memories (no DMA doorbell).
+  CoreContext context(const arch::HwConfig& cfg, trace::Stats& stats, bool no_data);
+
+  arch::AddressMap map;
+  std::unique_ptr<memory::Hbm> hbm;
+  std::unique_ptr<memory::PartitionedMemory> sbuf;
+  std::unique_ptr<memory::PartitionedMemory> psum;
+  std::unique_ptr<Semaphores> semaphores;
+  std::unique_ptr<Interconnect> interconnect;
+};
+
+}  // namespace tessera::core
