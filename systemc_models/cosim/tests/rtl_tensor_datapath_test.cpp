@@ -5,6 +5,8 @@
 // sampled, each in its own process. Results must be bit-identical to the
 // reference in every fidelity, and the RTL's accept and completion cycles
 // equal to the fast model's, instruction by instruction.
+#include "cosim/dma_sampler.h"
+#include "cosim/rtl_dma_engine.h"
 #include "cosim/rtl_tensor_datapath.h"
 
 #include "arch/dma_descriptor.h"
@@ -22,6 +24,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <cmath>
 #include <random>
 
 namespace tessera::cosim {
@@ -332,7 +335,9 @@ TEST(RtlTensorDatapath, TimingOnlyRunGivesTheSameCycles) {
 // DMA in and out around a matmul chain: five tiles come in on one queue
 // (weights, then four moving tiles) while the tensor engine starts on each as
 // soon as it lands, accumulating all four; the vector engine copies PSUM to
-// SBUF and the result goes back to HBM.
+// SBUF, the scalar engine applies gelu(x * 0.5 + 0.25) to it, and the result
+// goes back to HBM. Semaphores chain DMA -> tensor -> vector -> scalar -> DMA.
+// In rtl fidelity both Verilated blocks run; in sampled both samplers.
 std::uint64_t place_ring(NeuronCore& core, const std::vector<arch::DmaDescriptor>& ds) {
   return core.place(ring_of(ds, 32));
 }
@@ -347,6 +352,8 @@ json run_dma_pipeline(arch::Fidelity fidelity) {
     core::CoreOptions o;
     o.fidelity = fidelity;
     o.tensor_datapath = rtl_tensor_factory();
+    if (fidelity == arch::Fidelity::Rtl) o.dma_engine = rtl_dma_factory(tiny());
+    if (fidelity == arch::Fidelity::Sampled) o.dma_sampler = rtl_dma_sampler_factory(tiny());
     NeuronCore core("core", tiny(), stats, o);
     const auto& map = core.address_map();
     const std::uint64_t w_at = 0x1000, x_at = 0x2000, out_at = 0x10000;
@@ -361,7 +368,7 @@ json run_dma_pipeline(arch::Fidelity fidelity) {
                                    map.semaphore_address(0)));
     const std::uint64_t in_base = place_ring(core, in);
     const std::uint64_t out_base = place_ring(
-        core, {tile_descriptor(map.sbuf_address(0, 1024), pbytes, out_at, 256, 8, 64, 2, map.semaphore_address(3))});
+        core, {tile_descriptor(map.sbuf_address(0, 2048), pbytes, out_at, 256, 8, 64, 2, map.semaphore_address(3))});
     core.configure_dma_queue(0, 0, in_base, 32);
     core.configure_dma_queue(1, 2, out_base, 32);
 
@@ -378,16 +385,30 @@ json run_dma_pipeline(arch::Fidelity fidelity) {
     vec.wait(1, 1)
         .op(Opcode::Copy, arch::tile(Memory::Sbuf, DType::Fp32, 0, 8, 1024, 64),
             arch::tile(Memory::Psum, DType::Fp32, 0, 8, 0, 64))
-        .incr(2)
+        .incr(4)
         .end();
+    arch::Instruction gelu;
+    gelu.opcode = Opcode::Activation;
+    gelu.func = arch::ActFunc::Gelu;
+    gelu.imm0 = 0.5f;
+    gelu.imm1 = 0.25f;
+    gelu.dst = arch::tile(Memory::Sbuf, DType::Fp32, 0, 8, 2048, 64);
+    gelu.a = arch::tile(Memory::Sbuf, DType::Fp32, 0, 8, 1024, 64);
+    Stream act(arch::Engine::Scalar);
+    act.wait(4, 1).add(gelu).incr(2).end();
     core.load_program(arch::Engine::Sync, sync.bytes);
     core.load_program(arch::Engine::Tensor, te.bytes);
     core.load_program(arch::Engine::Vector, vec.bytes);
+    core.load_program(arch::Engine::Scalar, act.bytes);
     const auto r = core.run();
 
     Fp32Matrix expect(8, 64);
     for (int i = 0; i < 4; ++i)
       arch::matmul(w, x[i], i == 0 ? arch::PsumMode::Overwrite : arch::PsumMode::Accumulate, expect);
+    for (float& v : expect.data) {  // gelu, exact (erf) form, in fp32 as docs/core.md gives it
+      const float x = v * 0.5f + 0.25f;
+      v = 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
+    }
     std::vector<float> got(8 * 64);
     core.hbm().backdoor_read(out_at, reinterpret_cast<std::uint8_t*>(got.data()), got.size() * 4);
     json bits = json::array(), want = json::array();
@@ -399,6 +420,8 @@ json run_dma_pipeline(arch::Fidelity fidelity) {
                 {"message", r.message},
                 {"end_ns", r.end_time.to_seconds() * 1e9},
                 {"tensor_end_ns", core.engine(arch::Engine::Tensor).end_time().to_seconds() * 1e9},
+                {"dma_descriptors", stats.value("dma.descriptors")},
+                {"dma_sampled", fidelity == arch::Fidelity::Sampled ? stats.value("core.dma_sampler.sampled_descriptors") : 0},
                 {"out", bits},
                 {"expect", want}}
         .dump();
@@ -419,7 +442,10 @@ TEST(RtlTensorDatapath, DmaFedPipelineIsIdenticalInEveryFidelity) {
     EXPECT_EQ(run["out"], tlm["expect"]) << arch::to_string(f);
     EXPECT_EQ(run["tensor_end_ns"], tlm["tensor_end_ns"]) << arch::to_string(f);
     EXPECT_EQ(run["end_ns"], tlm["end_ns"]) << arch::to_string(f);
+    EXPECT_EQ(run["dma_descriptors"], 6) << arch::to_string(f);
   }
+  // Weights, moving tiles and the result are three shapes.
+  EXPECT_EQ(run_dma_pipeline(arch::Fidelity::Sampled)["dma_sampled"], 3);
 }
 
 TEST(RtlTensorDatapath, ASizeWithoutAVerilatedModelSaysHowToAddIt) {
