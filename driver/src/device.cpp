@@ -140,7 +140,8 @@ RunReport Device::run(const Program& program) {
     const std::string n = std::string("core.") + to_string(static_cast<arch::Engine>(e));
     report.engines[to_string(static_cast<arch::Engine>(e))] =
         EngineReport{stats.value(n + ".instructions"), stats.value(n + ".busy_ns"),
-                     stats.value(n + ".semaphore_wait_ns"), stats.value(n + ".fetch_wait_ns")};
+                     stats.value(n + ".semaphore_wait_ns"), stats.value(n + ".fetch_wait_ns"),
+                     stats.value(n + ".memory_stall_ns")};
   }
   report.stats = stats.to_json();
   for (auto& [address, bytes] : data_) core.hbm().backdoor_read(address, bytes.data(), bytes.size());

@@ -11,6 +11,7 @@ nlohmann::json RunReport::to_json() const {
                           {"busy_ns", e.busy_ns},
                           {"semaphore_wait_ns", e.semaphore_wait_ns},
                           {"fetch_wait_ns", e.fetch_wait_ns},
+                          {"memory_stall_ns", e.memory_stall_ns},
                           {"busy_percent", time_ns > 0 ? 100.0 * e.busy_ns / time_ns : 0.0}};
   return {
       {"kernel", kernel},
@@ -46,11 +47,12 @@ std::string RunReport::summary() const {
                    time_ns / 1000.0, cycles, hfu_percent, 100.0 * tensor_utilisation);
   s += fmt::format("  DMA {:.3f} MB in {:.0f} transfers (average {:.0f} B)\n", dma_bytes / 1e6, dma_transfers,
                    dma_average_bytes);
-  s += fmt::format("  {:<8} {:>8} {:>9} {:>11} {:>11}\n", "engine", "instrs", "busy %", "sem wait %", "fetch %");
+  s += fmt::format("  {:<8} {:>8} {:>9} {:>11} {:>11} {:>11}\n", "engine", "instrs", "busy %", "sem wait %", "fetch %",
+                   "mem stall %");
   for (const auto& [name, e] : engines) {
     const auto pct = [&](double v) { return time_ns > 0 ? 100.0 * v / time_ns : 0.0; };
-    s += fmt::format("  {:<8} {:>8.0f} {:>8.1f}% {:>10.1f}% {:>10.1f}%\n", name, e.instructions, pct(e.busy_ns),
-                     pct(e.semaphore_wait_ns), pct(e.fetch_wait_ns));
+    s += fmt::format("  {:<8} {:>8.0f} {:>8.1f}% {:>10.1f}% {:>10.1f}% {:>10.1f}%\n", name, e.instructions,
+                     pct(e.busy_ns), pct(e.semaphore_wait_ns), pct(e.fetch_wait_ns), pct(e.memory_stall_ns));
   }
   if (checked)
     s += fmt::format("  numerics: {} (max abs error {:.3g}, tolerance {:.3g})\n", correct ? "match" : "MISMATCH",

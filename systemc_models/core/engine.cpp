@@ -28,7 +28,9 @@ Engine::Engine(sc_core::sc_module_name name, arch::Engine kind, double clock_ghz
       semaphore_wait_ns_(ctx.stats.counter(std::string(this->name()) + ".semaphore_wait_ns", "ns",
                                            "time stalled waiting on a semaphore")),
       fetch_wait_ns_(ctx.stats.counter(std::string(this->name()) + ".fetch_wait_ns", "ns",
-                                       "time stalled waiting for an instruction fetch")) {
+                                       "time stalled waiting for an instruction fetch")),
+      memory_stall_ns_(ctx.stats.counter(std::string(this->name()) + ".memory_stall_ns", "ns",
+                                         "part of busy time spent on SBUF/PSUM access beyond the compute")) {
   SC_THREAD(run);
 }
 
@@ -40,6 +42,11 @@ void Engine::set_program(std::uint64_t address, std::uint64_t bytes) {
 }
 
 sc_time Engine::cycles(double n) const { return period_ * std::ceil(n); }
+
+sc_time Engine::cycles(double n, double memory_stall) {
+  memory_stall_ns_ += (period_ * memory_stall).to_seconds() * 1e9;
+  return cycles(n);
+}
 
 void Engine::add_busy(const sc_time& t) { busy_ns_ += t.to_seconds() * 1e9; }
 

@@ -36,6 +36,14 @@ protected:
   virtual sc_core::sc_time execute(const arch::Instruction& in) = 0;
 
   sc_core::sc_time cycles(double n) const;
+  // `n` cycles of which `memory_stall` were spent on SBUF/PSUM access beyond
+  // the compute (e.g. the strided-access penalty): counted as memory stall.
+  sc_core::sc_time cycles(double n, double memory_stall);
+  // The same for a cost with `total` and `memory_stall` cycles (engines/operand_io.h).
+  template <class Cost>
+  sc_core::sc_time cycles_of(const Cost& c) {
+    return cycles(c.total, c.memory_stall);
+  }
 
   // Engines whose instructions overlap (the tensor engine pipelines them)
   // report their own busy time with add_busy instead of the issue time.
@@ -83,6 +91,7 @@ private:
   trace::Counter& busy_ns_;
   trace::Counter& semaphore_wait_ns_;
   trace::Counter& fetch_wait_ns_;
+  trace::Counter& memory_stall_ns_;
 };
 
 }  // namespace tessera::core

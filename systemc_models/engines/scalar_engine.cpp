@@ -32,7 +32,7 @@ sc_core::sc_time ScalarEngine::execute(const arch::Instruction& in) {
   double cost = cfg.scalar.costs.at("activation");
   if (in.opcode == arch::Opcode::Copy) {
     store(ctx_, in.dst, x);
-    return cycles(elementwise_cycles(cfg.scalar, cfg, in.dst, cost, stride));
+    return cycles_of(elementwise_cycles(cfg.scalar, cfg, in.dst, cost, stride));
   }
   if (in.opcode != arch::Opcode::Activation) throw std::runtime_error("not a scalar-engine instruction");
   const std::size_t f = in.a.free_elements();
@@ -52,7 +52,7 @@ sc_core::sc_time ScalarEngine::execute(const arch::Instruction& in) {
     store(ctx_, in.c, sums);
     cost += cfg.scalar.costs.at("accumulate");
   }
-  return cycles(elementwise_cycles(cfg.scalar, cfg, in.dst, cost, stride));
+  return cycles_of(elementwise_cycles(cfg.scalar, cfg, in.dst, cost, stride));
 }
 
 }  // namespace tessera::engines

@@ -65,7 +65,7 @@ sc_core::sc_time VectorEngine::execute(const arch::Instruction& in) {
     default: throw std::runtime_error("not a vector-engine instruction");
   }
   store(ctx_, in.dst, out);
-  return cycles(elementwise_cycles(cfg.vector, cfg, *shape, costs.at(cost_key), stride));
+  return cycles_of(elementwise_cycles(cfg.vector, cfg, *shape, costs.at(cost_key), stride));
 }
 
 }  // namespace tessera::engines

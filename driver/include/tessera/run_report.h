@@ -15,6 +15,7 @@ struct EngineReport {
   double busy_ns = 0;
   double semaphore_wait_ns = 0;
   double fetch_wait_ns = 0;
+  double memory_stall_ns = 0;  // part of busy_ns spent on SBUF/PSUM access beyond the compute
 };
 
 struct RunReport {

@@ -83,6 +83,30 @@ TEST(NeuronCore, VectorScalarChainComputesAndTakesTheModelledTime) {
   EXPECT_EQ(r.end_time, core.engine(arch::Engine::Scalar).end_time());
 }
 
+// A strided read costs the config's stride penalty; that extra time is the
+// engine's memory stall, counted apart from the compute.
+TEST(NeuronCore, StridedAccessIsCountedAsMemoryStall) {
+  trace::Stats stats;
+  NeuronCore core("core", tiny(), stats);
+  const auto& cfg = tiny();
+  // Every 16th fp32 (64-byte stride): beyond the penalty threshold.
+  const auto elem_stride = static_cast<std::uint32_t>(cfg.sbuf.stride_penalty_threshold_bytes / 4 + 1);
+  AccessPattern strided = sbuf_f32(0, 16);
+  strided.stride[strided.num_dims - 1] = elem_stride;
+  Stream vec{arch::Engine::Vector};
+  vec.op(Opcode::Copy, sbuf_f32(4096, 16), sbuf_f32(0, 16));  // contiguous: no stall
+  vec.op(Opcode::Copy, sbuf_f32(8192, 16), strided).end();
+  core.load_program(arch::Engine::Vector, vec.bytes);
+  const RunResult r = core.run();
+  ASSERT_TRUE(r.ok()) << r.message;
+  const double period_ns = 1.0 / cfg.vector.clock_ghz;
+  const double compute = 16 * cfg.vector.costs.at("copy");  // one pass: 8 partitions <= lanes
+  EXPECT_DOUBLE_EQ(stats.value("core.vector.memory_stall_ns"),
+                   compute * (cfg.sbuf.stride_penalty_factor - 1.0) * period_ns);
+  EXPECT_GT(stats.value("core.vector.memory_stall_ns"), 0.0);
+  EXPECT_EQ(stats.value("core.scalar.memory_stall_ns"), 0.0);
+}
+
 TEST(NeuronCore, GpSimdIotaFeedsVectorReduceThroughASemaphore) {
   trace::Stats stats;
   NeuronCore core("core", tiny(), stats);
