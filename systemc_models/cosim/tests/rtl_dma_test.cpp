@@ -583,14 +583,18 @@ TEST(RtlDmaSpeed, RtlModel) { measure_speed(true); }
 namespace tessera::cosim {
 namespace {
 
-// A program that deadlocks in rtl fidelity, with both RTL blocks in the core
-// and a DMA transfer in flight: reported with the waiting engines, no hang.
-TEST(RtlCore, DeadlockIsReportedWithBothRtlBlocks) {
+// A program that deadlocks, with a DMA transfer in flight, in every
+// fidelity (rtl: both RTL blocks in the core; sampled: both samplers):
+// reported with the waiting engines, no hang.
+class CoreDeadlock : public ::testing::TestWithParam<arch::Fidelity> {};
+
+TEST_P(CoreDeadlock, IsReportedWithTheWaitingEngines) {
   trace::Stats stats;
   core::CoreOptions o;
-  o.fidelity = arch::Fidelity::Rtl;
+  o.fidelity = GetParam();
   o.tensor_datapath = rtl_tensor_factory();
-  o.dma_engine = rtl_dma_factory(tiny());
+  if (GetParam() == arch::Fidelity::Rtl) o.dma_engine = rtl_dma_factory(tiny());
+  if (GetParam() == arch::Fidelity::Sampled) o.dma_sampler = rtl_dma_sampler_factory(tiny());
   NeuronCore core("core", tiny(), stats, o);
   const auto& map = core.address_map();
   const std::uint64_t base =
@@ -608,6 +612,10 @@ TEST(RtlCore, DeadlockIsReportedWithBothRtlBlocks) {
   EXPECT_THAT(r.message, HasSubstr("core.tensor: sem[3] >= 1 (value now 0)"));
   EXPECT_EQ(core.semaphores().value(1), 1u);  // the DMA itself completed
 }
+
+INSTANTIATE_TEST_SUITE_P(Fidelities, CoreDeadlock,
+                         ::testing::Values(arch::Fidelity::Rtl, arch::Fidelity::Sampled, arch::Fidelity::Tlm),
+                         [](const auto& info) { return arch::to_string(info.param); });
 
 }  // namespace
 }  // namespace tessera::cosim
