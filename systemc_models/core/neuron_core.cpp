@@ -43,7 +43,9 @@ NeuronCore::NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, 
     stats.formula(n + ".bandwidth_used_gbps", "GB/s", std::string("bytes read and written per second over the run"),
                   [this, &stats, n] {
                     const double ns = end_time_.to_seconds() * 1e9;
-                    return ns > 0 ? (stats.value(n + ".bytes_read") + stats.value(n + ".bytes_written")) / ns : 0.0;
+                    const double bytes = stats.value(n + ".bytes_read") + stats.value(n + ".bytes_written") +
+                                         stats.value(n + ".bytes_timing_only");
+                    return ns > 0 ? bytes / ns : 0.0;
                   });
   }
   for (std::size_t i = 0; i < dma_->engines(); ++i) dma_->engine(i).socket.bind(mem_->interconnect->target);

@@ -26,8 +26,11 @@ void check_dtype(const arch::AccessPattern& ap) {
 
 std::vector<float> load(core::CoreContext& ctx, const arch::AccessPattern& ap) {
   check_dtype(ap);
-  if (ctx.no_data) return std::vector<float>(ap.elements(), 0.0f);  // timing does not depend on values
   auto& mem = memory_of(ctx, ap.memory);
+  if (ctx.no_data) {  // timing does not depend on values; traffic is still counted
+    mem.count_read(ap.elements() * arch::size_of(ap.dtype));
+    return std::vector<float>(ap.elements(), 0.0f);
+  }
   const auto offsets = ap.byte_offsets();
   const auto [lo, hi] = ap.byte_extent();
   std::vector<float> out;
@@ -65,8 +68,11 @@ std::vector<float> load(core::CoreContext& ctx, const arch::AccessPattern& ap) {
 
 void store(core::CoreContext& ctx, const arch::AccessPattern& ap, const std::vector<float>& values) {
   check_dtype(ap);
-  if (ctx.no_data) return;
   auto& mem = memory_of(ctx, ap.memory);
+  if (ctx.no_data) {
+    mem.count_write(ap.elements() * arch::size_of(ap.dtype));
+    return;
+  }
   const auto offsets = ap.byte_offsets();
   const auto [lo, hi] = ap.byte_extent();
   std::size_t i = 0;

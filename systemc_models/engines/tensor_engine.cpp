@@ -32,7 +32,12 @@ void TensorEngine::settle() { done_cycle_ = std::max(done_cycle_, datapath_->flu
 
 std::function<void(const arch::Fp32Matrix&)> TensorEngine::psum_writer(const arch::AccessPattern& dst,
                                                                        arch::PsumMode mode) {
-  if (ctx_.no_data) return {};
+  if (ctx_.no_data) {  // nothing is computed; the PSUM traffic is counted as the write port makes it
+    const std::uint64_t bytes = static_cast<std::uint64_t>(dst.partition_count) * dst.free_elements() * 4;
+    if (mode == arch::PsumMode::Accumulate) ctx_.psum.count_read(bytes);
+    ctx_.psum.count_write(bytes);
+    return {};
+  }
   return [this, dst, mode](const arch::Fp32Matrix& out) {
     if (mode == arch::PsumMode::Overwrite) {
       store(ctx_, dst, out.data);
@@ -55,6 +60,7 @@ arch::Bf16Matrix TensorEngine::read_bf16(const arch::AccessPattern& ap) {
     throw std::runtime_error(fmt::format("the tensor engine model takes bf16 inputs; {} is not modelled yet",
                                          arch::to_string(ap.dtype)));
   if (ctx_.no_data) {
+    ctx_.sbuf.count_read(static_cast<std::uint64_t>(ap.partition_count) * ap.free_elements() * 2);
     arch::Bf16Matrix shape_only;  // the datapath times by shape; no values needed
     shape_only.rows = ap.partition_count;
     shape_only.cols = ap.free_elements();

@@ -19,6 +19,8 @@ Hbm::Hbm(sc_core::sc_module_name name, const arch::HbmConfig& cfg, trace::Stats&
       channel_bins_(static_cast<std::size_t>(cfg.channels)),
       bytes_read_(stats.counter(std::string(this->name()) + ".bytes_read", "bytes", "bytes read from HBM")),
       bytes_written_(stats.counter(std::string(this->name()) + ".bytes_written", "bytes", "bytes written to HBM")),
+      bytes_timing_only_(stats.counter(std::string(this->name()) + ".bytes_timing_only", "bytes",
+                                       "bytes moved by timing-only (--no-data) accesses, direction not recorded")),
       transactions_(stats.counter(std::string(this->name()) + ".transactions", "count", "TLM transactions served")) {
   socket.register_b_transport(this, &Hbm::b_transport);
   socket.register_transport_dbg(this, &Hbm::transport_dbg);
@@ -96,6 +98,8 @@ void Hbm::b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) {
   } else if (trans.is_write()) {
     store_.write(address, trans.get_data_ptr(), length);
     bytes_written_ += static_cast<double>(length);
+  } else {
+    bytes_timing_only_ += static_cast<double>(length);
   }
   // The target adds its latency to the initiator's delay and never waits.
   const sc_time start = sc_core::sc_time_stamp() + delay;

@@ -59,6 +59,7 @@ private:
   std::vector<std::map<std::int64_t, double>> channel_bins_;  // bin index -> bytes booked
   trace::Counter& bytes_read_;
   trace::Counter& bytes_written_;
+  trace::Counter& bytes_timing_only_;
   trace::Counter& transactions_;
 };
 

@@ -13,7 +13,9 @@ PartitionedMemory::PartitionedMemory(sc_core::sc_module_name name, const Partiti
       p_(params),
       data_(params.partitions * params.partition_bytes, 0),
       bytes_read_(stats.counter(std::string(this->name()) + ".bytes_read", "bytes", "bytes read")),
-      bytes_written_(stats.counter(std::string(this->name()) + ".bytes_written", "bytes", "bytes written")) {
+      bytes_written_(stats.counter(std::string(this->name()) + ".bytes_written", "bytes", "bytes written")),
+      bytes_timing_only_(stats.counter(std::string(this->name()) + ".bytes_timing_only", "bytes",
+                                       "bytes moved by timing-only (--no-data) accesses, direction not recorded")) {
   socket.register_b_transport(this, &PartitionedMemory::b_transport);
   socket.register_transport_dbg(this, &PartitionedMemory::transport_dbg);
 }
@@ -55,6 +57,8 @@ void PartitionedMemory::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc
     for (std::uint64_t i = 0; i < length; ++i)
       if (!be || be[i % be_len] == TLM_BYTE_ENABLED) mem[i] = trans.get_data_ptr()[i];
     count_write(length);
+  } else {
+    bytes_timing_only_ += static_cast<double>(length);
   }
   delay += transfer_time(offset, length);
   trans.set_response_status(tlm::TLM_OK_RESPONSE);

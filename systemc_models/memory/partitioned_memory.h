@@ -57,6 +57,7 @@ private:
   std::vector<std::uint8_t> data_;
   trace::Counter& bytes_read_;
   trace::Counter& bytes_written_;
+  trace::Counter& bytes_timing_only_;
 };
 
 }  // namespace tessera::memory

@@ -498,6 +498,19 @@ TEST(RtlDma, TimingOnlyRunTakesTheSameTime) {
   EXPECT_EQ(end[0], end[1]);
   EXPECT_EQ(end[2], end[0]);
   EXPECT_EQ(end[3], end[1]);
+  // The same traffic, counted without data (direction not recorded). These
+  // copies are HBM to HBM.
+  for (const char* mem : {"hbm", "sbuf"}) {
+    const auto moved = [&](int i, const char* core) {
+      const std::string n = std::string(core) + "." + mem;
+      return s[i].value(n + ".bytes_read") + s[i].value(n + ".bytes_written") + s[i].value(n + ".bytes_timing_only");
+    };
+    if (std::string(mem) == "hbm") {
+      EXPECT_GT(moved(0, "fast"), 0);
+    }
+    EXPECT_EQ(moved(2, "fast_timing"), moved(0, "fast")) << mem;
+    EXPECT_EQ(moved(3, "rtl_timing"), moved(1, "rtl")) << mem;
+  }
 }
 
 TEST(RtlDma, BadDescriptorStopsTheRunNamingEngineQueueAndDescriptor) {
