@@ -318,22 +318,40 @@ void DmaEngine::execute(Fetched f) {
   // next (as the bridge does). A burst's place is final once it has started:
   // any read issued later comes back later. The others are placed again
   // whenever a read is issued.
+  // The next descriptor's fetch, once issued, comes back on the same R
+  // channel and takes its place among the data bursts (after the bursts
+  // issued before it when they are ready in the same cycle).
+  constexpr std::size_t kFetch = static_cast<std::size_t>(-1);
+  bool fetch_on_r = false;
+  std::size_t fetch_after = 0;  // data bursts issued before the fetch
   const auto place = [&]() {
     std::vector<std::size_t> open;
     for (std::size_t i = 0; i < ri; ++i)
       if (!delivered[i]) open.push_back(i);
+    if (fetch_on_r) open.push_back(kFetch);
+    const auto ready = [&](std::size_t k) { return k == kFetch ? prefetched_->ready : ready_at[k]; };
+    const auto issued = [&](std::size_t k) {
+      return k == kFetch ? 2 * static_cast<std::int64_t>(fetch_after) - 1 : 2 * static_cast<std::int64_t>(k);
+    };
     std::sort(open.begin(), open.end(), [&](std::size_t x, std::size_t y) {
-      return ready_at[x] != ready_at[y] ? ready_at[x] < ready_at[y] : x < y;
+      return ready(x) != ready(y) ? ready(x) < ready(y) : issued(x) < issued(y);
     });
     sc_time ch = r_channel;
     bool final_so_far = true;
     for (const std::size_t k : open) {
-      const sc_time first = std::max(ready_at[k], ch);
-      last_beat[k] = first + cycle * static_cast<double>(read_beats[k] - 1);
-      ch = last_beat[k] + cycle;
+      const sc_time first = std::max(ready(k), ch);
+      const std::uint32_t beats = k == kFetch ? arch::kDmaDescriptorBytes / beat : read_beats[k];
+      const sc_time last = first + cycle * static_cast<double>(beats - 1);
+      if (k != kFetch) last_beat[k] = last;
+      ch = last + cycle;
       final_so_far = final_so_far && first <= sc_time_stamp();
       if (final_so_far) {
-        delivered[k] = true;
+        if (k == kFetch) {
+          fetch_on_r = false;
+          prefetched_->ready = last;
+        } else {
+          delivered[k] = true;
+        }
         r_channel = ch;
       }
     }
@@ -402,6 +420,8 @@ void DmaEngine::execute(Fetched f) {
       const std::int64_t nq = ready_queue(q);
       if (nq >= 0) {
         prefetched_ = fetch(static_cast<std::uint32_t>(nq), on_clock(sc_time_stamp()));
+        fetch_on_r = true;
+        fetch_after = ri;
         prefetch_done = true;
         next_read = std::max(next_read, sc_time_stamp() + cycle);  // the fetch took this cycle's AR
       }

@@ -436,12 +436,10 @@ TEST_P(RtlDmaRandom, ProgramMatchesTheFastModel) {
   ASSERT_LT(hbm_dst, 1u << 20);
   const Agreement a = run_both(fmt::format("random_seed_{}", seed).c_str(), p);
   EXPECT_EQ(a.fast_ns, a.rtl_ns);
-  // Seed 2 has one descriptor a cycle apart (docs/cosim.md, what is left).
-  EXPECT_GE(a.identical + 1, a.descriptors);
-  EXPECT_LE(a.max_abs_diff_ns, 8.0 + 1e-6);
+  EXPECT_EQ(a.identical, a.descriptors);
 }
 
-INSTANTIATE_TEST_SUITE_P(Seeds, RtlDmaRandom, ::testing::Values(1u, 2u, 3u, 4u, 5u, 6u));
+INSTANTIATE_TEST_SUITE_P(Seeds, RtlDmaRandom, ::testing::Values(1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 10u));
 
 // neuroncore-v2 (16 engines x 16 queues, 16 outstanding: the real build):
 // copies on the first and last queue of the first and last engine.
