@@ -43,6 +43,12 @@ NeuronCore::NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, 
 
   ctx_ = std::make_unique<CoreContext>(
       CoreContext{cfg, map, *hbm_, *sbuf_, *psum_, *semaphores_, stats, nullptr, options.no_data, {}});
+  ctx_->waves = options.waves;
+  if (options.waves) {
+    sbuf_->set_wave_probe(options.waves, trace::WaveProbe::Memory::Sbuf);
+    psum_->set_wave_probe(options.waves, trace::WaveProbe::Memory::Psum);
+    semaphores_->set_wave_probe(options.waves);
+  }
   std::unique_ptr<engines::TensorDatapath> datapath;
   if (options.tensor_datapath) {
     datapath = options.tensor_datapath(cfg, options.fidelity);

@@ -1,0 +1,20 @@
+# Run by `gtkwave --script` once it has loaded a waveform with its save file:
+# writes to $TESSERA_GTKW_REPORT how many signals the save file
+# ($TESSERA_GTKW) names, how many GTKWave displays, and each named signal it
+# does not display, then quits.
+set wanted {}
+set fh [open $env(TESSERA_GTKW) r]
+while {[gets $fh line] >= 0} {
+  set c [string index $line 0]
+  if {$line eq "" || [string first $c "\[@-^*"] >= 0} continue
+  lappend wanted $line
+}
+close $fh
+set shown [gtkwave::getDisplayedSignals]
+set out [open $env(TESSERA_GTKW_REPORT) w]
+puts $out "wanted [llength $wanted] shown [llength $shown]"
+foreach s $wanted {
+  if {[lsearch -exact $shown $s] < 0} { puts $out "missing $s" }
+}
+close $out
+gtkwave::/File/Quit
