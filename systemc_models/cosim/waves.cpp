@@ -317,12 +317,12 @@ private:
   void change(int index, std::uint64_t value) {
     Var& v = vars_[index];
     if (v.value == value) return;
+    const std::uint64_t t = now_ps();
+    const bool write = fst_ && window_.contains(t);
+    if (write) open_at(window_.from_ps);  // with the values from before this change
     v.value = value;
     v.ever_changed = true;
-    if (!fst_) return;
-    const std::uint64_t t = now_ps();
-    if (!window_.contains(t)) return;
-    open_at(window_.from_ps);
+    if (!write) return;
     if (t != last_time_) {
       fstWriterEmitTimeChange(fst_, t);
       last_time_ = t;
@@ -496,8 +496,6 @@ private:
     try {
       fstReaderSetFacProcessMaskAll(reader_);
       fstReaderIterBlocksSetNativeDoublesOnCallback(reader_, 1);
-      if (window_.from_ps > 0 || window_.to_ps != UINT64_MAX)
-        fstReaderSetLimitTimeRange(reader_, window_.from_ps, window_.to_ps);
       fstReaderIterBlocks2(reader_, &PartReader::on_change, &PartReader::on_varlen, this, nullptr);
       flush();
     } catch (const std::exception& e) {
