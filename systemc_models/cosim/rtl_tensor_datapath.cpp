@@ -140,6 +140,9 @@ public:
   const std::vector<RtlCommandRecord>& records() const override { return records_; }
   std::uint64_t cycles_evaluated() const override { return evaluated_; }
   std::uint64_t cycles_skipped() const override { return skipped_; }
+  void run_idle(std::uint64_t cycles) override {
+    for (std::uint64_t i = 0; i < cycles; ++i) step();
+  }
   std::string wave_window(std::uint64_t from, std::uint64_t to) const override {
     if (driver_.wave_path.empty()) return {};
     // The driver advances its trace time by 2 per cycle (both clock edges).
@@ -236,8 +239,10 @@ private:
 class SampledDatapath final : public engines::TensorDatapath {
 public:
   SampledDatapath(std::unique_ptr<engines::TensorDatapath> fast, std::unique_ptr<RtlTensorDatapath> rtl,
-                  std::uint32_t rows, std::uint32_t cols, std::uint32_t min_ii, SamplingPolicy policy)
+                  std::uint32_t rows, std::uint32_t cols, std::uint32_t min_ii, SamplingPolicy policy,
+                  SampledFailure on_failure)
       : fast_(std::move(fast)), rtl_(std::move(rtl)), params_{rows, cols, min_ii}, policy_(policy),
+        failure_(std::move(on_failure)),
         start_(std::chrono::steady_clock::now()) {}
 
   engines::TensorTiming issue(engines::TensorCommand& cmd, std::uint64_t earliest) override {
@@ -301,7 +306,7 @@ private:
     ++*sampled_;
     ++checks_;
     std::optional<arch::Fp32Matrix> faulty;
-    if (fast_out && checks_ == policy_.inject_fault_at_sample && !fast_out->data.empty()) {
+    if (fast_out && checks_ == failure_.inject_fault_at_sample && !fast_out->data.empty()) {
       faulty = *fast_out;
       faulty->data[0] = arch::fp32_from_bits(arch::fp32_bits(faulty->data[0]) ^ 1u);
       fast_out = &*faulty;
@@ -337,7 +342,7 @@ private:
     const std::string window = rtl_->wave_window(t_load.accepted, rtl_done);
     std::string waves = window.empty() ? "" : " (waveform: " + window + ")";
     const auto replay = [&] {
-      if (policy_.failure_waves_dir.empty()) return;
+      if (failure_.waves_dir.empty()) return;
       try {
         waves += "; waveform of the failing instruction: " + waves_open_command(replay_waves(cmd, start));
       } catch (const std::exception& e) {
@@ -372,35 +377,40 @@ private:
   // `start` on a fresh RTL that traces it; returns the waveform's path.
   std::string replay_waves(const engines::TensorCommand& cmd, std::uint64_t start) {
     namespace fs = std::filesystem;
-    fs::create_directories(policy_.failure_waves_dir);
-    const std::string base = (fs::path(policy_.failure_waves_dir) / fmt::format("sampled-failure-{}", checks_)).string();
+    fs::create_directories(failure_.waves_dir);
+    const std::string base = (fs::path(failure_.waves_dir) / fmt::format("sampled-failure-{}", checks_)).string();
     const std::string part = base + ".rtl.fst";
     std::uint64_t done = 0;
     {
       auto rtl = make_rtl_tensor_datapath(params_.rows, params_.cols, params_.min_initiation_interval, "replay",
-                                          trace::WaveProbe::RtlTrace{part, 0, UINT64_MAX}, policy_.tensor_period_ps);
+                                          trace::WaveProbe::RtlTrace{part, 0, UINT64_MAX}, failure_.tensor_period_ps);
       engines::TensorCommand load{engines::TensorCommand::Op::LoadStationary, stationary_, arch::PsumMode::Overwrite,
                                   {}};
       engines::TensorCommand mul{engines::TensorCommand::Op::MultiplyMoving, cmd.data, cmd.mode, {}};
       rtl->issue(load, start);
       rtl->issue(mul, start);
       done = rtl->flush();
+      rtl->run_idle(kReplayTail);
     }
     const auto ps = [this](std::uint64_t c) {
-      return static_cast<std::uint64_t>(std::llround(static_cast<double>(c) * policy_.tensor_period_ps));
+      return static_cast<std::uint64_t>(std::llround(static_cast<double>(c) * failure_.tensor_period_ps));
     };
-    const WaveWindow window{ps(start), ps(done + 2)};
+    const WaveWindow window{ps(start), ps(done + kReplayTail)};
     const auto signals = merge_waves({{part, "rtl.tensor", -1, true}}, base + ".fst", window);
     write_gtkw(base + ".fst", base + ".gtkw", signals, {}, window);
     fs::remove(part);
     return base + ".fst";
   }
 
+  // Cycles shown after the last PSUM write: the write port going idle.
+  static constexpr std::uint64_t kReplayTail = 3;
+
   std::unique_ptr<engines::TensorDatapath> fast_;
   std::unique_ptr<RtlTensorDatapath> rtl_;
   std::int64_t checks_ = 0;
   arch::TensorTimingParams params_;
   SamplingPolicy policy_;
+  SampledFailure failure_;
   std::chrono::steady_clock::time_point start_;
   arch::Bf16Matrix stationary_;
   std::set<std::tuple<std::size_t, std::size_t, std::size_t, bool>> shapes_seen_;
@@ -443,8 +453,10 @@ std::unique_ptr<RtlTensorDatapath> make_rtl_tensor_datapath(std::uint32_t rows, 
 std::unique_ptr<engines::TensorDatapath> make_sampled_tensor_datapath(std::unique_ptr<engines::TensorDatapath> fast,
                                                                       std::unique_ptr<RtlTensorDatapath> rtl,
                                                                       std::uint32_t rows, std::uint32_t cols,
-                                                                      std::uint32_t min_ii, SamplingPolicy policy) {
-  return std::make_unique<SampledDatapath>(std::move(fast), std::move(rtl), rows, cols, min_ii, policy);
+                                                                      std::uint32_t min_ii, SamplingPolicy policy,
+                                                                      SampledFailure on_failure) {
+  return std::make_unique<SampledDatapath>(std::move(fast), std::move(rtl), rows, cols, min_ii, policy,
+                                           std::move(on_failure));
 }
 
 core::TensorDatapathFactory rtl_tensor_factory(trace::WaveProbe* waves, const std::string& failure_waves_dir) {
@@ -462,14 +474,17 @@ core::TensorDatapathFactory rtl_tensor_factory(trace::WaveProbe* waves, const st
       case arch::Fidelity::Tlm: return engines::make_fast_tensor_datapath(rows, cols, ii);
       case arch::Fidelity::Rtl: return make_rtl_tensor_datapath(rows, cols, ii, "core_tensor", trace(), period_ps);
       case arch::Fidelity::Sampled: {
-        SamplingPolicy policy{cfg.simulation.sample_every, cfg.simulation.sample_rtl_budget_percent};
-        policy.failure_waves_dir = failure_waves_dir;
-        policy.tensor_period_ps = period_ps;
-        if (const char* fault = std::getenv("TESSERA_INJECT_SAMPLED_FAULT")) policy.inject_fault_at_sample = std::atoll(fault);
+        SampledFailure on_failure;
+        on_failure.waves_dir = failure_waves_dir;
+        on_failure.tensor_period_ps = period_ps;
+        if (const char* fault = std::getenv("TESSERA_INJECT_SAMPLED_FAULT"))
+          on_failure.inject_fault_at_sample = std::atoll(fault);
         return make_sampled_tensor_datapath(engines::make_fast_tensor_datapath(rows, cols, ii),
                                             make_rtl_tensor_datapath(rows, cols, ii, "core_tensor_sampled", trace(),
                                                                      period_ps),
-                                            rows, cols, ii, policy);
+                                            rows, cols, ii,
+                                            {cfg.simulation.sample_every, cfg.simulation.sample_rtl_budget_percent},
+                                            on_failure);
       }
     }
     throw std::logic_error("unknown fidelity");

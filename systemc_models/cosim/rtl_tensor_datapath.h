@@ -36,6 +36,9 @@ public:
   // With waveforms on (TESSERA_WAVES=1): "<file>.fst, time <a> to <b>" for
   // cycles [from, to] since the last idle jump; empty otherwise.
   virtual std::string wave_window(std::uint64_t from, std::uint64_t to) const = 0;
+  // Clocks the RTL `cycles` more cycles with nothing offered (a trace's tail
+  // after flush(), which stops in the cycle of the last PSUM write).
+  virtual void run_idle(std::uint64_t cycles) = 0;
 };
 
 // The Verilated engine of a rows x cols array. Throws std::runtime_error
@@ -59,10 +62,14 @@ struct SamplingPolicy {
   // wall time since the datapath started.
   std::int64_t sample_every = 64;
   double rtl_budget_percent = 20;
-  // A disagreement replays the failing instruction on a fresh RTL into
-  // <failure_waves_dir>/sampled-failure-<n>.fst (+ .gtkw) and names it in the
-  // error; empty: no waveform.
-  std::string failure_waves_dir;
+};
+
+// What the sampled datapath does on a disagreement.
+struct SampledFailure {
+  // Replays the failing instruction on a fresh RTL into
+  // <waves_dir>/sampled-failure-<n>.fst (+ .gtkw) and names it in the error;
+  // empty: no waveform.
+  std::string waves_dir;
   double tensor_period_ps = 1000;  // places the replay on the run's time axis
   // Test hook: the Nth sampled check (from 1) sees the fast model's first
   // result value with its lowest bit flipped, forcing a disagreement; 0: off.
@@ -80,7 +87,8 @@ std::unique_ptr<engines::TensorDatapath> make_sampled_tensor_datapath(std::uniqu
                                                                       std::unique_ptr<RtlTensorDatapath> rtl,
                                                                       std::uint32_t rows, std::uint32_t cols,
                                                                       std::uint32_t min_initiation_interval,
-                                                                      SamplingPolicy policy);
+                                                                      SamplingPolicy policy,
+                                                                      SampledFailure on_failure = {});
 
 // The core's tensor datapath for every fidelity: fast model for tlm, the
 // Verilated engine of the config's size for rtl, both for sampled.

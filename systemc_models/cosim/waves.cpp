@@ -298,8 +298,9 @@ private:
   };
 
   int var(const char* leaf, std::uint32_t bits, std::string name, std::uint64_t initial) {
+    const std::string declared = bits == 1 ? leaf : fmt::format("{} [{}:0]", leaf, bits - 1);
     const fstHandle h = fstWriterCreateVar(fst_, bits == 1 ? FST_VT_VCD_WIRE : FST_VT_VCD_REG, FST_VD_IMPLICIT, bits,
-                                           leaf, 0);
+                                           declared.c_str(), 0);
     vars_.push_back({h, bits, std::move(name), initial});
     return static_cast<int>(vars_.size() - 1);
   }
@@ -466,10 +467,14 @@ private:
           const fstHandle out = fstWriterCreateVar(w, static_cast<fstVarType>(h->u.var.typ),
                                                    static_cast<fstVarDir>(h->u.var.direction), h->u.var.length,
                                                    h->u.var.name, alias);
+          // FST names carry their range after a space ("cmd_k_i [15:0]").
+          const std::string declared = h->u.var.name;
+          const auto space = declared.find(' ');
           std::string full = part_.scope;
           for (std::size_t i = part_.verilated ? 1 : 0; i < stack.size(); ++i)
             full += (full.empty() ? "" : ".") + stack[i];
-          signals.push_back({full + "." + h->u.var.name, h->u.var.length});
+          signals.push_back({full + "." + declared.substr(0, space), h->u.var.length,
+                             space == std::string::npos ? "" : declared.substr(space + 1)});
           if (!alias) {
             map_[in] = out;
             if (value_len_.size() <= out) value_len_.resize(out + 1, 0);
@@ -631,17 +636,20 @@ namespace {
 constexpr unsigned kHex = 0x2, kDec = 0x4, kBin = 0x8, kRjustify = 0x20, kBlank = 0x200, kFileFilter = 0x2000,
                    kAnalogStep = 0x8000, kClosed = 0x400000, kGroupBegin = 0x800000, kGroupEnd = 0x1000000;
 
-std::string gtkw_name(const WaveSignal& s) {
-  return s.bits > 1 ? fmt::format("{}[{}:0]", s.name, s.bits - 1) : s.name;
-}
+std::string gtkw_name(const WaveSignal& s) { return s.name + s.range; }
 
 class Gtkw {
 public:
   explicit Gtkw(std::ostream& os) : os_(os) {}
+  // A group's marker line sets the current flags too: the next trace states its own.
   void begin(const std::string& name, bool closed = false) {
     os_ << fmt::format("@{:x}\n-{}\n", kGroupBegin | kBlank | (closed ? kClosed : 0), name);
+    flags_ = 0;
   }
-  void end(const std::string& name) { os_ << fmt::format("@{:x}\n-{}\n", kGroupEnd | kBlank, name); }
+  void end(const std::string& name) {
+    os_ << fmt::format("@{:x}\n-{}\n", kGroupEnd | kBlank, name);
+    flags_ = 0;
+  }
   void trace(const WaveSignal& s, unsigned flags, const std::string& filter = {}) {
     const unsigned f = (s.bits == 1 ? kBin : flags) | kRjustify | (filter.empty() ? 0 : kFileFilter);
     if (f != flags_) {
@@ -681,6 +689,14 @@ void write_gtkw(const std::string& fst, const std::string& gtkw, const std::vect
   os << "[dumpfile] \"" << fs::absolute(fst).string() << "\"\n";
   os << "[savefile] \"" << fs::absolute(gtkw).string() << "\"\n";
   if (window.from_ps > 0) os << "[timestart] " << window.from_ps << '\n';
+  if (window.to_ps != UINT64_MAX && window.to_ps > window.from_ps) {
+    // Zoom to show the whole window in about 1200 pixels: GTKWave's zoom z
+    // shows 2^-z time units per pixel. No marker, no named markers.
+    const double z = -std::log2(static_cast<double>(window.to_ps - window.from_ps) / 1200.0);
+    os << fmt::format("*{:.6f} -1", z);
+    for (int i = 0; i < 26; ++i) os << " -1";
+    os << '\n';
+  }
   os << "[sst_width] 260\n[signals_width] 300\n[sst_expanded] 1\n[sst_vpaned_height] 200\n";
   Gtkw g(os);
 
@@ -843,7 +859,7 @@ WaveRecorder::Result WaveRecorder::finish(std::uint64_t end_ps) {
   r.fst = options_.path;
   r.gtkw = fs::path(options_.path).replace_extension(".gtkw").string();
   const auto signals = merge_waves(parts, r.fst, options_.window);
-  write_gtkw(r.fst, r.gtkw, signals, shown, options_.window);
+  write_gtkw(r.fst, r.gtkw, signals, shown, {options_.window.from_ps, std::min(options_.window.to_ps, end_ps)});
   r.signals = signals.size();
   tlm_.reset();
   std::error_code ec;

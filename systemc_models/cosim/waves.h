@@ -68,8 +68,9 @@ struct WavePart {
 };
 
 struct WaveSignal {
-  std::string name;  // full dotted name
+  std::string name;   // full dotted name
   std::uint32_t bits = 0;
+  std::string range;  // "[15:0]" (as declared), empty for a single bit
 };
 
 // Merges `parts` into one FST at `out` (timescale 1 ps), dropping every change

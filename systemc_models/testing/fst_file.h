@@ -56,7 +56,8 @@ struct FstFile {
       else if (h->htyp == FST_HT_VAR) {
         std::string name;
         for (const auto& s : scope) name += s + ".";
-        name += h->u.var.name;
+        const std::string declared = h->u.var.name;  // "count_q [7:0]": the range after a space
+        name += declared.substr(0, declared.find(' '));
         signals[name].bits = h->u.var.length;
         names[h->u.var.handle].push_back(name);
       }

@@ -109,8 +109,9 @@ TEST_F(Waves, RtlRunHoldsRtlAndTransactionLevelSignalsOnOneTimeAxis) {
   EXPECT_GE(first_high(*arvalid0), queued);
   EXPECT_GT(f.at("tlm.sbuf.bytes_written").last_value(), 0u);
 
-  // The run's end is the file's end.
-  EXPECT_NEAR(static_cast<double>(f.end_time), report["time_ns"].get<double>() * 1e3, 1e3);
+  // The file runs to the end of the simulation: the last engine's End, then
+  // the DMA RTL ticking until it is quiet.
+  EXPECT_GE(static_cast<double>(f.end_time), report["time_ns"].get<double>() * 1e3);
 }
 
 TEST_F(Waves, NothingOutsideTheWindowAndTheWindowStartsWithTheState) {

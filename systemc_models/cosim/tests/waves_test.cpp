@@ -103,9 +103,9 @@ void write_rtl_part(const std::string& path) {
   const fstHandle clk = fstWriterCreateVar(w, FST_VT_VCD_WIRE, FST_VD_INPUT, 1, "clk_i", 0);
   fstWriterSetScope(w, FST_ST_VCD_MODULE, "top_mod", nullptr);
   fstWriterCreateVar(w, FST_VT_VCD_WIRE, FST_VD_INPUT, 1, "clk_i", clk);
-  const fstHandle count = fstWriterCreateVar(w, FST_VT_VCD_REG, FST_VD_IMPLICIT, 8, "count_q", 0);
+  const fstHandle count = fstWriterCreateVar(w, FST_VT_VCD_REG, FST_VD_IMPLICIT, 8, "count_q [7:0]", 0);
   fstWriterSetScope(w, FST_ST_VCD_MODULE, "u_sub", nullptr);
-  const fstHandle deep = fstWriterCreateVar(w, FST_VT_VCD_REG, FST_VD_IMPLICIT, 4, "deep_q", 0);
+  const fstHandle deep = fstWriterCreateVar(w, FST_VT_VCD_REG, FST_VD_IMPLICIT, 4, "deep_q [3:0]", 0);
   fstWriterSetUpscope(w);
   fstWriterSetUpscope(w);
   fstWriterSetUpscope(w);
