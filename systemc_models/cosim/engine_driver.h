@@ -217,6 +217,15 @@ class EngineDriver {
     stamp_from_ = from;
     stamp_to_ = to;
   }
+  // The caller skips the stamps [from, to) without clocking (the engine is
+  // idle, its signals hold): when the trace's window opens in there, the
+  // window starts with the held values.
+  void trace_hold(std::uint64_t from, std::uint64_t to) {
+    if (!fst_ || !stamp_ || dumped_ || stamp_from_ < from || stamp_from_ >= to || stamp_from_ > stamp_to_) return;
+    fst_->dump(stamp_from_);
+    dumped_ = true;
+    last_stamp_ = stamp_from_;
+  }
   // Closes the trace (its file is complete afterwards).
   void close_trace() {
     if (fst_) fst_->close();

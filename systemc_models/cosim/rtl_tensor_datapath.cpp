@@ -46,11 +46,11 @@ public:
     if (trace) {
       // Driver cycle d is core cycle d + offset_; its inputs settle at the
       // start of the cycle and the clock rises half a period later.
+      period_ps_ = period_ps;
       driver_.trace_to(
           trace->path,
-          [this, period_ps](std::uint64_t d, bool rising) {
-            const double c = static_cast<double>(static_cast<std::int64_t>(d) + offset_) - (rising ? 0.5 : 0.0);
-            return static_cast<std::uint64_t>(std::llround(c * period_ps));
+          [this](std::uint64_t d, bool rising) {
+            return cycle_ps(static_cast<double>(static_cast<std::int64_t>(d) + offset_) - (rising ? 0.5 : 0.0));
           },
           trace->from_ps, trace->to_ps);
     }
@@ -160,6 +160,7 @@ private:
   };
 
   std::int64_t now() const { return static_cast<std::int64_t>(driver_.cycle()) + offset_; }
+  std::uint64_t cycle_ps(double cycle) const { return static_cast<std::uint64_t>(std::llround(cycle * period_ps_)); }
 
   void step() {
     driver_.step();
@@ -185,6 +186,8 @@ private:
     while (now() < earliest) {
       if (driver_.idle() && now() >= last_mm_accept_ + static_cast<std::int64_t>(min_ii_)) {
         const std::int64_t gap = earliest - now();
+        if (period_ps_ > 0)
+          driver_.trace_hold(cycle_ps(static_cast<double>(now())), cycle_ps(static_cast<double>(earliest)));
         skipped_ += static_cast<std::uint64_t>(gap);
         if (skipped_stat_) *skipped_stat_ += static_cast<double>(gap);
         offset_ += gap;
@@ -223,6 +226,7 @@ private:
   }
 
   EngineDriver<Model> driver_;
+  double period_ps_ = 0;  // tensor clock period when tracing on the run's time axis
   std::uint32_t min_ii_;
   std::int64_t offset_ = 0;
   std::int64_t last_mm_accept_ = -(std::int64_t{1} << 40);

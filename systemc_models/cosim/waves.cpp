@@ -633,7 +633,9 @@ std::vector<WaveSignal> merge_waves(const std::vector<WavePart>& parts, const st
 namespace {
 
 // GTKWave trace flags (gtkwave's TR_* bits as they appear after '@').
-constexpr unsigned kHex = 0x2, kDec = 0x4, kBin = 0x8, kRjustify = 0x20, kBlank = 0x200, kFileFilter = 0x2000,
+// A row with no radix (kEnum) lets GTKWave apply the signal's FST enum
+// table, showing names instead of numbers.
+constexpr unsigned kEnum = 0, kHex = 0x2, kDec = 0x4, kBin = 0x8, kRjustify = 0x20, kBlank = 0x200,
                    kAnalogStep = 0x8000, kClosed = 0x400000, kGroupBegin = 0x800000, kGroupEnd = 0x1000000;
 
 std::string gtkw_name(const WaveSignal& s) { return s.name + s.range; }
@@ -650,13 +652,14 @@ public:
     os_ << fmt::format("@{:x}\n-{}\n", kGroupEnd | kBlank, name);
     flags_ = 0;
   }
-  void trace(const WaveSignal& s, unsigned flags, const std::string& filter = {}) {
-    const unsigned f = (s.bits == 1 ? kBin : flags) | kRjustify | (filter.empty() ? 0 : kFileFilter);
+  // `alias`: the name GTKWave shows instead of the signal's own.
+  void trace(const WaveSignal& s, unsigned flags, const std::string& alias = {}) {
+    const unsigned f = (s.bits == 1 ? kBin : flags) | kRjustify;
     if (f != flags_) {
       os_ << fmt::format("@{:x}\n", f);
       flags_ = f;
     }
-    if (!filter.empty()) os_ << "^1 " << filter << '\n';
+    if (!alias.empty()) os_ << "+{" << alias << "} ";
     os_ << gtkw_name(s) << '\n';
     ++traces_;
   }
@@ -676,28 +679,22 @@ std::string parent(const std::string& s) { return s.substr(0, s.rfind('.')); }
 
 void write_gtkw(const std::string& fst, const std::string& gtkw, const std::vector<WaveSignal>& signals,
                 const std::set<std::string>& shown, const WaveWindow& window) {
-  // Opcodes as text: a translate filter beside the save file (values as
-  // GTKWave prints them in hex).
-  const std::string filter = fs::path(gtkw).replace_extension(".opcodes.txt").string();
-  {
-    std::ofstream f(filter);
-    for (const auto& [v, n] : opcode_names()) f << fmt::format("{:02X} {}\n", v, n);
-    if (!f) throw std::runtime_error(fmt::format("cannot write {}", filter));
-  }
   std::ofstream os(gtkw);
   os << "[*] GTKWave save file written by tessera (docs/waves.md)\n";
   os << "[dumpfile] \"" << fs::absolute(fst).string() << "\"\n";
   os << "[savefile] \"" << fs::absolute(gtkw).string() << "\"\n";
   if (window.from_ps > 0) os << "[timestart] " << window.from_ps << '\n';
   if (window.to_ps != UINT64_MAX && window.to_ps > window.from_ps) {
-    // Zoom to show the whole window in about 1200 pixels: GTKWave's zoom z
-    // shows 2^-z time units per pixel. No marker, no named markers.
-    const double z = -std::log2(static_cast<double>(window.to_ps - window.from_ps) / 1200.0);
+    // Zoom so that the whole window fits the about 700 pixels of the wave
+    // pane: GTKWave 3.3 draws 2^-(z + 7.64) time units per pixel at zoom z
+    // (measured). No marker, no named markers.
+    const double z = -std::log2(static_cast<double>(window.to_ps - window.from_ps) / 700.0) - 7.64;
     os << fmt::format("*{:.6f} -1", z);
     for (int i = 0; i < 26; ++i) os << " -1";
     os << '\n';
   }
-  os << "[sst_width] 260\n[signals_width] 300\n[sst_expanded] 1\n[sst_vpaned_height] 200\n";
+  os << "[size] 1400 900\n[pos] 0 0\n";
+  os << "[sst_width] 220\n[signals_width] 330\n[sst_expanded] 1\n[sst_vpaned_height] 200\n";
   Gtkw g(os);
 
   auto find = [&](const std::string& name) -> const WaveSignal* {
@@ -707,21 +704,20 @@ void write_gtkw(const std::string& fst, const std::string& gtkw, const std::vect
   };
   auto tlm_shown = [&](const std::string& name) { return shown.count(name) > 0; };
 
-  // Engine activity: every engine that ran an instruction.
+  // Engine activity: every engine that ran more than its End (opcode and
+  // state show as names through their enum tables).
   {
     bool opened = false;
     for (int e = 0; e < arch::kNumEngines; ++e) {
-      const std::string base = "tlm." + engine_name(e);
-      if (!tlm_shown(base + ".instr_index") && !tlm_shown(base + ".opcode") && !tlm_shown(base + ".state") &&
-          !tlm_shown(base + ".busy"))
-        continue;
+      const std::string name = engine_name(e), base = "tlm." + name;
+      if (!tlm_shown(base + ".instr_index") && !tlm_shown(base + ".busy")) continue;
       if (!opened) g.begin("Engine activity");
       opened = true;
-      if (auto* s = find(base + ".opcode")) g.trace(*s, kHex, filter);
-      if (auto* s = find(base + ".instr_index")) g.trace(*s, kDec);
-      if (auto* s = find(base + ".state")) g.trace(*s, kDec);
-      if (auto* s = find(base + ".busy")) g.trace(*s, kBin);
-      if (auto* s = find(base + ".stalled")) g.trace(*s, kBin);
+      if (auto* s = find(base + ".opcode")) g.trace(*s, kEnum, name + " opcode");
+      if (auto* s = find(base + ".instr_index")) g.trace(*s, kDec, name + " instruction #");
+      if (auto* s = find(base + ".state")) g.trace(*s, kEnum, name + " state");
+      if (auto* s = find(base + ".busy")) g.trace(*s, kBin, name + " busy");
+      if (auto* s = find(base + ".stalled")) g.trace(*s, kBin, name + " stalled");
     }
     if (opened) g.end("Engine activity");
   }
@@ -781,19 +777,23 @@ void write_gtkw(const std::string& fst, const std::string& gtkw, const std::vect
   }
 
   // Transaction-level state that moved: semaphores, DMA queues, traffic.
-  auto tlm_group = [&](const std::string& title, const std::string& prefix, unsigned flags) {
+  // Rows named "<alias prefix> <leaf>".
+  auto tlm_group = [&](const std::string& title, const std::string& prefix, const std::string& alias,
+                       unsigned flags) {
     std::vector<const WaveSignal*> found;
     for (const auto& s : signals)
       if (starts_with(s.name, prefix) && tlm_shown(s.name)) found.push_back(&s);
     if (found.empty()) return;
     g.begin(title);
-    for (auto* s : found) g.trace(*s, flags);
+    for (auto* s : found) g.trace(*s, flags, alias + leaf(s->name));
     g.end(title);
   };
-  tlm_group("Semaphores", "tlm.semaphores.", kDec);
-  for (int e = 0; e < 64; ++e) tlm_group(fmt::format("DMA engine {} queue depths", e), fmt::format("tlm.dma{}.", e), kDec);
-  tlm_group("SBUF traffic (bytes)", "tlm.sbuf.", kDec | kAnalogStep);
-  tlm_group("PSUM traffic (bytes)", "tlm.psum.", kDec | kAnalogStep);
+  tlm_group("Semaphores", "tlm.semaphores.", "", kDec);
+  for (int e = 0; e < 64; ++e)
+    tlm_group(fmt::format("DMA engine {} queue depths", e), fmt::format("tlm.dma{}.", e), fmt::format("dma{} ", e),
+              kDec);
+  tlm_group("SBUF traffic (bytes)", "tlm.sbuf.", "sbuf ", kDec | kAnalogStep);
+  tlm_group("PSUM traffic (bytes)", "tlm.psum.", "psum ", kDec | kAnalogStep);
   if (!os) throw std::runtime_error(fmt::format("cannot write {}", gtkw));
 }
 

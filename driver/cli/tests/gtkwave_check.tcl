@@ -7,6 +7,8 @@ set fh [open $env(TESSERA_GTKW) r]
 while {[gets $fh line] >= 0} {
   set c [string index $line 0]
   if {$line eq "" || [string first $c "\[@-^*"] >= 0} continue
+  # "+{shown name} signal": a row with its own name.
+  if {$c eq "+"} { set line [string range $line [expr {[string first "\} " $line] + 2}] end] }
   lappend wanted $line
 }
 close $fh
