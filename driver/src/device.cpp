@@ -106,7 +106,7 @@ RunReport Device::run(const Program& program) {
     w.path = options_.waves;
     if (!options_.waves_window.empty()) w.window = cosim::parse_wave_window(options_.waves_window, resolved_.hw);
     if (!options_.waves_scope.empty()) w.scope = cosim::parse_wave_scope(options_.waves_scope);
-    waves = std::make_unique<cosim::WaveRecorder>(w, resolved_.hw, fidelity_);
+    waves = std::make_unique<cosim::WaveRecorder>(w, resolved_.hw);
   }
   core::CoreOptions core_options;
   core_options.fidelity = fidelity_;

@@ -799,7 +799,7 @@ void write_gtkw(const std::string& fst, const std::string& gtkw, const std::vect
 
 // ---------------------------------------------------------------------------
 
-WaveRecorder::WaveRecorder(WaveOptions options, const arch::HwConfig& cfg, arch::Fidelity)
+WaveRecorder::WaveRecorder(WaveOptions options, const arch::HwConfig& cfg)
     : options_(std::move(options)) {
   const fs::path fst(options_.path);
   if (fst.has_parent_path()) fs::create_directories(fst.parent_path());

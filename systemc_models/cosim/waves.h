@@ -90,7 +90,7 @@ void write_gtkw(const std::string& fst, const std::string& gtkw, const std::vect
 // writes FILE.fst and FILE.gtkw.
 class WaveRecorder final : public trace::WaveProbe {
 public:
-  WaveRecorder(WaveOptions options, const arch::HwConfig& cfg, arch::Fidelity fidelity);
+  WaveRecorder(WaveOptions options, const arch::HwConfig& cfg);
   ~WaveRecorder() override;
 
   void engine_instruction(int engine, std::uint64_t index, std::uint8_t opcode) override;
