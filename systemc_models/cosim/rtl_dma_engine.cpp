@@ -72,6 +72,7 @@ public:
 
   void cycle(const DmaPortIn& in, DmaPortOut& out) override {
     V& t = *top_;
+    hold_at_window_start();
     t.reg_req_i = in.reg_req;
     t.reg_we_i = in.reg_we;
     t.reg_addr_i = in.reg_addr;
@@ -132,6 +133,16 @@ public:
   }
 
 private:
+  // An idle engine is not clocked: when the trace's window opened since the
+  // last cycle, it opens with the values held since then.
+  void hold_at_window_start() {
+    if (!fst_ || dumped_ || from_ps_ > to_ps_) return;
+    if (sc_core::sc_time_stamp().to_seconds() * 1e12 <= static_cast<double>(from_ps_)) return;
+    fst_->dump(from_ps_);
+    dumped_ = true;
+    last_ps_ = from_ps_;
+  }
+
   void dump(bool rising) {
     if (!fst_) return;
     const double now = sc_core::sc_time_stamp().to_seconds() * 1e12 + (rising ? half_ps_ : 0.0);

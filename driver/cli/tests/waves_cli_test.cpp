@@ -129,6 +129,13 @@ TEST_F(Waves, NothingOutsideTheWindowAndTheWindowStartsWithTheState) {
     }
   EXPECT_GT(changes, 100u);
   EXPECT_LT(fs::file_size(path("window.fst")), fs::file_size(path("full.fst")));
+  // The RTL opens the window with its state then, idle or not.
+  for (const char* prefix : {"rtl.tensor.", "rtl.dma0.", "rtl.dma1."}) {
+    const FstSignal* clk = window.find_suffix(prefix, ".clk_i");
+    ASSERT_TRUE(clk) << prefix;
+    ASSERT_FALSE(clk->changes.empty()) << prefix;
+    EXPECT_EQ(clk->changes.front().first, from * 1000) << prefix;
+  }
   // The transaction-level signals open the window with their values then.
   for (const char* name : {"tlm.tensor.instr_index", "tlm.sync.instr_index", "tlm.sbuf.bytes_read"}) {
     std::string before;
