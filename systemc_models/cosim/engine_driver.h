@@ -212,7 +212,7 @@ class EngineDriver {
     fst_ = std::make_unique<VerilatedFstC>();
     model_->trace(fst_.get(), 99);
     fst_->open(path.c_str());
-    wave_path = path;
+    wave_path.clear();  // names a TESSERA_WAVES file (driver time), not this one
     stamp_ = std::move(stamp);
     stamp_from_ = from;
     stamp_to_ = to;

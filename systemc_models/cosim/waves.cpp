@@ -636,7 +636,7 @@ namespace {
 // A row with no radix (kEnum) lets GTKWave apply the signal's FST enum
 // table, showing names instead of numbers.
 constexpr unsigned kEnum = 0, kHex = 0x2, kDec = 0x4, kBin = 0x8, kRjustify = 0x20, kBlank = 0x200,
-                   kAnalogStep = 0x8000, kClosed = 0x400000, kGroupBegin = 0x800000, kGroupEnd = 0x1000000;
+                   kAnalogStep = 0x8000, kGroupBegin = 0x800000, kGroupEnd = 0x1000000;
 
 std::string gtkw_name(const WaveSignal& s) { return s.name + s.range; }
 
@@ -644,8 +644,8 @@ class Gtkw {
 public:
   explicit Gtkw(std::ostream& os) : os_(os) {}
   // A group's marker line sets the current flags too: the next trace states its own.
-  void begin(const std::string& name, bool closed = false) {
-    os_ << fmt::format("@{:x}\n-{}\n", kGroupBegin | kBlank | (closed ? kClosed : 0), name);
+  void begin(const std::string& name) {
+    os_ << fmt::format("@{:x}\n-{}\n", kGroupBegin | kBlank, name);
     flags_ = 0;
   }
   void end(const std::string& name) {
@@ -661,14 +661,11 @@ public:
     }
     if (!alias.empty()) os_ << "+{" << alias << "} ";
     os_ << gtkw_name(s) << '\n';
-    ++traces_;
   }
-  std::size_t traces() const { return traces_; }
 
 private:
   std::ostream& os_;
   unsigned flags_ = 0;
-  std::size_t traces_ = 0;
 };
 
 bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
@@ -789,7 +786,10 @@ void write_gtkw(const std::string& fst, const std::string& gtkw, const std::vect
     g.end(title);
   };
   tlm_group("Semaphores", "tlm.semaphores.", "", kDec);
-  for (int e = 0; e < 64; ++e)
+  std::set<int> dma_engines;
+  for (const auto& s : signals)
+    if (starts_with(s.name, "tlm.dma")) dma_engines.insert(std::stoi(s.name.substr(7)));
+  for (int e : dma_engines)
     tlm_group(fmt::format("DMA engine {} queue depths", e), fmt::format("tlm.dma{}.", e), fmt::format("dma{} ", e),
               kDec);
   tlm_group("SBUF traffic (bytes)", "tlm.sbuf.", "sbuf ", kDec | kAnalogStep);
