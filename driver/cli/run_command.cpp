@@ -17,6 +17,7 @@ namespace {
 
 struct RunOptions {
   std::string config, kernel, variant, shape, dtype = "bf16", fidelity, out;
+  std::string waves, waves_window, waves_scope;
   std::vector<std::string> sets;
   bool no_data = false, json = false;
   std::uint64_t seed = 1;
@@ -43,6 +44,14 @@ int run(const RunOptions& o) {
   DeviceOptions dev_opts;
   dev_opts.config = o.config;
   dev_opts.no_data = o.no_data;
+  dev_opts.waves = o.waves;
+  dev_opts.waves_window = o.waves_window;
+  dev_opts.waves_scope = o.waves_scope;
+  if (o.waves.empty() && (!o.waves_window.empty() || !o.waves_scope.empty())) {
+    std::cerr << "tessera run: --waves-window and --waves-scope need --waves FILE.fst\n";
+    return kExitBadInput;
+  }
+  if (!o.out.empty()) dev_opts.failure_waves_dir = o.out;
   for (const auto& s : o.sets) dev_opts.overrides.push_back(arch::parse_override(s));
   if (!o.fidelity.empty()) {
     dev_opts.fidelity = arch::parse_fidelity(o.fidelity);
@@ -76,6 +85,9 @@ int run(const RunOptions& o) {
   }
   if (o.json) std::cout << report.to_json().dump(2) << '\n';
   else std::cout << report.summary();
+  if (!o.waves.empty())
+    std::cerr << fmt::format("tessera run: waveform {} (save file {}); open it with: scripts/waves {}\n", o.waves,
+                             dev.waves_save_file(), o.waves);
   const bool passed = report.ok && (!report.checked || report.correct);
   if (!passed && !o.json) std::cerr << "tessera run: " << report.error << '\n';
   return passed ? 0 : 1;
@@ -97,6 +109,14 @@ void add_run_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--out", o->out, "Write report.json, stats.txt and config.resolved.yaml here");
   cmd->add_flag("--json", o->json, "Print the report as JSON");
   cmd->add_option("--set", o->sets, "Override a config key: path.to.key=value (repeatable)");
+  cmd->add_option("--waves", o->waves, "Write an FST waveform of the run here, and a GTKWave save file beside it "
+                                       "(docs/waves.md)");
+  cmd->add_option("--waves-window", o->waves_window,
+                  "Only this time window: FROM:TO in ns, with units (2us:4us) or in cycles of a clock "
+                  "(tensor@100:400)");
+  cmd->add_option("--waves-scope", o->waves_scope,
+                  "What to trace: tlm, tensor[:DEPTH], dma[:DEPTH], dmaN[:DEPTH], comma-separated "
+                  "(default: all of it)");
   cmd->callback([o, exit_code] {
     try {
       *exit_code = run(*o);

@@ -5,11 +5,13 @@
 #include "cosim/dma_sampler.h"
 #include "cosim/rtl_dma_engine.h"
 #include "cosim/rtl_tensor_datapath.h"
+#include "cosim/waves.h"
 #include "tessera/kernel_builder.h"
 
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <sstream>
 
@@ -18,7 +20,17 @@ namespace tessera {
 Device::Device(const DeviceOptions& options)
     : options_(options),
       resolved_(arch::load_config(options.config, options.overrides)),
-      fidelity_(options.fidelity.value_or(resolved_.hw.default_fidelity())) {}
+      fidelity_(options.fidelity.value_or(resolved_.hw.default_fidelity())) {
+  // Bad waveform options are caught before anything runs.
+  if (!options_.waves.empty()) {
+    try {
+      if (!options_.waves_window.empty()) cosim::parse_wave_window(options_.waves_window, resolved_.hw);
+      if (!options_.waves_scope.empty()) cosim::parse_wave_scope(options_.waves_scope);
+    } catch (const std::invalid_argument& e) {
+      throw KernelError(e.what());
+    }
+  }
+}
 
 Device::~Device() = default;
 
@@ -89,16 +101,26 @@ RunReport Device::run(const Program& program) {
   report.matmul_flops = program.matmul_flops;
 
   trace::Stats stats;
+  std::unique_ptr<cosim::WaveRecorder> waves;
+  if (!options_.waves.empty()) {
+    cosim::WaveOptions w;
+    w.path = options_.waves;
+    if (!options_.waves_window.empty()) w.window = cosim::parse_wave_window(options_.waves_window, resolved_.hw);
+    if (!options_.waves_scope.empty()) w.scope = cosim::parse_wave_scope(options_.waves_scope);
+    waves = std::make_unique<cosim::WaveRecorder>(w, resolved_.hw);
+  }
   core::CoreOptions core_options;
   core_options.fidelity = fidelity_;
   core_options.no_data = options_.no_data;
+  core_options.waves = waves.get();
   // rtl and sampled need the Verilated tensor engine; tlm gets the fast model from it too.
-  core_options.tensor_datapath = cosim::rtl_tensor_factory();
+  core_options.tensor_datapath = cosim::rtl_tensor_factory(waves.get(), options_.failure_waves_dir);
   // In rtl fidelity the DMA engines are the Verilated RTL too. sampled runs
   // the fast DMA model and re-executes a sample of descriptors on the RTL.
   if (fidelity_ == arch::Fidelity::Rtl) core_options.dma_engine = cosim::rtl_dma_factory(resolved_.hw);
   if (fidelity_ == arch::Fidelity::Sampled) core_options.dma_sampler = cosim::rtl_dma_sampler_factory(resolved_.hw);
-  core::NeuronCore core("core", resolved_.hw, stats, core_options);
+  auto core_owner = std::make_unique<core::NeuronCore>("core", resolved_.hw, stats, core_options);
+  core::NeuronCore& core = *core_owner;
   for (const auto& [address, bytes] : data_) core.hbm().backdoor_write(address, bytes.data(), bytes.size());
 
   // Rings get one spare slot: a full ring would have HEAD == TAIL, which reads as empty.
@@ -152,6 +174,14 @@ RunReport Device::run(const Program& program) {
     stats.dump(os);
     return os.str();
   }();
+  if (waves) {
+    // The Verilated models close their traces when destroyed.
+    core_owner.reset();
+    const auto w = waves->finish(static_cast<std::uint64_t>(std::llround(sc_core::sc_time_stamp().to_seconds() * 1e12)));
+    waves_gtkw_ = w.gtkw;
+    report.wall_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  }
   return report;
 }
 

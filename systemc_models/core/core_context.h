@@ -6,6 +6,7 @@
 #include "arch/address_map.h"
 #include "arch/config.h"
 #include "trace/stats.h"
+#include "trace/wave_probe.h"
 
 #include <cstdint>
 #include <optional>
@@ -44,6 +45,8 @@ struct CoreContext {
   // because they usually follow from it.
   std::optional<std::string> error;
   void fail(const std::string& message);
+
+  trace::WaveProbe* waves = nullptr;  // a waveform being recorded, or none
 };
 
 }  // namespace tessera::core

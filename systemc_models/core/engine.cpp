@@ -75,7 +75,14 @@ void Engine::read_device(std::uint64_t address, std::uint8_t* out, std::uint64_t
 void Engine::drain() {
   settle();
   const sc_time done = work_done_at();
-  if (done > sc_time_stamp()) sc_core::wait(done - sc_time_stamp());
+  if (done > sc_time_stamp()) {
+    wave_state(trace::WaveProbe::EngineState::Drain);
+    sc_core::wait(done - sc_time_stamp());
+  }
+}
+
+void Engine::wave_state(trace::WaveProbe::EngineState s) {
+  if (ctx_.waves) ctx_.waves->engine_state(static_cast<int>(kind_), s);
 }
 
 sc_time Engine::block_ready(std::uint64_t pc) {
@@ -121,6 +128,7 @@ void Engine::run() {
       in = fetch_next(pc, fetch_ready);
       where += ": " + arch::disassemble(in);
       if (fetch_ready > sc_time_stamp()) {
+        wave_state(trace::WaveProbe::EngineState::FetchWait);
         fetch_wait_ns_ += (fetch_ready - sc_time_stamp()).to_seconds() * 1e9;
         sc_core::wait(fetch_ready - sc_time_stamp());
       }
@@ -131,15 +139,21 @@ void Engine::run() {
       if (!problems.empty()) throw std::runtime_error(problems.front());
       if (index == 0) first_issue_time_ = sc_time_stamp();
       ++instructions_;
+      if (ctx_.waves) {
+        ctx_.waves->engine_instruction(static_cast<int>(kind_), index, static_cast<std::uint8_t>(in.opcode));
+        if (in.opcode <= arch::Opcode::DmaTrigger) wave_state(trace::WaveProbe::EngineState::Control);
+      }
       switch (in.opcode) {
         case arch::Opcode::End:
           drain();
           finished_ = true;
           end_time_ = sc_time_stamp();
+          wave_state(trace::WaveProbe::EngineState::Done);
           return;
         case arch::Opcode::Nop: break;
         case arch::Opcode::SemWait: {
           const sc_time start = sc_time_stamp();
+          if (ctx_.semaphores.value(in.sem) < in.value) wave_state(trace::WaveProbe::EngineState::SemWait);
           ctx_.semaphores.wait_at_least(in.sem, in.value, name());
           if (sc_time_stamp() > start) {
             wait_for_clock_edge();
@@ -159,12 +173,14 @@ void Engine::run() {
           break;
         }
         default: {
+          wave_state(trace::WaveProbe::EngineState::Busy);
           const sc_time busy = execute(in);
           if (!reports_own_busy()) add_busy(busy);
           sc_core::wait(busy);
         }
       }
     } catch (const std::exception& e) {
+      wave_state(trace::WaveProbe::EngineState::Done);
       ctx_.fail(fmt::format("{}: {}", where, e.what()));
       return;
     }

@@ -71,6 +71,7 @@ private:
   void read_device(std::uint64_t address, std::uint8_t* out, std::uint64_t length, sc_core::sc_time& at);
   void wait_for_clock_edge();
   void drain();
+  void wave_state(trace::WaveProbe::EngineState s);
 
   // The sequencer fetches its stream in blocks and keeps a few in flight
   // ahead of the instruction it executes, hiding device-memory latency.

@@ -16,6 +16,12 @@ NeuronCore::NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, 
     : sc_module(name), cfg_(cfg), stats_(stats) {
   mem_ = std::make_unique<MemorySystem>(cfg, stats);
   ctx_ = std::make_unique<CoreContext>(mem_->context(cfg, stats, options.no_data));
+  ctx_->waves = options.waves;
+  if (options.waves) {
+    mem_->sbuf->set_wave_probe(options.waves, trace::WaveProbe::Memory::Sbuf);
+    mem_->psum->set_wave_probe(options.waves, trace::WaveProbe::Memory::Psum);
+    mem_->semaphores->set_wave_probe(options.waves);
+  }
   std::unique_ptr<engines::TensorDatapath> datapath;
   if (options.tensor_datapath) {
     datapath = options.tensor_datapath(cfg, options.fidelity);

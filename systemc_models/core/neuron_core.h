@@ -49,6 +49,7 @@ struct CoreOptions {
   dma::DmaEngineFactory dma_engine;       // empty: the fast DMA model
   DmaSamplerFactory dma_sampler;          // sampled: re-executes fast-model descriptors on the RTL
   bool no_data = false;                   // timing only; timing does not depend on data
+  trace::WaveProbe* waves = nullptr;      // records a waveform of the run (cosim/waves.h)
 };
 
 class NeuronCore : public sc_core::sc_module {

@@ -40,6 +40,7 @@ void Semaphores::apply_due() {
 void Semaphores::increment(std::size_t index, std::uint32_t delta) {
   values_.at(index) += delta;
   ++increments_;
+  if (waves_) waves_->semaphore(index, values_[index]);
   changed_.notify(sc_core::SC_ZERO_TIME);
 }
 

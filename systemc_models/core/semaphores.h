@@ -4,6 +4,7 @@
 #pragma once
 
 #include "trace/stats.h"
+#include "trace/wave_probe.h"
 
 #include <systemc>
 #include <tlm>
@@ -37,6 +38,8 @@ public:
   // Waiters still blocked, as "who: sem[i] >= v (value now u)".
   std::vector<std::string> blocked_waiters() const;
 
+  void set_wave_probe(trace::WaveProbe* probe) { waves_ = probe; }
+
 private:
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
   void apply_due();  // SC_METHOD: applies the delayed increments whose time has come
@@ -54,6 +57,7 @@ private:
   sc_core::sc_event delayed_event_;
   trace::Counter& increments_;
   trace::Counter& waits_;
+  trace::WaveProbe* waves_ = nullptr;
 };
 
 }  // namespace tessera::core

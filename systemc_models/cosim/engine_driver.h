@@ -7,7 +7,8 @@
 //
 // Model is one of the Vtensor_engine_<R>x<C> classes; they share port names.
 // TESSERA_WAVES=1 writes an FST of the run, <wave_name>.fst, into
-// TESSERA_WAVES_DIR (default: the working directory).
+// TESSERA_WAVES_DIR (default: the working directory); trace_to() writes one
+// on the caller's time axis (tessera run --waves, cosim/waves.h).
 #pragma once
 
 #include "arch/numerics.h"
@@ -200,6 +201,37 @@ class EngineDriver {
   std::vector<std::uint64_t> write_edges;
   std::string wave_path;  // set when a waveform is being written
 
+  // Traces into `path`, each dump stamped stamp(cycle(), rising) on the
+  // caller's time axis (falling: inputs driven and settled; rising: after the
+  // clock edge) and skipped when the stamp is outside [from, to]. Stamps must
+  // not decrease.
+  void trace_to(const std::string& path, std::function<std::uint64_t(std::uint64_t, bool)> stamp,
+                std::uint64_t from, std::uint64_t to) {
+    if (fst_) fst_->close();
+    ctx_->traceEverOn(true);
+    fst_ = std::make_unique<VerilatedFstC>();
+    model_->trace(fst_.get(), 99);
+    fst_->open(path.c_str());
+    wave_path.clear();  // names a TESSERA_WAVES file (driver time), not this one
+    stamp_ = std::move(stamp);
+    stamp_from_ = from;
+    stamp_to_ = to;
+  }
+  // The caller skips the stamps [from, to) without clocking (the engine is
+  // idle, its signals hold): when the trace's window opens in there, the
+  // window starts with the held values.
+  void trace_hold(std::uint64_t from, std::uint64_t to) {
+    if (!fst_ || !stamp_ || dumped_ || stamp_from_ < from || stamp_from_ >= to || stamp_from_ > stamp_to_) return;
+    fst_->dump(stamp_from_);
+    dumped_ = true;
+    last_stamp_ = stamp_from_;
+  }
+  // Closes the trace (its file is complete afterwards).
+  void close_trace() {
+    if (fst_) fst_->close();
+    fst_.reset();
+  }
+
  private:
   void sample(bool take_write) {
     Model& m = *model_;
@@ -224,7 +256,7 @@ class EngineDriver {
     if (take_write) m.ps_ready_i = coin(noise_.psum_ready);
     m.clk_i = 0;
     m.eval();
-    if (take_write) dump();
+    if (take_write) dump(false);
 
     cmd_fire_ = m.cmd_valid_i && m.cmd_ready_o;
     st_fire_ = m.st_valid_i && m.st_ready_o;
@@ -239,7 +271,7 @@ class EngineDriver {
     ctx_->timeInc(1);
     m.clk_i = 1;
     m.eval();
-    dump();
+    dump(true);
     ctx_->timeInc(1);
 
     if (cmd_fire_) {
@@ -325,14 +357,23 @@ class EngineDriver {
     wave_path = path;
   }
 
-  void dump() {
-    if (fst_) fst_->dump(ctx_->time());
+  void dump(bool rising) {
+    if (!fst_) return;
+    if (!stamp_) return fst_->dump(ctx_->time());
+    const std::uint64_t t = stamp_(cycle_, rising);
+    if (t < stamp_from_ || t > stamp_to_ || (dumped_ && t <= last_stamp_)) return;
+    fst_->dump(t);
+    dumped_ = true;
+    last_stamp_ = t;
   }
 
   int rows_, cols_;
   std::unique_ptr<VerilatedContext> ctx_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<VerilatedFstC> fst_;
+  std::function<std::uint64_t(std::uint64_t, bool)> stamp_;
+  std::uint64_t stamp_from_ = 0, stamp_to_ = 0, last_stamp_ = 0;
+  bool dumped_ = false;
   std::deque<Command> commands_;
   std::deque<std::vector<std::uint16_t>> st_beats_;
   std::deque<std::vector<std::uint16_t>> mv_beats_;

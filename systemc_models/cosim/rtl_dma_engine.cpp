@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 #include <verilated.h>
+#include <verilated_fst_c.h>
 
 #include <algorithm>
 #include <cmath>
@@ -55,6 +56,7 @@ public:
     // context, not the model's own: with several models (each with its own
     // context) that may be one already destroyed, so point it at ours first.
     Verilated::threadContextp(&ctx_);
+    if (fst_) fst_->close();
     top_->final();
     top_.reset();
   }
@@ -70,6 +72,7 @@ public:
 
   void cycle(const DmaPortIn& in, DmaPortOut& out) override {
     V& t = *top_;
+    hold_at_window_start();
     t.reg_req_i = in.reg_req;
     t.reg_we_i = in.reg_we;
     t.reg_addr_i = in.reg_addr;
@@ -89,6 +92,7 @@ public:
     t.bresp_i = in.bresp;
     t.clk_i = 0;
     t.eval();
+    dump(false);
     out.arvalid = t.arvalid_o;
     if (out.arvalid) {
       out.arid = t.arid_o;
@@ -113,11 +117,42 @@ public:
     out.busy = t.busy_o;
     t.clk_i = 1;
     t.eval();
+    dump(true);
     ctx_.timeInc(2);  // assertion messages carry the time: 2 units per cycle
     out.reg_rdata = t.reg_rdata_o;
   }
 
+  void trace_to(const std::string& path, std::uint64_t from_ps, std::uint64_t to_ps, double period_ps) override {
+    ctx_.traceEverOn(true);
+    fst_ = std::make_unique<VerilatedFstC>();
+    top_->trace(fst_.get(), 99);
+    fst_->open(path.c_str());
+    from_ps_ = from_ps;
+    to_ps_ = to_ps;
+    half_ps_ = period_ps / 2;
+  }
+
 private:
+  // An idle engine is not clocked: when the trace's window opened since the
+  // last cycle, it opens with the values held since then.
+  void hold_at_window_start() {
+    if (!fst_ || dumped_ || from_ps_ > to_ps_) return;
+    if (sc_core::sc_time_stamp().to_seconds() * 1e12 <= static_cast<double>(from_ps_)) return;
+    fst_->dump(from_ps_);
+    dumped_ = true;
+    last_ps_ = from_ps_;
+  }
+
+  void dump(bool rising) {
+    if (!fst_) return;
+    const double now = sc_core::sc_time_stamp().to_seconds() * 1e12 + (rising ? half_ps_ : 0.0);
+    const auto t = static_cast<std::uint64_t>(std::llround(now));
+    if (t < from_ps_ || t > to_ps_ || (dumped_ && t <= last_ps_)) return;
+    fst_->dump(t);
+    dumped_ = true;
+    last_ps_ = t;
+  }
+
   template <class T>
   void set_wide(T& port, const std::uint8_t* bytes) {
     if constexpr (std::is_integral_v<T>) {
@@ -132,6 +167,10 @@ private:
   unsigned data_bytes_;
   VerilatedContext ctx_;
   std::unique_ptr<V> top_;
+  std::unique_ptr<VerilatedFstC> fst_;
+  std::uint64_t from_ps_ = 0, to_ps_ = 0, last_ps_ = 0;
+  double half_ps_ = 0;
+  bool dumped_ = false;
 };
 
 struct Variant {
@@ -201,6 +240,10 @@ RtlDmaEngine::RtlDmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx,
   write_reg_now(r::kWinLimitLo, static_cast<std::uint32_t>(limit));
   write_reg_now(r::kWinLimitHi, static_cast<std::uint32_t>(limit >> 32));
   write_reg_now(r::kCtrl, 1);
+  if (ctx.waves) {
+    if (const auto t = ctx.waves->rtl_trace(basename()))
+      port_->trace_to(t->path, t->from_ps, t->to_ps, period_.to_seconds() * 1e12);
+  }
   SC_THREAD(run);
 }
 
@@ -357,6 +400,7 @@ void RtlDmaEngine::finish_write(WriteBurst& w) {
       s.head = (index + 1) % s.ring_size;
       ++s.descriptors_done;
       ++descriptors_;
+      wave_queue(static_cast<std::uint32_t>(ring_q));
       completions_.push_back({static_cast<std::uint32_t>(ring_q), index, sc_time_stamp() + delay});
     }
     i = j;
@@ -376,6 +420,7 @@ void RtlDmaEngine::step(const RegOp* op) {
     const PendingTail& p = pending_.front();
     if (log_) std::fprintf(stderr, "%s %.3f doorbell q%u tail %u\n", name(), sc_time_stamp().to_seconds() * 1e9, p.queue, p.tail);
     queues_[p.queue].tail = p.tail;
+    wave_queue(p.queue);
     reg_ops_.push_back({arch::dma_reg::queue(p.queue, arch::dma_reg::kQTail), p.tail, true});
     pending_.pop_front();
   }

@@ -43,6 +43,10 @@ public:
   virtual void reset() = 0;
   // One clock: drive `in`, sample the outputs that handshake with it, then the rising edge.
   virtual void cycle(const DmaPortIn& in, DmaPortOut& out) = 0;
+  // Traces the RTL into the FST `path` from now on, on the simulated time axis
+  // in picoseconds (inputs settled at the cycle's start, the clock rising half
+  // a period later); cycles outside [from_ps, to_ps] are not written.
+  virtual void trace_to(const std::string& path, std::uint64_t from_ps, std::uint64_t to_ps, double period_ps) = 0;
 };
 
 // Verilated parameter sets compiled in (systemc_models/cosim/CMakeLists.txt,

@@ -7,12 +7,15 @@
 #include "cosim/rtl_tensor_datapath.h"
 
 #include "arch/tensor_timing.h"
+#include "cosim/waves.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <deque>
+#include <filesystem>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -35,10 +38,22 @@ constexpr std::int64_t kStallLimit = 10'000'000;
 template <class Model>
 class RtlDatapath final : public RtlTensorDatapath {
 public:
-  RtlDatapath(std::uint32_t rows, std::uint32_t cols, std::uint32_t min_ii, const std::string& wave_name)
+  RtlDatapath(std::uint32_t rows, std::uint32_t cols, std::uint32_t min_ii, const std::string& wave_name,
+              const std::optional<trace::WaveProbe::RtlTrace>& trace, double period_ps)
       : driver_(static_cast<int>(rows), static_cast<int>(cols), wave_name), min_ii_(min_ii) {
     driver_.set_min_ii(static_cast<int>(min_ii));
     driver_.psum_sink = [this](const PsumWrite& w) { take_write(w); };
+    if (trace) {
+      // Driver cycle d is core cycle d + offset_; its inputs settle at the
+      // start of the cycle and the clock rises half a period later.
+      period_ps_ = period_ps;
+      driver_.trace_to(
+          trace->path,
+          [this](std::uint64_t d, bool rising) {
+            return cycle_ps(static_cast<double>(static_cast<std::int64_t>(d) + offset_) - (rising ? 0.5 : 0.0));
+          },
+          trace->from_ps, trace->to_ps);
+    }
   }
 
   engines::TensorTiming issue(engines::TensorCommand& cmd, std::uint64_t earliest) override {
@@ -125,6 +140,9 @@ public:
   const std::vector<RtlCommandRecord>& records() const override { return records_; }
   std::uint64_t cycles_evaluated() const override { return evaluated_; }
   std::uint64_t cycles_skipped() const override { return skipped_; }
+  void run_idle(std::uint64_t cycles) override {
+    for (std::uint64_t i = 0; i < cycles; ++i) step();
+  }
   std::string wave_window(std::uint64_t from, std::uint64_t to) const override {
     if (driver_.wave_path.empty()) return {};
     // The driver advances its trace time by 2 per cycle (both clock edges).
@@ -142,6 +160,7 @@ private:
   };
 
   std::int64_t now() const { return static_cast<std::int64_t>(driver_.cycle()) + offset_; }
+  std::uint64_t cycle_ps(double cycle) const { return static_cast<std::uint64_t>(std::llround(cycle * period_ps_)); }
 
   void step() {
     driver_.step();
@@ -167,6 +186,8 @@ private:
     while (now() < earliest) {
       if (driver_.idle() && now() >= last_mm_accept_ + static_cast<std::int64_t>(min_ii_)) {
         const std::int64_t gap = earliest - now();
+        if (period_ps_ > 0)
+          driver_.trace_hold(cycle_ps(static_cast<double>(now())), cycle_ps(static_cast<double>(earliest)));
         skipped_ += static_cast<std::uint64_t>(gap);
         if (skipped_stat_) *skipped_stat_ += static_cast<double>(gap);
         offset_ += gap;
@@ -205,6 +226,7 @@ private:
   }
 
   EngineDriver<Model> driver_;
+  double period_ps_ = 0;  // tensor clock period when tracing on the run's time axis
   std::uint32_t min_ii_;
   std::int64_t offset_ = 0;
   std::int64_t last_mm_accept_ = -(std::int64_t{1} << 40);
@@ -221,8 +243,10 @@ private:
 class SampledDatapath final : public engines::TensorDatapath {
 public:
   SampledDatapath(std::unique_ptr<engines::TensorDatapath> fast, std::unique_ptr<RtlTensorDatapath> rtl,
-                  std::uint32_t rows, std::uint32_t cols, std::uint32_t min_ii, SamplingPolicy policy)
+                  std::uint32_t rows, std::uint32_t cols, std::uint32_t min_ii, SamplingPolicy policy,
+                  SampledFailure on_failure)
       : fast_(std::move(fast)), rtl_(std::move(rtl)), params_{rows, cols, min_ii}, policy_(policy),
+        failure_(std::move(on_failure)),
         start_(std::chrono::steady_clock::now()) {}
 
   engines::TensorTiming issue(engines::TensorCommand& cmd, std::uint64_t earliest) override {
@@ -245,7 +269,7 @@ public:
     const engines::TensorTiming t = fast_->issue(cmd, earliest);
     cmd.write_psum = write_psum;
     if (write_psum && !*seen) throw std::logic_error("the sampled datapath needs a fast model that delivers at issue");
-    check(cmd, seen->has_value() ? &**seen : nullptr);
+    check(cmd, seen->has_value() ? &**seen : nullptr, earliest);
     return t;
   }
 
@@ -281,15 +305,25 @@ private:
   // The sampled instruction alone on the RTL, after its weights: its result
   // bits and its isolated timing, against the fast model's bits and the
   // timing rules.
-  void check(const engines::TensorCommand& cmd, const arch::Fp32Matrix* fast_out) {
+  void check(const engines::TensorCommand& cmd, const arch::Fp32Matrix* fast_out, std::uint64_t earliest) {
     const auto wall = std::chrono::steady_clock::now();
     ++*sampled_;
+    ++checks_;
+    std::optional<arch::Fp32Matrix> faulty;
+    if (fast_out && checks_ == failure_.inject_fault_at_sample && !fast_out->data.empty()) {
+      faulty = *fast_out;
+      faulty->data[0] = arch::fp32_from_bits(arch::fp32_bits(faulty->data[0]) ^ 1u);
+      fast_out = &*faulty;
+    }
     const auto m = static_cast<std::int64_t>(stationary_.cols);
     const auto n = static_cast<std::int64_t>(cmd.data.cols);
     const bool acc = cmd.mode == arch::PsumMode::Accumulate;
-    // Far enough past everything before that the RTL is idle: isolated timing.
-    const std::uint64_t start = rtl_->flush() + static_cast<std::uint64_t>(params_.rows + params_.cols +
-                                                                           params_.min_initiation_interval + 2);
+    // Far enough past everything before that the RTL is idle: isolated
+    // timing. No earlier than the instruction's own issue, so that in a
+    // waveform the sample sits where the instruction ran.
+    const std::uint64_t start =
+        std::max(earliest, rtl_->flush() + static_cast<std::uint64_t>(params_.rows + params_.cols +
+                                                                      params_.min_initiation_interval + 2));
     engines::TensorCommand load{engines::TensorCommand::Op::LoadStationary, stationary_, arch::PsumMode::Overwrite, {}};
     std::optional<arch::Fp32Matrix> rtl_out;
     engines::TensorCommand mul{engines::TensorCommand::Op::MultiplyMoving, cmd.data, cmd.mode, {}};
@@ -310,7 +344,16 @@ private:
     const std::string shape = fmt::format("MultiplyMoving K={} M={} N={}{}", cmd.data.rows, m, n,
                                           acc ? " accumulate" : "");
     const std::string window = rtl_->wave_window(t_load.accepted, rtl_done);
-    const std::string waves = window.empty() ? "" : " (waveform: " + window + ")";
+    std::string waves = window.empty() ? "" : " (waveform: " + window + ")";
+    const auto replay = [&] {
+      if (failure_.waves_dir.empty()) return;
+      try {
+        waves += "; waveform of the failing instruction: " + waves_open_command(replay_waves(cmd, start));
+      } catch (const std::exception& e) {
+        waves += fmt::format("; no waveform of it: {}", e.what());
+      }
+    };
+    if (rtl_accept != f_accept || rtl_complete != f_complete) replay();
     if (rtl_accept != f_accept || rtl_complete != f_complete)
       throw std::runtime_error(fmt::format(
           "sampled check failed for {}: after its LoadStationary the RTL accepts it in {} and completes it in {} "
@@ -325,6 +368,7 @@ private:
       if (differ++ == 0) first = i;
     }
     if (differ == 0) return;
+    replay();
     const std::size_t cols = fast_out->cols;
     throw std::runtime_error(fmt::format(
         "sampled check failed for {}: {} of {} result values differ; first at [m {}, n {}]: RTL 0x{:08x} ({}), "
@@ -333,10 +377,44 @@ private:
         rtl_out->data[first], arch::fp32_bits(fast_out->data[first]), fast_out->data[first], waves));
   }
 
+  // Runs the sampled instruction again, after its weights, from cycle
+  // `start` on a fresh RTL that traces it; returns the waveform's path.
+  std::string replay_waves(const engines::TensorCommand& cmd, std::uint64_t start) {
+    namespace fs = std::filesystem;
+    fs::create_directories(failure_.waves_dir);
+    const std::string base = (fs::path(failure_.waves_dir) / fmt::format("sampled-failure-{}", checks_)).string();
+    const std::string part = base + ".rtl.fst";
+    std::uint64_t done = 0;
+    {
+      auto rtl = make_rtl_tensor_datapath(params_.rows, params_.cols, params_.min_initiation_interval, "replay",
+                                          trace::WaveProbe::RtlTrace{part, 0, UINT64_MAX}, failure_.tensor_period_ps);
+      engines::TensorCommand load{engines::TensorCommand::Op::LoadStationary, stationary_, arch::PsumMode::Overwrite,
+                                  {}};
+      engines::TensorCommand mul{engines::TensorCommand::Op::MultiplyMoving, cmd.data, cmd.mode, {}};
+      rtl->issue(load, start);
+      rtl->issue(mul, start);
+      done = rtl->flush();
+      rtl->run_idle(kReplayTail);
+    }
+    const auto ps = [this](std::uint64_t c) {
+      return static_cast<std::uint64_t>(std::llround(static_cast<double>(c) * failure_.tensor_period_ps));
+    };
+    const WaveWindow window{ps(start), ps(done + kReplayTail)};
+    const auto signals = merge_waves({{part, "rtl.tensor", -1, true}}, base + ".fst", window);
+    write_gtkw(base + ".fst", base + ".gtkw", signals, {}, window);
+    fs::remove(part);
+    return base + ".fst";
+  }
+
+  // Cycles shown after the last PSUM write: the write port going idle.
+  static constexpr std::uint64_t kReplayTail = 3;
+
   std::unique_ptr<engines::TensorDatapath> fast_;
   std::unique_ptr<RtlTensorDatapath> rtl_;
+  std::int64_t checks_ = 0;
   arch::TensorTimingParams params_;
   SamplingPolicy policy_;
+  SampledFailure failure_;
   std::chrono::steady_clock::time_point start_;
   arch::Bf16Matrix stationary_;
   std::set<std::tuple<std::size_t, std::size_t, std::size_t, bool>> shapes_seen_;
@@ -360,9 +438,12 @@ std::vector<std::string> rtl_tensor_sizes() {
 }
 
 std::unique_ptr<RtlTensorDatapath> make_rtl_tensor_datapath(std::uint32_t rows, std::uint32_t cols,
-                                                            std::uint32_t min_ii, const std::string& wave_name) {
-#define TESSERA_TE_MODEL(R, C, MODEL) \
-  if (rows == (R) && cols == (C)) return std::make_unique<RtlDatapath<MODEL>>(rows, cols, min_ii, wave_name);
+                                                            std::uint32_t min_ii, const std::string& wave_name,
+                                                            const std::optional<trace::WaveProbe::RtlTrace>& trace,
+                                                            double period_ps) {
+#define TESSERA_TE_MODEL(R, C, MODEL)                                                                   \
+  if (rows == (R) && cols == (C))                                                                       \
+    return std::make_unique<RtlDatapath<MODEL>>(rows, cols, min_ii, wave_name, trace, period_ps);
   TESSERA_TE_MODELS
 #undef TESSERA_TE_MODEL
   std::string built;
@@ -376,23 +457,39 @@ std::unique_ptr<RtlTensorDatapath> make_rtl_tensor_datapath(std::uint32_t rows, 
 std::unique_ptr<engines::TensorDatapath> make_sampled_tensor_datapath(std::unique_ptr<engines::TensorDatapath> fast,
                                                                       std::unique_ptr<RtlTensorDatapath> rtl,
                                                                       std::uint32_t rows, std::uint32_t cols,
-                                                                      std::uint32_t min_ii, SamplingPolicy policy) {
-  return std::make_unique<SampledDatapath>(std::move(fast), std::move(rtl), rows, cols, min_ii, policy);
+                                                                      std::uint32_t min_ii, SamplingPolicy policy,
+                                                                      SampledFailure on_failure) {
+  return std::make_unique<SampledDatapath>(std::move(fast), std::move(rtl), rows, cols, min_ii, policy,
+                                           std::move(on_failure));
 }
 
-core::TensorDatapathFactory rtl_tensor_factory() {
-  return [](const arch::HwConfig& cfg, arch::Fidelity fidelity) -> std::unique_ptr<engines::TensorDatapath> {
+core::TensorDatapathFactory rtl_tensor_factory(trace::WaveProbe* waves, const std::string& failure_waves_dir) {
+  return [waves, failure_waves_dir](const arch::HwConfig& cfg,
+                                    arch::Fidelity fidelity) -> std::unique_ptr<engines::TensorDatapath> {
     const auto rows = static_cast<std::uint32_t>(cfg.tensor.rows);
     const auto cols = static_cast<std::uint32_t>(cfg.tensor.cols);
     const auto ii = static_cast<std::uint32_t>(cfg.tensor.min_initiation_interval_cycles);
+    const double period_ps = 1000.0 / cfg.tensor.clock_ghz;
+    const auto trace = [&]() -> std::optional<trace::WaveProbe::RtlTrace> {
+      if (!waves) return std::nullopt;
+      return waves->rtl_trace("tensor");
+    };
     switch (fidelity) {
       case arch::Fidelity::Tlm: return engines::make_fast_tensor_datapath(rows, cols, ii);
-      case arch::Fidelity::Rtl: return make_rtl_tensor_datapath(rows, cols, ii);
-      case arch::Fidelity::Sampled:
+      case arch::Fidelity::Rtl: return make_rtl_tensor_datapath(rows, cols, ii, "core_tensor", trace(), period_ps);
+      case arch::Fidelity::Sampled: {
+        SampledFailure on_failure;
+        on_failure.waves_dir = failure_waves_dir;
+        on_failure.tensor_period_ps = period_ps;
+        if (const char* fault = std::getenv("TESSERA_INJECT_SAMPLED_FAULT"))
+          on_failure.inject_fault_at_sample = std::atoll(fault);
         return make_sampled_tensor_datapath(engines::make_fast_tensor_datapath(rows, cols, ii),
-                                            make_rtl_tensor_datapath(rows, cols, ii, "core_tensor_sampled"), rows, cols,
-                                            ii,
-                                            {cfg.simulation.sample_every, cfg.simulation.sample_rtl_budget_percent});
+                                            make_rtl_tensor_datapath(rows, cols, ii, "core_tensor_sampled", trace(),
+                                                                     period_ps),
+                                            rows, cols, ii,
+                                            {cfg.simulation.sample_every, cfg.simulation.sample_rtl_budget_percent},
+                                            on_failure);
+      }
     }
     throw std::logic_error("unknown fidelity");
   };

@@ -112,6 +112,7 @@ void DmaEngine::apply_due_doorbells() {
   while (!pending_.empty() && pending_.front().visible <= sc_time_stamp()) {
     queues_[pending_.front().queue].tail = pending_.front().tail;
     tail_visible_[pending_.front().queue] = pending_.front().visible;
+    wave_queue(pending_.front().queue);
     pending_.pop_front();
   }
 }
@@ -251,6 +252,7 @@ void DmaEngine::complete_oldest() {
   ++descriptors_;
   ++s.descriptors_done;
   s.head = (done.index + 1) % s.ring_size;
+  wave_queue(done.queue);
 }
 
 void DmaEngine::execute(Fetched f) {

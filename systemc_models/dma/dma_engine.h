@@ -67,6 +67,8 @@ public:
   };
   const std::vector<Completion>& completions() const { return completions_; }
 
+  void set_wave_probe(trace::WaveProbe* probe) { waves_ = probe; }
+
 protected:
   struct PendingTail {
     sc_core::sc_time visible;
@@ -86,7 +88,15 @@ protected:
 
   std::vector<Completion> completions_;
 
+  // Reports queue q's depth (descriptors visible and not completed) to the waveform.
+  void wave_queue(std::uint32_t q) const {
+    if (!waves_) return;
+    const QueueState& s = queues_[q];
+    waves_->dma_queue_depth(rank_, q, s.ring_size ? (s.tail + s.ring_size - s.head) % s.ring_size : 0);
+  }
+
 private:
+  trace::WaveProbe* waves_ = nullptr;
   std::uint32_t rank_ = 0;
   sc_core::sc_time turn_taken_ = sc_core::SC_ZERO_TIME;
   bool turn_ever_ = false;

@@ -10,6 +10,7 @@ DmaSubsystem::DmaSubsystem(core::CoreContext& ctx, const DmaEngineFactory& facto
     const std::string name = fmt::format("dma{}", e);
     engines_.push_back(factory ? factory(name.c_str(), ctx, queues)
                                : std::make_unique<DmaEngine>(name.c_str(), ctx, queues));
+    engines_.back()->set_wave_probe(ctx.waves);
   }
   ctx.stats.formula("dma.bytes", "bytes", "bytes moved by every DMA engine", [this] {
     double b = 0;

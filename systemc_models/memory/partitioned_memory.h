@@ -5,6 +5,7 @@
 #pragma once
 
 #include "trace/stats.h"
+#include "trace/wave_probe.h"
 
 #include <systemc>
 #include <tlm>
@@ -39,8 +40,18 @@ public:
   std::uint8_t* at(std::uint64_t partition, std::uint64_t byte, std::uint64_t length);
   const std::uint8_t* at(std::uint64_t partition, std::uint64_t byte, std::uint64_t length) const;
 
-  void count_read(std::uint64_t bytes) { bytes_read_ += static_cast<double>(bytes); }
-  void count_write(std::uint64_t bytes) { bytes_written_ += static_cast<double>(bytes); }
+  void count_read(std::uint64_t bytes) {
+    bytes_read_ += static_cast<double>(bytes);
+    if (waves_) waves_->memory_traffic(wave_id_, false, bytes);
+  }
+  void count_write(std::uint64_t bytes) {
+    bytes_written_ += static_cast<double>(bytes);
+    if (waves_) waves_->memory_traffic(wave_id_, true, bytes);
+  }
+  void set_wave_probe(trace::WaveProbe* probe, trace::WaveProbe::Memory id) {
+    waves_ = probe;
+    wave_id_ = id;
+  }
 
   const PartitionedMemoryParams& params() const { return p_; }
 
@@ -58,6 +69,8 @@ private:
   trace::Counter& bytes_read_;
   trace::Counter& bytes_written_;
   trace::Counter& bytes_timing_only_;
+  trace::WaveProbe* waves_ = nullptr;
+  trace::WaveProbe::Memory wave_id_ = trace::WaveProbe::Memory::Sbuf;
 };
 
 }  // namespace tessera::memory

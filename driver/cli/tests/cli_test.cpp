@@ -1,5 +1,7 @@
 // Runs the real `tessera` binary, as a user would, and checks exit status,
 // stdout and stderr.
+#include "tessera_process.h"
+
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -18,27 +20,8 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct Result {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
-Result run(const std::string& args) {
-  const fs::path err_file = fs::temp_directory_path() / fmt::format("tessera_cli_err_{}", ::getpid());
-  const std::string cmd = fmt::format("TESSERA_CONFIG_DIR={}/configs {} {} 2>{}", TESSERA_SOURCE_DIR, TESSERA_BIN,
-                                      args, err_file.string());
-  Result r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf{};
-  while (std::size_t n = fread(buf.data(), 1, buf.size(), pipe)) r.out.append(buf.data(), n);
-  const int raw = pclose(pipe);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  std::ifstream in(err_file);
-  r.err.assign(std::istreambuf_iterator<char>(in), {});
-  fs::remove(err_file);
-  return r;
-}
+using Result = tessera::test_support::TesseraResult;
+Result run(const std::string& args) { return tessera::test_support::run_tessera(args); }
 
 std::string configs(const std::string& name) { return fmt::format("{}/configs/{}", TESSERA_SOURCE_DIR, name); }
 

@@ -24,6 +24,14 @@ struct DeviceOptions {
   std::vector<arch::Override> overrides;  // --set path=value
   std::optional<arch::Fidelity> fidelity; // default: the config's
   bool no_data = false;                   // timing only: skip the arithmetic and data movement
+  // A waveform of the run for GTKWave (docs/waves.md): FILE.fst and FILE.gtkw;
+  // empty: none. The window and scope use the --waves-window and
+  // --waves-scope syntax; empty: the whole run, everything.
+  std::string waves;
+  std::string waves_window;
+  std::string waves_scope;
+  // Where the sampled fidelity writes the waveform of a disagreement.
+  std::string failure_waves_dir = ".";
 };
 
 class Device {
@@ -45,6 +53,8 @@ public:
   RunReport run(const Program& program);
   // Every statistic of the last run, one line each (the stats.txt format).
   const std::string& stats_text() const { return stats_text_; }
+  // The save file written beside DeviceOptions::waves by the last run, or empty.
+  const std::string& waves_save_file() const { return waves_gtkw_; }
 
 private:
   DeviceOptions options_;
@@ -54,6 +64,7 @@ private:
   std::map<std::uint64_t, std::vector<std::uint8_t>> data_;  // tensor address -> bytes
   bool ran_ = false;
   std::string stats_text_;
+  std::string waves_gtkw_;
 };
 
 }  // namespace tessera
