@@ -1,6 +1,8 @@
 #include "common/kernel.h"
 
+#include "elementwise/elementwise.h"
 #include "gemm/gemm.h"
+#include "softmax/softmax.h"
 #include "tessera/kernel_builder.h"
 
 #include <fmt/format.h>
@@ -10,7 +12,7 @@
 namespace tessera::kernels {
 
 const std::vector<KernelSpec>& registry() {
-  static const std::vector<KernelSpec> all = {gemm_spec()};
+  static const std::vector<KernelSpec> all = {gemm_spec(), elementwise_spec(), softmax_spec()};
   return all;
 }
 
