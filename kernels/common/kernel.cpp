@@ -2,6 +2,8 @@
 
 #include "elementwise/elementwise.h"
 #include "gemm/gemm.h"
+#include "norms/norms.h"
+#include "reduce/reduce.h"
 #include "softmax/softmax.h"
 #include "tessera/kernel_builder.h"
 
@@ -12,7 +14,9 @@
 namespace tessera::kernels {
 
 const std::vector<KernelSpec>& registry() {
-  static const std::vector<KernelSpec> all = {gemm_spec(), elementwise_spec(), softmax_spec()};
+  static const std::vector<KernelSpec> all = {gemm_spec(), elementwise_spec(), softmax_spec(),
+                                               layernorm_spec(), rmsnorm_spec(),
+                                               reduce_spec(),    cumsum_spec()};
   return all;
 }
 
