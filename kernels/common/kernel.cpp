@@ -5,6 +5,7 @@
 #include "norms/norms.h"
 #include "reduce/reduce.h"
 #include "softmax/softmax.h"
+#include "transpose/transpose.h"
 #include "tessera/kernel_builder.h"
 
 #include <fmt/format.h>
@@ -16,7 +17,8 @@ namespace tessera::kernels {
 const std::vector<KernelSpec>& registry() {
   static const std::vector<KernelSpec> all = {gemm_spec(), elementwise_spec(), softmax_spec(),
                                                layernorm_spec(), rmsnorm_spec(),
-                                               reduce_spec(),    cumsum_spec()};
+                                               reduce_spec(),    cumsum_spec(),
+                                               transpose_spec()};
   return all;
 }
 
