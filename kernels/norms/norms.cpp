@@ -139,9 +139,9 @@ public:
   //    two multiplies add 2u: |out| (e_ss + 4u) / 2 + 4u).
   //  layernorm: -mean errs by dm = gamma_{D-1} mean|x| + 2u |mean|; each
   //    centred value c = x - mean by dm + u |c|; the sum of squares S by
-  //    2 dm sum|c| + (3u + gamma_{D-1}) S, i.e. e_S relative; rstd by
-  //    e_r = (e_S + 4u) / 2 + 2u; out by |gamma| rstd (dm + |c| (e_r + 3u))
-  //    + u |out|.
+  //    dS = 2 dm sum|c| + D dm^2 + (3u + gamma_{D-1}) S; var + eps by
+  //    e_v = dS / (S + D eps) + 4u relative; rstd by e_r = e_v / 2 + 2u; out
+  //    by |gamma| rstd (dm + |c| (e_r + 3u)) + u |out|.
   // Each ku is taken as gamma_k so the bound also covers second-order terms.
   NumericsCheck check() override {
     const auto got = dev_.download(out_);
@@ -163,12 +163,13 @@ public:
           var += (x[i] - mean) * (x[i] - mean);
           sum_abs_c += std::fabs(x[i] - mean);
         }
-        const double S = var;
-        var /= static_cast<double>(D_);
+        const double S = var, Dd = static_cast<double>(D_);
+        var /= Dd;
         const double rstd = 1 / std::sqrt(var + double{kEps});
         const double dm = gd * mag + gamma(2) * std::fabs(mean);
-        const double e_s = S > 0 ? 2 * dm * sum_abs_c / S + gamma(3) + gd : INFINITY;
-        const double e_r = (e_s + gamma(4)) / 2 + gamma(2);
+        const double dS = 2 * dm * sum_abs_c + Dd * dm * dm + (gamma(3) + gd) * S;
+        const double e_v = dS / (S + Dd * double{kEps}) + gamma(4);
+        const double e_r = e_v / 2 + gamma(2);
         for (std::int64_t i = 0; i < D_; ++i) {
           const double c = x[i] - mean, out = c * rstd * gv_[i] + bv_[i];
           ref[base + i] = out;

@@ -153,7 +153,9 @@ public:
     KernelBuilder kb(dev_.config(), "cumsum");
     if (variant_ == "matmul") matmul(kb);
     else scan(kb);
-    return kb.build();
+    auto p = kb.build();
+    if (getenv("DBG")) fprintf(stderr, "%s", p.disassemble().c_str());
+    return p;
   }
 
   // Reference in double from the same bf16 inputs. The products with U are
