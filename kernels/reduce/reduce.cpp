@@ -57,8 +57,9 @@ public:
     KernelBuilder kb(cfg, "reduce");
     const std::int64_t P = cfg.sbuf.partitions;
     const arch::AluOp op = sum_ ? arch::AluOp::Add : arch::AluOp::Max;
-    // Three input tiles of F fp32 per partition plus the small results.
-    const std::int64_t F = std::min({C_, kMaxChunk, (cfg.sbuf.partition_kib * 1024 - 64) / (4 * (kBuffers + 2))});
+    // Three input tiles of F fp32 per partition plus the running and
+    // partial results ([P, 1] each along rows, [1, F] each down columns).
+    const std::int64_t F = std::min({C_, kMaxChunk, (cfg.sbuf.partition_kib * 1024 - 64) / (4 * (kBuffers + 4))});
     std::vector<Tile> in;
     for (std::int64_t i = 0; i < kBuffers; ++i) in.push_back(kb.sbuf(fmt::format("x{}", i), u32(P), u32(F), DType::Fp32));
     std::int64_t turn = 0;
@@ -153,9 +154,7 @@ public:
     KernelBuilder kb(dev_.config(), "cumsum");
     if (variant_ == "matmul") matmul(kb);
     else scan(kb);
-    auto p = kb.build();
-    if (getenv("DBG")) fprintf(stderr, "%s", p.disassemble().c_str());
-    return p;
+    return kb.build();
   }
 
   // Reference in double from the same bf16 inputs. The products with U are

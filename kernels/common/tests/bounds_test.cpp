@@ -22,9 +22,10 @@ TEST(Bounds, CheckWithinReportsTheWorstElementOverItsBound) {
   const auto where = [](std::size_t i) { return "out[" + std::to_string(i) + "]"; };
   NumericsCheck c = check_within({1.0f, 2.0f, 3.0f}, {1.0, 2.1, 3.0}, {0.0, 0.2, 0.0}, where);
   EXPECT_TRUE(c.correct);
-  c = check_within({1.0f, 2.0f, 3.5f}, {1.0, 2.1, 3.0}, {0.0, 0.2, 1.0}, where);
+  c = check_within({1.0f, 2.0f, 3.75f}, {1.0, 2.1, 3.0}, {0.0, 0.2, 1.0}, where);
   EXPECT_TRUE(c.correct);
-  EXPECT_DOUBLE_EQ(c.max_abs_error, 0.5);  // the worst ratio: 0.5 of 1.0
+  EXPECT_DOUBLE_EQ(c.max_abs_error, 0.75);  // the worst ratio: 0.75 of 1.0 (element 1: 0.5)
+  EXPECT_DOUBLE_EQ(c.tolerance, 1.0);
   c = check_within({1.0f, 2.5f, 3.0f}, {1.0, 2.1, 3.0}, {0.0, 0.2, 0.0}, where);
   EXPECT_FALSE(c.correct);
   EXPECT_EQ(c.detail.rfind("out[1] = 2.5, reference 2.1, bound 0.2", 0), 0u) << c.detail;
