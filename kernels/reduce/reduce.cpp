@@ -4,7 +4,9 @@
 //     running [P, 1] result.
 //   *_axis0 (down columns, out [1, C]): rows on partitions; the GpSimd engine
 //     reduces across partitions ([P, F] -> [1, F]), the vector engine
-//     combines row blocks into a running [1, F] result.
+//     combines row blocks into a running [1, F] result. A generation without
+//     GpSimd (neuroncore-v1) loads columns onto partitions with a strided DMA
+//     instead and reduces them on the vector engine.
 // Tiles rotate through three buffers so loads overlap the reductions; both
 // directions read the tensor once, so both are bounded by DMA unless the
 // tiles are small.
@@ -85,6 +87,30 @@ public:
         }
         kb.dma(out_.region(r0, 0, pr, 1), a);
       }
+    } else if (!cfg.gpsimd.present) {
+      // No GpSimd engine (neuroncore-v1): columns go onto partitions through
+      // a strided (column-wise) DMA and the vector engine reduces each row
+      // of that, at the DMA's element-granular cost.
+      const Tile acc = kb.sbuf("acc", u32(P), 1, DType::Fp32);
+      const Tile part[2] = {kb.sbuf("part0", u32(P), 1, DType::Fp32), kb.sbuf("part1", u32(P), 1, DType::Fp32)};
+      const std::int64_t FR = std::min(R_, F);
+      for (std::int64_t c0 = 0; c0 < C_; c0 += P) {
+        const std::uint32_t pc = u32(std::min(P, C_ - c0));
+        const Tile a = acc.slice(0, pc, 0, 1);
+        for (std::int64_t r0 = 0; r0 < R_; r0 += FR) {
+          const std::uint32_t nr = u32(std::min(FR, R_ - r0));
+          const Tile x = next().slice(0, pc, 0, nr);
+          kb.dma(x, View{&x_, r0 * C_ + c0, {pc, nr}, {1, C_}});
+          if (r0 == 0) {
+            kb.reduce(a, x, op);
+          } else {
+            const Tile p = part[(r0 / FR) % 2].slice(0, pc, 0, 1);
+            kb.reduce(p, x, op);
+            kb.tensor_tensor(a, a, p, op);
+          }
+        }
+        kb.dma(View{&out_, c0, {pc, 1}, {1, 1}}, a);
+      }
     } else {
       const Tile acc[2] = {kb.sbuf("acc0", 1, u32(F), DType::Fp32), kb.sbuf("acc1", 1, u32(F), DType::Fp32)};
       const Tile part[2] = {kb.sbuf("part0", 1, u32(F), DType::Fp32), kb.sbuf("part1", 1, u32(F), DType::Fp32)};
@@ -138,16 +164,41 @@ private:
   std::vector<float> xv_;
 };
 
+// The matmul variant's blocking. Rows of a block: the stationary free size
+// and the result partitions; columns of a block (T): the contraction (array
+// rows) and the transpose's output partitions; G blocks (W columns) share a
+// PSUM bank.
+struct Blocks {
+  std::int64_t pr_max, T, G, W;
+  Blocks(const arch::HwConfig& cfg, std::int64_t C)
+      : pr_max(std::min({static_cast<std::int64_t>(cfg.sbuf.partitions), cfg.tensor.rows, cfg.tensor.cols,
+                         cfg.tensor.stationary_max_free})),
+        T(std::min({cfg.tensor.rows, cfg.tensor.cols, static_cast<std::int64_t>(cfg.psum.partitions),
+                    static_cast<std::int64_t>(cfg.sbuf.partitions)})),
+        G(std::max<std::int64_t>(1, std::min({cfg.tensor.moving_max_free / T, cfg.psum.bank_kib * 1024 / 4 / T,
+                                              cfg.psum.bank_kib * 1024 / 4 / pr_max, ceil_div(C, T)}))),
+        W(G * T) {}
+};
+
 class Cumsum : public KernelInstance {
 public:
   Cumsum(Device& dev, const Shape& shape, std::string variant, std::uint64_t seed)
       : dev_(dev), variant_(std::move(variant)), R_(shape.at("R")), C_(shape.at("C")) {
     x_ = dev.allocate("x", {R_, C_}, DType::Bf16);
     out_ = dev.allocate("out", {R_, C_}, DType::Fp32);
+    const bool host_u = variant_ == "matmul" && !dev.config().gpsimd.present;
+    const Blocks b(dev.config(), C_);
+    if (host_u) u_ = dev.allocate("U", {b.T, b.W}, DType::Bf16);
     if (dev.no_data()) return;
     std::mt19937_64 rng(seed);
     xv_ = random_values(static_cast<std::size_t>(R_ * C_), -1, 1, DType::Bf16, rng);
     dev.upload(x_, xv_);
+    if (host_u) {
+      std::vector<float> u(static_cast<std::size_t>(b.T * b.W));
+      for (std::int64_t k = 0; k < b.T; ++k)
+        for (std::int64_t j = 0; j < b.W; ++j) u[static_cast<std::size_t>(k * b.W + j)] = j >= k ? 1.0f : 0.0f;
+      dev.upload(u_, u);
+    }
   }
 
   Program build() override {
@@ -182,23 +233,20 @@ public:
 private:
   void matmul(KernelBuilder& kb) {
     const auto& cfg = kb.config();
-    // Rows of a block: stationary free size and result partitions; columns
-    // of a block: the contraction (array rows) and the transpose's output
-    // partitions.
-    const std::int64_t pr_max = std::min({static_cast<std::int64_t>(cfg.sbuf.partitions), cfg.tensor.rows,
-                                          cfg.tensor.cols, cfg.tensor.stationary_max_free});
-    const std::int64_t T = std::min({cfg.tensor.rows, cfg.tensor.cols, static_cast<std::int64_t>(cfg.psum.partitions),
-                                     static_cast<std::int64_t>(cfg.sbuf.partitions)});
-    const std::int64_t bank = cfg.psum.bank_kib * 1024 / 4;
-    const std::int64_t G = std::max<std::int64_t>(
-        1, std::min({cfg.tensor.moving_max_free / T, bank / T, bank / pr_max, ceil_div(C_, T)}));
-    const std::int64_t W = G * T;  // columns per group
-    // U[k, j] = (j - k >= 0), built once: iota on GpSimd, compare on vector.
-    const Tile ramp = kb.sbuf("ramp", u32(T), u32(W), DType::Fp32);
+    const Blocks b(cfg, C_);
+    const std::int64_t pr_max = b.pr_max, T = b.T, G = b.G, W = b.W;
+    // U[k, j] = (j - k >= 0), built once: iota on GpSimd, compare on vector;
+    // a generation without GpSimd loads it from HBM (a constant the host
+    // wrote, like a weight).
     const Tile U = kb.sbuf("U", u32(T), u32(W), DType::Bf16);
-    kb.iota(ramp, 0, -1, 1);
-    kb.tensor_scalar(U, ramp, arch::AluOp::IsGreaterEqual, 0.0f);
-    kb.release(ramp);
+    if (cfg.gpsimd.present) {
+      const Tile ramp = kb.sbuf("ramp", u32(T), u32(W), DType::Fp32);
+      kb.iota(ramp, 0, -1, 1);
+      kb.tensor_scalar(U, ramp, arch::AluOp::IsGreaterEqual, 0.0f);
+      kb.release(ramp);
+    } else {
+      kb.dma(U, u_.region(0, 0, T, W));
+    }
     Tile xin[2], xT[2], pT[2], acc[2], y[2];
     for (int s = 0; s < 2; ++s) {
       xin[s] = kb.sbuf(fmt::format("x{}", s), u32(pr_max), u32(W), DType::Bf16);
@@ -277,7 +325,7 @@ private:
   Device& dev_;
   std::string variant_;
   std::int64_t R_, C_;
-  Tensor x_, out_;
+  Tensor x_, out_, u_;
   std::vector<float> xv_;
 };
 

@@ -1,7 +1,8 @@
 // reduce (both axes, sum and max) and cumsum (both variants) on tiny, small
 // and neuroncore-v2 (tlm): single elements, sizes that are not multiples of
 // the partition count or the array size, rows longer than one tile (so
-// partial results and carries combine); tiny in rtl.
+// partial results and carries combine), and neuroncore-v1, which has no
+// GpSimd engine; tiny in rtl.
 #include "common/tests/kernel_runs.h"
 
 namespace tessera::kernels::test_support {
@@ -14,7 +15,8 @@ INSTANTIATE_TEST_SUITE_P(Reduce, KernelMatchesReference,
                                                            {"tiny", {{"R", 20}, {"C", 3000}}},
                                                            {"small", {{"R", 100}, {"C", 333}}},
                                                            {"small", {{"R", 1}, {"C", 5000}}},
-                                                           {"neuroncore-v2", {{"R", 300}, {"C", 1000}}}})),
+                                                           {"neuroncore-v2", {{"R", 300}, {"C", 1000}}},
+                                                           {"neuroncore-v1", {{"R", 300}, {"C", 200}}}})),
                          kernel_case_name);
 
 INSTANTIATE_TEST_SUITE_P(Cumsum, KernelMatchesReference,
@@ -24,7 +26,8 @@ INSTANTIATE_TEST_SUITE_P(Cumsum, KernelMatchesReference,
                                                            {"tiny", {{"R", 9}, {"C", 70}}},
                                                            {"small", {{"R", 100}, {"C", 333}}},
                                                            {"small", {{"R", 33}, {"C", 5000}}},
-                                                           {"neuroncore-v2", {{"R", 200}, {"C", 1000}}}})),
+                                                           {"neuroncore-v2", {{"R", 200}, {"C", 1000}}},
+                                                           {"neuroncore-v1", {{"R", 130}, {"C", 600}}}})),
                          kernel_case_name);
 
 INSTANTIATE_TEST_SUITE_P(Reduce, KernelRtlAgrees,
