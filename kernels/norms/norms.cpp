@@ -89,33 +89,35 @@ public:
                       kb.sbuf(fmt::format("stat{}d", i), pmax, 1, DType::Fp32)});
     const float inv_d = 1.0f / static_cast<float>(D_);
     const bool split = variant_ == "split";
-    std::int64_t turn = 0;
-    for (std::int64_t r0 = 0; r0 < R_; r0 += P) {
-      const std::uint32_t pr = u32(std::min(P, R_ - r0));
-      const Set& s = sets[static_cast<std::size_t>(turn++ % buffers)];
-      const auto rows = [&](const Tile& t) { return t.slice(0, pr, 0, t.free); };
-      const Tile x = rows(s.x), junk = rows(scratch), gr = rows(g);
-      kb.dma(x, x_.region(r0, 0, pr, D_));
-      const Tile rstd = rows(s.s3);
+    // Each block's load is issued buffers - 1 blocks ahead in program order,
+    // so that no ring holds it behind the stores of the blocks in between.
+    const std::int64_t blocks = ceil_div(R_, P);
+    const auto rows_of = [&](std::int64_t blk) { return u32(std::min(P, R_ - blk * P)); };
+    const auto load = [&](std::int64_t blk) {
+      if (blk < blocks)
+        kb.dma(sets[static_cast<std::size_t>(blk % buffers)].x.slice(0, rows_of(blk), 0, u32(D_)),
+               x_.region(blk * P, 0, rows_of(blk), D_));
+    };
+    const auto rows = [&](std::int64_t blk, const Tile& t) { return t.slice(0, rows_of(blk), 0, t.free); };
+    const auto set_of = [&](std::int64_t blk) -> const Set& { return sets[static_cast<std::size_t>(blk % buffers)]; };
+    // Row statistics up to rstd (s3) of a block.
+    const auto stats = [&](std::int64_t blk) {
+      const Set& s = set_of(blk);
+      const Tile x = rows(blk, s.x), junk = rows(blk, scratch), rstd = rows(blk, s.s3);
       if (layer_) {
-        const Tile sum = rows(s.s0), negmean = rows(s.s1), var = rows(s.s2);
+        const Tile sum = rows(blk, s.s0), negmean = rows(blk, s.s1), var = rows(blk, s.s2);
         kb.reduce(sum, x, arch::AluOp::Add);
         kb.tensor_scalar(negmean, sum, arch::AluOp::Multiply, -inv_d);
         if (split) {
           kb.activation(junk, x, arch::ActFunc::Square, 1.0f, 0.0f, &negmean, &var);
-          kb.activation(rstd, var, arch::ActFunc::Rsqrt, inv_d, kEps);
-          kb.tensor_scalar(x, x, arch::AluOp::Add, negmean, arch::AluOp::Multiply, &rstd);
         } else {
           kb.tensor_scalar(x, x, arch::AluOp::Add, negmean);
           kb.tensor_tensor(junk, x, x, arch::AluOp::Multiply);
           kb.reduce(var, junk, arch::AluOp::Add);
-          kb.activation(rstd, var, arch::ActFunc::Rsqrt, inv_d, kEps);
-          kb.tensor_scalar(x, x, arch::AluOp::Multiply, rstd);
         }
-        kb.tensor_tensor(x, x, gr, arch::AluOp::Multiply);
-        kb.tensor_tensor(x, x, rows(b), arch::AluOp::Add);
+        kb.activation(rstd, var, arch::ActFunc::Rsqrt, inv_d, kEps);
       } else {
-        const Tile ss = rows(s.s0);
+        const Tile ss = rows(blk, s.s0);
         if (split) {
           kb.activation(junk, x, arch::ActFunc::Square, 1.0f, 0.0f, nullptr, &ss);
         } else {
@@ -123,10 +125,33 @@ public:
           kb.reduce(ss, junk, arch::AluOp::Add);
         }
         kb.activation(rstd, ss, arch::ActFunc::Rsqrt, inv_d, kEps);
-        kb.tensor_scalar(x, x, arch::AluOp::Multiply, rstd);
-        kb.tensor_tensor(x, x, gr, arch::AluOp::Multiply);
       }
-      kb.dma(out_.region(r0, 0, pr, D_), x);
+    };
+    // Normalise, scale, shift and store a block.
+    const auto finish = [&](std::int64_t blk) {
+      const Set& s = set_of(blk);
+      const Tile x = rows(blk, s.x), rstd = rows(blk, s.s3), gr = rows(blk, g);
+      if (layer_ && split) {
+        const Tile negmean = rows(blk, s.s1);
+        kb.tensor_scalar(x, x, arch::AluOp::Add, negmean, arch::AluOp::Multiply, &rstd);
+      } else {
+        kb.tensor_scalar(x, x, arch::AluOp::Multiply, rstd);  // layernorm vector: x already centred
+      }
+      kb.tensor_tensor(x, x, gr, arch::AluOp::Multiply);
+      if (layer_) kb.tensor_tensor(x, x, rows(blk, b), arch::AluOp::Add);
+      kb.dma(out_.region(blk * P, 0, rows_of(blk), D_), x);
+    };
+    // split: the next block's statistics are issued before this block's
+    // normalising, so the vector engine has work while the scalar engine
+    // squares (the streams run in order). Needs two buffers.
+    const std::int64_t ahead = split && buffers >= 2 ? 1 : 0;
+    for (std::int64_t blk = 0; blk + 1 < buffers; ++blk) load(blk);
+    if (ahead) stats(0);
+    for (std::int64_t blk = 0; blk < blocks; ++blk) {
+      load(blk + buffers - 1);
+      if (!ahead) stats(blk);
+      else if (blk + 1 < blocks) stats(blk + 1);
+      finish(blk);
     }
     return kb.build();
   }

@@ -40,6 +40,7 @@ std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
 
 constexpr std::int64_t kBuffers = 3;
 constexpr std::int64_t kMaxChunk = 4096;  // elements per partition per tile
+constexpr std::int64_t kMaxResultColumns = 512;  // row blocks whose results are stored together
 
 class Reduce : public KernelInstance {
 public:
@@ -59,78 +60,105 @@ public:
     KernelBuilder kb(cfg, "reduce");
     const std::int64_t P = cfg.sbuf.partitions;
     const arch::AluOp op = sum_ ? arch::AluOp::Add : arch::AluOp::Max;
-    // Three input tiles of F fp32 per partition plus the running and
-    // partial results ([P, 1] each along rows, [1, F] each down columns).
-    const std::int64_t F = std::min({C_, kMaxChunk, (cfg.sbuf.partition_kib * 1024 - 64) / (4 * (kBuffers + 4))});
+    // Three input tiles of F fp32 per partition, plus the results: along
+    // rows one column per row block, down columns two running and two
+    // partial [1, F] rows.
+    const std::int64_t blocks = std::min(ceil_div(axis0_ ? C_ : R_, P), kMaxResultColumns);
+    const std::int64_t F = std::min(
+        {C_, kMaxChunk, (cfg.sbuf.partition_kib * 1024 - 8 - 4 * blocks) / (4 * (kBuffers + (axis0_ ? 4 : 0)))});
     std::vector<Tile> in;
     for (std::int64_t i = 0; i < kBuffers; ++i) in.push_back(kb.sbuf(fmt::format("x{}", i), u32(P), u32(F), DType::Fp32));
-    std::int64_t turn = 0;
-    const auto next = [&]() -> const Tile& { return in[static_cast<std::size_t>(turn++ % kBuffers)]; };
+    // The tiles in the order they are reduced; each load is issued
+    // kBuffers - 1 tiles ahead in program order, so that in every DMA ring it
+    // comes before the stores of the tiles reduced meanwhile (a ring rings in
+    // program order, and a load stuck behind a later store waits for it).
+    struct Step {
+      std::int64_t r0, c0;
+      std::uint32_t np, nf;  // partitions, free elements of the tile
+      View view;
+    };
+    std::vector<Step> steps;
+    const bool columns_by_dma = axis0_ && !cfg.gpsimd.present;
     if (!axis0_) {
-      const Tile acc[2] = {kb.sbuf("acc0", u32(P), 1, DType::Fp32), kb.sbuf("acc1", u32(P), 1, DType::Fp32)};
-      const Tile part[2] = {kb.sbuf("part0", u32(P), 1, DType::Fp32), kb.sbuf("part1", u32(P), 1, DType::Fp32)};
-      int block = 0;
-      for (std::int64_t r0 = 0; r0 < R_; r0 += P, block ^= 1) {
-        const std::uint32_t pr = u32(std::min(P, R_ - r0));
-        const Tile a = acc[block].slice(0, pr, 0, 1);
+      for (std::int64_t r0 = 0; r0 < R_; r0 += P)
         for (std::int64_t c0 = 0; c0 < C_; c0 += F) {
-          const std::uint32_t nf = u32(std::min(F, C_ - c0));
-          const Tile x = next().slice(0, pr, 0, nf);
-          kb.dma(x, x_.region(r0, c0, pr, nf));
-          if (c0 == 0) {
-            kb.reduce(a, x, op);
-          } else {
-            const Tile p = part[(c0 / F) % 2].slice(0, pr, 0, 1);
-            kb.reduce(p, x, op);
-            kb.tensor_tensor(a, a, p, op);
-          }
+          const std::int64_t pr = std::min(P, R_ - r0), nf = std::min(F, C_ - c0);
+          steps.push_back({r0, c0, u32(pr), u32(nf), x_.region(r0, c0, pr, nf)});
         }
-        kb.dma(out_.region(r0, 0, pr, 1), a);
-      }
-    } else if (!cfg.gpsimd.present) {
+    } else if (columns_by_dma) {
       // No GpSimd engine (neuroncore-v1): columns go onto partitions through
       // a strided (column-wise) DMA and the vector engine reduces each row
       // of that, at the DMA's element-granular cost.
-      const Tile acc = kb.sbuf("acc", u32(P), 1, DType::Fp32);
-      const Tile part[2] = {kb.sbuf("part0", u32(P), 1, DType::Fp32), kb.sbuf("part1", u32(P), 1, DType::Fp32)};
-      const std::int64_t FR = std::min(R_, F);
-      for (std::int64_t c0 = 0; c0 < C_; c0 += P) {
-        const std::uint32_t pc = u32(std::min(P, C_ - c0));
-        const Tile a = acc.slice(0, pc, 0, 1);
-        for (std::int64_t r0 = 0; r0 < R_; r0 += FR) {
-          const std::uint32_t nr = u32(std::min(FR, R_ - r0));
-          const Tile x = next().slice(0, pc, 0, nr);
-          kb.dma(x, View{&x_, r0 * C_ + c0, {pc, nr}, {1, C_}});
-          if (r0 == 0) {
-            kb.reduce(a, x, op);
-          } else {
-            const Tile p = part[(r0 / FR) % 2].slice(0, pc, 0, 1);
-            kb.reduce(p, x, op);
-            kb.tensor_tensor(a, a, p, op);
-          }
+      for (std::int64_t c0 = 0; c0 < C_; c0 += P)
+        for (std::int64_t r0 = 0; r0 < R_; r0 += F) {
+          const std::int64_t pc = std::min(P, C_ - c0), nr = std::min(F, R_ - r0);
+          steps.push_back({r0, c0, u32(pc), u32(nr), View{&x_, r0 * C_ + c0, {pc, nr}, {1, C_}}});
         }
-        kb.dma(View{&out_, c0, {pc, 1}, {1, 1}}, a);
+    } else {
+      for (std::int64_t c0 = 0; c0 < C_; c0 += F)
+        for (std::int64_t r0 = 0; r0 < R_; r0 += P) {
+          const std::int64_t pr = std::min(P, R_ - r0), nf = std::min(F, C_ - c0);
+          steps.push_back({r0, c0, u32(pr), u32(nf), x_.region(r0, c0, pr, nf)});
+        }
+    }
+    std::vector<Tile> loaded(steps.size());
+    const auto load = [&](std::size_t i) {
+      if (i >= steps.size()) return;
+      loaded[i] = in[i % kBuffers].slice(0, steps[i].np, 0, steps[i].nf);
+      kb.dma(loaded[i], steps[i].view);
+    };
+    for (std::size_t i = 0; i + 1 < static_cast<std::size_t>(kBuffers); ++i) load(i);
+
+    if (!axis0_ || columns_by_dma) {
+      // One result column per block of P rows (or P columns), stored once a
+      // group of them is complete: no small store sits in a ring between loads.
+      const Tile res = kb.sbuf("result", u32(P), u32(blocks), DType::Fp32);
+      const Tile part[2] = {kb.sbuf("part0", u32(P), 1, DType::Fp32), kb.sbuf("part1", u32(P), 1, DType::Fp32)};
+      std::vector<std::pair<std::int64_t, Tile>> done;  // (first row or column, result)
+      const auto flush = [&] {
+        for (const auto& [first, r] : done) {
+          if (axis0_) kb.dma(View{&out_, first, {r.partitions, 1}, {1, 1}}, r);
+          else kb.dma(out_.region(first, 0, r.partitions, 1), r);
+        }
+        done.clear();
+      };
+      std::int64_t block = -1, inner = 0;
+      Tile acc;
+      for (std::size_t i = 0; i < steps.size(); ++i) {
+        load(i + static_cast<std::size_t>(kBuffers) - 1);
+        const Step& st = steps[i];
+        const bool first = axis0_ ? st.r0 == 0 : st.c0 == 0;
+        if (first) {
+          if (static_cast<std::int64_t>(done.size()) == blocks) flush();
+          ++block;
+          acc = res.slice(0, st.np, u32(block % blocks), 1);
+          done.emplace_back(axis0_ ? st.c0 : st.r0, acc);
+          kb.reduce(acc, loaded[i], op);
+          inner = 0;
+        } else {
+          const Tile pt = part[++inner % 2].slice(0, st.np, 0, 1);
+          kb.reduce(pt, loaded[i], op);
+          kb.tensor_tensor(acc, acc, pt, op);
+        }
       }
+      flush();
     } else {
       const Tile acc[2] = {kb.sbuf("acc0", 1, u32(F), DType::Fp32), kb.sbuf("acc1", 1, u32(F), DType::Fp32)};
       const Tile part[2] = {kb.sbuf("part0", 1, u32(F), DType::Fp32), kb.sbuf("part1", 1, u32(F), DType::Fp32)};
-      int chunk = 0;
-      for (std::int64_t c0 = 0; c0 < C_; c0 += F, chunk ^= 1) {
-        const std::uint32_t nf = u32(std::min(F, C_ - c0));
-        const Tile a = acc[chunk].slice(0, 1, 0, nf);
-        for (std::int64_t r0 = 0; r0 < R_; r0 += P) {
-          const std::uint32_t pr = u32(std::min(P, R_ - r0));
-          const Tile x = next().slice(0, pr, 0, nf);
-          kb.dma(x, x_.region(r0, c0, pr, nf));
-          if (r0 == 0) {
-            kb.partition_reduce(a, x, op);
-          } else {
-            const Tile p = part[(r0 / P) % 2].slice(0, 1, 0, nf);
-            kb.partition_reduce(p, x, op);
-            kb.tensor_tensor(a, a, p, op);
-          }
+      int chunk = -1;
+      Tile a;
+      for (std::size_t i = 0; i < steps.size(); ++i) {
+        load(i + static_cast<std::size_t>(kBuffers) - 1);
+        const Step& st = steps[i];
+        if (st.r0 == 0) {
+          a = acc[++chunk % 2].slice(0, 1, 0, st.nf);
+          kb.partition_reduce(a, loaded[i], op);
+        } else {
+          const Tile pt = part[(st.r0 / P) % 2].slice(0, 1, 0, st.nf);
+          kb.partition_reduce(pt, loaded[i], op);
+          kb.tensor_tensor(a, a, pt, op);
         }
-        kb.dma(out_.region(0, c0, 1, nf), a);
+        if (st.r0 + P >= R_) kb.dma(out_.region(0, st.c0, 1, st.nf), a);
       }
     }
     return kb.build();

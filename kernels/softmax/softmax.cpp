@@ -59,13 +59,23 @@ public:
                       kb.sbuf(fmt::format("negmax{}", i), u32(P), 1, DType::Fp32),
                       kb.sbuf(fmt::format("sum{}", i), u32(P), 1, DType::Fp32),
                       kb.sbuf(fmt::format("rsum{}", i), u32(P), 1, DType::Fp32)});
-    std::int64_t turn = 0;
-    for (std::int64_t r0 = 0; r0 < R_; r0 += P) {
-      const std::uint32_t pr = u32(std::min(P, R_ - r0));
-      const Set& s = sets[static_cast<std::size_t>(turn++ % buffers)];
+    // Each block's load is issued buffers - 1 blocks ahead in program order,
+    // so that no ring holds it behind the stores of the blocks in between.
+    const std::int64_t blocks = ceil_div(R_, P);
+    const auto rows_of = [&](std::int64_t b) { return u32(std::min(P, R_ - b * P)); };
+    const auto load = [&](std::int64_t b) {
+      if (b < blocks)
+        kb.dma(sets[static_cast<std::size_t>(b % buffers)].x.slice(0, rows_of(b), 0, u32(C_)),
+               x_.region(b * P, 0, rows_of(b), C_));
+    };
+    for (std::int64_t b = 0; b + 1 < buffers; ++b) load(b);
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      load(b + buffers - 1);
+      const std::int64_t r0 = b * P;
+      const std::uint32_t pr = rows_of(b);
+      const Set& s = sets[static_cast<std::size_t>(b % buffers)];
       const auto rows = [&](const Tile& t) { return t.slice(0, pr, 0, t.free); };
       const Tile x = rows(s.x), mx = rows(s.mx), nmx = rows(s.nmx), sum = rows(s.sum), rs = rows(s.rs);
-      kb.dma(x, x_.region(r0, 0, pr, C_));
       kb.reduce(mx, x, arch::AluOp::Max);
       if (variant_ == "fused") {
         kb.tensor_scalar(nmx, mx, arch::AluOp::Multiply, -1.0f);

@@ -1,6 +1,7 @@
 // layernorm and rmsnorm, both variants, on tiny, small and neuroncore-v2
 // (tlm), with row counts that are not multiples of the partition count,
-// rows of one element and single rows; tiny in rtl.
+// rows of one element, single rows, rows so long that one buffer fits;
+// tiny in rtl.
 #include "common/tests/kernel_runs.h"
 
 namespace tessera::kernels::test_support {
@@ -8,6 +9,7 @@ namespace {
 
 const std::vector<Case> kCases = {{"tiny", {{"R", 1}, {"D", 1}}},
                                   {"tiny", {{"R", 37}, {"D", 300}}},
+                                  {"tiny", {{"R", 20}, {"D", 900}}},  // one buffer: no overlap
                                   {"small", {{"R", 100}, {"D", 333}}},
                                   {"small", {{"R", 5}, {"D", 2}}},
                                   {"neuroncore-v2", {{"R", 300}, {"D", 1000}}}};
