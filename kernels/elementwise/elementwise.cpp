@@ -167,7 +167,7 @@ KernelSpec elementwise_spec() {
       variants,
       {{"R", 1024, "rows"},
        {"C", 1024, "columns"},
-       {"F", 2048, "tile: elements per partition per tile, at most (shrunk to fit SBUF)"},
+       {"F", 8192, "tile: elements per partition per tile, at most (shrunk to fit SBUF)"},
        {"B", 3, "buffers the tiles rotate through (1: no overlap of load, compute and store)"}},
       [](Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed) {
         return std::make_unique<Elementwise>(dev, shape, variant, seed);

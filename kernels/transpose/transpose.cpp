@@ -69,18 +69,24 @@ private:
     // H * pr_max elements long; W columns of x are loaded per row block.
     const std::int64_t bank = cfg.psum.bank_kib * 1024 / 4;
     const std::int64_t H = std::max<std::int64_t>(1, std::min(bank / pr_max, ceil_div(R_, pr_max)));
+    // Two sets of input tiles; more of the small output stages (PSUM bank,
+    // SBUF copy), so that several stores are in flight while the next
+    // blocks go through the array: a store's start latency is longer than
+    // one block's transposes and copy.
     constexpr int kSets = 2;
-    const std::int64_t budget = cfg.sbuf.partition_kib * 1024 - kSets * H * pr_max * 2;
+    const int out_sets = static_cast<int>(std::clamp<std::int64_t>(cfg.psum.banks / 2, 1, 4));
+    const std::int64_t budget = cfg.sbuf.partition_kib * 1024 - out_sets * H * pr_max * 2;
     std::int64_t W = std::min<std::int64_t>({C_, 2048, budget / (kSets * H * 2)});
     if (W < C_) W = W / T * T;
     if (W < 1) throw KernelError(fmt::format("transpose: {} row blocks of one column do not fit SBUF", H));
     std::vector<Tile> xin[kSets];
-    Tile pT[kSets], xo[kSets];
-    for (int s = 0; s < kSets; ++s) {
+    std::vector<Tile> pT, xo;
+    for (int s = 0; s < kSets; ++s)
       for (std::int64_t j = 0; j < H; ++j)
         xin[s].push_back(kb.sbuf(fmt::format("x{}_{}", s, j), u32(pr_max), u32(W), DType::Bf16));
-      pT[s] = kb.psum(fmt::format("pT{}", s), u32(T), u32(H * pr_max));
-      xo[s] = kb.sbuf(fmt::format("xT{}", s), u32(T), u32(H * pr_max), DType::Bf16);
+    for (int s = 0; s < out_sets; ++s) {
+      pT.push_back(kb.psum(fmt::format("pT{}", s), u32(T), u32(H * pr_max)));
+      xo.push_back(kb.sbuf(fmt::format("xT{}", s), u32(T), u32(H * pr_max), DType::Bf16));
     }
     int s = 0, t = 0;
     for (std::int64_t R0 = 0; R0 < R_; R0 += H * pr_max)
@@ -93,7 +99,7 @@ private:
           x.push_back(xin[s][static_cast<std::size_t>(j)].slice(0, u32(pr), 0, u32(cw)));
           kb.dma(x.back(), x_.region(R0 + j * pr_max, C0, pr, cw));
         }
-        for (std::int64_t i = 0; i * T < cw; ++i, t = (t + 1) % kSets) {
+        for (std::int64_t i = 0; i * T < cw; ++i, t = (t + 1) % out_sets) {
           const std::int64_t w = std::min(T, cw - i * T);
           for (std::int64_t j = 0; j < hb; ++j) {
             const Tile& xj = x[static_cast<std::size_t>(j)];
