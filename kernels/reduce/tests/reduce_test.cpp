@@ -13,6 +13,7 @@ INSTANTIATE_TEST_SUITE_P(Reduce, KernelMatchesReference,
                                                           {{"tiny", {{"R", 1}, {"C", 1}}},
                                                            {"tiny", {{"R", 37}, {"C", 300}}},
                                                            {"tiny", {{"R", 20}, {"C", 3000}}},
+                                                           {"tiny", {{"R", 4200}, {"C", 3}}},  // > 512 row blocks
                                                            {"small", {{"R", 100}, {"C", 333}}},
                                                            {"small", {{"R", 1}, {"C", 5000}}},
                                                            {"neuroncore-v2", {{"R", 300}, {"C", 1000}}},
