@@ -4,6 +4,9 @@
 #include "common/kernel.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include <iostream>
 #include <memory>
@@ -55,13 +58,23 @@ void list_configs_derived(int* exit_code) {
 }
 
 void list_kernels() {
-  fmt::print("{:<14} {:<40} {:<28} {}\n", "kernel", "variants (first is default)", "shape (defaults)", "description");
+  struct Row {
+    std::string name, variants, shape, description;
+  };
+  std::vector<Row> rows{{"kernel", "variants (first is default)", "shape (defaults)", "description"}};
   for (const auto& k : kernels::registry()) {
     std::string shape;
     for (const auto& p : k.shape) shape += fmt::format("{}{}={}", shape.empty() ? "" : ",", p.name, p.default_value);
-    fmt::print("{:<14} {:<40} {:<28} {}\n", k.name, fmt::format("{}", fmt::join(k.variants, ", ")), shape,
-               k.description);
+    rows.push_back({k.name, fmt::format("{}", fmt::join(k.variants, ", ")), shape, k.description});
   }
+  std::size_t w[3] = {0, 0, 0};  // columns as wide as their longest entry
+  for (const Row& r : rows) {
+    w[0] = std::max(w[0], r.name.size());
+    w[1] = std::max(w[1], r.variants.size());
+    w[2] = std::max(w[2], r.shape.size());
+  }
+  for (const Row& r : rows)
+    fmt::print("{:<{}}  {:<{}}  {:<{}}  {}\n", r.name, w[0], r.variants, w[1], r.shape, w[2], r.description);
 }
 
 }  // namespace

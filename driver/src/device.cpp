@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -165,6 +166,11 @@ RunReport Device::run(const Program& program) {
                      stats.value(n + ".semaphore_wait_ns"), stats.value(n + ".fetch_wait_ns"),
                      stats.value(n + ".memory_stall_ns")};
   }
+  EngineReport dma{stats.value("dma.descriptors"), 0, 0, 0};
+  for (int e = 0; e < resolved_.hw.dma.engines; ++e)
+    if (const std::string n = fmt::format("core.dma{}.busy_ns", e); stats.has(n))
+      dma.busy_ns = std::max(dma.busy_ns, stats.value(n));
+  report.engines["dma"] = dma;
   report.stats = stats.to_json();
   for (auto& [address, bytes] : data_) core.hbm().backdoor_read(address, bytes.data(), bytes.size());
   report.wall_seconds =

@@ -785,6 +785,30 @@ void KernelBuilder::tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op
   impl_->tiles[dst.id].written = true;
 }
 
+void KernelBuilder::tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op, const Tile& s, arch::AluOp op2,
+                                  const Tile* s2, float s2_value) {
+  const std::string call = fmt::format("tensor_scalar('{}' = '{}' {} '{}'[p])", dst.name, a.name, to_string(op), s.name);
+  impl_->check_live(call);
+  impl_->check_tile(call, "destination", dst);
+  impl_->check_written(call, "a", a);
+  impl_->check_written(call, "scalar", s);
+  auto in = instr(arch::Engine::Vector, arch::Opcode::TensorScalar, dst);
+  in.alu = op;
+  in.alu2 = op2;
+  in.imm1 = s2_value;
+  in.a = a.pattern();
+  in.b = s.pattern();
+  std::vector<Region> reads{region_of(a), region_of(s)};
+  if (s2) {
+    impl_->check_written(call, "second scalar", *s2);
+    in.c = s2->pattern();
+    reads.push_back(region_of(*s2));
+  }
+  impl_->check_instruction(call, in);
+  impl_->emit(arch::Engine::Vector, in, reads, {region_of(dst)});
+  impl_->tiles[dst.id].written = true;
+}
+
 void KernelBuilder::reduce(const Tile& dst, const Tile& a, arch::AluOp op) {
   const std::string call = fmt::format("reduce('{}' = {}('{}'))", dst.name, to_string(op), a.name);
   impl_->check_live(call);

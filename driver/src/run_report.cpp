@@ -4,6 +4,17 @@
 
 namespace tessera {
 
+std::string RunReport::bound_by() const {
+  std::string best;
+  double busiest = 0;
+  for (const auto& [name, e] : engines)
+    if (e.busy_ns > busiest) {
+      busiest = e.busy_ns;
+      best = name;
+    }
+  return best;
+}
+
 nlohmann::json RunReport::to_json() const {
   nlohmann::json engines_json = nlohmann::json::object();
   for (const auto& [name, e] : engines)
@@ -30,6 +41,7 @@ nlohmann::json RunReport::to_json() const {
       {"dma_transfers", dma_transfers},
       {"dma_average_bytes", dma_average_bytes},
       {"engines", engines_json},
+      {"bound_by", bound_by()},
       {"checked", checked},
       {"correct", correct},
       {"max_abs_error", max_abs_error},
@@ -54,6 +66,8 @@ std::string RunReport::summary() const {
     s += fmt::format("  {:<8} {:>8.0f} {:>8.1f}% {:>10.1f}% {:>10.1f}% {:>10.1f}%\n", name, e.instructions,
                      pct(e.busy_ns), pct(e.semaphore_wait_ns), pct(e.fetch_wait_ns), pct(e.memory_stall_ns));
   }
+  if (const std::string b = bound_by(); !b.empty() && time_ns > 0)
+    s += fmt::format("  bound by: {} (busy {:.1f}% of the run)\n", b, 100.0 * engines.at(b).busy_ns / time_ns);
   if (checked)
     s += fmt::format("  numerics: {} (max abs error {:.3g}, tolerance {:.3g})\n", correct ? "match" : "MISMATCH",
                      max_abs_error, tolerance);

@@ -62,6 +62,21 @@ TEST(Device, SmallMatmulThroughHbmMatchesTheReference) {
   // Two waits (the two loads ride different DMA queues), load, multiply, signal, end.
   EXPECT_EQ(r.engines.at("tensor").instructions, 6);
   EXPECT_THAT(dev.stats_text(), ::testing::HasSubstr("core.tensor.macs"));
+  // The dma row: every descriptor, and the busiest DMA engine's busy time;
+  // the report names the engine with the most busy time.
+  EXPECT_EQ(r.engines.at("dma").instructions, 3);
+  EXPECT_GT(r.engines.at("dma").busy_ns, 0);
+  EXPECT_LE(r.engines.at("dma").busy_ns, r.time_ns);
+  std::string busiest;
+  double most = 0;
+  for (const auto& [name, e] : r.engines)
+    if (e.busy_ns > most) {
+      most = e.busy_ns;
+      busiest = name;
+    }
+  EXPECT_EQ(r.bound_by(), busiest);
+  EXPECT_EQ(r.to_json()["bound_by"], busiest);
+  EXPECT_THAT(r.summary(), ::testing::HasSubstr("bound by: " + busiest + " (busy "));
 }
 
 TEST(Device, SecondRunInOneProcessIsAClearError) {

@@ -103,6 +103,33 @@ TEST(KernelBuilder, DmaViewMustFillTheTile) {
   EXPECT_THAT(error_of([&] { kb.dma(f, a.region(0, 0, 8, 16)); }), HasSubstr("DMA does not convert"));
 }
 
+TEST(KernelBuilder, PerPartitionScalarOperandsAreCheckedAndOrdered) {
+  KernelBuilder kb(config("tiny"), "k");
+  const Tile x = kb.sbuf("x", 8, 16, DType::Fp32), y = kb.sbuf("y", 8, 16, DType::Fp32);
+  const Tile m = kb.sbuf("m", 8, 1, DType::Fp32), r = kb.sbuf("r", 8, 1, DType::Fp32), w = kb.sbuf("w", 8, 2, DType::Fp32);
+  kb.memset(x, 1);
+  EXPECT_EQ(error_of([&] { kb.tensor_scalar(y, x, arch::AluOp::Subtract, m); }),
+            "tensor_scalar('y' = 'x' subtract 'm'[p]): reads scalar tile 'm' before anything wrote it");
+  kb.memset(w, 0);
+  EXPECT_EQ(error_of([&] { kb.tensor_scalar(y, x, arch::AluOp::Subtract, w); }),
+            "tensor_scalar('y' = 'x' subtract 'w'[p]): b (per-partition scalar) must be [8 x 1], not [8 x 2]");
+  kb.reduce(m, x, arch::AluOp::Max);                       // vector writes m
+  kb.activation(r, m, arch::ActFunc::Reciprocal);          // scalar writes r
+  kb.tensor_scalar(y, x, arch::AluOp::Subtract, m, arch::AluOp::Multiply, &r);  // vector waits for the scalar engine
+  const Program p = kb.build();
+  const auto& vec = p.streams[static_cast<int>(arch::Engine::Vector)];
+  const auto ts = std::find_if(vec.begin(), vec.end(), [](const auto& in) {
+    return in.opcode == arch::Opcode::TensorScalar;
+  });
+  ASSERT_NE(ts, vec.end());
+  EXPECT_TRUE(ts->b.valid());
+  EXPECT_TRUE(ts->c.valid());
+  EXPECT_EQ(ts->alu2, arch::AluOp::Multiply);
+  const auto before = std::prev(ts);
+  EXPECT_EQ(before->opcode, arch::Opcode::SemWait);
+  EXPECT_EQ(before->sem, static_cast<int>(arch::Engine::Scalar));
+}
+
 TEST(KernelBuilder, ConsumersWaitOnProducersSemaphores) {
   KernelBuilder kb(config("tiny"), "k");
   const Tensor a = hbm_tensor("a", 8, 16, DType::Fp32, 0);

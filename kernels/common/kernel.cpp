@@ -1,6 +1,11 @@
 #include "common/kernel.h"
 
+#include "elementwise/elementwise.h"
 #include "gemm/gemm.h"
+#include "norms/norms.h"
+#include "reduce/reduce.h"
+#include "softmax/softmax.h"
+#include "transpose/transpose.h"
 #include "tessera/kernel_builder.h"
 
 #include <fmt/format.h>
@@ -10,7 +15,10 @@
 namespace tessera::kernels {
 
 const std::vector<KernelSpec>& registry() {
-  static const std::vector<KernelSpec> all = {gemm_spec()};
+  static const std::vector<KernelSpec> all = {gemm_spec(), elementwise_spec(), softmax_spec(),
+                                               layernorm_spec(), rmsnorm_spec(),
+                                               reduce_spec(),    cumsum_spec(),
+                                               transpose_spec()};
   return all;
 }
 

@@ -109,13 +109,13 @@ const char* to_string(AluOp op) {
 }
 
 const char* to_string(ActFunc f) {
-  static const char* names[] = {"identity", "exp", "tanh", "gelu", "silu", "sigmoid", "relu", "rsqrt", "reciprocal"};
+  static const char* names[] = {"identity", "exp", "tanh", "gelu", "silu", "sigmoid", "relu", "rsqrt", "reciprocal", "square"};
   const auto i = static_cast<std::size_t>(f);
   return i < std::size(names) ? names[i] : "?";
 }
 
 std::optional<ActFunc> parse_act_func(const std::string& text) {
-  for (int i = 0; i <= static_cast<int>(ActFunc::Reciprocal); ++i)
+  for (int i = 0; i <= static_cast<int>(ActFunc::Square); ++i)
     if (text == to_string(static_cast<ActFunc>(i))) return static_cast<ActFunc>(i);
   return std::nullopt;
 }
@@ -280,7 +280,7 @@ Instruction decode(const std::vector<std::uint8_t>& bytes, std::size_t& pos) {
   if (mask & 0xf0) throw IsaError(fmt::format("byte {}: bad operand mask 0x{:02x}", pos + 3, mask));
   if (h[4] > static_cast<std::uint8_t>(AluOp::Bypass) || h[5] > static_cast<std::uint8_t>(AluOp::Bypass))
     throw IsaError(fmt::format("byte {}: unknown ALU operation", pos + 4));
-  if (h[6] > static_cast<std::uint8_t>(ActFunc::Reciprocal))
+  if (h[6] > static_cast<std::uint8_t>(ActFunc::Square))
     throw IsaError(fmt::format("byte {}: unknown activation function {}", pos + 6, h[6]));
   in.alu = static_cast<AluOp>(h[4]);
   in.alu2 = static_cast<AluOp>(h[5]);
@@ -332,7 +332,8 @@ std::string disassemble(const Instruction& in) {
     case Opcode::Reduce:
     case Opcode::PartitionReduce: s += fmt::format(" {}", to_string(in.alu)); break;
     case Opcode::TensorScalar:
-      s += fmt::format(" {} {} {} {}", to_string(in.alu), in.imm0, to_string(in.alu2), in.imm1);
+      s += fmt::format(" {} {} {} {}", to_string(in.alu), in.b.valid() ? "b[p]" : fmt::format("{}", in.imm0),
+                       to_string(in.alu2), in.c.valid() ? "c[p]" : fmt::format("{}", in.imm1));
       break;
     case Opcode::Memset: s += fmt::format(" {}", in.imm0); break;
     case Opcode::Activation:
@@ -401,6 +402,14 @@ struct Checker {
     if (x.partition_count != y.partition_count || x.free_elements() != y.free_elements())
       fail(fmt::format("{} [{} x {}] and {} [{} x {}] differ in shape", r1, x.partition_count, x.free_elements(), r2,
                        y.partition_count, y.free_elements()));
+  }
+
+  // A [P, 1] operand holding one scalar per partition of a.
+  void per_partition_scalar(const char* role, const AccessPattern& ap) {
+    if (!ap.valid() || !in.a.valid()) return;
+    if (ap.partition_count != in.a.partition_count || ap.free_elements() != 1)
+      fail(fmt::format("{} (per-partition scalar) must be [{} x 1], not [{} x {}]", role, in.a.partition_count,
+                       ap.partition_count, ap.free_elements()));
   }
 
   void tensor_input(const char* role, const AccessPattern& ap) {
@@ -501,6 +510,12 @@ struct Checker {
         same_shape("dst", in.dst, "b", in.b);
         break;
       case Opcode::TensorScalar:
+        require("dst", in.dst);
+        require("a", in.a);
+        same_shape("dst", in.dst, "a", in.a);
+        per_partition_scalar("b", in.b);
+        per_partition_scalar("c", in.c);
+        break;
       case Opcode::Copy:
         require("dst", in.dst);
         require("a", in.a);

@@ -71,7 +71,7 @@ enum class Opcode : std::uint8_t {
   Transpose = 0x12,       // dst(PSUM) [F, P] = src [P, F].T, through the array
   // Vector engine.
   TensorTensor = 0x20,  // dst = a <alu> b
-  TensorScalar = 0x21,  // dst = (a <alu> imm0) <alu2> imm1
+  TensorScalar = 0x21,  // dst = (a <alu> s0) <alu2> s1; s0 = b[p] if given else imm0, s1 = c[p] if given else imm1
   Reduce = 0x22,        // dst [P, 1] = reduce<alu>(a) along the free axes
   Copy = 0x23,          // dst = a (with dtype conversion); also GpSimd
   Memset = 0x24,        // dst = imm0
@@ -95,6 +95,7 @@ const char* to_string(AluOp op);
 
 enum class ActFunc : std::uint8_t {
   Identity = 0, Exp = 1, Tanh = 2, Gelu = 3, Silu = 4, Sigmoid = 5, Relu = 6, Rsqrt = 7, Reciprocal = 8,
+  Square = 9,
 };
 const char* to_string(ActFunc f);
 std::optional<ActFunc> parse_act_func(const std::string& text);
@@ -105,7 +106,8 @@ enum InstrFlag : std::uint8_t {
 };
 
 // One decoded instruction. Operand roles by opcode:
-//   dst: written; a, b, c: read (c is Select's pred or Activation's accumulate output).
+//   dst: written; a, b, c: read (c is Select's pred or Activation's accumulate output;
+//   TensorScalar's b and c are optional [P, 1] per-partition scalars).
 struct Instruction {
   Engine engine = Engine::Sync;
   Opcode opcode = Opcode::Nop;

@@ -148,14 +148,19 @@ void DmaEngine::run() {
       busy_ns_ += (sc_time_stamp() - start).to_seconds() * 1e9;
       continue;
     }
+    // A doorbell rung while the engine was busy may still be on its way; its
+    // notification can be lost (an sc_event keeps only its earliest pending
+    // notification), so wait for its visible time too.
     if (completions_pending_.empty()) {
-      sc_core::wait(doorbell_event_);
+      if (pending_.empty()) sc_core::wait(doorbell_event_);
+      else sc_core::wait(pending_.front().visible - sc_time_stamp(), doorbell_event_);
       continue;
     }
     // Nothing to fetch: finish the completion stage, unless a doorbell comes first.
     const sc_time due = completion_time();
-    if (due > sc_time_stamp()) {
-      sc_core::wait(due - sc_time_stamp(), doorbell_event_);
+    const sc_time until = pending_.empty() ? due : std::min(due, pending_.front().visible);
+    if (until > sc_time_stamp()) {
+      sc_core::wait(until - sc_time_stamp(), doorbell_event_);
       if (sc_time_stamp() < due) continue;
     }
     complete_oldest();

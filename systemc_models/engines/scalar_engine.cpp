@@ -18,6 +18,7 @@ float activation(arch::ActFunc f, float x) {
     case arch::ActFunc::Relu: return x > 0.0f ? x : 0.0f;
     case arch::ActFunc::Rsqrt: return 1.0f / std::sqrt(x);
     case arch::ActFunc::Reciprocal: return 1.0f / x;
+    case arch::ActFunc::Square: return x * x;
   }
   return x;
 }

@@ -57,6 +57,11 @@ public:
   void tensor_tensor(const Tile& dst, const Tile& a, const Tile& b, arch::AluOp op);
   void tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op, float s, arch::AluOp op2 = arch::AluOp::Bypass,
                      float s2 = 0);
+  // Per-partition scalars: dst[p, :] = (a[p, :] <op> s[p]) <op2> s2[p], with s
+  // and s2 [P, 1] tiles (a row's max, mean or 1/sum); without s2 the second
+  // step takes the immediate s2_value.
+  void tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op, const Tile& s,
+                     arch::AluOp op2 = arch::AluOp::Bypass, const Tile* s2 = nullptr, float s2_value = 0);
   void reduce(const Tile& dst, const Tile& a, arch::AluOp op);  // along the free axis: dst [P, 1]
   void copy(const Tile& dst, const Tile& src, arch::Engine engine = arch::Engine::Vector);
   void memset(const Tile& dst, float value);

@@ -31,6 +31,8 @@ struct RunReport {
   double dma_bytes = 0;
   double dma_transfers = 0;
   double dma_average_bytes = 0;
+  // The five instruction streams by engine name, and "dma": descriptors
+  // completed by all DMA engines, busy time of the busiest one.
   std::map<std::string, EngineReport> engines;
   // Numerics, from the kernel's reference.
   bool checked = false;
@@ -40,6 +42,9 @@ struct RunReport {
   double wall_seconds = 0;
   nlohmann::json stats;  // every statistic, by name
 
+  // The engine (or "dma") with the most busy time: what bounds the run when
+  // it is busy most of it; empty when nothing was busy.
+  std::string bound_by() const;
   nlohmann::json to_json() const;
   std::string summary() const;  // readable, a few lines
 };

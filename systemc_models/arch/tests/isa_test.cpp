@@ -48,7 +48,7 @@ TEST(Isa, EncodeDecodeRoundTripsRandomInstructions) {
     in.flags = rng() & 1;
     in.alu = static_cast<AluOp>(rng() % 12);
     in.alu2 = static_cast<AluOp>(rng() % 12);
-    in.func = static_cast<ActFunc>(rng() % 9);
+    in.func = static_cast<ActFunc>(rng() % 10);
     in.imm0 = static_cast<float>(rng()) / 7.0f;
     in.imm1 = -1.5f;
     in.imm2 = 3.25f;
@@ -239,6 +239,45 @@ TEST(Isa, ValidationNamesEachBrokenRule) {
   red.a = tile(Memory::Sbuf, DType::Fp32, 0, 8, 0, 16);
   red.dst = tile(Memory::Sbuf, DType::Fp32, 0, 8, 128, 2);
   EXPECT_EQ(problems(red), "dst must be [8 x 1] for a free-axis reduction of a [8 x 16]");
+
+  Instruction ts;
+  ts.engine = Engine::Vector;
+  ts.opcode = Opcode::TensorScalar;
+  ts.a = tile(Memory::Sbuf, DType::Fp32, 0, 8, 0, 16);
+  ts.dst = tile(Memory::Sbuf, DType::Fp32, 0, 8, 128, 16);
+  ts.b = tile(Memory::Sbuf, DType::Fp32, 0, 8, 256, 1);
+  ts.c = tile(Memory::Sbuf, DType::Fp32, 0, 8, 260, 1);
+  EXPECT_EQ(problems(ts), "");
+  ts.c = tile(Memory::Sbuf, DType::Fp32, 0, 4, 260, 1);
+  EXPECT_EQ(problems(ts), "c (per-partition scalar) must be [8 x 1], not [4 x 1]");
+  ts.c = {};
+  ts.b = tile(Memory::Sbuf, DType::Fp32, 0, 8, 256, 2);
+  EXPECT_EQ(problems(ts), "b (per-partition scalar) must be [8 x 1], not [8 x 2]");
+}
+
+TEST(Isa, PerPartitionScalarsAndSquareRoundTripAndDisassemble) {
+  Instruction ts;
+  ts.engine = Engine::Vector;
+  ts.opcode = Opcode::TensorScalar;
+  ts.alu = AluOp::Subtract;
+  ts.alu2 = AluOp::Multiply;
+  ts.imm1 = 2;
+  ts.a = tile(Memory::Sbuf, DType::Fp32, 0, 8, 0, 16);
+  ts.dst = tile(Memory::Sbuf, DType::Fp32, 0, 8, 128, 16);
+  ts.b = tile(Memory::Sbuf, DType::Fp32, 0, 8, 256, 1);
+  EXPECT_EQ(disassemble(ts),
+            "vector TensorScalar subtract b[p] multiply 2 dst=sbuf[p0:8 +128B fp32 (16,1)] "
+            "a=sbuf[p0:8 +0B fp32 (16,1)] b=sbuf[p0:8 +256B fp32 (1,1)]");
+  Instruction act;
+  act.engine = Engine::Scalar;
+  act.opcode = Opcode::Activation;
+  act.func = ActFunc::Square;
+  act.a = ts.a;
+  act.dst = ts.dst;
+  const auto bytes = encode(act);
+  std::size_t pos = 0;
+  EXPECT_EQ(decode(bytes, pos).func, ActFunc::Square);
+  EXPECT_EQ(parse_act_func("square"), ActFunc::Square);
 }
 
 }  // namespace

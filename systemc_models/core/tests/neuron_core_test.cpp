@@ -132,6 +132,70 @@ TEST(NeuronCore, GpSimdIotaFeedsVectorReduceThroughASemaphore) {
   for (std::uint32_t p = 0; p < 8; ++p) EXPECT_EQ(sbuf_float(core, p, 128), 10.0f * (1 + 100.0f * p) + 45.0f);
 }
 
+// TensorScalar with [P, 1] operands: each partition's own scalars, as a row
+// normalisation needs ((x - mean[p]) * rstd[p]); Activation Square with the
+// accumulate output gives each partition's sum of squares.
+TEST(NeuronCore, TensorScalarTakesPerPartitionScalarsAndSquareAccumulates) {
+  trace::Stats stats;
+  NeuronCore core("core", tiny(), stats);
+  Stream gp{arch::Engine::GpSimd};
+  Instruction iota;  // x[p, i] = 100 p + i; s0[p] = p; s1[p] = 2 p + 1
+  iota.opcode = Opcode::Iota;
+  iota.imm1 = 100.0f;
+  iota.imm2 = 1.0f;
+  iota.dst = sbuf_f32(0, 6);
+  gp.add(iota);
+  iota.imm1 = 1.0f;
+  iota.imm2 = 0.0f;
+  iota.dst = sbuf_f32(64, 1);
+  gp.add(iota);
+  iota.imm0 = 1.0f;
+  iota.imm1 = 2.0f;
+  iota.dst = sbuf_f32(96, 1);
+  gp.add(iota).incr(5).end();
+  Stream vec{arch::Engine::Vector};
+  Instruction ts;
+  ts.opcode = Opcode::TensorScalar;
+  ts.alu = arch::AluOp::Subtract;
+  ts.imm0 = 1000.0f;  // ignored: b given
+  ts.alu2 = arch::AluOp::Multiply;
+  ts.imm1 = 1000.0f;  // ignored: c given
+  ts.a = sbuf_f32(0, 6);
+  ts.b = sbuf_f32(64, 1);
+  ts.c = sbuf_f32(96, 1);
+  ts.dst = sbuf_f32(128, 6);
+  vec.wait(5, 1).add(ts);
+  ts.b = {};  // b absent: imm0 again, c still per partition
+  ts.imm0 = 1.0f;
+  ts.dst = sbuf_f32(192, 6);
+  vec.add(ts).incr(1).end();
+  Stream sca{arch::Engine::Scalar};
+  Instruction act;
+  act.opcode = Opcode::Activation;
+  act.func = arch::ActFunc::Square;
+  act.imm0 = 1.0f;
+  act.a = sbuf_f32(0, 6);
+  act.dst = sbuf_f32(256, 6);
+  act.c = sbuf_f32(320, 1);
+  sca.wait(1, 1).add(act).end();
+  core.load_program(arch::Engine::GpSimd, gp.bytes);
+  core.load_program(arch::Engine::Vector, vec.bytes);
+  core.load_program(arch::Engine::Scalar, sca.bytes);
+  const RunResult r = core.run();
+  ASSERT_TRUE(r.ok()) << r.message;
+  for (std::uint32_t p = 0; p < 8; ++p) {
+    float squares = 0;
+    for (std::uint32_t i = 0; i < 6; ++i) {
+      const float x = 100.0f * p + i;
+      EXPECT_EQ(sbuf_float(core, p, 128 + 4 * i), (x - p) * (2.0f * p + 1)) << p << "," << i;
+      EXPECT_EQ(sbuf_float(core, p, 192 + 4 * i), (x - 1.0f) * (2.0f * p + 1)) << p << "," << i;
+      EXPECT_EQ(sbuf_float(core, p, 256 + 4 * i), x * x);
+      squares += x * x;
+    }
+    EXPECT_EQ(sbuf_float(core, p, 320), squares);
+  }
+}
+
 TEST(NeuronCore, DeadlockIsReportedWithTheWaitingEngines) {
   trace::Stats stats;
   NeuronCore core("core", tiny(), stats);

@@ -1,0 +1,63 @@
+#include "common/bounds.h"
+
+#include "arch/numerics.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <stdexcept>
+
+namespace tessera::kernels {
+
+double unit_roundoff(DType t) {
+  switch (t) {
+    case DType::Fp32: return std::ldexp(1.0, -24);
+    case DType::Bf16: return std::ldexp(1.0, -8);
+    default: throw std::invalid_argument(fmt::format("no unit roundoff for {}", to_string(t)));
+  }
+}
+
+double gamma(std::int64_t n, double u) {
+  const double nu = static_cast<double>(n) * u;
+  return nu < 1 ? nu / (1 - nu) : INFINITY;
+}
+
+NumericsCheck check_within(const std::vector<float>& got, const std::vector<double>& expect,
+                           const std::vector<double>& bound, const std::function<std::string(std::size_t)>& where) {
+  NumericsCheck c;
+  if (got.size() != expect.size() || bound.size() != expect.size()) {
+    c.detail = fmt::format("{} results for {} expected", got.size(), expect.size());
+    return c;
+  }
+  double worst_ratio = -1;
+  std::size_t worst = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double err = std::isnan(got[i]) ? INFINITY : std::fabs(double{got[i]} - expect[i]);
+    const double ratio = bound[i] > 0 ? err / bound[i] : (err > 0 ? INFINITY : 0);
+    if (ratio > worst_ratio) {
+      worst_ratio = ratio;
+      worst = i;
+    }
+  }
+  if (got.empty()) {
+    c.correct = true;
+    return c;
+  }
+  c.max_abs_error = std::isnan(got[worst]) ? INFINITY : std::fabs(double{got[worst]} - expect[worst]);
+  c.tolerance = bound[worst];
+  c.correct = worst_ratio <= 1.0;
+  if (!c.correct) c.detail = fmt::format("{} = {}, reference {}, bound {:.3g}", where(worst), got[worst], expect[worst], bound[worst]);
+  return c;
+}
+
+std::vector<float> random_values(std::size_t n, float lo, float hi, DType t, std::mt19937_64& rng) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) {
+    x = dist(rng);
+    if (t == DType::Bf16) x = arch::to_float(arch::to_bf16(x));
+  }
+  return v;
+}
+
+}  // namespace tessera::kernels

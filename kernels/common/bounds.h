@@ -1,0 +1,36 @@
+// Numerics helpers the kernel references share: unit roundoff per dtype, the
+// compounded-rounding bound gamma_n, an element-by-element check against a
+// per-element bound, and reproducible random inputs.
+#pragma once
+
+#include "common/kernel.h"
+
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace tessera::kernels {
+
+// Unit roundoff of round-to-nearest in a dtype: 2^-24 for fp32, 2^-8 for bf16.
+double unit_roundoff(DType t);
+
+// gamma_n = n u / (1 - n u): the relative error of n compounded roundings of
+// unit roundoff u (Higham, Accuracy and Stability of Numerical Algorithms,
+// lemma 3.1). Any order of summing n + 1 terms errs by at most gamma_n times
+// the sum of their magnitudes.
+double gamma(std::int64_t n, double u = 0x1p-24);
+
+// |got[i] - expect[i]| <= bound[i] for every i. Reports the element with the
+// largest error / bound ratio (named by where(i)) and that error and bound.
+NumericsCheck check_within(const std::vector<float>& got, const std::vector<double>& expect,
+                           const std::vector<double>& bound, const std::function<std::string(std::size_t)>& where);
+
+// n values uniform in [lo, hi], rounded to dtype on the host so that the
+// reference sees exactly the device's inputs.
+std::vector<float> random_values(std::size_t n, float lo, float hi, DType t, std::mt19937_64& rng);
+
+inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace tessera::kernels

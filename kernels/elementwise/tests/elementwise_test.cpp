@@ -1,0 +1,39 @@
+// Every element-wise operation on tiny, small and neuroncore-v2 (tlm) over
+// shapes whose element count is not a multiple of the partition count, with
+// tiles smaller than the tensor and a single buffer; tiny in rtl.
+#include "common/tests/kernel_runs.h"
+
+namespace tessera::kernels::test_support {
+namespace {
+
+const std::vector<std::string> kOps = {"gelu", "silu", "relu", "exp", "add", "multiply"};
+
+INSTANTIATE_TEST_SUITE_P(Elementwise, KernelMatchesReference,
+                         ::testing::ValuesIn(kernel_cases("elementwise", kOps,
+                                                          {{"tiny", {{"R", 1}, {"C", 1}}},
+                                                           {"tiny", {{"R", 37}, {"C", 41}}},
+                                                           {"tiny", {{"R", 8}, {"C", 300}, {"F", 64}, {"B", 1}}},
+                                                           {"small", {{"R", 100}, {"C", 333}}},
+                                                           {"small", {{"R", 64}, {"C", 512}, {"F", 100}, {"B", 2}}},
+                                                           {"neuroncore-v2", {{"R", 256}, {"C", 1000}}}})),
+                         kernel_case_name);
+
+INSTANTIATE_TEST_SUITE_P(Elementwise, KernelRtlAgrees,
+                         ::testing::ValuesIn(kernel_cases("elementwise", {"gelu", "add"},
+                                                          {{"tiny", {{"R", 37}, {"C", 41}, {"F", 64}}}})),
+                         kernel_case_name);
+
+INSTANTIATE_TEST_SUITE_P(Elementwise, KernelTimingIgnoresData,
+                         ::testing::ValuesIn(kernel_cases("elementwise", {"silu", "multiply"},
+                                                          {{"small", {{"R", 100}, {"C", 333}}}})),
+                         kernel_case_name);
+
+TEST(Elementwise, BuffersThatCannotFitAreAnError) {
+  const KernelRun r = run_kernel("elementwise", "add", "tiny", {{"B", 5000}}, arch::Fidelity::Tlm);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("5000 buffers of 2 fp32 tile(s) do not fit a 16 KiB SBUF partition"), std::string::npos)
+      << r.error;
+}
+
+}  // namespace
+}  // namespace tessera::kernels::test_support

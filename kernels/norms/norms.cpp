@@ -1,0 +1,248 @@
+// layernorm: out = (x - mean) / sqrt(var + eps) * gamma + beta
+// rmsnorm:   out = x / sqrt(mean(x^2) + eps) * gamma
+// over each row of an fp32 [R, D] tensor, eps = 1e-5, var the biased
+// variance. Rows lie on SBUF partitions (P rows per block), so the row
+// statistics are free-axis reductions and [P, 1] per-partition scalars; gamma
+// and beta are loaded once, broadcast to every partition by a DMA whose
+// partition stride is 0. Row blocks rotate through three buffers so loads,
+// compute and stores of consecutive blocks overlap.
+//
+// split (default): the second moment comes from the scalar engine, whose
+// activation squares (x - mean) or x and sums each row as it goes, while the
+// vector engine does the rest; normalising is one vector pass with two
+// per-partition scalars ((x + -mean) * rstd).
+// vector: every pass on the vector engine (square, reduce, subtract and
+// scale as separate instructions); the scalar engine only takes the [P, 1]
+// rsqrt.
+#include "norms/norms.h"
+
+#include "common/bounds.h"
+#include "tessera/kernel_builder.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace tessera::kernels {
+namespace {
+
+constexpr float kEps = 1e-5f;
+constexpr std::int64_t kMaxBuffers = 3;
+
+class Norm : public KernelInstance {
+public:
+  Norm(Device& dev, const Shape& shape, std::string variant, std::uint64_t seed, bool layer)
+      : dev_(dev), variant_(std::move(variant)), layer_(layer), R_(shape.at("R")), D_(shape.at("D")) {
+    const char* name = layer ? "layernorm" : "rmsnorm";
+    x_ = dev.allocate("x", {R_, D_}, DType::Fp32);
+    gamma_ = dev.allocate("gamma", {1, D_}, DType::Fp32);
+    if (layer_) beta_ = dev.allocate("beta", {1, D_}, DType::Fp32);
+    out_ = dev.allocate("out", {R_, D_}, DType::Fp32);
+    name_ = name;
+    if (dev.no_data()) return;
+    std::mt19937_64 rng(seed);
+    // An offset mean, so that layernorm's centring matters.
+    xv_ = random_values(static_cast<std::size_t>(R_ * D_), -1, 3, DType::Fp32, rng);
+    gv_ = random_values(static_cast<std::size_t>(D_), 0.5f, 1.5f, DType::Fp32, rng);
+    dev.upload(x_, xv_);
+    dev.upload(gamma_, gv_);
+    if (layer_) {
+      bv_ = random_values(static_cast<std::size_t>(D_), -1, 1, DType::Fp32, rng);
+      dev.upload(beta_, bv_);
+    }
+  }
+
+  Program build() override {
+    const auto& cfg = dev_.config();
+    KernelBuilder kb(cfg, name_);
+    const auto u32 = [](std::int64_t v) { return static_cast<std::uint32_t>(v); };
+    const std::int64_t P = cfg.sbuf.partitions;
+    const std::int64_t row = D_ * 4;
+    // Fixed: gamma, beta (layernorm) and one scratch row; then per buffer the
+    // row and four [P, 1] statistics.
+    const std::int64_t fixed = row * (layer_ ? 3 : 2), per_buffer = row + 16;
+    const std::int64_t buffers = std::min(kMaxBuffers, (cfg.sbuf.partition_kib * 1024 - fixed) / per_buffer);
+    if (buffers < 1)
+      throw KernelError(fmt::format("{}: rows of D={} fp32 need {} bytes in one SBUF partition (gamma{}, scratch and "
+                                    "the row), which has {}",
+                                    name_, D_, fixed + per_buffer, layer_ ? ", beta" : "",
+                                    cfg.sbuf.partition_kib * 1024));
+    const std::uint32_t pmax = u32(std::min(P, R_));
+    const Tile g = kb.sbuf("gamma", pmax, u32(D_), DType::Fp32);
+    kb.dma(g, View{&gamma_, 0, {pmax, D_}, {0, 1}});
+    Tile b;
+    if (layer_) {
+      b = kb.sbuf("beta", pmax, u32(D_), DType::Fp32);
+      kb.dma(b, View{&beta_, 0, {pmax, D_}, {0, 1}});
+    }
+    const Tile scratch = kb.sbuf("scratch", pmax, u32(D_), DType::Fp32);
+    struct Set {
+      Tile x, s0, s1, s2, s3;
+    };
+    std::vector<Set> sets;
+    for (std::int64_t i = 0; i < buffers; ++i)
+      sets.push_back({kb.sbuf(fmt::format("x{}", i), pmax, u32(D_), DType::Fp32),
+                      kb.sbuf(fmt::format("stat{}a", i), pmax, 1, DType::Fp32),
+                      kb.sbuf(fmt::format("stat{}b", i), pmax, 1, DType::Fp32),
+                      kb.sbuf(fmt::format("stat{}c", i), pmax, 1, DType::Fp32),
+                      kb.sbuf(fmt::format("stat{}d", i), pmax, 1, DType::Fp32)});
+    const float inv_d = 1.0f / static_cast<float>(D_);
+    const bool split = variant_ == "split";
+    // Each block's load is issued buffers - 1 blocks ahead in program order,
+    // so that no ring holds it behind the stores of the blocks in between.
+    const std::int64_t blocks = ceil_div(R_, P);
+    const auto rows_of = [&](std::int64_t blk) { return u32(std::min(P, R_ - blk * P)); };
+    const auto load = [&](std::int64_t blk) {
+      if (blk < blocks)
+        kb.dma(sets[static_cast<std::size_t>(blk % buffers)].x.slice(0, rows_of(blk), 0, u32(D_)),
+               x_.region(blk * P, 0, rows_of(blk), D_));
+    };
+    const auto rows = [&](std::int64_t blk, const Tile& t) { return t.slice(0, rows_of(blk), 0, t.free); };
+    const auto set_of = [&](std::int64_t blk) -> const Set& { return sets[static_cast<std::size_t>(blk % buffers)]; };
+    // Row statistics up to rstd (s3) of a block.
+    const auto stats = [&](std::int64_t blk) {
+      const Set& s = set_of(blk);
+      const Tile x = rows(blk, s.x), junk = rows(blk, scratch), rstd = rows(blk, s.s3);
+      if (layer_) {
+        const Tile sum = rows(blk, s.s0), negmean = rows(blk, s.s1), var = rows(blk, s.s2);
+        kb.reduce(sum, x, arch::AluOp::Add);
+        kb.tensor_scalar(negmean, sum, arch::AluOp::Multiply, -inv_d);
+        if (split) {
+          kb.activation(junk, x, arch::ActFunc::Square, 1.0f, 0.0f, &negmean, &var);
+        } else {
+          kb.tensor_scalar(x, x, arch::AluOp::Add, negmean);
+          kb.tensor_tensor(junk, x, x, arch::AluOp::Multiply);
+          kb.reduce(var, junk, arch::AluOp::Add);
+        }
+        kb.activation(rstd, var, arch::ActFunc::Rsqrt, inv_d, kEps);
+      } else {
+        const Tile ss = rows(blk, s.s0);
+        if (split) {
+          kb.activation(junk, x, arch::ActFunc::Square, 1.0f, 0.0f, nullptr, &ss);
+        } else {
+          kb.tensor_tensor(junk, x, x, arch::AluOp::Multiply);
+          kb.reduce(ss, junk, arch::AluOp::Add);
+        }
+        kb.activation(rstd, ss, arch::ActFunc::Rsqrt, inv_d, kEps);
+      }
+    };
+    // Normalise, scale, shift and store a block.
+    const auto finish = [&](std::int64_t blk) {
+      const Set& s = set_of(blk);
+      const Tile x = rows(blk, s.x), rstd = rows(blk, s.s3), gr = rows(blk, g);
+      if (layer_ && split) {
+        const Tile negmean = rows(blk, s.s1);
+        kb.tensor_scalar(x, x, arch::AluOp::Add, negmean, arch::AluOp::Multiply, &rstd);
+      } else {
+        kb.tensor_scalar(x, x, arch::AluOp::Multiply, rstd);  // layernorm vector: x already centred
+      }
+      kb.tensor_tensor(x, x, gr, arch::AluOp::Multiply);
+      if (layer_) kb.tensor_tensor(x, x, rows(blk, b), arch::AluOp::Add);
+      kb.dma(out_.region(blk * P, 0, rows_of(blk), D_), x);
+    };
+    // split: the next block's statistics are issued before this block's
+    // normalising, so the vector engine has work while the scalar engine
+    // squares (the streams run in order). Needs two buffers.
+    const std::int64_t ahead = split && buffers >= 2 ? 1 : 0;
+    for (std::int64_t blk = 0; blk + 1 < buffers; ++blk) load(blk);
+    if (ahead) stats(0);
+    for (std::int64_t blk = 0; blk < blocks; ++blk) {
+      load(blk + buffers - 1);
+      if (!ahead) stats(blk);
+      else if (blk + 1 < blocks) stats(blk + 1);
+      finish(blk);
+    }
+    return kb.build();
+  }
+
+  // Reference in double; first-order bounds on the engine's fp32 roundings
+  // (u = 2^-24, gamma_n as in bounds.h; 1/D and eps are rounded to fp32,
+  // 1/sqrtf rounds twice):
+  //  rmsnorm: the sum of squares errs by u + gamma_{D-1} relative, scaling by
+  //    fl(1/D) and adding eps by 4u more; rsqrt halves that and adds 2u; the
+  //    two multiplies add 2u: |out| (e_ss + 4u) / 2 + 4u).
+  //  layernorm: -mean errs by dm = gamma_{D-1} mean|x| + 2u |mean|; each
+  //    centred value c = x - mean by dm + u |c|; the sum of squares S by
+  //    dS = 2 dm sum|c| + D dm^2 + (3u + gamma_{D-1}) S; var + eps by
+  //    e_v = dS / (S + D eps) + 4u relative; rstd by e_r = e_v / 2 + 2u; out
+  //    by |gamma| rstd (dm + |c| (e_r + 3u)) + u |out|.
+  // Each ku is taken as gamma_k so the bound also covers second-order terms.
+  NumericsCheck check() override {
+    const auto got = dev_.download(out_);
+    const double u = unit_roundoff(DType::Fp32), gd = gamma(D_ - 1);
+    std::vector<double> ref(xv_.size()), bound(xv_.size());
+    for (std::int64_t r = 0; r < R_; ++r) {
+      const float* x = &xv_[static_cast<std::size_t>(r * D_)];
+      const std::size_t base = static_cast<std::size_t>(r * D_);
+      if (layer_) {
+        double mean = 0, mag = 0;
+        for (std::int64_t i = 0; i < D_; ++i) {
+          mean += x[i];
+          mag += std::fabs(x[i]);
+        }
+        mean /= static_cast<double>(D_);
+        mag /= static_cast<double>(D_);
+        double var = 0, sum_abs_c = 0;
+        for (std::int64_t i = 0; i < D_; ++i) {
+          var += (x[i] - mean) * (x[i] - mean);
+          sum_abs_c += std::fabs(x[i] - mean);
+        }
+        const double S = var, Dd = static_cast<double>(D_);
+        var /= Dd;
+        const double rstd = 1 / std::sqrt(var + double{kEps});
+        const double dm = gd * mag + gamma(2) * std::fabs(mean);
+        const double dS = 2 * dm * sum_abs_c + Dd * dm * dm + (gamma(3) + gd) * S;
+        const double e_v = dS / (S + Dd * double{kEps}) + gamma(4);
+        const double e_r = e_v / 2 + gamma(2);
+        for (std::int64_t i = 0; i < D_; ++i) {
+          const double c = x[i] - mean, out = c * rstd * gv_[i] + bv_[i];
+          ref[base + i] = out;
+          bound[base + i] = std::fabs(gv_[i]) * rstd * (dm + std::fabs(c) * (e_r + gamma(3))) + u * std::fabs(out);
+        }
+      } else {
+        double ss = 0;
+        for (std::int64_t i = 0; i < D_; ++i) ss += double{x[i]} * x[i];
+        const double rstd = 1 / std::sqrt(ss / static_cast<double>(D_) + double{kEps});
+        const double e_r = (gamma(1) + gd + gamma(4)) / 2 + gamma(4);
+        for (std::int64_t i = 0; i < D_; ++i) {
+          const double out = x[i] * rstd * gv_[i];
+          ref[base + i] = out;
+          bound[base + i] = e_r * std::fabs(out);
+        }
+      }
+    }
+    return check_within(got, ref, bound, [&](std::size_t k) {
+      return fmt::format("out[{}, {}]", static_cast<std::int64_t>(k) / D_, static_cast<std::int64_t>(k) % D_);
+    });
+  }
+
+private:
+  Device& dev_;
+  std::string variant_;
+  bool layer_;
+  std::string name_;
+  std::int64_t R_, D_;
+  Tensor x_, gamma_, beta_, out_;
+  std::vector<float> xv_, gv_, bv_;
+};
+
+KernelSpec norm_spec(bool layer) {
+  return KernelSpec{
+      layer ? "layernorm" : "rmsnorm",
+      layer ? "out = (x - mean) / sqrt(var + 1e-5) * gamma + beta per row, fp32 [R,D]"
+            : "out = x / sqrt(mean(x^2) + 1e-5) * gamma per row, fp32 [R,D]",
+      {"split", "vector"},
+      {{"R", 1024, "rows (tokens)"}, {"D", 1024, "row length (the normalised axis)"}},
+      [layer](Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed) {
+        return std::make_unique<Norm>(dev, shape, variant, seed, layer);
+      },
+  };
+}
+
+}  // namespace
+
+KernelSpec layernorm_spec() { return norm_spec(true); }
+KernelSpec rmsnorm_spec() { return norm_spec(false); }
+
+}  // namespace tessera::kernels

@@ -1,0 +1,148 @@
+// Softmax along rows: out[r, :] = exp(x[r, :] - max) / sum(exp(x[r, :] - max)).
+// Rows lie on SBUF partitions (one row per partition, P rows per block) so
+// that every statistic is a free-axis reduction, and each row block rotates
+// through three buffers: the load of the next block and the store of the last
+// overlap the work on this one.
+//
+// fused (default): max on the vector engine; exp(x - max) on the scalar
+// engine, which takes the row's -max as its per-partition bias and sums its
+// results as it goes (the accumulate output); the reciprocal of the sum on
+// the scalar engine; one vector pass multiplies by it. Two vector passes
+// and one scalar pass per element.
+// unfused: the textbook sequence, each step its own pass: max, subtract
+// (vector), exp (scalar), sum, divide (vector). Four vector passes.
+#include "softmax/softmax.h"
+
+#include "common/bounds.h"
+#include "tessera/kernel_builder.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace tessera::kernels {
+namespace {
+
+constexpr std::int64_t kMaxBuffers = 3;
+
+class Softmax : public KernelInstance {
+public:
+  Softmax(Device& dev, const Shape& shape, std::string variant, std::uint64_t seed)
+      : dev_(dev), variant_(std::move(variant)), R_(shape.at("R")), C_(shape.at("C")) {
+    x_ = dev.allocate("x", {R_, C_}, DType::Fp32);
+    out_ = dev.allocate("out", {R_, C_}, DType::Fp32);
+    if (dev.no_data()) return;
+    std::mt19937_64 rng(seed);
+    xv_ = random_values(static_cast<std::size_t>(R_ * C_), -4, 4, DType::Fp32, rng);
+    dev.upload(x_, xv_);
+  }
+
+  Program build() override {
+    const auto& cfg = dev_.config();
+    KernelBuilder kb(cfg, "softmax");
+    const std::int64_t P = cfg.sbuf.partitions;
+    const std::int64_t per_buffer = C_ * 4 + 4 * 4;  // the row, then four [P, 1] statistics
+    const std::int64_t buffers = std::min(kMaxBuffers, cfg.sbuf.partition_kib * 1024 / per_buffer);
+    if (buffers < 1)
+      throw KernelError(fmt::format("softmax: a row of C={} fp32 needs {} bytes in one SBUF partition, which has {}; "
+                                    "rows this long need a softmax tiled along the row",
+                                    C_, per_buffer, cfg.sbuf.partition_kib * 1024));
+    struct Set {
+      Tile x, mx, nmx, sum, rs;
+    };
+    std::vector<Set> sets;
+    const auto u32 = [](std::int64_t v) { return static_cast<std::uint32_t>(v); };
+    for (std::int64_t i = 0; i < buffers; ++i)
+      sets.push_back({kb.sbuf(fmt::format("x{}", i), u32(P), u32(C_), DType::Fp32),
+                      kb.sbuf(fmt::format("max{}", i), u32(P), 1, DType::Fp32),
+                      kb.sbuf(fmt::format("negmax{}", i), u32(P), 1, DType::Fp32),
+                      kb.sbuf(fmt::format("sum{}", i), u32(P), 1, DType::Fp32),
+                      kb.sbuf(fmt::format("rsum{}", i), u32(P), 1, DType::Fp32)});
+    // Each block's load is issued buffers - 1 blocks ahead in program order,
+    // so that no ring holds it behind the stores of the blocks in between.
+    const std::int64_t blocks = ceil_div(R_, P);
+    const auto rows_of = [&](std::int64_t b) { return u32(std::min(P, R_ - b * P)); };
+    const auto load = [&](std::int64_t b) {
+      if (b < blocks)
+        kb.dma(sets[static_cast<std::size_t>(b % buffers)].x.slice(0, rows_of(b), 0, u32(C_)),
+               x_.region(b * P, 0, rows_of(b), C_));
+    };
+    for (std::int64_t b = 0; b + 1 < buffers; ++b) load(b);
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      load(b + buffers - 1);
+      const std::int64_t r0 = b * P;
+      const std::uint32_t pr = rows_of(b);
+      const Set& s = sets[static_cast<std::size_t>(b % buffers)];
+      const auto rows = [&](const Tile& t) { return t.slice(0, pr, 0, t.free); };
+      const Tile x = rows(s.x), mx = rows(s.mx), nmx = rows(s.nmx), sum = rows(s.sum), rs = rows(s.rs);
+      kb.reduce(mx, x, arch::AluOp::Max);
+      if (variant_ == "fused") {
+        kb.tensor_scalar(nmx, mx, arch::AluOp::Multiply, -1.0f);
+        kb.activation(x, x, arch::ActFunc::Exp, 1.0f, 0.0f, &nmx, &sum);
+        kb.activation(rs, sum, arch::ActFunc::Reciprocal);
+        kb.tensor_scalar(x, x, arch::AluOp::Multiply, rs);
+      } else {
+        kb.tensor_scalar(x, x, arch::AluOp::Subtract, mx);
+        kb.activation(x, x, arch::ActFunc::Exp);
+        kb.reduce(sum, x, arch::AluOp::Add);
+        kb.tensor_scalar(x, x, arch::AluOp::Divide, sum);
+      }
+      kb.dma(out_.region(r0, 0, pr, C_), x);
+    }
+    return kb.build();
+  }
+
+  // Reference in double. Relative error of out[r, i], u = 2^-24, m the row
+  // max, D = max_j |x_j - m|: x_i - m rounds once (an absolute u |x_i - m|,
+  // which exp turns into that relative error) and expf adds 1 ulp (2u), so
+  // each term errs by u (|x_i - m| + 2); the sum of C terms adds gamma_{C-1}
+  // and inherits at most u (D + 2); the reciprocal and the multiply (or the
+  // divide) add 2u. In all: gamma_n with n = C + 5 + |x_i - m| + D, rounded up.
+  NumericsCheck check() override {
+    const auto got = dev_.download(out_);
+    std::vector<double> ref(xv_.size()), bound(xv_.size());
+    for (std::int64_t r = 0; r < R_; ++r) {
+      const float* x = &xv_[static_cast<std::size_t>(r * C_)];
+      double m = x[0];
+      for (std::int64_t i = 1; i < C_; ++i) m = std::max<double>(m, x[i]);
+      double sum = 0, spread = 0;
+      for (std::int64_t i = 0; i < C_; ++i) {
+        sum += std::exp(x[i] - m);
+        spread = std::max(spread, m - x[i]);
+      }
+      for (std::int64_t i = 0; i < C_; ++i) {
+        const std::size_t k = static_cast<std::size_t>(r * C_ + i);
+        ref[k] = std::exp(x[i] - m) / sum;
+        const auto n = static_cast<std::int64_t>(std::ceil(C_ + 5 + (m - x[i]) + spread));
+        bound[k] = gamma(n) * ref[k];
+      }
+    }
+    return check_within(got, ref, bound, [&](std::size_t k) {
+      return fmt::format("out[{}, {}]", static_cast<std::int64_t>(k) / C_, static_cast<std::int64_t>(k) % C_);
+    });
+  }
+
+private:
+  Device& dev_;
+  std::string variant_;
+  std::int64_t R_, C_;
+  Tensor x_, out_;
+  std::vector<float> xv_;
+};
+
+}  // namespace
+
+KernelSpec softmax_spec() {
+  return KernelSpec{
+      "softmax",
+      "out[r,:] = exp(x[r,:] - max) / sum(exp(x[r,:] - max)), fp32 [R,C]",
+      {"fused", "unfused"},
+      {{"R", 1024, "rows"}, {"C", 1024, "row length (the softmax axis)"}},
+      [](Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed) {
+        return std::make_unique<Softmax>(dev, shape, variant, seed);
+      },
+  };
+}
+
+}  // namespace tessera::kernels

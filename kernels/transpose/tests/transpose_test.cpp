@@ -1,0 +1,29 @@
+// Both transpose variants on tiny, small and neuroncore-v2 (tlm): single
+// elements, single rows and columns, sizes that are not multiples of the
+// partition count or the array size; tiny in rtl. Exact: tolerance 0.
+#include "common/tests/kernel_runs.h"
+
+namespace tessera::kernels::test_support {
+namespace {
+
+INSTANTIATE_TEST_SUITE_P(Transpose, KernelMatchesReference,
+                         ::testing::ValuesIn(kernel_cases("transpose", {"tensor", "dma"},
+                                                          {{"tiny", {{"R", 1}, {"C", 1}}},
+                                                           {"tiny", {{"R", 37}, {"C", 300}}},
+                                                           {"tiny", {{"R", 300}, {"C", 9}}},
+                                                           {"small", {{"R", 100}, {"C", 333}}},
+                                                           {"small", {{"R", 1}, {"C", 70}}},
+                                                           {"neuroncore-v2", {{"R", 300}, {"C", 700}}}})),
+                         kernel_case_name);
+
+INSTANTIATE_TEST_SUITE_P(Transpose, KernelRtlAgrees,
+                         ::testing::ValuesIn(kernel_cases("transpose", {"tensor", "dma"},
+                                                          {{"tiny", {{"R", 37}, {"C", 50}}}})),
+                         kernel_case_name);
+
+INSTANTIATE_TEST_SUITE_P(Transpose, KernelTimingIgnoresData,
+                         ::testing::ValuesIn(kernel_cases("transpose", {"tensor"}, {{"small", {{"R", 100}, {"C", 333}}}})),
+                         kernel_case_name);
+
+}  // namespace
+}  // namespace tessera::kernels::test_support

@@ -1,0 +1,154 @@
+// out[C, R] = x[R, C].T, bf16 (exact: nothing is rounded).
+//
+// tensor (default): H row blocks of x, [pr, W] each, are loaded with rows on
+// partitions (contiguous DMA runs of W elements). For each T columns, the H
+// [pr, T] blocks go through the array (a transpose is a multiply by the
+// identity) into one PSUM bank as [T, H pr]; one copy converts it back to
+// bf16 in SBUF (alternating between the vector and scalar engines, which
+// share the evacuation), and one store writes it as T rows of out, each a
+// contiguous run of H pr elements.
+// dma: no engine touches the data. Each load reads a [pc, fr] block of x
+// column-wise (partition p takes column c0 + p: a strided pattern of one
+// element per run), which lands transposed in SBUF; the store writes it as
+// rows of out. The DMA engines move two-byte runs, so this variant shows
+// what an element-granular access pattern costs.
+#include "transpose/transpose.h"
+
+#include "common/bounds.h"
+#include "tessera/kernel_builder.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace tessera::kernels {
+namespace {
+
+std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
+
+class Transpose : public KernelInstance {
+public:
+  Transpose(Device& dev, const Shape& shape, std::string variant, std::uint64_t seed)
+      : dev_(dev), variant_(std::move(variant)), R_(shape.at("R")), C_(shape.at("C")) {
+    x_ = dev.allocate("x", {R_, C_}, DType::Bf16);
+    out_ = dev.allocate("out", {C_, R_}, DType::Bf16);
+    if (dev.no_data()) return;
+    std::mt19937_64 rng(seed);
+    xv_ = random_values(static_cast<std::size_t>(R_ * C_), -1, 1, DType::Bf16, rng);
+    dev.upload(x_, xv_);
+  }
+
+  Program build() override {
+    KernelBuilder kb(dev_.config(), "transpose");
+    if (variant_ == "tensor") tensor(kb);
+    else dma(kb);
+    return kb.build();
+  }
+
+  // A transpose moves values without arithmetic: exact, tolerance 0 (the
+  // array multiplies each by 1 and adds exact zeros).
+  NumericsCheck check() override {
+    const auto got = dev_.download(out_);
+    std::vector<double> ref(xv_.size()), bound(xv_.size(), 0.0);
+    for (std::int64_t r = 0; r < R_; ++r)
+      for (std::int64_t c = 0; c < C_; ++c) ref[static_cast<std::size_t>(c * R_ + r)] = xv_[static_cast<std::size_t>(r * C_ + c)];
+    return check_within(got, ref, bound, [&](std::size_t k) {
+      return fmt::format("out[{}, {}]", static_cast<std::int64_t>(k) / R_, static_cast<std::int64_t>(k) % R_);
+    });
+  }
+
+private:
+  void tensor(KernelBuilder& kb) {
+    const auto& cfg = kb.config();
+    // Rows per block: the transpose's input partitions (array rows); columns
+    // per block: its output partitions (array columns, PSUM partitions).
+    const std::int64_t pr_max = std::min<std::int64_t>(cfg.sbuf.partitions, cfg.tensor.rows);
+    const std::int64_t T = std::min({cfg.tensor.cols, static_cast<std::int64_t>(cfg.psum.partitions),
+                                     static_cast<std::int64_t>(cfg.sbuf.partitions)});
+    // H row blocks share a PSUM bank, so that each store writes rows of out
+    // H * pr_max elements long; W columns of x are loaded per row block.
+    const std::int64_t bank = cfg.psum.bank_kib * 1024 / 4;
+    const std::int64_t H = std::max<std::int64_t>(1, std::min(bank / pr_max, ceil_div(R_, pr_max)));
+    // Two sets of input tiles; more of the small output stages (PSUM bank,
+    // SBUF copy), so that several stores are in flight while the next
+    // blocks go through the array: a store's start latency is longer than
+    // one block's transposes and copy.
+    constexpr int kSets = 2;
+    const int out_sets = static_cast<int>(std::clamp<std::int64_t>(cfg.psum.banks / 2, 1, 4));
+    const std::int64_t budget = cfg.sbuf.partition_kib * 1024 - out_sets * H * pr_max * 2;
+    std::int64_t W = std::min<std::int64_t>({C_, 2048, budget / (kSets * H * 2)});
+    if (W < C_) W = W / T * T;
+    if (W < 1) throw KernelError(fmt::format("transpose: {} row blocks of one column do not fit SBUF", H));
+    std::vector<Tile> xin[kSets];
+    std::vector<Tile> pT, xo;
+    for (int s = 0; s < kSets; ++s)
+      for (std::int64_t j = 0; j < H; ++j)
+        xin[s].push_back(kb.sbuf(fmt::format("x{}_{}", s, j), u32(pr_max), u32(W), DType::Bf16));
+    for (int s = 0; s < out_sets; ++s) {
+      pT.push_back(kb.psum(fmt::format("pT{}", s), u32(T), u32(H * pr_max)));
+      xo.push_back(kb.sbuf(fmt::format("xT{}", s), u32(T), u32(H * pr_max), DType::Bf16));
+    }
+    int s = 0, t = 0;
+    for (std::int64_t R0 = 0; R0 < R_; R0 += H * pr_max)
+      for (std::int64_t C0 = 0; C0 < C_; C0 += W, s = (s + 1) % kSets) {
+        const std::int64_t hb = std::min(H, ceil_div(R_ - R0, pr_max)), cw = std::min(W, C_ - C0);
+        const std::int64_t hr = std::min(H * pr_max, R_ - R0);
+        std::vector<Tile> x;
+        for (std::int64_t j = 0; j < hb; ++j) {
+          const std::int64_t pr = std::min(pr_max, R_ - R0 - j * pr_max);
+          x.push_back(xin[s][static_cast<std::size_t>(j)].slice(0, u32(pr), 0, u32(cw)));
+          kb.dma(x.back(), x_.region(R0 + j * pr_max, C0, pr, cw));
+        }
+        for (std::int64_t i = 0; i * T < cw; ++i, t = (t + 1) % out_sets) {
+          const std::int64_t w = std::min(T, cw - i * T);
+          for (std::int64_t j = 0; j < hb; ++j) {
+            const Tile& xj = x[static_cast<std::size_t>(j)];
+            kb.transpose(pT[t].slice(0, u32(w), u32(j * pr_max), xj.partitions), xj.slice(0, xj.partitions, u32(i * T), u32(w)));
+          }
+          const Tile o = xo[t].slice(0, u32(w), 0, u32(hr));
+          kb.copy(o, pT[t].slice(0, u32(w), 0, u32(hr)), i % 2 ? arch::Engine::Scalar : arch::Engine::Vector);
+          kb.dma(out_.region(C0 + i * T, R0, w, hr), o);
+        }
+      }
+  }
+
+  void dma(KernelBuilder& kb) {
+    const auto& cfg = kb.config();
+    const std::int64_t P = cfg.sbuf.partitions;
+    constexpr int kSets = 3;
+    const std::int64_t F = std::min<std::int64_t>({R_, 2048, cfg.sbuf.partition_kib * 1024 / (2 * kSets)});
+    Tile t[kSets];
+    for (int s = 0; s < kSets; ++s) t[s] = kb.sbuf(fmt::format("t{}", s), u32(P), u32(F), DType::Bf16);
+    int s = 0;
+    for (std::int64_t c0 = 0; c0 < C_; c0 += P)
+      for (std::int64_t r0 = 0; r0 < R_; r0 += F, s = (s + 1) % kSets) {
+        const std::int64_t pc = std::min(P, C_ - c0), fr = std::min(F, R_ - r0);
+        const Tile tile = t[s].slice(0, u32(pc), 0, u32(fr));
+        // Partition p reads column c0 + p, rows r0 .. r0 + fr - 1.
+        kb.dma(tile, View{&x_, r0 * C_ + c0, {pc, fr}, {1, C_}});
+        kb.dma(out_.region(c0, r0, pc, fr), tile);
+      }
+  }
+
+  Device& dev_;
+  std::string variant_;
+  std::int64_t R_, C_;
+  Tensor x_, out_;
+  std::vector<float> xv_;
+};
+
+}  // namespace
+
+KernelSpec transpose_spec() {
+  return KernelSpec{
+      "transpose",
+      "out[C,R] = x[R,C].T, bf16",
+      {"tensor", "dma"},
+      {{"R", 1024, "rows of x"}, {"C", 1024, "columns of x"}},
+      [](Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed) {
+        return std::make_unique<Transpose>(dev, shape, variant, seed);
+      },
+  };
+}
+
+}  // namespace tessera::kernels
