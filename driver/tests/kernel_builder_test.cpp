@@ -133,6 +133,31 @@ TEST(KernelBuilder, ConsumersWaitOnProducersSemaphores) {
   EXPECT_EQ(p.rings.size(), 2u);
 }
 
+TEST(KernelBuilder, PerPartitionScalarTilesAreReadAndChecked) {
+  KernelBuilder kb(config("tiny"), "k");
+  const Tile x = kb.sbuf("x", 8, 16, DType::Fp32), y = kb.sbuf("y", 8, 16, DType::Fp32);
+  const Tile m = kb.sbuf("m", 8, 1, DType::Fp32), l = kb.sbuf("l", 8, 1, DType::Fp32);
+  kb.memset(x, 1);
+  EXPECT_THAT(error_of([&] { kb.tensor_scalar(y, x, arch::AluOp::Subtract, m); }),
+              HasSubstr("reads scalar tile 'm' before anything wrote it"));
+  kb.iota(m, 0, 1, 0);  // GpSimd writes m: the vector op must wait for it
+  kb.memset(l, 2);
+  EXPECT_THAT(error_of([&] { kb.tensor_scalar(y, x, arch::AluOp::Subtract, x); }),
+              HasSubstr("b (scalar s0) must be [8 x 1]"));
+  EXPECT_THAT(error_of([&] { kb.tensor_scalar(y, x, arch::AluOp::Subtract, m, arch::AluOp::Divide, &x); }),
+              HasSubstr("c (scalar s1) must be [8 x 1]"));
+  kb.tensor_scalar(y, x, arch::AluOp::Subtract, m, arch::AluOp::Divide, &l);
+  const Program p = kb.build();
+  const auto& vec = p.streams[static_cast<int>(arch::Engine::Vector)];
+  const auto ts = std::find_if(vec.begin(), vec.end(), [](const auto& in) { return in.opcode == arch::Opcode::TensorScalar; });
+  ASSERT_NE(ts, vec.end());
+  EXPECT_TRUE(ts->b.valid());
+  EXPECT_TRUE(ts->c.valid());
+  const auto wait = std::prev(ts);
+  EXPECT_EQ(wait->opcode, arch::Opcode::SemWait);
+  EXPECT_EQ(wait->sem, static_cast<int>(arch::Engine::GpSimd));
+}
+
 TEST(KernelBuilder, LoadedWeightsAreReusedUntilOverwritten) {
   KernelBuilder kb(config("tiny"), "k");
   const Tile w = kb.sbuf("w", 8, 8, DType::Bf16), x = kb.sbuf("x", 8, 16, DType::Bf16);

@@ -332,7 +332,8 @@ std::string disassemble(const Instruction& in) {
     case Opcode::Reduce:
     case Opcode::PartitionReduce: s += fmt::format(" {}", to_string(in.alu)); break;
     case Opcode::TensorScalar:
-      s += fmt::format(" {} {} {} {}", to_string(in.alu), in.imm0, to_string(in.alu2), in.imm1);
+      s += fmt::format(" {} {} {} {}", to_string(in.alu), in.b.valid() ? "b" : fmt::format("{}", in.imm0),
+                       to_string(in.alu2), in.c.valid() ? "c" : fmt::format("{}", in.imm1));
       break;
     case Opcode::Memset: s += fmt::format(" {}", in.imm0); break;
     case Opcode::Activation:
@@ -401,6 +402,12 @@ struct Checker {
     if (x.partition_count != y.partition_count || x.free_elements() != y.free_elements())
       fail(fmt::format("{} [{} x {}] and {} [{} x {}] differ in shape", r1, x.partition_count, x.free_elements(), r2,
                        y.partition_count, y.free_elements()));
+  }
+
+  // An operand holding one value per partition of `a`: [P x 1].
+  void per_partition_scalar(const char* role, const AccessPattern& ap) {
+    if (ap.valid() && in.a.valid() && (ap.partition_count != in.a.partition_count || ap.free_elements() != 1))
+      fail(fmt::format("{} must be [{} x 1]", role, in.a.partition_count));
   }
 
   void tensor_input(const char* role, const AccessPattern& ap) {
@@ -501,6 +508,12 @@ struct Checker {
         same_shape("dst", in.dst, "b", in.b);
         break;
       case Opcode::TensorScalar:
+        require("dst", in.dst);
+        require("a", in.a);
+        same_shape("dst", in.dst, "a", in.a);
+        per_partition_scalar("b (scalar s0)", in.b);
+        per_partition_scalar("c (scalar s1)", in.c);
+        break;
       case Opcode::Copy:
         require("dst", in.dst);
         require("a", in.a);
@@ -537,10 +550,8 @@ struct Checker {
         require("dst", in.dst);
         require("a", in.a);
         same_shape("dst", in.dst, "a", in.a);
-        if (in.b.valid() && in.a.valid() && (in.b.partition_count != in.a.partition_count || in.b.free_elements() != 1))
-          fail(fmt::format("b (bias) must be [{} x 1]", in.a.partition_count));
-        if (in.c.valid() && in.a.valid() && (in.c.partition_count != in.a.partition_count || in.c.free_elements() != 1))
-          fail(fmt::format("c (accumulate) must be [{} x 1]", in.a.partition_count));
+        per_partition_scalar("b (bias)", in.b);
+        per_partition_scalar("c (accumulate)", in.c);
         break;
     }
     if (in.engine == Engine::GpSimd && !cfg.gpsimd.present && in.opcode != Opcode::End)

@@ -71,7 +71,7 @@ enum class Opcode : std::uint8_t {
   Transpose = 0x12,       // dst(PSUM) [F, P] = src [P, F].T, through the array
   // Vector engine.
   TensorTensor = 0x20,  // dst = a <alu> b
-  TensorScalar = 0x21,  // dst = (a <alu> imm0) <alu2> imm1
+  TensorScalar = 0x21,  // dst = (a <alu> s0) <alu2> s1; s0 = b[p] if given else imm0, s1 = c[p] if given else imm1
   Reduce = 0x22,        // dst [P, 1] = reduce<alu>(a) along the free axes
   Copy = 0x23,          // dst = a (with dtype conversion); also GpSimd
   Memset = 0x24,        // dst = imm0
@@ -105,7 +105,8 @@ enum InstrFlag : std::uint8_t {
 };
 
 // One decoded instruction. Operand roles by opcode:
-//   dst: written; a, b, c: read (c is Select's pred or Activation's accumulate output).
+//   dst: written; a, b, c: read (c is Select's pred, TensorScalar's per-partition s1, or
+//   Activation's accumulate output, which is written).
 struct Instruction {
   Engine engine = Engine::Sync;
   Opcode opcode = Opcode::Nop;

@@ -29,7 +29,15 @@ sc_core::sc_time VectorEngine::execute(const arch::Instruction& in) {
     }
     case arch::Opcode::TensorScalar: {
       out = load(ctx_, in.a);
-      for (float& v : out) v = alu(in.alu2, alu(in.alu, v, in.imm0), in.imm1);
+      // Per-partition scalars ([P, 1] operands) replace the immediates.
+      const std::vector<float> s0 = in.b.valid() ? load(ctx_, in.b) : std::vector<float>(in.a.partition_count, in.imm0);
+      const std::vector<float> s1 = in.c.valid() ? load(ctx_, in.c) : std::vector<float>(in.a.partition_count, in.imm1);
+      const std::size_t f = in.a.free_elements();
+      for (std::size_t p = 0; p < in.a.partition_count; ++p)
+        for (std::size_t i = 0; i < f; ++i) {
+          float& v = out[p * f + i];
+          v = alu(in.alu2, alu(in.alu, v, s0[p]), s1[p]);
+        }
       cost_key = "tensor_scalar";
       break;
     }

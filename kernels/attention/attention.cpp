@@ -1,0 +1,426 @@
+// Attention forward, O = softmax(Q K^T / sqrt(D) + mask) V for each of H
+// heads, in two ways (docs/kernels.md, attention):
+//
+//  - flash: for a block of queries, keys stream by in blocks; each block's
+//    scores live only in PSUM/SBUF, a running row max m and row sum l are
+//    kept per query (per partition), and the output accumulator in PSUM is
+//    rescaled by exp(m_old - m_new) before the block's P V is added to it.
+//  - naive: the straightforward three steps: the scaled (and masked) score
+//    matrix is written to HBM, read back a row block at a time for a
+//    max-subtracted softmax, then multiplied by V.
+//
+// The `_causal` variants mask key j > query i. Layout (per head, stacked):
+// Q^T and K^T [H*D, S] (head dim on partitions, as the score matmul wants
+// it), V [H*S, D], O [H*S, D] fp32; inputs bf16.
+#include "attention/attention.h"
+
+#include "arch/numerics.h"
+#include "common/error_bounds.h"
+#include "tessera/kernel_builder.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+
+namespace tessera::kernels {
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
+
+Tile fit(const Tile& t, std::int64_t partitions, std::int64_t free) { return t.slice(0, u32(partitions), 0, u32(free)); }
+
+// Added to a masked score. Finite, so that scores and maxima stay finite;
+// scaled and exponentiated it gives exactly 0, as -inf would.
+constexpr float kMasked = -1e30f;
+
+class Attention : public KernelInstance {
+public:
+  Attention(Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed)
+      : dev_(dev), flash_(variant.rfind("flash", 0) == 0), causal_(variant.find("causal") != std::string::npos),
+        S_(shape.at("S")), D_(shape.at("D")), H_(shape.at("H")), scale_(1.0f / std::sqrt(static_cast<float>(D_))) {
+    qt_ = dev.allocate("qt", {H_ * D_, S_}, DType::Bf16);
+    kt_ = dev.allocate("kt", {H_ * D_, S_}, DType::Bf16);
+    v_ = dev.allocate("v", {H_ * S_, D_}, DType::Bf16);
+    o_ = dev.allocate("o", {H_ * S_, D_}, DType::Fp32);
+    if (!flash_) scores_ = dev.allocate("scores", {H_ * S_, S_}, DType::Fp32);
+    plan(dev.config());
+    // The causal mask as an input, the `+ mask` of the formula: one
+    // [c, 2 bk + c] table whose windows are every block's additive mask
+    // (mask()). A table rather than GpSimd iota, which not every generation has.
+    if (causal_) mask_table_ = dev.allocate("mask", {c_, 2 * bk_ + c_}, DType::Fp32);
+    if (dev.no_data()) return;
+    if (causal_) {
+      std::vector<float> table(static_cast<std::size_t>(c_ * (2 * bk_ + c_)));
+      for (std::int64_t p = 0; p < c_; ++p)
+        for (std::int64_t j = 0; j < 2 * bk_ + c_; ++j) table[p * (2 * bk_ + c_) + j] = j - p - bk_ > 0 ? kMasked : 0.0f;
+      dev.upload(mask_table_, table);
+    }
+    // Scores / sqrt(D) spread with a standard deviation of about 1.3, so the
+    // softmax is neither flat nor one-hot.
+    std::mt19937_64 rng(seed);
+    const auto fill = [&](std::vector<float>& v, std::size_t n, double half_range) {
+      std::uniform_real_distribution<double> dist(-half_range, half_range);
+      v.resize(n);
+      for (auto& e : v) e = arch::to_float(arch::to_bf16(static_cast<float>(dist(rng))));
+    };
+    fill(q_, static_cast<std::size_t>(H_ * D_ * S_), 2.0);
+    fill(k_, static_cast<std::size_t>(H_ * D_ * S_), 2.0);
+    fill(vv_, static_cast<std::size_t>(H_ * S_ * D_), 1.0);
+    dev.upload(qt_, q_);
+    dev.upload(kt_, k_);
+    dev.upload(v_, vv_);
+  }
+
+  Program build() override {
+    KernelBuilder kb(dev_.config(), flash_ ? "attention_flash" : "attention_naive");
+    masks_.clear();
+    if (flash_) flash(kb);
+    else naive(kb);
+    return kb.build();
+  }
+
+  NumericsCheck check() override;
+
+private:
+  // c: query block and key chunk (array rows and columns, stationary width,
+  // partitions); bk: keys per block (moving free size, one PSUM bank of
+  // fp32, whole chunks); dn: output columns per PSUM tile.
+  std::int64_t c_ = 0, bk_ = 0, nd_ = 0, dn_ = 0, nv_ = 0, nkc_ = 0, sets_ = 0;
+
+  void plan(const arch::HwConfig& cfg) {
+    const std::int64_t bank_fp32 = cfg.psum.bank_kib * 1024 / 4;
+    c_ = std::min({cfg.tensor.rows, cfg.tensor.cols, cfg.tensor.stationary_max_free, cfg.sbuf.partitions,
+                   cfg.psum.partitions});
+    bk_ = std::max(c_, std::min(cfg.tensor.moving_max_free, bank_fp32) / c_ * c_);
+    nd_ = ceil_div(D_, c_);
+    dn_ = std::min(cfg.tensor.moving_max_free, bank_fp32);
+    nv_ = ceil_div(D_, dn_);
+    nkc_ = ceil_div(S_, c_);
+    // K^T and V of a head stay resident; two sets so the next head's load
+    // overlaps this head's work, one when only one fits.
+    const std::int64_t per_head = nd_ * S_ * 2 + nkc_ * D_ * 2;
+    const std::int64_t working = 2 * nd_ * c_ * 2 + 2 * bk_ * 4 + 2 * bk_ * 2 + 2 * c_ * 2 + 2 * nv_ * dn_ * 4 +
+                                 (bk_ / c_ + 2) * bk_ * 4 + 16 * 4 + (flash_ ? 0 : S_ * (4 + 4 + 2));
+    const std::int64_t sbuf = cfg.sbuf.partition_kib * 1024;
+    sets_ = 2 * per_head + working <= sbuf ? 2 : 1;
+    if (per_head + working > sbuf)
+      throw KernelError(fmt::format("attention: K^T and V of one head (S={}, D={}) need {} bytes per partition and the "
+                                    "working tiles {} more; SBUF has {} per partition",
+                                    S_, D_, per_head, working, sbuf));
+  }
+
+  struct HeadTiles {
+    std::vector<Tile> kt;  // per head-dim chunk: [dd, S]
+    Tile v;                // [c, nkc * D]: key chunk i at columns i * D
+  };
+
+  // Loads head h's K^T (one DMA per head-dim chunk, S elements a partition)
+  // and V (key chunks of c rows side by side, one strided DMA for the whole
+  // chunks and one for a partial last chunk).
+  void load_head(KernelBuilder& kb, const HeadTiles& t, std::int64_t h, bool with_keys = true) {
+    for (std::int64_t j = 0; with_keys && j < nd_; ++j) {
+      const std::int64_t dd = std::min(c_, D_ - j * c_);
+      kb.dma(fit(t.kt[j], dd, S_), kt_.region(h * D_ + j * c_, 0, dd, S_));
+    }
+    const std::int64_t full = S_ / c_, rem = S_ % c_;
+    if (full > 0) {
+      View vw{&v_, h * S_ * D_, {c_, full, D_}, {D_, c_ * D_, 1}};
+      kb.dma(t.v.slice(0, u32(c_), 0, u32(full * D_)), vw);
+    }
+    if (rem > 0) kb.dma(t.v.slice(0, u32(rem), u32(full * D_), u32(D_)), v_.region(h * S_ + full * c_, 0, rem, D_));
+  }
+
+  std::vector<HeadTiles> head_tiles(KernelBuilder& kb) {
+    std::vector<HeadTiles> sets(static_cast<std::size_t>(sets_));
+    for (std::int64_t s = 0; s < sets_; ++s) {
+      for (std::int64_t j = 0; j < nd_; ++j) sets[s].kt.push_back(kb.sbuf(fmt::format("kt{}_{}", s, j), c_, S_, DType::Bf16));
+      sets[s].v = kb.sbuf(fmt::format("v{}", s), c_, nkc_ * D_, DType::Bf16);
+    }
+    return sets;
+  }
+
+  // Loads the Q^T chunks of queries [q0, q0 + qq) into `q` ([c, nd * c]).
+  std::vector<Tile> load_queries(KernelBuilder& kb, const Tile& q, std::int64_t h, std::int64_t q0, std::int64_t qq) {
+    std::vector<Tile> out;
+    for (std::int64_t j = 0; j < nd_; ++j) {
+      const std::int64_t dd = std::min(c_, D_ - j * c_);
+      out.push_back(q.slice(0, u32(dd), u32(j * c_), u32(qq)));
+      kb.dma(out.back(), qt_.region(h * D_ + j * c_, q0, dd, qq));
+    }
+    return out;
+  }
+
+  // Scores of a query block against keys [k0, k0 + kn) into PSUM.
+  void scores(KernelBuilder& kb, const Tile& s, const std::vector<Tile>& q, const HeadTiles& t, std::int64_t k0,
+              std::int64_t kn) {
+    for (std::int64_t j = 0; j < nd_; ++j) kb.matmul(s, q[j], t.kt[j].slice(0, q[j].partitions, u32(k0), u32(kn)), j > 0);
+  }
+
+  // The additive causal mask of a block whose keys start `offset` after its
+  // queries: mask[p, i] = kMasked where i - p + offset > 0, else 0, which is
+  // the table's window from column offset + bk. Loaded once per offset
+  // (offsets are multiples of c in (-bk, c]) and reused.
+  std::map<std::int64_t, Tile> masks_;
+  Tile mask(KernelBuilder& kb, std::int64_t offset) {
+    offset = std::min(offset, c_);  // from c on, every key of the block is masked
+    auto it = masks_.find(offset);
+    if (it != masks_.end()) return it->second;
+    const Tile m = kb.sbuf(fmt::format("mask{}", offset), c_, bk_, DType::Fp32);
+    kb.dma(m, mask_table_.region(0, offset + bk_, c_, bk_));
+    masks_.emplace(offset, m);
+    return m;
+  }
+  bool needs_mask(std::int64_t q0, std::int64_t k0, std::int64_t kn) const {
+    return causal_ && k0 + kn - 1 > q0;  // the last key is after the first query
+  }
+
+  // P^T V for the keys of P [qq, kn] (bf16, SBUF), chunk by chunk: each
+  // chunk of P is transposed through the array into PSUM, copied to SBUF as
+  // bf16 (exact: the values are bf16) by the scalar engine, and becomes the
+  // stationary operand of the multiply by V's rows of those keys.
+  void pv(KernelBuilder& kb, const Tile& p, std::int64_t qq, std::int64_t k0, std::int64_t kn, const HeadTiles& t,
+          const std::vector<Tile>& o, bool overwrite, const Tile pt_ps[2], const Tile pt_sb[2], int& tturn) {
+    for (std::int64_t i = 0; i * c_ < kn; ++i, tturn ^= 1) {
+      const std::int64_t ki = std::min(c_, kn - i * c_), chunk = (k0 + i * c_) / c_;
+      const Tile tp = fit(pt_ps[tturn], ki, qq), ts = fit(pt_sb[tturn], ki, qq);
+      kb.transpose(tp, p.slice(0, u32(qq), u32(i * c_), u32(ki)));
+      kb.copy(ts, tp, arch::Engine::Scalar);
+      for (std::int64_t n = 0; n < nv_; ++n) {
+        const std::int64_t dv = std::min(dn_, D_ - n * dn_);
+        kb.matmul(fit(o[n], qq, dv), ts, t.v.slice(0, u32(ki), u32(chunk * D_ + n * dn_), u32(dv)),
+                  !(overwrite && i == 0));
+      }
+    }
+  }
+
+  // O[rows of queries q0.., all D] = o_ps / l (o_ps itself without l),
+  // evacuated to SBUF and stored.
+  void store(KernelBuilder& kb, const std::vector<Tile>& o_ps, const Tile& o_sb, const Tile* l, std::int64_t h,
+             std::int64_t q0, std::int64_t qq) {
+    for (std::int64_t n = 0; n < nv_; ++n) {
+      const std::int64_t dv = std::min(dn_, D_ - n * dn_);
+      const Tile out = o_sb.slice(0, u32(qq), u32(n * dn_), u32(dv));
+      if (l) kb.tensor_scalar(out, fit(o_ps[n], qq, dv), arch::AluOp::Divide, *l);
+      else kb.copy(out, fit(o_ps[n], qq, dv));
+    }
+    kb.dma(o_.region(h * S_ + q0, 0, qq, D_), fit(o_sb, qq, D_));
+  }
+
+  void flash(KernelBuilder& kb) {
+    const std::vector<HeadTiles> sets = head_tiles(kb);
+    const Tile q[2] = {kb.sbuf("q0", c_, nd_ * c_, DType::Bf16), kb.sbuf("q1", c_, nd_ * c_, DType::Bf16)};
+    const Tile s_ps[2] = {kb.psum("s0", c_, bk_), kb.psum("s1", c_, bk_)};
+    const Tile s_sb[2] = {kb.sbuf("sm0", c_, bk_, DType::Fp32), kb.sbuf("sm1", c_, bk_, DType::Fp32)};
+    const Tile p[2] = {kb.sbuf("p0", c_, bk_, DType::Bf16), kb.sbuf("p1", c_, bk_, DType::Bf16)};
+    const Tile pt_ps[2] = {kb.psum("pt0", c_, c_), kb.psum("pt1", c_, c_)};
+    const Tile pt_sb[2] = {kb.sbuf("pts0", c_, c_, DType::Bf16), kb.sbuf("pts1", c_, c_, DType::Bf16)};
+    std::vector<Tile> o_ps[2];
+    for (int s = 0; s < 2; ++s)
+      for (std::int64_t n = 0; n < nv_; ++n) o_ps[s].push_back(kb.psum(fmt::format("o{}_{}", s, n), c_, std::min(dn_, D_)));
+    const Tile o_sb[2] = {kb.sbuf("out0", c_, D_, DType::Fp32), kb.sbuf("out1", c_, D_, DType::Fp32)};
+    // Per-query state, one value per partition.
+    const auto col = [&](const char* name, int i) { return kb.sbuf(fmt::format("{}{}", name, i), c_, 1, DType::Fp32); };
+    const Tile m[2] = {col("m", 0), col("m", 1)}, mx[2] = {col("mx", 0), col("mx", 1)};
+    const Tile nb[2] = {col("nb", 0), col("nb", 1)}, rs[2] = {col("rs", 0), col("rs", 1)};
+    const Tile alpha[2] = {col("alpha", 0), col("alpha", 1)}, l[2] = {col("l", 0), col("l", 1)};
+
+    int turn = 0, tturn = 0, qs = 0, os = 0, mi = 0;
+    for (std::int64_t h = 0; h < H_; ++h) {
+      const HeadTiles& t = sets[static_cast<std::size_t>(h % sets_)];
+      load_head(kb, t, h);
+      for (std::int64_t q0 = 0; q0 < S_; q0 += c_, qs ^= 1, os ^= 1) {
+        const std::int64_t qq = std::min(c_, S_ - q0);
+        const std::vector<Tile> qj = load_queries(kb, q[qs], h, q0, qq);
+        // Causal: keys after the block's last query contribute nothing.
+        const std::int64_t keys = causal_ ? std::min(S_, q0 + qq) : S_;
+        const Tile& lt = l[os];
+        for (std::int64_t k0 = 0; k0 < keys; k0 += bk_, turn ^= 1) {
+          const std::int64_t kn = std::min(bk_, keys - k0);
+          const bool first = k0 == 0;
+          const Tile sp = fit(s_ps[turn], qq, kn);
+          scores(kb, sp, qj, t, k0, kn);
+          Tile src = sp;
+          if (needs_mask(q0, k0, kn)) {
+            src = fit(s_sb[turn], qq, kn);
+            kb.tensor_tensor(src, sp, fit(mask(kb, k0 - q0), qq, kn), arch::AluOp::Add);
+          }
+          const Tile mxt = fit(mx[turn], qq, 1), nbt = fit(nb[turn], qq, 1), rst = fit(rs[turn], qq, 1);
+          const Tile m_old = fit(m[mi], qq, 1), m_new = fit(m[mi ^ 1], qq, 1);
+          kb.reduce(mxt, src, arch::AluOp::Max);
+          if (first) kb.copy(m_new, mxt);
+          else kb.tensor_tensor(m_new, m_old, mxt, arch::AluOp::Max);
+          mi ^= 1;
+          // P = exp(scale * s - scale * m_new), its row sums into rs.
+          kb.tensor_scalar(nbt, m_new, arch::AluOp::Multiply, -scale_);
+          const Tile pb = fit(p[turn], qq, kn);
+          kb.activation(pb, src, arch::ActFunc::Exp, scale_, 0.0f, &nbt, &rst);
+          if (first) {
+            kb.copy(fit(lt, qq, 1), rst);
+          } else {
+            // alpha = exp(scale * (m_old - m_new)) rescales what came before.
+            const Tile at = fit(alpha[turn], qq, 1);
+            kb.activation(at, m_old, arch::ActFunc::Exp, scale_, 0.0f, &nbt);
+            kb.tensor_scalar(fit(lt, qq, 1), fit(lt, qq, 1), arch::AluOp::Multiply, at, arch::AluOp::Add, &rst);
+            for (std::int64_t n = 0; n < nv_; ++n) {
+              const Tile on = fit(o_ps[os][n], qq, std::min(dn_, D_ - n * dn_));
+              kb.tensor_scalar(on, on, arch::AluOp::Multiply, at);
+            }
+          }
+          pv(kb, pb, qq, k0, kn, t, o_ps[os], first, pt_ps, pt_sb, tturn);
+        }
+        const Tile lq = fit(lt, qq, 1);
+        store(kb, o_ps[os], o_sb[os], &lq, h, q0, qq);
+      }
+    }
+  }
+
+  void naive(KernelBuilder& kb) {
+    const std::vector<HeadTiles> sets = head_tiles(kb);
+    const Tile q[2] = {kb.sbuf("q0", c_, nd_ * c_, DType::Bf16), kb.sbuf("q1", c_, nd_ * c_, DType::Bf16)};
+    const Tile s_ps[2] = {kb.psum("s0", c_, bk_), kb.psum("s1", c_, bk_)};
+    const Tile s_sb[2] = {kb.sbuf("sc0", c_, bk_, DType::Fp32), kb.sbuf("sc1", c_, bk_, DType::Fp32)};
+    // Step 1: scaled, masked scores to HBM.
+    int turn = 0, qs = 0;
+    for (std::int64_t h = 0; h < H_; ++h) {
+      const HeadTiles& t = sets[static_cast<std::size_t>(h % sets_)];
+      load_head(kb, t, h);
+      for (std::int64_t q0 = 0; q0 < S_; q0 += c_, qs ^= 1) {
+        const std::int64_t qq = std::min(c_, S_ - q0);
+        const std::vector<Tile> qj = load_queries(kb, q[qs], h, q0, qq);
+        for (std::int64_t k0 = 0; k0 < S_; k0 += bk_, turn ^= 1) {
+          const std::int64_t kn = std::min(bk_, S_ - k0);
+          const Tile sp = fit(s_ps[turn], qq, kn), sb = fit(s_sb[turn], qq, kn);
+          scores(kb, sp, qj, t, k0, kn);
+          kb.tensor_scalar(sb, sp, arch::AluOp::Multiply, scale_);
+          if (needs_mask(q0, k0, kn)) kb.tensor_tensor(sb, sb, fit(mask(kb, k0 - q0), qq, kn), arch::AluOp::Add);
+          kb.dma(scores_.region(h * S_ + q0, k0, qq, kn), sb);
+        }
+      }
+    }
+    // Step 2: per row block, softmax over the whole row (max, exp with row
+    // sums, divide), then P V.
+    const Tile row = kb.sbuf("row", c_, S_, DType::Fp32), e = kb.sbuf("e", c_, S_, DType::Fp32);
+    const Tile pn = kb.sbuf("pn", c_, S_, DType::Bf16);
+    const Tile mx = kb.sbuf("mx", c_, 1, DType::Fp32), l = kb.sbuf("l", c_, 1, DType::Fp32);
+    const Tile pt_ps[2] = {kb.psum("pt0", c_, c_), kb.psum("pt1", c_, c_)};
+    const Tile pt_sb[2] = {kb.sbuf("pts0", c_, c_, DType::Bf16), kb.sbuf("pts1", c_, c_, DType::Bf16)};
+    std::vector<Tile> o_ps;
+    for (std::int64_t n = 0; n < nv_; ++n) o_ps.push_back(kb.psum(fmt::format("o{}", n), c_, std::min(dn_, D_)));
+    const Tile o_sb = kb.sbuf("out", c_, D_, DType::Fp32);
+    int tturn = 0;
+    for (std::int64_t h = 0; h < H_; ++h) {
+      const HeadTiles& t = sets[static_cast<std::size_t>(h % sets_)];
+      load_head(kb, t, h, /*with_keys=*/false);
+      for (std::int64_t q0 = 0; q0 < S_; q0 += c_) {
+        const std::int64_t qq = std::min(c_, S_ - q0);
+        const Tile r = fit(row, qq, S_), ex = fit(e, qq, S_), pq = fit(pn, qq, S_);
+        const Tile mq = fit(mx, qq, 1), lq = fit(l, qq, 1);
+        kb.dma(r, scores_.region(h * S_ + q0, 0, qq, S_));
+        kb.reduce(mq, r, arch::AluOp::Max);
+        kb.tensor_scalar(mq, mq, arch::AluOp::Multiply, -1.0f);
+        kb.activation(ex, r, arch::ActFunc::Exp, 1.0f, 0.0f, &mq, &lq);
+        kb.tensor_scalar(pq, ex, arch::AluOp::Divide, lq);
+        pv(kb, pq, qq, 0, S_, t, o_ps, true, pt_ps, pt_sb, tturn);
+        store(kb, o_ps, o_sb, nullptr, h, q0, qq);
+      }
+    }
+  }
+
+  Device& dev_;
+  bool flash_, causal_;
+  std::int64_t S_, D_, H_;
+  float scale_;
+  Tensor qt_, kt_, v_, o_, scores_, mask_table_;
+  std::vector<float> q_, k_, vv_;
+};
+
+// Reference in double from the same bf16 inputs, with a per-element bound
+// derived from the roundings the kernel makes (docs/kernels.md, attention).
+// Each weight p_j = exp(scale s_j - scale m) reaches numerator and
+// denominator with a relative error of at most
+//   dp = scale E + 4 u32 M + 2 u32 + nb (4 u32 M + 3 u32)
+// (E = gamma_D sum_d |q k|: the fp32 score; 4 u32 M: scaling, the max
+// subtraction and its sum, M = max scale |s|; 2 u32: exp; per rescale block,
+// alpha's argument and exp and the multiply by it); the numerator adds the
+// bf16 rounding of P (u_bf16) and its fp32 accumulation over the keys
+// (gamma_{S+nb}), the denominator its own (gamma_{S+2 nb}). With
+// e = 2 dp + u_bf16 + u32 + gamma_{S+nb} + gamma_{S+2nb}:
+//   |O - O_ref| <= (e / (1 - e) + 2 u32) sum_j w_j |v_j| + S 2^-126 max|v|
+// (w the exact softmax weights; the last term: flushed subnormal weights).
+// naive divides P by l before the multiply (its u32 and u_bf16 are in e) and
+// has no rescales (nb = 0).
+NumericsCheck Attention::check() {
+  const auto got = dev_.download(o_);
+  const double scale = scale_, u = kUnitFp32;
+  const std::int64_t nb = flash_ ? ceil_div(S_, bk_) : 0;
+  const double gamma_d = gamma_fp32(D_), gamma_num = gamma_fp32(S_ + nb), gamma_den = gamma_fp32(S_ + 2 * nb);
+  double max_v = 0;
+  for (float x : vv_) max_v = std::max(max_v, std::fabs(double{x}));
+  NumericsCheck worst;
+  double worst_ratio = -1;
+  std::vector<double> s(static_cast<std::size_t>(S_)), w(static_cast<std::size_t>(S_));
+  for (std::int64_t h = 0; h < H_; ++h)
+    for (std::int64_t i = 0; i < S_; ++i) {
+      const std::int64_t keys = causal_ ? i + 1 : S_;
+      double smax = -INFINITY, M = 0, E = 0;
+      for (std::int64_t j = 0; j < keys; ++j) {
+        double dot = 0, mag = 0;
+        for (std::int64_t d = 0; d < D_; ++d) {
+          const double prod = double{q_[(h * D_ + d) * S_ + i]} * k_[(h * D_ + d) * S_ + j];
+          dot += prod;
+          mag += std::fabs(prod);
+        }
+        s[j] = scale * dot;
+        smax = std::max(smax, s[j]);
+        M = std::max(M, std::fabs(s[j]));
+        E = std::max(E, scale * gamma_d * mag);
+      }
+      double sum = 0;
+      for (std::int64_t j = 0; j < keys; ++j) sum += (w[j] = std::exp(s[j] - smax));
+      for (std::int64_t j = 0; j < keys; ++j) w[j] /= sum;
+      const double dp = E + 4 * u * M + 2 * u + nb * (4 * u * M + 3 * u);
+      const double e = 2 * dp + kUnitBf16 + u + gamma_num + gamma_den;
+      for (std::int64_t n = 0; n < D_; ++n) {
+        double o = 0, mag = 0;
+        for (std::int64_t j = 0; j < keys; ++j) {
+          const double vj = vv_[(h * S_ + j) * D_ + n];
+          o += w[j] * vj;
+          mag += w[j] * std::fabs(vj);
+        }
+        const double tol = (e / (1 - e) + 2 * u) * mag + S_ * kMinNormalFp32 * max_v;
+        const double got_v = got[(h * S_ + i) * D_ + n];
+        const double err = std::fabs(got_v - o);
+        const double ratio = std::isnan(got_v) ? INFINITY : err / tol;
+        if (ratio > worst_ratio) {
+          worst_ratio = ratio;
+          worst.max_abs_error = std::isnan(got_v) ? INFINITY : err;
+          worst.tolerance = tol;
+          worst.detail = fmt::format("O[head {}, query {}, {}] = {}, reference {}", h, i, n, got_v, o);
+        }
+      }
+    }
+  worst.correct = worst_ratio <= 1.0;
+  if (worst.correct) worst.detail.clear();
+  return worst;
+}
+
+}  // namespace
+
+KernelSpec attention_spec() {
+  return KernelSpec{
+      "attention",
+      "O = softmax(Q K^T / sqrt(D) [+ causal mask]) V per head; Q^T, K^T [H*D,S], V [H*S,D] bf16; O [H*S,D] fp32",
+      {"flash", "flash_causal", "naive", "naive_causal"},
+      {{"S", 256, "sequence length (queries and keys)"}, {"D", 64, "head dimension"}, {"H", 2, "heads"}},
+      [](Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed) {
+        return std::make_unique<Attention>(dev, shape, variant, seed);
+      },
+  };
+}
+
+}  // namespace tessera::kernels
