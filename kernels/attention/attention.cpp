@@ -104,7 +104,7 @@ private:
     // K^T and V of a head stay resident; two sets so the next head's load
     // overlaps this head's work, one when only one fits.
     const std::int64_t per_head = nd_ * S_ * 2 + nkc_ * D_ * 2;
-    const std::int64_t working = 2 * nd_ * c_ * 2 + 2 * bk_ * 4 + 2 * bk_ * 2 + 2 * c_ * 2 + 2 * nv_ * dn_ * 4 +
+    const std::int64_t working = 3 * nd_ * c_ * 2 + 2 * bk_ * 4 + 2 * bk_ * 2 + 2 * bk_ * 2 + 3 * nv_ * dn_ * 4 +
                                  (bk_ / c_ + 2) * bk_ * 4 + 16 * 4 + (flash_ ? 0 : S_ * (4 + 4 + 2));
     const std::int64_t sbuf = cfg.sbuf.partition_kib * 1024;
     sets_ = 2 * per_head + working <= sbuf ? 2 : 1;
@@ -179,17 +179,27 @@ private:
     return causal_ && k0 + kn - 1 > q0;  // the last key is after the first query
   }
 
-  // P^T V for the keys of P [qq, kn] (bf16, SBUF), chunk by chunk: each
-  // chunk of P is transposed through the array into PSUM, copied to SBUF as
-  // bf16 (exact: the values are bf16) by the scalar engine, and becomes the
-  // stationary operand of the multiply by V's rows of those keys.
-  void pv(KernelBuilder& kb, const Tile& p, std::int64_t qq, std::int64_t k0, std::int64_t kn, const HeadTiles& t,
-          const std::vector<Tile>& o, bool overwrite, const Tile pt_ps[2], const Tile pt_sb[2], int& tturn) {
-    for (std::int64_t i = 0; i * c_ < kn; ++i, tturn ^= 1) {
+  // P^T V for the keys of P [qq, kn] (bf16, SBUF), a key block (up to bk
+  // keys, bk / c chunks) at a time, in two parts. transpose_p: each chunk of
+  // P is transposed through the array into its columns of one PSUM tile, and
+  // the scalar engine copies the whole tile to SBUF as bf16 in one
+  // instruction (exact: the values are bf16). multiply_v: each chunk of P^T
+  // is the stationary operand of the multiply by V's rows of its keys.
+  void transpose_p(KernelBuilder& kb, const Tile& p, std::int64_t qq, std::int64_t kn, const Tile& pt_ps,
+                   const Tile& pt_sb) {
+    const std::int64_t chunks = ceil_div(kn, c_);
+    for (std::int64_t i = 0; i < chunks; ++i) {
+      const std::int64_t ki = std::min(c_, kn - i * c_);
+      kb.transpose(pt_ps.slice(0, u32(ki), u32(i * c_), u32(qq)), p.slice(0, u32(qq), u32(i * c_), u32(ki)));
+    }
+    const std::int64_t rows = std::min(c_, kn);
+    kb.copy(fit(pt_sb, rows, chunks * c_), fit(pt_ps, rows, chunks * c_), arch::Engine::Scalar);
+  }
+  void multiply_v(KernelBuilder& kb, const Tile& pt_sb, std::int64_t qq, std::int64_t k0, std::int64_t kn,
+                  const HeadTiles& t, const std::vector<Tile>& o, bool overwrite) {
+    for (std::int64_t i = 0; i * c_ < kn; ++i) {
       const std::int64_t ki = std::min(c_, kn - i * c_), chunk = (k0 + i * c_) / c_;
-      const Tile tp = fit(pt_ps[tturn], ki, qq), ts = fit(pt_sb[tturn], ki, qq);
-      kb.transpose(tp, p.slice(0, u32(qq), u32(i * c_), u32(ki)));
-      kb.copy(ts, tp, arch::Engine::Scalar);
+      const Tile ts = pt_sb.slice(0, u32(ki), u32(i * c_), u32(qq));
       for (std::int64_t n = 0; n < nv_; ++n) {
         const std::int64_t dv = std::min(dn_, D_ - n * dn_);
         kb.matmul(fit(o[n], qq, dv), ts, t.v.slice(0, u32(ki), u32(chunk * D_ + n * dn_), u32(dv)),
@@ -211,71 +221,109 @@ private:
     kb.dma(o_.region(h * S_ + q0, 0, qq, D_), fit(o_sb, qq, D_));
   }
 
+  // One step of the flash loop: a query block against one key block.
+  struct Step {
+    std::int64_t h, q0, qq, k0, kn;
+    bool first, last;  // the query block's first and last key block
+    int qslot;         // the query block's index mod 3: its Q tile, accumulator and row sums
+  };
+
+  // The flash kernel as a three-stage software pipeline over steps t (a
+  // query block against a key block), issued as A(t + 2), B(t + 1), C(t), so
+  // that every engine's in-order stream holds work whose inputs are ready:
+  //   A: S = Q K^T (tensor); mask; row max, m_new = max(m_old, rowmax),
+  //      -scale m_new (vector); P = exp(scale S - scale m_new) with its row
+  //      sums, alpha = exp(scale (m_old - m_new)) (scalar); l = l alpha + rowsum (vector);
+  //   B: P transposed (tensor), copied to SBUF (scalar);
+  //   C: O *= alpha (vector); O += P^T V (tensor); after a query block's last
+  //      key block, O / l (vector) stored.
+  // Tiles a step holds from one stage to the next rotate over enough buffers
+  // (2 or 3) that a later step never overwrites them early.
   void flash(KernelBuilder& kb) {
     const std::vector<HeadTiles> sets = head_tiles(kb);
-    const Tile q[2] = {kb.sbuf("q0", c_, nd_ * c_, DType::Bf16), kb.sbuf("q1", c_, nd_ * c_, DType::Bf16)};
+    const auto three = [&](const char* name, auto make) {
+      std::vector<Tile> v;
+      for (int i = 0; i < 3; ++i) v.push_back(make(fmt::format("{}{}", name, i)));
+      return v;
+    };
+    const auto q = three("q", [&](const std::string& n) { return kb.sbuf(n, c_, nd_ * c_, DType::Bf16); });
     const Tile s_ps[2] = {kb.psum("s0", c_, bk_), kb.psum("s1", c_, bk_)};
     const Tile s_sb[2] = {kb.sbuf("sm0", c_, bk_, DType::Fp32), kb.sbuf("sm1", c_, bk_, DType::Fp32)};
     const Tile p[2] = {kb.sbuf("p0", c_, bk_, DType::Bf16), kb.sbuf("p1", c_, bk_, DType::Bf16)};
-    const Tile pt_ps[2] = {kb.psum("pt0", c_, c_), kb.psum("pt1", c_, c_)};
-    const Tile pt_sb[2] = {kb.sbuf("pts0", c_, c_, DType::Bf16), kb.sbuf("pts1", c_, c_, DType::Bf16)};
-    std::vector<Tile> o_ps[2];
-    for (int s = 0; s < 2; ++s)
+    const Tile pt_ps[2] = {kb.psum("pt0", c_, bk_), kb.psum("pt1", c_, bk_)};
+    const Tile pt_sb[2] = {kb.sbuf("pts0", c_, bk_, DType::Bf16), kb.sbuf("pts1", c_, bk_, DType::Bf16)};
+    std::vector<Tile> o_ps[3];
+    for (int s = 0; s < 3; ++s)
       for (std::int64_t n = 0; n < nv_; ++n) o_ps[s].push_back(kb.psum(fmt::format("o{}_{}", s, n), c_, std::min(dn_, D_)));
-    const Tile o_sb[2] = {kb.sbuf("out0", c_, D_, DType::Fp32), kb.sbuf("out1", c_, D_, DType::Fp32)};
+    const auto o_sb = three("out", [&](const std::string& n) { return kb.sbuf(n, c_, D_, DType::Fp32); });
     // Per-query state, one value per partition.
-    const auto col = [&](const char* name, int i) { return kb.sbuf(fmt::format("{}{}", name, i), c_, 1, DType::Fp32); };
-    const Tile m[2] = {col("m", 0), col("m", 1)}, mx[2] = {col("mx", 0), col("mx", 1)};
-    const Tile nb[2] = {col("nb", 0), col("nb", 1)}, rs[2] = {col("rs", 0), col("rs", 1)};
-    const Tile alpha[2] = {col("alpha", 0), col("alpha", 1)}, l[2] = {col("l", 0), col("l", 1)};
+    const auto col = [&](const std::string& n) { return kb.sbuf(n, c_, 1, DType::Fp32); };
+    const Tile m[2] = {col("m0"), col("m1")}, mx[2] = {col("mx0"), col("mx1")};
+    const Tile nb[2] = {col("nb0"), col("nb1")}, rs[2] = {col("rs0"), col("rs1")};
+    const auto alpha = three("alpha", col), l = three("l", col);
 
-    int turn = 0, tturn = 0, qs = 0, os = 0, mi = 0;
-    for (std::int64_t h = 0; h < H_; ++h) {
-      const HeadTiles& t = sets[static_cast<std::size_t>(h % sets_)];
-      load_head(kb, t, h);
-      for (std::int64_t q0 = 0; q0 < S_; q0 += c_, qs ^= 1, os ^= 1) {
+    std::vector<Step> steps;
+    int qslot = 0;
+    for (std::int64_t h = 0; h < H_; ++h)
+      for (std::int64_t q0 = 0; q0 < S_; q0 += c_, qslot = (qslot + 1) % 3) {
         const std::int64_t qq = std::min(c_, S_ - q0);
-        const std::vector<Tile> qj = load_queries(kb, q[qs], h, q0, qq);
         // Causal: keys after the block's last query contribute nothing.
         const std::int64_t keys = causal_ ? std::min(S_, q0 + qq) : S_;
-        const Tile& lt = l[os];
-        for (std::int64_t k0 = 0; k0 < keys; k0 += bk_, turn ^= 1) {
-          const std::int64_t kn = std::min(bk_, keys - k0);
-          const bool first = k0 == 0;
-          const Tile sp = fit(s_ps[turn], qq, kn);
-          scores(kb, sp, qj, t, k0, kn);
-          Tile src = sp;
-          if (needs_mask(q0, k0, kn)) {
-            src = fit(s_sb[turn], qq, kn);
-            kb.tensor_tensor(src, sp, fit(mask(kb, k0 - q0), qq, kn), arch::AluOp::Add);
-          }
-          const Tile mxt = fit(mx[turn], qq, 1), nbt = fit(nb[turn], qq, 1), rst = fit(rs[turn], qq, 1);
-          const Tile m_old = fit(m[mi], qq, 1), m_new = fit(m[mi ^ 1], qq, 1);
-          kb.reduce(mxt, src, arch::AluOp::Max);
-          if (first) kb.copy(m_new, mxt);
-          else kb.tensor_tensor(m_new, m_old, mxt, arch::AluOp::Max);
-          mi ^= 1;
-          // P = exp(scale * s - scale * m_new), its row sums into rs.
-          kb.tensor_scalar(nbt, m_new, arch::AluOp::Multiply, -scale_);
-          const Tile pb = fit(p[turn], qq, kn);
-          kb.activation(pb, src, arch::ActFunc::Exp, scale_, 0.0f, &nbt, &rst);
-          if (first) {
-            kb.copy(fit(lt, qq, 1), rst);
-          } else {
-            // alpha = exp(scale * (m_old - m_new)) rescales what came before.
-            const Tile at = fit(alpha[turn], qq, 1);
-            kb.activation(at, m_old, arch::ActFunc::Exp, scale_, 0.0f, &nbt);
-            kb.tensor_scalar(fit(lt, qq, 1), fit(lt, qq, 1), arch::AluOp::Multiply, at, arch::AluOp::Add, &rst);
-            for (std::int64_t n = 0; n < nv_; ++n) {
-              const Tile on = fit(o_ps[os][n], qq, std::min(dn_, D_ - n * dn_));
-              kb.tensor_scalar(on, on, arch::AluOp::Multiply, at);
-            }
-          }
-          pv(kb, pb, qq, k0, kn, t, o_ps[os], first, pt_ps, pt_sb, tturn);
-        }
-        const Tile lq = fit(lt, qq, 1);
-        store(kb, o_ps[os], o_sb[os], &lq, h, q0, qq);
+        for (std::int64_t k0 = 0; k0 < keys; k0 += bk_)
+          steps.push_back({h, q0, qq, k0, std::min(bk_, keys - k0), k0 == 0, k0 + bk_ >= keys, qslot});
       }
+    const auto head = [&](const Step& st) -> const HeadTiles& { return sets[static_cast<std::size_t>(st.h % sets_)]; };
+
+    std::vector<Tile> qj;  // Q^T chunks of the query block stage A is on
+    const auto stage_a = [&](std::size_t t) {
+      const Step& st = steps[t];
+      const int b = static_cast<int>(t % 2);
+      if (st.first && st.q0 == 0) load_head(kb, head(st), st.h);
+      if (st.first) qj = load_queries(kb, q[st.qslot], st.h, st.q0, st.qq);
+      const Tile sp = fit(s_ps[b], st.qq, st.kn);
+      scores(kb, sp, qj, head(st), st.k0, st.kn);
+      Tile src = sp;
+      if (needs_mask(st.q0, st.k0, st.kn)) {
+        src = fit(s_sb[b], st.qq, st.kn);
+        kb.tensor_tensor(src, sp, fit(mask(kb, st.k0 - st.q0), st.qq, st.kn), arch::AluOp::Add);
+      }
+      const Tile mxt = fit(mx[b], st.qq, 1), nbt = fit(nb[b], st.qq, 1), rst = fit(rs[b], st.qq, 1);
+      const Tile m_old = fit(m[b ^ 1], st.qq, 1), m_new = fit(m[b], st.qq, 1), lt = fit(l[st.qslot], st.qq, 1);
+      kb.reduce(mxt, src, arch::AluOp::Max);
+      if (st.first) kb.copy(m_new, mxt);
+      else kb.tensor_tensor(m_new, m_old, mxt, arch::AluOp::Max);
+      kb.tensor_scalar(nbt, m_new, arch::AluOp::Multiply, -scale_);
+      kb.activation(fit(p[b], st.qq, st.kn), src, arch::ActFunc::Exp, scale_, 0.0f, &nbt, &rst);
+      if (st.first) {
+        kb.copy(lt, rst);
+        return;
+      }
+      const Tile at = fit(alpha[t % 3], st.qq, 1);
+      kb.activation(at, m_old, arch::ActFunc::Exp, scale_, 0.0f, &nbt);
+      kb.tensor_scalar(lt, lt, arch::AluOp::Multiply, at, arch::AluOp::Add, &rst);
+    };
+    const auto stage_b = [&](std::size_t t) {
+      const Step& st = steps[t];
+      transpose_p(kb, fit(p[t % 2], st.qq, st.kn), st.qq, st.kn, pt_ps[t % 2], pt_sb[t % 2]);
+    };
+    const auto stage_c = [&](std::size_t t) {
+      const Step& st = steps[t];
+      if (!st.first)
+        for (std::int64_t n = 0; n < nv_; ++n) {
+          const Tile on = fit(o_ps[st.qslot][n], st.qq, std::min(dn_, D_ - n * dn_));
+          kb.tensor_scalar(on, on, arch::AluOp::Multiply, fit(alpha[t % 3], st.qq, 1));
+        }
+      multiply_v(kb, pt_sb[t % 2], st.qq, st.k0, st.kn, head(st), o_ps[st.qslot], st.first);
+      if (st.last) {
+        const Tile lq = fit(l[st.qslot], st.qq, 1);
+        store(kb, o_ps[st.qslot], o_sb[st.qslot], &lq, st.h, st.q0, st.qq);
+      }
+    };
+    const std::size_t n = steps.size();
+    for (std::size_t t = 0; t < n + 2; ++t) {
+      if (t < n) stage_a(t);
+      if (t >= 1 && t - 1 < n) stage_b(t - 1);
+      if (t >= 2) stage_c(t - 2);
     }
   }
 
@@ -307,8 +355,8 @@ private:
     const Tile row = kb.sbuf("row", c_, S_, DType::Fp32), e = kb.sbuf("e", c_, S_, DType::Fp32);
     const Tile pn = kb.sbuf("pn", c_, S_, DType::Bf16);
     const Tile mx = kb.sbuf("mx", c_, 1, DType::Fp32), l = kb.sbuf("l", c_, 1, DType::Fp32);
-    const Tile pt_ps[2] = {kb.psum("pt0", c_, c_), kb.psum("pt1", c_, c_)};
-    const Tile pt_sb[2] = {kb.sbuf("pts0", c_, c_, DType::Bf16), kb.sbuf("pts1", c_, c_, DType::Bf16)};
+    const Tile pt_ps[2] = {kb.psum("pt0", c_, bk_), kb.psum("pt1", c_, bk_)};
+    const Tile pt_sb[2] = {kb.sbuf("pts0", c_, bk_, DType::Bf16), kb.sbuf("pts1", c_, bk_, DType::Bf16)};
     std::vector<Tile> o_ps;
     for (std::int64_t n = 0; n < nv_; ++n) o_ps.push_back(kb.psum(fmt::format("o{}", n), c_, std::min(dn_, D_)));
     const Tile o_sb = kb.sbuf("out", c_, D_, DType::Fp32);
@@ -325,7 +373,11 @@ private:
         kb.tensor_scalar(mq, mq, arch::AluOp::Multiply, -1.0f);
         kb.activation(ex, r, arch::ActFunc::Exp, 1.0f, 0.0f, &mq, &lq);
         kb.tensor_scalar(pq, ex, arch::AluOp::Divide, lq);
-        pv(kb, pq, qq, 0, S_, t, o_ps, true, pt_ps, pt_sb, tturn);
+        for (std::int64_t k0 = 0; k0 < S_; k0 += bk_, tturn ^= 1) {
+          const std::int64_t kn = std::min(bk_, S_ - k0);
+          transpose_p(kb, pq.slice(0, u32(qq), u32(k0), u32(kn)), qq, kn, pt_ps[tturn], pt_sb[tturn]);
+          multiply_v(kb, pt_sb[tturn], qq, k0, kn, t, o_ps, k0 == 0);
+        }
         store(kb, o_ps, o_sb, nullptr, h, q0, qq);
       }
     }
@@ -416,7 +468,7 @@ KernelSpec attention_spec() {
       "attention",
       "O = softmax(Q K^T / sqrt(D) [+ causal mask]) V per head; Q^T, K^T [H*D,S], V [H*S,D] bf16; O [H*S,D] fp32",
       {"flash", "flash_causal", "naive", "naive_causal"},
-      {{"S", 256, "sequence length (queries and keys)"}, {"D", 64, "head dimension"}, {"H", 2, "heads"}},
+      {{"S", 1024, "sequence length (queries and keys)"}, {"D", 64, "head dimension"}, {"H", 2, "heads"}},
       [](Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed) {
         return std::make_unique<Attention>(dev, shape, variant, seed);
       },

@@ -146,14 +146,20 @@ void DmaEngine::run() {
       busy_ns_ += (sc_time_stamp() - start).to_seconds() * 1e9;
       continue;
     }
+    // Idle until the next doorbell lands. One already rung but not yet
+    // visible wakes the engine by its own time: the event keeps only the
+    // earliest pending notification, so a later doorbell's may be gone.
+    const bool landing = !pending_.empty();
+    const sc_time next_doorbell = landing ? pending_.front().visible - sc_time_stamp() : SC_ZERO_TIME;
     if (completions_pending_.empty()) {
-      sc_core::wait(doorbell_event_);
+      if (landing) sc_core::wait(next_doorbell, doorbell_event_);
+      else sc_core::wait(doorbell_event_);
       continue;
     }
     // Nothing to fetch: finish the completion stage, unless a doorbell comes first.
     const sc_time due = completion_time();
     if (due > sc_time_stamp()) {
-      sc_core::wait(due - sc_time_stamp(), doorbell_event_);
+      sc_core::wait(landing ? std::min(due - sc_time_stamp(), next_doorbell) : due - sc_time_stamp(), doorbell_event_);
       if (sc_time_stamp() < due) continue;
     }
     complete_oldest();

@@ -48,6 +48,7 @@ const Case kCases[] = {
     {"tiny", 100, 70, 1},  // head dim over two PSUM tiles, several key blocks
     {"small", 256, 64, 2},
     {"small", 77, 40, 1},
+    {"small", 600, 64, 1},  // two key blocks: the rescale
     {"neuroncore-v2", 640, 128, 1},
 };
 
