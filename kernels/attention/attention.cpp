@@ -228,15 +228,19 @@ private:
     int qslot;         // the query block's index mod 3: its Q tile, accumulator and row sums
   };
 
-  // The flash kernel as a three-stage software pipeline over steps t (a
-  // query block against a key block), issued as A(t + 2), B(t + 1), C(t), so
-  // that every engine's in-order stream holds work whose inputs are ready:
-  //   A: S = Q K^T (tensor); mask; row max, m_new = max(m_old, rowmax),
-  //      -scale m_new (vector); P = exp(scale S - scale m_new) with its row
-  //      sums, alpha = exp(scale (m_old - m_new)) (scalar); l = l alpha + rowsum (vector);
-  //   B: P transposed (tensor), copied to SBUF (scalar);
-  //   C: O *= alpha (vector); O += P^T V (tensor); after a query block's last
-  //      key block, O / l (vector) stored.
+  // The flash kernel as a software pipeline over steps t (a query block
+  // against a key block). Per step:
+  //   A1: S = Q K^T (tensor);
+  //   A2: mask; row max, m_new = max(m_old, rowmax), -scale m_new (vector);
+  //       P = exp(scale S - scale m_new) with its row sums, alpha =
+  //       exp(scale (m_old - m_new)) (scalar); l = l alpha + rowsum (vector);
+  //   B:  P transposed (tensor), copied to SBUF (scalar);
+  //   C1: O *= alpha (vector);  C2: O += P^T V (tensor); after a query
+  //       block's last key block, O / l (vector) stored.
+  // Tick t issues A1(t + 3), B(t + 1), C1(t), A2(t + 2), C2(t): each
+  // engine's in-order stream then holds work whose inputs were produced a
+  // tick earlier, and the chain S -> max -> exp -> transpose of one step
+  // overlaps the other steps' work instead of serialising the engines.
   // Tiles a step holds from one stage to the next rotate over enough buffers
   // (2 or 3) that a later step never overwrites them early.
   void flash(KernelBuilder& kb) {
@@ -247,7 +251,7 @@ private:
       return v;
     };
     const auto q = three("q", [&](const std::string& n) { return kb.sbuf(n, c_, nd_ * c_, DType::Bf16); });
-    const Tile s_ps[2] = {kb.psum("s0", c_, bk_), kb.psum("s1", c_, bk_)};
+    const auto s_ps = three("s", [&](const std::string& n) { return kb.psum(n, c_, bk_); });
     const Tile s_sb[2] = {kb.sbuf("sm0", c_, bk_, DType::Fp32), kb.sbuf("sm1", c_, bk_, DType::Fp32)};
     const Tile p[2] = {kb.sbuf("p0", c_, bk_, DType::Bf16), kb.sbuf("p1", c_, bk_, DType::Bf16)};
     const Tile pt_ps[2] = {kb.psum("pt0", c_, bk_), kb.psum("pt1", c_, bk_)};
@@ -274,14 +278,17 @@ private:
       }
     const auto head = [&](const Step& st) -> const HeadTiles& { return sets[static_cast<std::size_t>(st.h % sets_)]; };
 
-    std::vector<Tile> qj;  // Q^T chunks of the query block stage A is on
-    const auto stage_a = [&](std::size_t t) {
+    std::vector<Tile> qj;  // Q^T chunks of the query block stage A1 is on
+    const auto stage_a1 = [&](std::size_t t) {
       const Step& st = steps[t];
-      const int b = static_cast<int>(t % 2);
       if (st.first && st.q0 == 0) load_head(kb, head(st), st.h);
       if (st.first) qj = load_queries(kb, q[st.qslot], st.h, st.q0, st.qq);
-      const Tile sp = fit(s_ps[b], st.qq, st.kn);
-      scores(kb, sp, qj, head(st), st.k0, st.kn);
+      scores(kb, fit(s_ps[t % 3], st.qq, st.kn), qj, head(st), st.k0, st.kn);
+    };
+    const auto stage_a2 = [&](std::size_t t) {
+      const Step& st = steps[t];
+      const int b = static_cast<int>(t % 2);
+      const Tile sp = fit(s_ps[t % 3], st.qq, st.kn);
       Tile src = sp;
       if (needs_mask(st.q0, st.k0, st.kn)) {
         src = fit(s_sb[b], st.qq, st.kn);
@@ -306,24 +313,33 @@ private:
       const Step& st = steps[t];
       transpose_p(kb, fit(p[t % 2], st.qq, st.kn), st.qq, st.kn, pt_ps[t % 2], pt_sb[t % 2]);
     };
-    const auto stage_c = [&](std::size_t t) {
+    const auto stage_c1 = [&](std::size_t t) {
       const Step& st = steps[t];
       if (!st.first)
         for (std::int64_t n = 0; n < nv_; ++n) {
           const Tile on = fit(o_ps[st.qslot][n], st.qq, std::min(dn_, D_ - n * dn_));
           kb.tensor_scalar(on, on, arch::AluOp::Multiply, fit(alpha[t % 3], st.qq, 1));
         }
+    };
+    const auto stage_c2 = [&](std::size_t t) {
+      const Step& st = steps[t];
       multiply_v(kb, pt_sb[t % 2], st.qq, st.k0, st.kn, head(st), o_ps[st.qslot], st.first);
       if (st.last) {
         const Tile lq = fit(l[st.qslot], st.qq, 1);
         store(kb, o_ps[st.qslot], o_sb[st.qslot], &lq, st.h, st.q0, st.qq);
       }
     };
-    const std::size_t n = steps.size();
-    for (std::size_t t = 0; t < n + 2; ++t) {
-      if (t < n) stage_a(t);
-      if (t >= 1 && t - 1 < n) stage_b(t - 1);
-      if (t >= 2) stage_c(t - 2);
+    // Tick u issues A1(u), B(u - 2), C1(u - 3), A2(u - 1), C2(u - 3).
+    const auto n = static_cast<std::int64_t>(steps.size());
+    const auto at = [&](std::int64_t t, const auto& stage) {
+      if (t >= 0 && t < n) stage(static_cast<std::size_t>(t));
+    };
+    for (std::int64_t u = 0; u < n + 3; ++u) {
+      at(u, stage_a1);
+      at(u - 2, stage_b);
+      at(u - 3, stage_c1);
+      at(u - 1, stage_a2);
+      at(u - 3, stage_c2);
     }
   }
 
