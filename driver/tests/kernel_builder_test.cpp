@@ -158,6 +158,28 @@ TEST(KernelBuilder, PerPartitionScalarTilesAreReadAndChecked) {
   EXPECT_EQ(wait->sem, static_cast<int>(arch::Engine::GpSimd));
 }
 
+TEST(KernelBuilder, PitchedDmaLandsRowsAtThePitchAndChecksTheWindow) {
+  KernelBuilder kb(config("tiny"), "k");
+  const Tensor img = hbm_tensor("img", 8, 36, DType::Bf16, 0);  // 8 channels of a 6x6 image
+  const Tile plane = kb.sbuf("plane", 8, 64, DType::Bf16);     // 8x8 with a border of 1
+  const View interior{&img, 0, {8, 6, 6}, {36, 6, 1}};
+  EXPECT_THAT(error_of([&] { kb.dma(plane, interior, 0); }), HasSubstr("the row pitch must be positive"));
+  EXPECT_THAT(error_of([&] { kb.dma(plane, img.all(), 8); }),
+              HasSubstr("a pitched copy takes a view of [partitions x rows x columns], not [8 x 36]"));
+  EXPECT_THAT(error_of([&] { kb.dma(plane, interior, 4); }), HasSubstr("rows of 6 elements overlap at a pitch of 4"));
+  EXPECT_THAT(error_of([&] { kb.dma(plane.slice(0, 8, 20, 44), interior, 8); }),
+              HasSubstr("6 rows at a pitch of 8 overrun the tile's 44 elements"));
+  kb.dma(plane.slice(0, 8, 9, 46), interior, 8);  // rows 1..6, columns 1..6
+  const Program p = kb.build();
+  ASSERT_EQ(p.rings.size(), 1u);
+  const arch::DmaDescriptor& d = p.rings.begin()->second.at(0);
+  // Destination: 8 partitions x 6 rows at a pitch of 8 elements (16 bytes) x 6 contiguous.
+  EXPECT_EQ(d.dst_size[0], 6);
+  EXPECT_EQ(d.dst_size[1], 6);
+  EXPECT_EQ(d.dst_stride[1], 16u);
+  EXPECT_EQ(d.dst_size[2], 8);
+}
+
 TEST(KernelBuilder, LoadedWeightsAreReusedUntilOverwritten) {
   KernelBuilder kb(config("tiny"), "k");
   const Tile w = kb.sbuf("w", 8, 8, DType::Bf16), x = kb.sbuf("x", 8, 16, DType::Bf16);

@@ -22,7 +22,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
+#include <optional>
 #include <random>
 
 namespace tessera::kernels {
@@ -78,7 +78,7 @@ public:
 
   Program build() override {
     KernelBuilder kb(dev_.config(), flash_ ? "attention_flash" : "attention_naive");
-    masks_.clear();
+    mask_tile_.reset();
     if (flash_) flash(kb);
     else naive(kb);
     return kb.build();
@@ -104,8 +104,10 @@ private:
     // K^T and V of a head stay resident; two sets so the next head's load
     // overlaps this head's work, one when only one fits.
     const std::int64_t per_head = nd_ * S_ * 2 + nkc_ * D_ * 2;
+    // Q (3 buffers), masked scores, P, P^T (2 each), outputs (3), the mask
+    // table, per-query state; naive adds a row of scores, exps and weights.
     const std::int64_t working = 3 * nd_ * c_ * 2 + 2 * bk_ * 4 + 2 * bk_ * 2 + 2 * bk_ * 2 + 3 * nv_ * dn_ * 4 +
-                                 (bk_ / c_ + 2) * bk_ * 4 + 16 * 4 + (flash_ ? 0 : S_ * (4 + 4 + 2));
+                                 (causal_ ? (2 * bk_ + c_) * 4 : 0) + 16 * 4 + (flash_ ? 0 : S_ * (4 + 4 + 2));
     const std::int64_t sbuf = cfg.sbuf.partition_kib * 1024;
     sets_ = 2 * per_head + working <= sbuf ? 2 : 1;
     if (per_head + working > sbuf)
@@ -122,11 +124,13 @@ private:
   // Loads head h's K^T (one DMA per head-dim chunk, S elements a partition)
   // and V (key chunks of c rows side by side, one strided DMA for the whole
   // chunks and one for a partial last chunk).
-  void load_head(KernelBuilder& kb, const HeadTiles& t, std::int64_t h, bool with_keys = true) {
-    for (std::int64_t j = 0; with_keys && j < nd_; ++j) {
+  void load_keys(KernelBuilder& kb, const HeadTiles& t, std::int64_t h) {
+    for (std::int64_t j = 0; j < nd_; ++j) {
       const std::int64_t dd = std::min(c_, D_ - j * c_);
       kb.dma(fit(t.kt[j], dd, S_), kt_.region(h * D_ + j * c_, 0, dd, S_));
     }
+  }
+  void load_values(KernelBuilder& kb, const HeadTiles& t, std::int64_t h) {
     const std::int64_t full = S_ / c_, rem = S_ % c_;
     if (full > 0) {
       View vw{&v_, h * S_ * D_, {c_, full, D_}, {D_, c_ * D_, 1}};
@@ -163,17 +167,16 @@ private:
 
   // The additive causal mask of a block whose keys start `offset` after its
   // queries: mask[p, i] = kMasked where i - p + offset > 0, else 0, which is
-  // the table's window from column offset + bk. Loaded once per offset
-  // (offsets are multiples of c in (-bk, c]) and reused.
-  std::map<std::int64_t, Tile> masks_;
+  // the table's window from column offset + bk. The table is loaded into
+  // SBUF at first use (one DMA); every block's mask is a slice of it.
+  std::optional<Tile> mask_tile_;
   Tile mask(KernelBuilder& kb, std::int64_t offset) {
     offset = std::min(offset, c_);  // from c on, every key of the block is masked
-    auto it = masks_.find(offset);
-    if (it != masks_.end()) return it->second;
-    const Tile m = kb.sbuf(fmt::format("mask{}", offset), c_, bk_, DType::Fp32);
-    kb.dma(m, mask_table_.region(0, offset + bk_, c_, bk_));
-    masks_.emplace(offset, m);
-    return m;
+    if (!mask_tile_) {
+      mask_tile_ = kb.sbuf("mask", c_, 2 * bk_ + c_, DType::Fp32);
+      kb.dma(*mask_tile_, mask_table_.all());
+    }
+    return mask_tile_->slice(0, u32(c_), u32(offset + bk_), u32(bk_));
   }
   bool needs_mask(std::int64_t q0, std::int64_t k0, std::int64_t kn) const {
     return causal_ && k0 + kn - 1 > q0;  // the last key is after the first query
@@ -281,7 +284,7 @@ private:
     std::vector<Tile> qj;  // Q^T chunks of the query block stage A1 is on
     const auto stage_a1 = [&](std::size_t t) {
       const Step& st = steps[t];
-      if (st.first && st.q0 == 0) load_head(kb, head(st), st.h);
+      if (st.first && st.q0 == 0) load_keys(kb, head(st), st.h);
       if (st.first) qj = load_queries(kb, q[st.qslot], st.h, st.q0, st.qq);
       scores(kb, fit(s_ps[t % 3], st.qq, st.kn), qj, head(st), st.k0, st.kn);
     };
@@ -334,12 +337,30 @@ private:
     const auto at = [&](std::int64_t t, const auto& stage) {
       if (t >= 0 && t < n) stage(static_cast<std::size_t>(t));
     };
+    // V of head h goes into the set of head h - sets once the last P V of
+    // that head was issued (C2 lags A1 by three steps, so with short heads
+    // or one set the load cannot simply follow K^T), and no later than the
+    // head's first P V.
+    std::vector<std::int64_t> last_step(static_cast<std::size_t>(H_), -1);
+    for (std::int64_t t = 0; t < n; ++t) last_step[static_cast<std::size_t>(steps[t].h)] = t;
+    std::int64_t v_loaded = 0, c2_done = -1, a1_head = -1;
+    const auto load_due_values = [&] {
+      for (; v_loaded < H_ && v_loaded <= a1_head; ++v_loaded) {
+        const std::int64_t prev = v_loaded - sets_;
+        if (prev >= 0 && last_step[static_cast<std::size_t>(prev)] > c2_done) break;
+        load_values(kb, sets[static_cast<std::size_t>(v_loaded % sets_)], v_loaded);
+      }
+    };
     for (std::int64_t u = 0; u < n + 3; ++u) {
+      if (u < n) a1_head = steps[u].h;
       at(u, stage_a1);
+      load_due_values();
       at(u - 2, stage_b);
       at(u - 3, stage_c1);
       at(u - 1, stage_a2);
       at(u - 3, stage_c2);
+      if (u - 3 >= 0) c2_done = u - 3;
+      load_due_values();
     }
   }
 
@@ -352,7 +373,7 @@ private:
     int turn = 0, qs = 0;
     for (std::int64_t h = 0; h < H_; ++h) {
       const HeadTiles& t = sets[static_cast<std::size_t>(h % sets_)];
-      load_head(kb, t, h);
+      load_keys(kb, t, h);
       for (std::int64_t q0 = 0; q0 < S_; q0 += c_, qs ^= 1) {
         const std::int64_t qq = std::min(c_, S_ - q0);
         const std::vector<Tile> qj = load_queries(kb, q[qs], h, q0, qq);
@@ -379,7 +400,7 @@ private:
     int tturn = 0;
     for (std::int64_t h = 0; h < H_; ++h) {
       const HeadTiles& t = sets[static_cast<std::size_t>(h % sets_)];
-      load_head(kb, t, h, /*with_keys=*/false);
+      load_values(kb, t, h);
       for (std::int64_t q0 = 0; q0 < S_; q0 += c_) {
         const std::int64_t qq = std::min(c_, S_ - q0);
         const Tile r = fit(row, qq, S_), ex = fit(e, qq, S_), pq = fit(pn, qq, S_);

@@ -49,6 +49,8 @@ const Case kCases[] = {
     {"small", 256, 64, 2},
     {"small", 77, 40, 1},
     {"small", 600, 64, 1},  // two key blocks: the rescale
+    {"tiny", 8, 8, 4},      // one step per head: V loads ahead of the pipeline's last P V
+    {"small", 384, 512, 2},   // one K/V set fits SBUF: head 2 waits for head 1 to finish
     {"neuroncore-v2", 640, 128, 1},
 };
 
