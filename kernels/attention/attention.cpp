@@ -52,9 +52,10 @@ public:
     // The causal mask as an input, the `+ mask` of the formula: one
     // [c, 2 bk + c] table whose windows are every block's additive mask
     // (mask()). A table rather than GpSimd iota, which not every generation has.
-    if (causal_) mask_table_ = dev.allocate("mask", {c_, 2 * bk_ + c_}, DType::Fp32);
+    if (causal_) mask_table_ = dev.allocate("mask", {c_, 2 * bk_ + c_}, DType::Bf16);
     if (dev.no_data()) return;
     if (causal_) {
+      // bf16 holds -1e30 (as -1.0004e30): as good as -inf for exp, half the bytes of fp32.
       std::vector<float> table(static_cast<std::size_t>(c_ * (2 * bk_ + c_)));
       for (std::int64_t p = 0; p < c_; ++p)
         for (std::int64_t j = 0; j < 2 * bk_ + c_; ++j) table[p * (2 * bk_ + c_) + j] = j - p - bk_ > 0 ? kMasked : 0.0f;
@@ -107,7 +108,7 @@ private:
     // Q (3 buffers), masked scores, P, P^T (2 each), outputs (3), the mask
     // table, per-query state; naive adds a row of scores, exps and weights.
     const std::int64_t working = 3 * nd_ * c_ * 2 + 2 * bk_ * 4 + 2 * bk_ * 2 + 2 * bk_ * 2 + 3 * nv_ * dn_ * 4 +
-                                 (causal_ ? (2 * bk_ + c_) * 4 : 0) + 16 * 4 + (flash_ ? 0 : S_ * (4 + 4 + 2));
+                                 (causal_ ? (2 * bk_ + c_) * 2 : 0) + 16 * 4 + (flash_ ? 0 : S_ * (4 + 4 + 2));
     const std::int64_t sbuf = cfg.sbuf.partition_kib * 1024;
     sets_ = 2 * per_head + working <= sbuf ? 2 : 1;
     if (per_head + working > sbuf)
@@ -169,14 +170,26 @@ private:
   // queries: mask[p, i] = kMasked where i - p + offset > 0, else 0, which is
   // the table's window from column offset + bk. The table is loaded into
   // SBUF at first use (one DMA); every block's mask is a slice of it.
+  // Only the columns the kernel's blocks use are loaded: for short
+  // sequences that is much less than the table.
   std::optional<Tile> mask_tile_;
+  std::int64_t mask_lo_ = 0;  // the smallest offset loaded
   Tile mask(KernelBuilder& kb, std::int64_t offset) {
     offset = std::min(offset, c_);  // from c on, every key of the block is masked
     if (!mask_tile_) {
-      mask_tile_ = kb.sbuf("mask", c_, 2 * bk_ + c_, DType::Fp32);
-      kb.dma(*mask_tile_, mask_table_.all());
+      // Offsets of masked blocks: k0 - q0 for every (query block, key block) that needs a mask.
+      std::int64_t lo = c_, hi = -bk_;
+      for (std::int64_t q0 = 0; q0 < S_; q0 += c_)
+        for (std::int64_t k0 = 0; k0 < S_; k0 += bk_)
+          if (needs_mask(q0, k0, std::min(bk_, S_ - k0))) {
+            lo = std::min(lo, std::min(k0 - q0, c_));
+            hi = std::max(hi, std::min(k0 - q0, c_));
+          }
+      mask_lo_ = lo;
+      mask_tile_ = kb.sbuf("mask", c_, hi - lo + bk_, DType::Bf16);
+      kb.dma(*mask_tile_, mask_table_.region(0, lo + bk_, c_, hi - lo + bk_));
     }
-    return mask_tile_->slice(0, u32(c_), u32(offset + bk_), u32(bk_));
+    return mask_tile_->slice(0, u32(c_), u32(offset - mask_lo_), u32(bk_));
   }
   bool needs_mask(std::int64_t q0, std::int64_t k0, std::int64_t kn) const {
     return causal_ && k0 + kn - 1 > q0;  // the last key is after the first query
