@@ -54,6 +54,7 @@ const Case kCases[] = {
     {"tiny", 1, 3, 3, 3, 2, 5, 5, 1, 2},    // kernel wider than the image
     {"small", 2, 40, 16, 16, 48, 3, 3, 1, 1},
     {"small", 1, 32, 15, 15, 32, 5, 5, 2, 2},
+    {"small", 1, 16, 60, 30, 16, 3, 3, 1, 1},  // four row blocks: blocked groups of three, then one
     {"neuroncore-v2", 1, 64, 28, 28, 128, 3, 3, 1, 1},
 };
 
