@@ -835,6 +835,25 @@ void KernelBuilder::tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op
   impl_->tiles[dst.id].written = true;
 }
 
+void KernelBuilder::tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op, float s, arch::AluOp op2,
+                                  const Tile& s2) {
+  const std::string call = fmt::format("tensor_scalar('{}' = '{}' {} {} {} '{}')", dst.name, a.name, to_string(op), s,
+                                       to_string(op2), s2.name);
+  impl_->check_live(call);
+  impl_->check_tile(call, "destination", dst);
+  impl_->check_written(call, "a", a);
+  impl_->check_written(call, "second scalar", s2);
+  auto in = instr(arch::Engine::Vector, arch::Opcode::TensorScalar, dst);
+  in.alu = op;
+  in.imm0 = s;
+  in.alu2 = op2;
+  in.a = a.pattern();
+  in.c = s2.pattern();
+  impl_->check_instruction(call, in);
+  impl_->emit(arch::Engine::Vector, in, {region_of(a), region_of(s2)}, {region_of(dst)});
+  impl_->tiles[dst.id].written = true;
+}
+
 void KernelBuilder::reduce(const Tile& dst, const Tile& a, arch::AluOp op) {
   const std::string call = fmt::format("reduce('{}' = {}('{}'))", dst.name, to_string(op), a.name);
   impl_->check_live(call);

@@ -147,6 +147,9 @@ TEST(KernelBuilder, PerPartitionScalarTilesAreReadAndChecked) {
   EXPECT_THAT(error_of([&] { kb.tensor_scalar(y, x, arch::AluOp::Subtract, m, arch::AluOp::Divide, &x); }),
               HasSubstr("c (scalar s1) must be [8 x 1]"));
   kb.tensor_scalar(y, x, arch::AluOp::Subtract, m, arch::AluOp::Divide, &l);
+  kb.tensor_scalar(x, y, arch::AluOp::Multiply, 2.0f, arch::AluOp::Min, m);  // immediate, then per partition
+  EXPECT_THAT(error_of([&] { kb.tensor_scalar(x, y, arch::AluOp::Multiply, 2.0f, arch::AluOp::Min, y); }),
+              HasSubstr("c (scalar s1) must be [8 x 1]"));
   const Program p = kb.build();
   const auto& vec = p.streams[static_cast<int>(arch::Engine::Vector)];
   const auto ts = std::find_if(vec.begin(), vec.end(), [](const auto& in) { return in.opcode == arch::Opcode::TensorScalar; });
@@ -156,6 +159,12 @@ TEST(KernelBuilder, PerPartitionScalarTilesAreReadAndChecked) {
   const auto wait = std::prev(ts);
   EXPECT_EQ(wait->opcode, arch::Opcode::SemWait);
   EXPECT_EQ(wait->sem, static_cast<int>(arch::Engine::GpSimd));
+  const auto mixed = std::find_if(std::next(ts), vec.end(), [](const auto& in) { return in.opcode == arch::Opcode::TensorScalar; });
+  ASSERT_NE(mixed, vec.end());
+  EXPECT_FALSE(mixed->b.valid());
+  EXPECT_EQ(mixed->imm0, 2.0f);
+  EXPECT_TRUE(mixed->c.valid());
+  EXPECT_EQ(mixed->alu2, arch::AluOp::Min);
 }
 
 TEST(KernelBuilder, PitchedDmaLandsRowsAtThePitchAndChecksTheWindow) {

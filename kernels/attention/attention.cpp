@@ -4,7 +4,7 @@
 //  - flash: for a block of queries, keys stream by in blocks; each block's
 //    scores live only in PSUM/SBUF, a running row max m and row sum l are
 //    kept per query (per partition), and the output accumulator in PSUM is
-//    rescaled by exp(m_old - m_new) before the block's P V is added to it.
+//    rescaled by exp(scale (m_old - m_new)) before the block's P V is added to it.
 //  - naive: the straightforward three steps: the scaled (and masked) score
 //    matrix is written to HBM, read back a row block at a time for a
 //    max-subtracted softmax, then multiplied by V.
@@ -247,9 +247,10 @@ private:
   // The flash kernel as a software pipeline over steps t (a query block
   // against a key block). Per step:
   //   A1: S = Q K^T (tensor);
-  //   A2: mask; row max, m_new = max(m_old, rowmax), -scale m_new (vector);
-  //       P = exp(scale S - scale m_new) with its row sums, alpha =
-  //       exp(scale (m_old - m_new)) (scalar); l = l alpha + rowsum (vector);
+  //   A2: mask; row max, n_new = min(n_old, -scale rowmax) (vector; n =
+  //       -scale m, the running max as the exponentials' bias); P =
+  //       exp(scale S + n_new) with its row sums, alpha = exp(n_new - n_old)
+  //       (scalar); l = l alpha + rowsum (vector);
   //   B:  P transposed (tensor), copied to SBUF (scalar);
   //   C1: O *= alpha (vector);  C2: O += P^T V (tensor); after a query
   //       block's last key block, O / l (vector) stored.
@@ -279,7 +280,7 @@ private:
     // Per-query state, one value per partition.
     const auto col = [&](const std::string& n) { return kb.sbuf(n, c_, 1, DType::Fp32); };
     const Tile m[2] = {col("m0"), col("m1")}, mx[2] = {col("mx0"), col("mx1")};
-    const Tile nb[2] = {col("nb0"), col("nb1")}, rs[2] = {col("rs0"), col("rs1")};
+    const Tile rs[2] = {col("rs0"), col("rs1")};
     const auto alpha = three("alpha", col), l = three("l", col);
 
     std::vector<Step> steps;
@@ -310,19 +311,19 @@ private:
         src = fit(s_sb[b], st.qq, st.kn);
         kb.tensor_tensor(src, sp, fit(mask(kb, st.k0 - st.q0), st.qq, st.kn), arch::AluOp::Add);
       }
-      const Tile mxt = fit(mx[b], st.qq, 1), nbt = fit(nb[b], st.qq, 1), rst = fit(rs[b], st.qq, 1);
-      const Tile m_old = fit(m[b ^ 1], st.qq, 1), m_new = fit(m[b], st.qq, 1), lt = fit(l[st.qslot], st.qq, 1);
+      // The running max is kept negated and scaled, n = -scale m, which is
+      // the bias of the exponentials as it is: n_new = min(n_old, -scale rowmax).
+      const Tile mxt = fit(mx[b], st.qq, 1), rst = fit(rs[b], st.qq, 1);
+      const Tile n_old = fit(m[b ^ 1], st.qq, 1), n_new = fit(m[b], st.qq, 1), lt = fit(l[st.qslot], st.qq, 1);
       kb.reduce(mxt, src, arch::AluOp::Max);
-      if (st.first) kb.copy(m_new, mxt);
-      else kb.tensor_tensor(m_new, m_old, mxt, arch::AluOp::Max);
-      kb.tensor_scalar(nbt, m_new, arch::AluOp::Multiply, -scale_);
-      kb.activation(fit(p[b], st.qq, st.kn), src, arch::ActFunc::Exp, scale_, 0.0f, &nbt, &rst);
-      if (st.first) {
-        kb.copy(lt, rst);
-        return;
-      }
+      if (st.first) kb.tensor_scalar(n_new, mxt, arch::AluOp::Multiply, -scale_);
+      else kb.tensor_scalar(n_new, mxt, arch::AluOp::Multiply, -scale_, arch::AluOp::Min, n_old);
+      // P = exp(scale S + n_new) and its row sums (straight into l on a query block's first key block).
+      kb.activation(fit(p[b], st.qq, st.kn), src, arch::ActFunc::Exp, scale_, 0.0f, &n_new, st.first ? &lt : &rst);
+      if (st.first) return;
+      // alpha = exp(n_new - n_old) = exp(scale (m_old - m_new)) rescales what came before.
       const Tile at = fit(alpha[t % 3], st.qq, 1);
-      kb.activation(at, m_old, arch::ActFunc::Exp, scale_, 0.0f, &nbt);
+      kb.activation(at, n_old, arch::ActFunc::Exp, -1.0f, 0.0f, &n_new);
       kb.tensor_scalar(lt, lt, arch::AluOp::Multiply, at, arch::AluOp::Add, &rst);
     };
     const auto stage_b = [&](std::size_t t) {

@@ -65,6 +65,9 @@ public:
   // s and s2 [P, 1] tiles (a row's running max, sum or rescale factor).
   void tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op, const Tile& s,
                      arch::AluOp op2 = arch::AluOp::Bypass, const Tile* s2 = nullptr);
+  // An immediate first scalar and a per-partition second one:
+  // dst[p, i] = (a[p, i] <op> s) <op2> s2[p].
+  void tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op, float s, arch::AluOp op2, const Tile& s2);
   void reduce(const Tile& dst, const Tile& a, arch::AluOp op);  // along the free axis: dst [P, 1]
   void copy(const Tile& dst, const Tile& src, arch::Engine engine = arch::Engine::Vector);
   void memset(const Tile& dst, float value);
