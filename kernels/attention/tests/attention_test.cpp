@@ -99,5 +99,14 @@ TEST(Attention, SequenceTooLongForSbufIsAnErrorNamingTheSizes) {
   EXPECT_THAT(r.error, ::testing::HasSubstr("attention: K^T and V of one head (S=8192, D=8) need"));
 }
 
+// Outputs of D = 1024 need two PSUM banks per query block; with the score
+// and transpose tiles of the pipeline they do not fit small's eight banks.
+TEST(Attention, HeadDimensionTooLargeForPsumIsAnErrorNamingTheTile) {
+  const KernelRun r = kernel_testing::run_kernel("attention", "flash", {{"S", 64}, {"D", 1024}, {"H", 1}}, "small",
+                                                 arch::Fidelity::Tlm, /*no_data=*/true);
+  EXPECT_FALSE(r.ok);
+  EXPECT_THAT(r.error, ::testing::HasSubstr("PSUM full: needs 2048 bytes in one bank"));
+}
+
 }  // namespace
 }  // namespace tessera::kernels
