@@ -83,6 +83,31 @@ TEST(NeuronCore, VectorScalarChainComputesAndTakesTheModelledTime) {
   EXPECT_EQ(r.end_time, core.engine(arch::Engine::Scalar).end_time());
 }
 
+TEST(NeuronCore, GpSimdIotaFeedsVectorReduceThroughASemaphore) {
+  trace::Stats stats;
+  NeuronCore core("core", tiny(), stats);
+  Stream gp{arch::Engine::GpSimd};
+  Instruction iota;
+  iota.opcode = Opcode::Iota;
+  iota.imm0 = 1.0f;
+  iota.imm1 = 100.0f;
+  iota.imm2 = 1.0f;
+  iota.dst = sbuf_f32(0, 10);
+  gp.add(iota).incr(5).end();
+  Stream vec{arch::Engine::Vector};
+  Instruction red;
+  red.opcode = Opcode::Reduce;
+  red.alu = arch::AluOp::Add;
+  red.a = sbuf_f32(0, 10);
+  red.dst = sbuf_f32(128, 1);
+  vec.wait(5, 1).add(red).end();
+  core.load_program(arch::Engine::GpSimd, gp.bytes);
+  core.load_program(arch::Engine::Vector, vec.bytes);
+  const RunResult r = core.run();
+  ASSERT_TRUE(r.ok()) << r.message;
+  for (std::uint32_t p = 0; p < 8; ++p) EXPECT_EQ(sbuf_float(core, p, 128), 10.0f * (1 + 100.0f * p) + 45.0f);
+}
+
 // Per-partition scalars: row p is scaled by b[p] and offset by c[p], the
 // step a softmax's max subtraction or an attention rescale takes.
 TEST(NeuronCore, TensorScalarTakesPerPartitionScalarsFromTiles) {
@@ -132,31 +157,6 @@ TEST(NeuronCore, TensorScalarTakesPerPartitionScalarsFromTiles) {
     }
   // The scalars cost nothing extra: the same 10 + 12 cycles at 0.5 GHz as immediates.
   EXPECT_NEAR(stats.value("core.vector.busy_ns"), 2 * 22 * 2.0, 1e-6);
-}
-
-TEST(NeuronCore, GpSimdIotaFeedsVectorReduceThroughASemaphore) {
-  trace::Stats stats;
-  NeuronCore core("core", tiny(), stats);
-  Stream gp{arch::Engine::GpSimd};
-  Instruction iota;
-  iota.opcode = Opcode::Iota;
-  iota.imm0 = 1.0f;
-  iota.imm1 = 100.0f;
-  iota.imm2 = 1.0f;
-  iota.dst = sbuf_f32(0, 10);
-  gp.add(iota).incr(5).end();
-  Stream vec{arch::Engine::Vector};
-  Instruction red;
-  red.opcode = Opcode::Reduce;
-  red.alu = arch::AluOp::Add;
-  red.a = sbuf_f32(0, 10);
-  red.dst = sbuf_f32(128, 1);
-  vec.wait(5, 1).add(red).end();
-  core.load_program(arch::Engine::GpSimd, gp.bytes);
-  core.load_program(arch::Engine::Vector, vec.bytes);
-  const RunResult r = core.run();
-  ASSERT_TRUE(r.ok()) << r.message;
-  for (std::uint32_t p = 0; p < 8; ++p) EXPECT_EQ(sbuf_float(core, p, 128), 10.0f * (1 + 100.0f * p) + 45.0f);
 }
 
 TEST(NeuronCore, DeadlockIsReportedWithTheWaitingEngines) {
