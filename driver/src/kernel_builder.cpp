@@ -609,16 +609,33 @@ View rows_of_view(const View& v, std::uint32_t p, std::uint32_t np) {
 
 }  // namespace
 
-void KernelBuilder::dma(const Tile& dst, const View& src) {
+void KernelBuilder::dma(const Tile& dst, const View& src) { dma_to_tile(dst, src, 0); }
+
+void KernelBuilder::dma(const Tile& dst, const View& src, std::uint32_t pitch) {
+  const std::string call =
+      fmt::format("dma(tile '{}' <- tensor '{}', pitch {})", dst.name, src.tensor ? src.tensor->name : "?", pitch);
+  if (pitch == 0) throw KernelError(fmt::format("{}: the row pitch must be positive", call));
+  if (src.sizes.size() != 3)
+    throw KernelError(fmt::format("{}: a pitched copy takes a view of [partitions x rows x columns], not [{}]", call,
+                                  fmt::join(src.sizes, " x ")));
+  if (src.sizes[2] > pitch)
+    throw KernelError(fmt::format("{}: rows of {} elements overlap at a pitch of {}", call, src.sizes[2], pitch));
+  if ((src.sizes[1] - 1) * pitch + src.sizes[2] > dst.free)
+    throw KernelError(fmt::format("{}: {} rows at a pitch of {} overrun the tile's {} elements", call, src.sizes[1],
+                                  pitch, dst.free));
+  dma_to_tile(dst, src, pitch);
+}
+
+void KernelBuilder::dma_to_tile(const Tile& dst, const View& src, std::uint32_t pitch) {
   if (!impl_->splitting && src.tensor && !src.sizes.empty() && src.sizes[0] == dst.partitions) {
-    const auto pieces = dma_pieces(cfg_, dst.partitions, std::uint64_t{dst.partitions} * dst.bytes_per_partition());
+    const auto pieces = dma_pieces(cfg_, dst.partitions, static_cast<std::uint64_t>(src.elements()) * arch::size_of(dst.dtype));
     if (pieces.size() > 1) {
       impl_->splitting = true;
       for (const auto& [p, np] : pieces) {
         Tile piece = dst;  // same allocation, fewer partitions
         piece.partition = dst.partition + p;
         piece.partitions = np;
-        dma(piece, rows_of_view(src, p, np));
+        dma_to_tile(piece, rows_of_view(src, p, np), pitch);
       }
       impl_->splitting = false;
       return;
@@ -632,7 +649,10 @@ void KernelBuilder::dma(const Tile& dst, const View& src) {
   if (dst.dtype != src.tensor->dtype)
     throw KernelError(fmt::format("{}: DMA does not convert: tile is {}, tensor is {}", call, to_string(dst.dtype),
                                   to_string(src.tensor->dtype)));
-  if (src.sizes.empty() || src.sizes[0] != dst.partitions || src.elements() != std::int64_t{dst.partitions} * dst.free)
+  // A pitched copy fills rows x columns of each partition, row r at element r * pitch.
+  const bool pitched = pitch > 0;
+  if (src.sizes.empty() || src.sizes[0] != dst.partitions ||
+      (!pitched && src.elements() != std::int64_t{dst.partitions} * dst.free))
     throw KernelError(fmt::format("{}: view [{}] does not fill tile [{} x {}] (the view's first dimension lies on "
                                   "partitions)", call, fmt::join(src.sizes, " x "), dst.partitions, dst.free));
   const std::uint32_t e = arch::size_of(dst.dtype);
@@ -640,9 +660,14 @@ void KernelBuilder::dma(const Tile& dst, const View& src) {
   d.elem_log2 = log2_of(e);
   fill_side(call, "source", src.tensor->address + static_cast<std::uint64_t>(src.offset) * e, src.sizes, src.strides,
             e, d.src_addr, d.src_size, d.src_stride);
-  fill_side(call, "destination", impl_->map.sbuf_address(dst.partition, dst.offset),
-            {dst.partitions, dst.free}, {static_cast<std::int64_t>(impl_->map.sbuf_partition_bytes / e), 1}, e,
-            d.dst_addr, d.dst_size, d.dst_stride);
+  const std::int64_t partition_elems = static_cast<std::int64_t>(impl_->map.sbuf_partition_bytes / e);
+  if (pitched)
+    fill_side(call, "destination", impl_->map.sbuf_address(dst.partition, dst.offset),
+              {dst.partitions, src.sizes[1], src.sizes[2]}, {partition_elems, pitch, 1}, e, d.dst_addr, d.dst_size,
+              d.dst_stride);
+  else
+    fill_side(call, "destination", impl_->map.sbuf_address(dst.partition, dst.offset), {dst.partitions, dst.free},
+              {partition_elems, 1}, e, d.dst_addr, d.dst_size, d.dst_stride);
   impl_->emit_dma(d, region_of(src), region_of(dst));
   impl_->tiles[dst.id].written = true;
 }
@@ -806,6 +831,25 @@ void KernelBuilder::tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op
   }
   impl_->check_instruction(call, in);
   impl_->emit(arch::Engine::Vector, in, reads, {region_of(dst)});
+  impl_->tiles[dst.id].written = true;
+}
+
+void KernelBuilder::tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op, float s, arch::AluOp op2,
+                                  const Tile& s2) {
+  const std::string call = fmt::format("tensor_scalar('{}' = '{}' {} {} {} '{}')", dst.name, a.name, to_string(op), s,
+                                       to_string(op2), s2.name);
+  impl_->check_live(call);
+  impl_->check_tile(call, "destination", dst);
+  impl_->check_written(call, "a", a);
+  impl_->check_written(call, "second scalar", s2);
+  auto in = instr(arch::Engine::Vector, arch::Opcode::TensorScalar, dst);
+  in.alu = op;
+  in.imm0 = s;
+  in.alu2 = op2;
+  in.a = a.pattern();
+  in.c = s2.pattern();
+  impl_->check_instruction(call, in);
+  impl_->emit(arch::Engine::Vector, in, {region_of(a), region_of(s2)}, {region_of(dst)});
   impl_->tiles[dst.id].written = true;
 }
 

@@ -160,6 +160,62 @@ TEST(KernelBuilder, ConsumersWaitOnProducersSemaphores) {
   EXPECT_EQ(p.rings.size(), 2u);
 }
 
+TEST(KernelBuilder, PerPartitionScalarTilesAreReadAndChecked) {
+  KernelBuilder kb(config("tiny"), "k");
+  const Tile x = kb.sbuf("x", 8, 16, DType::Fp32), y = kb.sbuf("y", 8, 16, DType::Fp32);
+  const Tile m = kb.sbuf("m", 8, 1, DType::Fp32), l = kb.sbuf("l", 8, 1, DType::Fp32);
+  kb.memset(x, 1);
+  EXPECT_THAT(error_of([&] { kb.tensor_scalar(y, x, arch::AluOp::Subtract, m); }),
+              HasSubstr("reads scalar tile 'm' before anything wrote it"));
+  kb.iota(m, 0, 1, 0);  // GpSimd writes m: the vector op must wait for it
+  kb.memset(l, 2);
+  EXPECT_THAT(error_of([&] { kb.tensor_scalar(y, x, arch::AluOp::Subtract, x); }),
+              HasSubstr("b (per-partition scalar) must be [8 x 1], not [8 x 16]"));
+  EXPECT_THAT(error_of([&] { kb.tensor_scalar(y, x, arch::AluOp::Subtract, m, arch::AluOp::Divide, &x); }),
+              HasSubstr("c (per-partition scalar) must be [8 x 1], not [8 x 16]"));
+  kb.tensor_scalar(y, x, arch::AluOp::Subtract, m, arch::AluOp::Divide, &l);
+  kb.tensor_scalar(x, y, arch::AluOp::Multiply, 2.0f, arch::AluOp::Min, m);  // immediate, then per partition
+  EXPECT_THAT(error_of([&] { kb.tensor_scalar(x, y, arch::AluOp::Multiply, 2.0f, arch::AluOp::Min, y); }),
+              HasSubstr("c (per-partition scalar) must be [8 x 1], not [8 x 16]"));
+  const Program p = kb.build();
+  const auto& vec = p.streams[static_cast<int>(arch::Engine::Vector)];
+  const auto ts = std::find_if(vec.begin(), vec.end(), [](const auto& in) { return in.opcode == arch::Opcode::TensorScalar; });
+  ASSERT_NE(ts, vec.end());
+  EXPECT_TRUE(ts->b.valid());
+  EXPECT_TRUE(ts->c.valid());
+  const auto wait = std::prev(ts);
+  EXPECT_EQ(wait->opcode, arch::Opcode::SemWait);
+  EXPECT_EQ(wait->sem, static_cast<int>(arch::Engine::GpSimd));
+  const auto mixed = std::find_if(std::next(ts), vec.end(), [](const auto& in) { return in.opcode == arch::Opcode::TensorScalar; });
+  ASSERT_NE(mixed, vec.end());
+  EXPECT_FALSE(mixed->b.valid());
+  EXPECT_EQ(mixed->imm0, 2.0f);
+  EXPECT_TRUE(mixed->c.valid());
+  EXPECT_EQ(mixed->alu2, arch::AluOp::Min);
+}
+
+TEST(KernelBuilder, PitchedDmaLandsRowsAtThePitchAndChecksTheWindow) {
+  KernelBuilder kb(config("tiny"), "k");
+  const Tensor img = hbm_tensor("img", 8, 36, DType::Bf16, 0);  // 8 channels of a 6x6 image
+  const Tile plane = kb.sbuf("plane", 8, 64, DType::Bf16);     // 8x8 with a border of 1
+  const View interior{&img, 0, {8, 6, 6}, {36, 6, 1}};
+  EXPECT_THAT(error_of([&] { kb.dma(plane, interior, 0); }), HasSubstr("the row pitch must be positive"));
+  EXPECT_THAT(error_of([&] { kb.dma(plane, img.all(), 8); }),
+              HasSubstr("a pitched copy takes a view of [partitions x rows x columns], not [8 x 36]"));
+  EXPECT_THAT(error_of([&] { kb.dma(plane, interior, 4); }), HasSubstr("rows of 6 elements overlap at a pitch of 4"));
+  EXPECT_THAT(error_of([&] { kb.dma(plane.slice(0, 8, 20, 44), interior, 8); }),
+              HasSubstr("6 rows at a pitch of 8 overrun the tile's 44 elements"));
+  kb.dma(plane.slice(0, 8, 9, 46), interior, 8);  // rows 1..6, columns 1..6
+  const Program p = kb.build();
+  ASSERT_EQ(p.rings.size(), 1u);
+  const arch::DmaDescriptor& d = p.rings.begin()->second.at(0);
+  // Destination: 8 partitions x 6 rows at a pitch of 8 elements (16 bytes) x 6 contiguous.
+  EXPECT_EQ(d.dst_size[0], 6);
+  EXPECT_EQ(d.dst_size[1], 6);
+  EXPECT_EQ(d.dst_stride[1], 16u);
+  EXPECT_EQ(d.dst_size[2], 8);
+}
+
 TEST(KernelBuilder, LoadedWeightsAreReusedUntilOverwritten) {
   KernelBuilder kb(config("tiny"), "k");
   const Tile w = kb.sbuf("w", 8, 8, DType::Bf16), x = kb.sbuf("x", 8, 16, DType::Bf16);

@@ -16,6 +16,9 @@ namespace tessera::kernels {
 // Unit roundoff of round-to-nearest in a dtype: 2^-24 for fp32, 2^-8 for bf16.
 double unit_roundoff(DType t);
 
+// The smallest normal fp32: the engines flush anything below it to zero.
+inline constexpr double kMinNormalFp32 = 0x1p-126;
+
 // gamma_n = n u / (1 - n u): the relative error of n compounded roundings of
 // unit roundoff u (Higham, Accuracy and Stability of Numerical Algorithms,
 // lemma 3.1). Any order of summing n + 1 terms errs by at most gamma_n times

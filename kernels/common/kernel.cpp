@@ -1,7 +1,10 @@
 #include "common/kernel.h"
 
+#include "attention/attention.h"
+#include "conv2d/conv2d.h"
 #include "elementwise/elementwise.h"
 #include "gemm/gemm.h"
+#include "mlp/mlp.h"
 #include "norms/norms.h"
 #include "reduce/reduce.h"
 #include "softmax/softmax.h"
@@ -10,15 +13,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace tessera::kernels {
 
 const std::vector<KernelSpec>& registry() {
-  static const std::vector<KernelSpec> all = {gemm_spec(), elementwise_spec(), softmax_spec(),
-                                               layernorm_spec(), rmsnorm_spec(),
-                                               reduce_spec(),    cumsum_spec(),
-                                               transpose_spec()};
+  static const std::vector<KernelSpec> all = {gemm_spec(),      elementwise_spec(), transpose_spec(), softmax_spec(),
+                                               layernorm_spec(), rmsnorm_spec(),     mlp_spec(),       attention_spec(),
+                                               conv2d_spec(),    reduce_spec(),      cumsum_spec()};
   return all;
 }
 
@@ -37,7 +40,12 @@ Shape resolve_shape(const KernelSpec& spec, const Shape& overrides) {
       for (const auto& p : spec.shape) known += (known.empty() ? "" : ", ") + p.name;
       throw KernelError(fmt::format("kernel '{}' has no shape parameter '{}' (it has {})", spec.name, k, known));
     }
-    if (v < 1) throw KernelError(fmt::format("kernel '{}': shape {}={} must be positive", spec.name, k, v));
+    const auto param = std::find_if(spec.shape.begin(), spec.shape.end(), [&](const ShapeParam& p) { return p.name == k; });
+    if (v < param->min_value)
+      throw KernelError(param->min_value == 1
+                            ? fmt::format("kernel '{}': shape {}={} must be positive", spec.name, k, v)
+                            : fmt::format("kernel '{}': shape {}={} must be at least {}", spec.name, k, v,
+                                          param->min_value));
     s[k] = v;
   }
   return s;

@@ -21,6 +21,7 @@ struct ShapeParam {
   std::string name;
   std::int64_t default_value;
   std::string description;
+  std::int64_t min_value = 1;  // 0 for a parameter that may be absent, such as padding
 };
 
 struct NumericsCheck {

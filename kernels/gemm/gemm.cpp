@@ -1,6 +1,7 @@
 // GEMM, C[M, N] = A[M, K] @ B[K, N], in the four steps a kernel engineer
 // takes to feed the tensor engine (see README.md beside this file).
 #include "gemm/gemm.h"
+#include "common/bounds.h"
 
 #include "arch/numerics.h"
 #include "tessera/kernel_builder.h"
@@ -66,8 +67,7 @@ public:
   // products are exact, so only the additions round.
   NumericsCheck check() override {
     const auto got = dev_.download(c_);
-    const double u = std::ldexp(1.0, -24);
-    const double gamma = K_ * u / (1 - K_ * u);
+    const double gamma_k = gamma(K_);
     NumericsCheck worst;
     worst.correct = true;
     double worst_ratio = -1;
@@ -80,7 +80,7 @@ public:
           mag += std::fabs(p);
         }
         const double got_v = got[m * N_ + n];
-        const double err = std::fabs(got_v - sum), tol = gamma * mag;
+        const double err = std::fabs(got_v - sum), tol = gamma_k * mag;
         const double ratio = tol > 0 ? err / tol : (err > 0 ? INFINITY : 0);
         if (ratio > worst_ratio || std::isnan(got_v)) {
           worst_ratio = std::isnan(got_v) ? INFINITY : ratio;

@@ -552,10 +552,8 @@ struct Checker {
         require("dst", in.dst);
         require("a", in.a);
         same_shape("dst", in.dst, "a", in.a);
-        if (in.b.valid() && in.a.valid() && (in.b.partition_count != in.a.partition_count || in.b.free_elements() != 1))
-          fail(fmt::format("b (bias) must be [{} x 1]", in.a.partition_count));
-        if (in.c.valid() && in.a.valid() && (in.c.partition_count != in.a.partition_count || in.c.free_elements() != 1))
-          fail(fmt::format("c (accumulate) must be [{} x 1]", in.a.partition_count));
+        per_partition_scalar("b (bias)", in.b);
+        per_partition_scalar("c (accumulate)", in.c);
         break;
     }
     if (in.engine == Engine::GpSimd && !cfg.gpsimd.present && in.opcode != Opcode::End)

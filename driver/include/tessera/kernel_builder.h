@@ -44,6 +44,10 @@ public:
   // at least 2 KiB, the documented efficient minimum), as the hardware's
   // 16 DMA rings share one tile; consumers wait for every piece.
   void dma(const Tile& dst, const View& src);  // HBM -> SBUF
+  // HBM -> SBUF into rows of a 2-D image held in each partition: the view is
+  // [partitions x rows x columns] and row r lands at element r * pitch of
+  // dst (an interior inside zero padding, say). The rest of dst is untouched.
+  void dma(const Tile& dst, const View& src, std::uint32_t pitch);
   void dma(const View& dst, const Tile& src);  // SBUF -> HBM
 
   // --- Tensor engine ---------------------------------------------------------
@@ -62,6 +66,9 @@ public:
   // step takes the immediate s2_value.
   void tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op, const Tile& s,
                      arch::AluOp op2 = arch::AluOp::Bypass, const Tile* s2 = nullptr, float s2_value = 0);
+  // An immediate first scalar and a per-partition second one:
+  // dst[p, i] = (a[p, i] <op> s) <op2> s2[p].
+  void tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op, float s, arch::AluOp op2, const Tile& s2);
   void reduce(const Tile& dst, const Tile& a, arch::AluOp op);  // along the free axis: dst [P, 1]
   void copy(const Tile& dst, const Tile& src, arch::Engine engine = arch::Engine::Vector);
   void memset(const Tile& dst, float value);
@@ -83,6 +90,8 @@ public:
   const arch::HwConfig& config() const { return cfg_; }
 
 private:
+  void dma_to_tile(const Tile& dst, const View& src, std::uint32_t pitch);
+
   struct Impl;
   const arch::HwConfig& cfg_;
   std::unique_ptr<Impl> impl_;

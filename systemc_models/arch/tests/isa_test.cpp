@@ -130,6 +130,35 @@ TEST(Isa, DisassemblesEveryField) {
   EXPECT_EQ(disassemble(bytes), "     0: vector SemWait sem[3] >= 2\n");
 }
 
+TEST(Isa, TensorScalarWithPerPartitionScalarsValidatesAndDisassembles) {
+  const auto cfg = tiny();
+  Instruction ts;
+  ts.engine = Engine::Vector;
+  ts.opcode = Opcode::TensorScalar;
+  ts.alu = AluOp::Multiply;
+  ts.alu2 = AluOp::Add;
+  ts.imm1 = 2;
+  ts.a = tile(Memory::Psum, DType::Fp32, 0, 8, 0, 16);
+  ts.b = tile(Memory::Sbuf, DType::Fp32, 0, 8, 256, 1);
+  ts.dst = tile(Memory::Sbuf, DType::Fp32, 0, 8, 0, 16);
+  EXPECT_THAT(validate(ts, cfg), IsEmpty());
+  EXPECT_EQ(disassemble(ts), "vector TensorScalar multiply b[p] add 2 dst=sbuf[p0:8 +0B fp32 (16,1)] "
+                             "a=psum[p0:8 +0B fp32 (16,1)] b=sbuf[p0:8 +256B fp32 (1,1)]");
+  ts.c = tile(Memory::Sbuf, DType::Fp32, 0, 8, 260, 1);
+  EXPECT_THAT(validate(ts, cfg), IsEmpty());
+  EXPECT_THAT(disassemble(ts), HasSubstr("multiply b[p] add c[p] dst="));
+  std::size_t pos = 0;
+  const auto bytes = encode(ts);
+  EXPECT_EQ(disassemble(decode(bytes, pos)), disassemble(ts));
+
+  ts.b = tile(Memory::Sbuf, DType::Fp32, 0, 8, 256, 2);
+  EXPECT_THAT(validate(ts, cfg), ElementsAre("b (per-partition scalar) must be [8 x 1], not [8 x 2]"));
+  ts.b = tile(Memory::Sbuf, DType::Fp32, 0, 4, 256, 1);
+  ts.c = tile(Memory::Sbuf, DType::Fp32, 0, 8, 260, 3);
+  EXPECT_THAT(validate(ts, cfg), ElementsAre("b (per-partition scalar) must be [8 x 1], not [4 x 1]",
+                                               "c (per-partition scalar) must be [8 x 1], not [8 x 3]"));
+}
+
 TEST(Isa, MalformedEncodingsAreErrorsNamingTheByte) {
   auto bytes = encode(matmul(8, 8, 8));
   std::size_t pos = 0;

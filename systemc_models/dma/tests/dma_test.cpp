@@ -176,6 +176,37 @@ TEST(DmaInCore, DoorbellRungWhileTheEngineFinishesIsNotLost) {
   EXPECT_EQ(stats.value("dma.descriptors"), 2);
 }
 
+// A doorbell rung while an earlier one is still on its way (start latency)
+// becomes visible later than the earlier one; the engine, idle again after
+// the first transfer, must still wake for it (an event holds one pending
+// notification, so the later one cannot rely on its own).
+TEST(DmaInCore, DoorbellRungWhileAnEarlierOneIsInFlightIsNotLost) {
+  arch::HwConfig cfg = tiny();
+  cfg.dma.start_latency_ns = 3000;  // the second doorbell lands long after the first transfer is done
+  trace::Stats stats;
+  NeuronCore core("core", cfg, stats);
+  const auto& map = core.address_map();
+  const std::uint32_t pbytes = static_cast<std::uint32_t>(map.sbuf_partition_bytes);
+  const auto ring_a = ring_of({tile_descriptor(0x1000, 16, map.sbuf_address(0, 0), pbytes, 8, 8, 1,
+                                               map.semaphore_address(10))}, 32);
+  const auto ring_b = ring_of({tile_descriptor(0x2000, 16, map.sbuf_address(0, 64), pbytes, 8, 8, 1,
+                                               map.semaphore_address(11))}, 32);
+  const std::uint64_t a = core.place(ring_a), b = core.place(ring_b);
+  core.configure_dma_queue(0, 0, a, 32);
+  core.configure_dma_queue(0, 1, b, 32);
+  // The vector engine's memset (10 + 1000 cycles at 0.5 GHz) spaces the two doorbells by about 2 us.
+  Stream vec(arch::Engine::Vector);
+  vec.op(Opcode::Memset, arch::tile(Memory::Sbuf, DType::Fp32, 0, 8, 1024, 1000)).incr(1).end();
+  Stream sync(arch::Engine::Sync);
+  sync.add(trigger(0, 0, a, 1)).wait(1, 1).add(trigger(0, 1, b, 1)).wait(10, 1).wait(11, 1).end();
+  core.load_program(arch::Engine::Vector, vec.bytes);
+  core.load_program(arch::Engine::Sync, sync.bytes);
+  const auto r = core.run();
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(stats.value("dma.descriptors"), 2);
+  EXPECT_GT(r.end_time, sc_core::sc_time(5000, sc_core::SC_NS));  // the second doorbell's latency after ~2 us
+}
+
 TEST(DmaInCore, DoorbellOutOfStepWithTheRingIsAnError) {
   trace::Stats stats;
   NeuronCore core("core", tiny(), stats);

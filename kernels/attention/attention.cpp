@@ -1,0 +1,529 @@
+// Attention forward, O = softmax(Q K^T / sqrt(D) + mask) V for each of H
+// heads, in two ways (docs/kernels.md, attention):
+//
+//  - flash: for a block of queries, keys stream by in blocks; each block's
+//    scores live only in PSUM/SBUF, a running row max m and row sum l are
+//    kept per query (per partition), and the output accumulator in PSUM is
+//    rescaled by exp(scale (m_old - m_new)) before the block's P V is added to it.
+//  - naive: the straightforward three steps: the scaled (and masked) score
+//    matrix is written to HBM, read back a row block at a time for a
+//    max-subtracted softmax, then multiplied by V.
+//
+// The `_causal` variants mask key j > query i. Layout (per head, stacked):
+// Q^T and K^T [H*D, S] (head dim on partitions, as the score matmul wants
+// it), V [H*S, D], O [H*S, D] fp32; inputs bf16.
+#include "attention/attention.h"
+
+#include "arch/numerics.h"
+#include "common/bounds.h"
+#include "tessera/kernel_builder.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <random>
+
+namespace tessera::kernels {
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
+
+Tile fit(const Tile& t, std::int64_t partitions, std::int64_t free) { return t.slice(0, u32(partitions), 0, u32(free)); }
+
+// Added to a masked score. Finite, so that scores and maxima stay finite;
+// scaled and exponentiated it gives exactly 0, as -inf would.
+constexpr float kMasked = -1e30f;
+
+class Attention : public KernelInstance {
+public:
+  Attention(Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed)
+      : dev_(dev), flash_(variant.rfind("flash", 0) == 0), causal_(variant.find("causal") != std::string::npos),
+        S_(shape.at("S")), D_(shape.at("D")), H_(shape.at("H")), scale_(1.0f / std::sqrt(static_cast<float>(D_))) {
+    qt_ = dev.allocate("qt", {H_ * D_, S_}, DType::Bf16);
+    kt_ = dev.allocate("kt", {H_ * D_, S_}, DType::Bf16);
+    v_ = dev.allocate("v", {H_ * S_, D_}, DType::Bf16);
+    o_ = dev.allocate("o", {H_ * S_, D_}, DType::Fp32);
+    if (!flash_) scores_ = dev.allocate("scores", {H_ * S_, S_}, DType::Fp32);
+    plan(dev.config());
+    // The causal mask as an input, the `+ mask` of the formula: one
+    // [c, 2 bk + c] table whose windows are every block's additive mask
+    // (mask()). A table rather than GpSimd iota, which not every generation has.
+    if (causal_) mask_table_ = dev.allocate("mask", {c_, 2 * bk_ + c_}, DType::Bf16);
+    if (dev.no_data()) return;
+    if (causal_) {
+      // bf16 holds -1e30 (as -1.0004e30): as good as -inf for exp, half the bytes of fp32.
+      std::vector<float> table(static_cast<std::size_t>(c_ * (2 * bk_ + c_)));
+      for (std::int64_t p = 0; p < c_; ++p)
+        for (std::int64_t j = 0; j < 2 * bk_ + c_; ++j) table[p * (2 * bk_ + c_) + j] = j - p - bk_ > 0 ? kMasked : 0.0f;
+      dev.upload(mask_table_, table);
+    }
+    // Scores / sqrt(D) spread with a standard deviation of about 1.3, so the
+    // softmax is neither flat nor one-hot.
+    std::mt19937_64 rng(seed);
+    const auto fill = [&](std::vector<float>& v, std::size_t n, double half_range) {
+      std::uniform_real_distribution<double> dist(-half_range, half_range);
+      v.resize(n);
+      for (auto& e : v) e = arch::to_float(arch::to_bf16(static_cast<float>(dist(rng))));
+    };
+    fill(q_, static_cast<std::size_t>(H_ * D_ * S_), 2.0);
+    fill(k_, static_cast<std::size_t>(H_ * D_ * S_), 2.0);
+    fill(vv_, static_cast<std::size_t>(H_ * S_ * D_), 1.0);
+    dev.upload(qt_, q_);
+    dev.upload(kt_, k_);
+    dev.upload(v_, vv_);
+  }
+
+  Program build() override {
+    KernelBuilder kb(dev_.config(), flash_ ? "attention_flash" : "attention_naive");
+    mask_tile_.reset();
+    if (flash_) flash(kb);
+    else naive(kb);
+    return kb.build();
+  }
+
+  NumericsCheck check() override;
+
+private:
+  // c: query block and key chunk (array rows and columns, stationary width,
+  // partitions); bk: keys per block (moving free size, one PSUM bank of
+  // fp32, whole chunks); dn: output columns per PSUM tile.
+  std::int64_t c_ = 0, bk_ = 0, nd_ = 0, dn_ = 0, nv_ = 0, nkc_ = 0, sets_ = 0;
+
+  void plan(const arch::HwConfig& cfg) {
+    const std::int64_t bank_fp32 = cfg.psum.bank_kib * 1024 / 4;
+    c_ = std::min({cfg.tensor.rows, cfg.tensor.cols, cfg.tensor.stationary_max_free, cfg.sbuf.partitions,
+                   cfg.psum.partitions});
+    bk_ = std::max(c_, std::min(cfg.tensor.moving_max_free, bank_fp32) / c_ * c_);
+    nd_ = ceil_div(D_, c_);
+    dn_ = std::min(cfg.tensor.moving_max_free, bank_fp32);
+    nv_ = ceil_div(D_, dn_);
+    nkc_ = ceil_div(S_, c_);
+    // K^T and V of a head stay resident; two sets so the next head's load
+    // overlaps this head's work, one when only one fits.
+    const std::int64_t per_head = nd_ * S_ * 2 + nkc_ * D_ * 2;
+    // Q (3 buffers), masked scores, P, P^T (2 each), outputs (3), the mask
+    // table, per-query state; naive adds a row of scores, exps and weights.
+    const std::int64_t working = 3 * nd_ * c_ * 2 + 2 * bk_ * 4 + 2 * bk_ * 2 + 2 * bk_ * 2 + 3 * nv_ * dn_ * 4 +
+                                 (causal_ ? (2 * bk_ + c_) * 2 : 0) + 16 * 4 + (flash_ ? 0 : S_ * (4 + 4 + 2));
+    const std::int64_t sbuf = cfg.sbuf.partition_kib * 1024;
+    sets_ = 2 * per_head + working <= sbuf ? 2 : 1;
+    if (per_head + working > sbuf)
+      throw KernelError(fmt::format("attention: K^T and V of one head (S={}, D={}) need {} bytes per partition and the "
+                                    "working tiles {} more; SBUF has {} per partition",
+                                    S_, D_, per_head, working, sbuf));
+  }
+
+  struct HeadTiles {
+    std::vector<Tile> kt;  // per head-dim chunk: [dd, S]
+    Tile v;                // [c, nkc * D]: key chunk i at columns i * D
+  };
+
+  // Loads head h's K^T (one DMA per head-dim chunk, S elements a partition)
+  // and V (key chunks of c rows side by side, one strided DMA for the whole
+  // chunks and one for a partial last chunk).
+  void load_keys(KernelBuilder& kb, const HeadTiles& t, std::int64_t h) {
+    for (std::int64_t j = 0; j < nd_; ++j) {
+      const std::int64_t dd = std::min(c_, D_ - j * c_);
+      kb.dma(fit(t.kt[j], dd, S_), kt_.region(h * D_ + j * c_, 0, dd, S_));
+    }
+  }
+  void load_values(KernelBuilder& kb, const HeadTiles& t, std::int64_t h) {
+    const std::int64_t full = S_ / c_, rem = S_ % c_;
+    if (full > 0) {
+      View vw{&v_, h * S_ * D_, {c_, full, D_}, {D_, c_ * D_, 1}};
+      kb.dma(t.v.slice(0, u32(c_), 0, u32(full * D_)), vw);
+    }
+    if (rem > 0) kb.dma(t.v.slice(0, u32(rem), u32(full * D_), u32(D_)), v_.region(h * S_ + full * c_, 0, rem, D_));
+  }
+
+  std::vector<HeadTiles> head_tiles(KernelBuilder& kb) {
+    std::vector<HeadTiles> sets(static_cast<std::size_t>(sets_));
+    for (std::int64_t s = 0; s < sets_; ++s) {
+      for (std::int64_t j = 0; j < nd_; ++j) sets[s].kt.push_back(kb.sbuf(fmt::format("kt{}_{}", s, j), c_, S_, DType::Bf16));
+      sets[s].v = kb.sbuf(fmt::format("v{}", s), c_, nkc_ * D_, DType::Bf16);
+    }
+    return sets;
+  }
+
+  // Loads the Q^T chunks of queries [q0, q0 + qq) into `q` ([c, nd * c]).
+  std::vector<Tile> load_queries(KernelBuilder& kb, const Tile& q, std::int64_t h, std::int64_t q0, std::int64_t qq) {
+    std::vector<Tile> out;
+    for (std::int64_t j = 0; j < nd_; ++j) {
+      const std::int64_t dd = std::min(c_, D_ - j * c_);
+      out.push_back(q.slice(0, u32(dd), u32(j * c_), u32(qq)));
+      kb.dma(out.back(), qt_.region(h * D_ + j * c_, q0, dd, qq));
+    }
+    return out;
+  }
+
+  // Scores of a query block against keys [k0, k0 + kn) into PSUM.
+  void scores(KernelBuilder& kb, const Tile& s, const std::vector<Tile>& q, const HeadTiles& t, std::int64_t k0,
+              std::int64_t kn) {
+    for (std::int64_t j = 0; j < nd_; ++j) kb.matmul(s, q[j], t.kt[j].slice(0, q[j].partitions, u32(k0), u32(kn)), j > 0);
+  }
+
+  // The additive causal mask of a block whose keys start `offset` after its
+  // queries: mask[p, i] = kMasked where i - p + offset > 0, else 0, which is
+  // the table's window from column offset + bk. The table is loaded into
+  // SBUF at first use (one DMA); every block's mask is a slice of it.
+  // Only the columns the kernel's blocks use are loaded: for short
+  // sequences that is much less than the table.
+  std::optional<Tile> mask_tile_;
+  std::int64_t mask_lo_ = 0;  // the smallest offset loaded
+  Tile mask(KernelBuilder& kb, std::int64_t offset) {
+    offset = std::min(offset, c_);  // from c on, every key of the block is masked
+    if (!mask_tile_) {
+      // Offsets of masked blocks: k0 - q0 for every (query block, key block) that needs a mask.
+      std::int64_t lo = c_, hi = -bk_;
+      for (std::int64_t q0 = 0; q0 < S_; q0 += c_)
+        for (std::int64_t k0 = 0; k0 < S_; k0 += bk_)
+          if (needs_mask(q0, k0, std::min(bk_, S_ - k0))) {
+            lo = std::min(lo, std::min(k0 - q0, c_));
+            hi = std::max(hi, std::min(k0 - q0, c_));
+          }
+      mask_lo_ = lo;
+      mask_tile_ = kb.sbuf("mask", c_, hi - lo + bk_, DType::Bf16);
+      kb.dma(*mask_tile_, mask_table_.region(0, lo + bk_, c_, hi - lo + bk_));
+    }
+    return mask_tile_->slice(0, u32(c_), u32(offset - mask_lo_), u32(bk_));
+  }
+  bool needs_mask(std::int64_t q0, std::int64_t k0, std::int64_t kn) const {
+    return causal_ && k0 + kn - 1 > q0;  // the last key is after the first query
+  }
+
+  // P^T V for the keys of P [qq, kn] (bf16, SBUF), a key block (up to bk
+  // keys, bk / c chunks) at a time, in two parts. transpose_p: each chunk of
+  // P is transposed through the array into its columns of one PSUM tile, and
+  // the scalar engine copies the whole tile to SBUF as bf16 in one
+  // instruction (exact: the values are bf16). multiply_v: each chunk of P^T
+  // is the stationary operand of the multiply by V's rows of its keys.
+  void transpose_p(KernelBuilder& kb, const Tile& p, std::int64_t qq, std::int64_t kn, const Tile& pt_ps,
+                   const Tile& pt_sb) {
+    const std::int64_t chunks = ceil_div(kn, c_);
+    for (std::int64_t i = 0; i < chunks; ++i) {
+      const std::int64_t ki = std::min(c_, kn - i * c_);
+      kb.transpose(pt_ps.slice(0, u32(ki), u32(i * c_), u32(qq)), p.slice(0, u32(qq), u32(i * c_), u32(ki)));
+    }
+    const std::int64_t rows = std::min(c_, kn);
+    kb.copy(fit(pt_sb, rows, chunks * c_), fit(pt_ps, rows, chunks * c_), arch::Engine::Scalar);
+  }
+  void multiply_v(KernelBuilder& kb, const Tile& pt_sb, std::int64_t qq, std::int64_t k0, std::int64_t kn,
+                  const HeadTiles& t, const std::vector<Tile>& o, bool overwrite) {
+    for (std::int64_t i = 0; i * c_ < kn; ++i) {
+      const std::int64_t ki = std::min(c_, kn - i * c_), chunk = (k0 + i * c_) / c_;
+      const Tile ts = pt_sb.slice(0, u32(ki), u32(i * c_), u32(qq));
+      for (std::int64_t n = 0; n < nv_; ++n) {
+        const std::int64_t dv = std::min(dn_, D_ - n * dn_);
+        kb.matmul(fit(o[n], qq, dv), ts, t.v.slice(0, u32(ki), u32(chunk * D_ + n * dn_), u32(dv)),
+                  !(overwrite && i == 0));
+      }
+    }
+  }
+
+  // O[rows of queries q0.., all D] = o_ps / l (o_ps itself without l),
+  // evacuated to SBUF and stored.
+  void store(KernelBuilder& kb, const std::vector<Tile>& o_ps, const Tile& o_sb, const Tile* l, std::int64_t h,
+             std::int64_t q0, std::int64_t qq) {
+    for (std::int64_t n = 0; n < nv_; ++n) {
+      const std::int64_t dv = std::min(dn_, D_ - n * dn_);
+      const Tile out = o_sb.slice(0, u32(qq), u32(n * dn_), u32(dv));
+      if (l) kb.tensor_scalar(out, fit(o_ps[n], qq, dv), arch::AluOp::Divide, *l);
+      else kb.copy(out, fit(o_ps[n], qq, dv));
+    }
+    kb.dma(o_.region(h * S_ + q0, 0, qq, D_), fit(o_sb, qq, D_));
+  }
+
+  // One step of the flash loop: a query block against one key block.
+  struct Step {
+    std::int64_t h, q0, qq, k0, kn;
+    bool first, last;  // the query block's first and last key block
+    int qslot;         // the query block's index mod 3: its Q tile, accumulator and row sums
+  };
+
+  // The flash kernel as a software pipeline over steps t (a query block
+  // against a key block). Per step:
+  //   A1: S = Q K^T (tensor);
+  //   A2: mask; row max, n_new = min(n_old, -scale rowmax) (vector; n =
+  //       -scale m, the running max as the exponentials' bias); P =
+  //       exp(scale S + n_new) with its row sums, alpha = exp(n_new - n_old)
+  //       (scalar); l = l alpha + rowsum (vector);
+  //   B:  P transposed (tensor), copied to SBUF (scalar);
+  //   C1: O *= alpha (vector);  C2: O += P^T V (tensor); after a query
+  //       block's last key block, O / l (vector) stored.
+  // Tick t issues A1(t + 3), B(t + 1), C1(t), A2(t + 2), C2(t): each
+  // engine's in-order stream then holds work whose inputs were produced a
+  // tick earlier, and the chain S -> max -> exp -> transpose of one step
+  // overlaps the other steps' work instead of serialising the engines.
+  // Tiles a step holds from one stage to the next rotate over enough buffers
+  // (2 or 3) that a later step never overwrites them early.
+  void flash(KernelBuilder& kb) {
+    const std::vector<HeadTiles> sets = head_tiles(kb);
+    const auto three = [&](const char* name, auto make) {
+      std::vector<Tile> v;
+      for (int i = 0; i < 3; ++i) v.push_back(make(fmt::format("{}{}", name, i)));
+      return v;
+    };
+    const auto q = three("q", [&](const std::string& n) { return kb.sbuf(n, c_, nd_ * c_, DType::Bf16); });
+    const auto s_ps = three("s", [&](const std::string& n) { return kb.psum(n, c_, bk_); });
+    const Tile s_sb[2] = {kb.sbuf("sm0", c_, bk_, DType::Fp32), kb.sbuf("sm1", c_, bk_, DType::Fp32)};
+    const Tile p[2] = {kb.sbuf("p0", c_, bk_, DType::Bf16), kb.sbuf("p1", c_, bk_, DType::Bf16)};
+    const Tile pt_ps[2] = {kb.psum("pt0", c_, bk_), kb.psum("pt1", c_, bk_)};
+    const Tile pt_sb[2] = {kb.sbuf("pts0", c_, bk_, DType::Bf16), kb.sbuf("pts1", c_, bk_, DType::Bf16)};
+    std::vector<Tile> o_ps[3];
+    for (int s = 0; s < 3; ++s)
+      for (std::int64_t n = 0; n < nv_; ++n) o_ps[s].push_back(kb.psum(fmt::format("o{}_{}", s, n), c_, std::min(dn_, D_)));
+    const auto o_sb = three("out", [&](const std::string& n) { return kb.sbuf(n, c_, D_, DType::Fp32); });
+    // Per-query state, one value per partition.
+    const auto col = [&](const std::string& n) { return kb.sbuf(n, c_, 1, DType::Fp32); };
+    const Tile m[2] = {col("m0"), col("m1")}, mx[2] = {col("mx0"), col("mx1")};
+    const Tile rs[2] = {col("rs0"), col("rs1")};
+    const auto alpha = three("alpha", col), l = three("l", col);
+
+    std::vector<Step> steps;
+    int qslot = 0;
+    for (std::int64_t h = 0; h < H_; ++h)
+      for (std::int64_t q0 = 0; q0 < S_; q0 += c_, qslot = (qslot + 1) % 3) {
+        const std::int64_t qq = std::min(c_, S_ - q0);
+        // Causal: keys after the block's last query contribute nothing.
+        const std::int64_t keys = causal_ ? std::min(S_, q0 + qq) : S_;
+        for (std::int64_t k0 = 0; k0 < keys; k0 += bk_)
+          steps.push_back({h, q0, qq, k0, std::min(bk_, keys - k0), k0 == 0, k0 + bk_ >= keys, qslot});
+      }
+    const auto head = [&](const Step& st) -> const HeadTiles& { return sets[static_cast<std::size_t>(st.h % sets_)]; };
+
+    std::vector<Tile> qj;  // Q^T chunks of the query block stage A1 is on
+    const auto stage_a1 = [&](std::size_t t) {
+      const Step& st = steps[t];
+      if (st.first && st.q0 == 0) load_keys(kb, head(st), st.h);
+      if (st.first) qj = load_queries(kb, q[st.qslot], st.h, st.q0, st.qq);
+      scores(kb, fit(s_ps[t % 3], st.qq, st.kn), qj, head(st), st.k0, st.kn);
+    };
+    const auto stage_a2 = [&](std::size_t t) {
+      const Step& st = steps[t];
+      const int b = static_cast<int>(t % 2);
+      const Tile sp = fit(s_ps[t % 3], st.qq, st.kn);
+      Tile src = sp;
+      if (needs_mask(st.q0, st.k0, st.kn)) {
+        src = fit(s_sb[b], st.qq, st.kn);
+        kb.tensor_tensor(src, sp, fit(mask(kb, st.k0 - st.q0), st.qq, st.kn), arch::AluOp::Add);
+      }
+      // The running max is kept negated and scaled, n = -scale m, which is
+      // the bias of the exponentials as it is: n_new = min(n_old, -scale rowmax).
+      const Tile mxt = fit(mx[b], st.qq, 1), rst = fit(rs[b], st.qq, 1);
+      const Tile n_old = fit(m[b ^ 1], st.qq, 1), n_new = fit(m[b], st.qq, 1), lt = fit(l[st.qslot], st.qq, 1);
+      kb.reduce(mxt, src, arch::AluOp::Max);
+      if (st.first) kb.tensor_scalar(n_new, mxt, arch::AluOp::Multiply, -scale_);
+      else kb.tensor_scalar(n_new, mxt, arch::AluOp::Multiply, -scale_, arch::AluOp::Min, n_old);
+      // P = exp(scale S + n_new) and its row sums (straight into l on a query block's first key block).
+      kb.activation(fit(p[b], st.qq, st.kn), src, arch::ActFunc::Exp, scale_, 0.0f, &n_new, st.first ? &lt : &rst);
+      if (st.first) return;
+      // alpha = exp(n_new - n_old) = exp(scale (m_old - m_new)) rescales what came before.
+      const Tile at = fit(alpha[t % 3], st.qq, 1);
+      kb.activation(at, n_old, arch::ActFunc::Exp, -1.0f, 0.0f, &n_new);
+      kb.tensor_scalar(lt, lt, arch::AluOp::Multiply, at, arch::AluOp::Add, &rst);
+    };
+    const auto stage_b = [&](std::size_t t) {
+      const Step& st = steps[t];
+      transpose_p(kb, fit(p[t % 2], st.qq, st.kn), st.qq, st.kn, pt_ps[t % 2], pt_sb[t % 2]);
+    };
+    const auto stage_c1 = [&](std::size_t t) {
+      const Step& st = steps[t];
+      if (!st.first)
+        for (std::int64_t n = 0; n < nv_; ++n) {
+          const Tile on = fit(o_ps[st.qslot][n], st.qq, std::min(dn_, D_ - n * dn_));
+          kb.tensor_scalar(on, on, arch::AluOp::Multiply, fit(alpha[t % 3], st.qq, 1));
+        }
+    };
+    const auto stage_c2 = [&](std::size_t t) {
+      const Step& st = steps[t];
+      multiply_v(kb, pt_sb[t % 2], st.qq, st.k0, st.kn, head(st), o_ps[st.qslot], st.first);
+      if (st.last) {
+        const Tile lq = fit(l[st.qslot], st.qq, 1);
+        store(kb, o_ps[st.qslot], o_sb[st.qslot], &lq, st.h, st.q0, st.qq);
+      }
+    };
+    // Tick u issues A1(u), B(u - 2), C1(u - 3), A2(u - 1), C2(u - 3).
+    const auto n = static_cast<std::int64_t>(steps.size());
+    const auto at = [&](std::int64_t t, const auto& stage) {
+      if (t >= 0 && t < n) stage(static_cast<std::size_t>(t));
+    };
+    // V of head h goes into the set of head h - sets once the last P V of
+    // that head was issued (C2 lags A1 by three steps, so with short heads
+    // or one set the load cannot simply follow K^T), and no later than the
+    // head's first P V.
+    std::vector<std::int64_t> last_step(static_cast<std::size_t>(H_), -1);
+    for (std::int64_t t = 0; t < n; ++t) last_step[static_cast<std::size_t>(steps[t].h)] = t;
+    std::int64_t v_loaded = 0, c2_done = -1, a1_head = -1;
+    const auto load_due_values = [&] {
+      for (; v_loaded < H_ && v_loaded <= a1_head; ++v_loaded) {
+        const std::int64_t prev = v_loaded - sets_;
+        if (prev >= 0 && last_step[static_cast<std::size_t>(prev)] > c2_done) break;
+        load_values(kb, sets[static_cast<std::size_t>(v_loaded % sets_)], v_loaded);
+      }
+    };
+    for (std::int64_t u = 0; u < n + 3; ++u) {
+      if (u < n) a1_head = steps[u].h;
+      at(u, stage_a1);
+      load_due_values();
+      at(u - 2, stage_b);
+      at(u - 3, stage_c1);
+      at(u - 1, stage_a2);
+      at(u - 3, stage_c2);
+      if (u - 3 >= 0) c2_done = u - 3;
+      load_due_values();
+    }
+  }
+
+  void naive(KernelBuilder& kb) {
+    const std::vector<HeadTiles> sets = head_tiles(kb);
+    const Tile q[2] = {kb.sbuf("q0", c_, nd_ * c_, DType::Bf16), kb.sbuf("q1", c_, nd_ * c_, DType::Bf16)};
+    const Tile s_ps[2] = {kb.psum("s0", c_, bk_), kb.psum("s1", c_, bk_)};
+    const Tile s_sb[2] = {kb.sbuf("sc0", c_, bk_, DType::Fp32), kb.sbuf("sc1", c_, bk_, DType::Fp32)};
+    // Step 1: scaled, masked scores to HBM.
+    int turn = 0, qs = 0;
+    for (std::int64_t h = 0; h < H_; ++h) {
+      const HeadTiles& t = sets[static_cast<std::size_t>(h % sets_)];
+      load_keys(kb, t, h);
+      for (std::int64_t q0 = 0; q0 < S_; q0 += c_, qs ^= 1) {
+        const std::int64_t qq = std::min(c_, S_ - q0);
+        const std::vector<Tile> qj = load_queries(kb, q[qs], h, q0, qq);
+        for (std::int64_t k0 = 0; k0 < S_; k0 += bk_, turn ^= 1) {
+          const std::int64_t kn = std::min(bk_, S_ - k0);
+          const Tile sp = fit(s_ps[turn], qq, kn), sb = fit(s_sb[turn], qq, kn);
+          scores(kb, sp, qj, t, k0, kn);
+          kb.tensor_scalar(sb, sp, arch::AluOp::Multiply, scale_);
+          if (needs_mask(q0, k0, kn)) kb.tensor_tensor(sb, sb, fit(mask(kb, k0 - q0), qq, kn), arch::AluOp::Add);
+          kb.dma(scores_.region(h * S_ + q0, k0, qq, kn), sb);
+        }
+      }
+    }
+    // Step 2: per row block, softmax over the whole row (max, exp with row
+    // sums, divide), then P V.
+    const Tile row = kb.sbuf("row", c_, S_, DType::Fp32), e = kb.sbuf("e", c_, S_, DType::Fp32);
+    const Tile pn = kb.sbuf("pn", c_, S_, DType::Bf16);
+    const Tile mx = kb.sbuf("mx", c_, 1, DType::Fp32), l = kb.sbuf("l", c_, 1, DType::Fp32);
+    const Tile pt_ps[2] = {kb.psum("pt0", c_, bk_), kb.psum("pt1", c_, bk_)};
+    const Tile pt_sb[2] = {kb.sbuf("pts0", c_, bk_, DType::Bf16), kb.sbuf("pts1", c_, bk_, DType::Bf16)};
+    std::vector<Tile> o_ps;
+    for (std::int64_t n = 0; n < nv_; ++n) o_ps.push_back(kb.psum(fmt::format("o{}", n), c_, std::min(dn_, D_)));
+    const Tile o_sb = kb.sbuf("out", c_, D_, DType::Fp32);
+    int tturn = 0;
+    for (std::int64_t h = 0; h < H_; ++h) {
+      const HeadTiles& t = sets[static_cast<std::size_t>(h % sets_)];
+      load_values(kb, t, h);
+      for (std::int64_t q0 = 0; q0 < S_; q0 += c_) {
+        const std::int64_t qq = std::min(c_, S_ - q0);
+        const Tile r = fit(row, qq, S_), ex = fit(e, qq, S_), pq = fit(pn, qq, S_);
+        const Tile mq = fit(mx, qq, 1), lq = fit(l, qq, 1);
+        kb.dma(r, scores_.region(h * S_ + q0, 0, qq, S_));
+        kb.reduce(mq, r, arch::AluOp::Max);
+        kb.tensor_scalar(mq, mq, arch::AluOp::Multiply, -1.0f);
+        kb.activation(ex, r, arch::ActFunc::Exp, 1.0f, 0.0f, &mq, &lq);
+        kb.tensor_scalar(pq, ex, arch::AluOp::Divide, lq);
+        for (std::int64_t k0 = 0; k0 < S_; k0 += bk_, tturn ^= 1) {
+          const std::int64_t kn = std::min(bk_, S_ - k0);
+          transpose_p(kb, pq.slice(0, u32(qq), u32(k0), u32(kn)), qq, kn, pt_ps[tturn], pt_sb[tturn]);
+          multiply_v(kb, pt_sb[tturn], qq, k0, kn, t, o_ps, k0 == 0);
+        }
+        store(kb, o_ps, o_sb, nullptr, h, q0, qq);
+      }
+    }
+  }
+
+  Device& dev_;
+  bool flash_, causal_;
+  std::int64_t S_, D_, H_;
+  float scale_;
+  Tensor qt_, kt_, v_, o_, scores_, mask_table_;
+  std::vector<float> q_, k_, vv_;
+};
+
+// Reference in double from the same bf16 inputs, with a per-element bound
+// derived from the roundings the kernel makes (docs/kernels.md, attention).
+// Each weight p_j = exp(scale s_j - scale m) reaches numerator and
+// denominator with a relative error of at most
+//   dp = scale E + 4 u32 M + 2 u32 + nb (4 u32 M + 3 u32)
+// (E = gamma_D sum_d |q k|: the fp32 score; 4 u32 M: scaling, the max
+// subtraction and its sum, M = max scale |s|; 2 u32: exp; per rescale block,
+// alpha's argument and exp and the multiply by it); the numerator adds the
+// bf16 rounding of P (u_bf16) and its fp32 accumulation over the keys
+// (gamma_{S+nb}), the denominator its own (gamma_{S+2 nb}). With
+// e = 2 dp + u_bf16 + u32 + gamma_{S+nb} + gamma_{S+2nb}:
+//   |O - O_ref| <= (e / (1 - e) + 2 u32) sum_j w_j |v_j| + S 2^-126 max|v|
+// (w the exact softmax weights; the last term: flushed subnormal weights).
+// naive divides P by l before the multiply (its u32 and u_bf16 are in e) and
+// has no rescales (nb = 0).
+NumericsCheck Attention::check() {
+  const auto got = dev_.download(o_);
+  const double scale = scale_, u = unit_roundoff(DType::Fp32);
+  const std::int64_t nb = flash_ ? ceil_div(S_, bk_) : 0;
+  const double gamma_d = gamma(D_), gamma_num = gamma(S_ + nb), gamma_den = gamma(S_ + 2 * nb);
+  double max_v = 0;
+  for (float x : vv_) max_v = std::max(max_v, std::fabs(double{x}));
+  NumericsCheck worst;
+  double worst_ratio = -1;
+  std::vector<double> s(static_cast<std::size_t>(S_)), w(static_cast<std::size_t>(S_));
+  for (std::int64_t h = 0; h < H_; ++h)
+    for (std::int64_t i = 0; i < S_; ++i) {
+      const std::int64_t keys = causal_ ? i + 1 : S_;
+      double smax = -INFINITY, M = 0, E = 0;
+      for (std::int64_t j = 0; j < keys; ++j) {
+        double dot = 0, mag = 0;
+        for (std::int64_t d = 0; d < D_; ++d) {
+          const double prod = double{q_[(h * D_ + d) * S_ + i]} * k_[(h * D_ + d) * S_ + j];
+          dot += prod;
+          mag += std::fabs(prod);
+        }
+        s[j] = scale * dot;
+        smax = std::max(smax, s[j]);
+        M = std::max(M, std::fabs(s[j]));
+        E = std::max(E, scale * gamma_d * mag);
+      }
+      double sum = 0;
+      for (std::int64_t j = 0; j < keys; ++j) sum += (w[j] = std::exp(s[j] - smax));
+      for (std::int64_t j = 0; j < keys; ++j) w[j] /= sum;
+      const double dp = E + 4 * u * M + 2 * u + nb * (4 * u * M + 3 * u);
+      const double e = 2 * dp + unit_roundoff(DType::Bf16) + u + gamma_num + gamma_den;
+      for (std::int64_t n = 0; n < D_; ++n) {
+        double o = 0, mag = 0;
+        for (std::int64_t j = 0; j < keys; ++j) {
+          const double vj = vv_[(h * S_ + j) * D_ + n];
+          o += w[j] * vj;
+          mag += w[j] * std::fabs(vj);
+        }
+        const double tol = (e / (1 - e) + 2 * u) * mag + S_ * kMinNormalFp32 * max_v;
+        const double got_v = got[(h * S_ + i) * D_ + n];
+        const double err = std::fabs(got_v - o);
+        const double ratio = std::isnan(got_v) ? INFINITY : err / tol;
+        if (ratio > worst_ratio) {
+          worst_ratio = ratio;
+          worst.max_abs_error = std::isnan(got_v) ? INFINITY : err;
+          worst.tolerance = tol;
+          worst.detail = fmt::format("O[head {}, query {}, {}] = {}, reference {}", h, i, n, got_v, o);
+        }
+      }
+    }
+  worst.correct = worst_ratio <= 1.0;
+  if (worst.correct) worst.detail.clear();
+  return worst;
+}
+
+}  // namespace
+
+KernelSpec attention_spec() {
+  return KernelSpec{
+      "attention",
+      "O = softmax(Q K^T / sqrt(D) [+ causal mask]) V per head; Q^T, K^T [H*D,S], V [H*S,D] bf16; O [H*S,D] fp32",
+      {"flash", "flash_causal", "naive", "naive_causal"},
+      {{"S", 1024, "sequence length (queries and keys)"}, {"D", 64, "head dimension"}, {"H", 2, "heads"}},
+      [](Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed) {
+        return std::make_unique<Attention>(dev, shape, variant, seed);
+      },
+  };
+}
+
+}  // namespace tessera::kernels

@@ -1,0 +1,94 @@
+// Test helpers for kernels of the registry: run one (kernel, variant, shape)
+// on a shipped config in a forked child (SystemC runs one simulation per
+// process) and get back what happened, so one test can compare fidelities.
+#pragma once
+
+#include "common/kernel.h"
+#include "tessera/kernel_builder.h"
+
+#include "testing/child_process.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <string>
+
+namespace tessera::kernels::kernel_testing {
+
+struct KernelRun {
+  bool ok = false;
+  std::string error;    // the simulation's, or a KernelError's, when !ok
+  double time_ns = 0;
+  bool correct = false;
+  double max_abs_error = 0, tolerance = 0;
+  std::string detail;   // the worst element, when wrong
+  double matmul_flops = 0;
+};
+
+// Runs in the calling process (once per test process: SystemC).
+inline KernelRun run_kernel(const std::string& kernel, const std::string& variant, const Shape& shape,
+                            const std::string& config, arch::Fidelity fidelity, bool no_data = false) {
+  setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_CONFIG_DIR, 1);
+  KernelRun out;
+  DeviceOptions o;
+  o.config = config;
+  o.fidelity = fidelity;
+  o.no_data = no_data;
+  Device dev(o);
+  const KernelSpec* spec = find_kernel(kernel);
+  if (!spec) {
+    out.error = "no kernel " + kernel;
+    return out;
+  }
+  try {
+    auto k = spec->make(dev, resolve_shape(*spec, shape), variant, 7);
+    const RunReport r = dev.run(k->build());
+    out.ok = r.ok;
+    out.error = r.error;
+    out.time_ns = r.time_ns;
+    out.matmul_flops = r.matmul_flops;
+    if (r.ok && !no_data) {
+      const NumericsCheck c = k->check();
+      out.correct = c.correct;
+      out.max_abs_error = c.max_abs_error;
+      out.tolerance = c.tolerance;
+      out.detail = c.detail;
+    }
+  } catch (const KernelError& e) {
+    out.error = e.what();
+  }
+  return out;
+}
+
+inline KernelRun run_kernel_in_child(const std::string& kernel, const std::string& variant, const Shape& shape,
+                                     const std::string& config, arch::Fidelity fidelity) {
+  const std::string text = test_support::run_in_child([&] {
+    const KernelRun r = run_kernel(kernel, variant, shape, config, fidelity);
+    return nlohmann::json{{"ok", r.ok},           {"error", r.error},   {"time_ns", r.time_ns},
+                          {"correct", r.correct}, {"detail", r.detail}, {"matmul_flops", r.matmul_flops}}
+        .dump();
+  });
+  KernelRun r;
+  if (text.rfind("exception: ", 0) == 0) {
+    r.error = text;
+    return r;
+  }
+  const auto j = nlohmann::json::parse(text);
+  r.ok = j["ok"];
+  r.error = j["error"];
+  r.time_ns = j["time_ns"];
+  r.correct = j["correct"];
+  r.detail = j["detail"];
+  r.matmul_flops = j["matmul_flops"];
+  return r;
+}
+
+// A test-name-safe rendering of a config and shape: neuroncore-v2, {S: 64} -> neuroncore_v2_S64.
+inline std::string case_name(std::string config, const Shape& shape) {
+  for (auto& ch : config)
+    if (ch == '-') ch = '_';
+  for (const auto& [k, v] : shape) config += "_" + k + std::to_string(v);
+  return config;
+}
+
+}  // namespace tessera::kernels::kernel_testing

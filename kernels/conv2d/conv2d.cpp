@@ -1,0 +1,237 @@
+// 2-D convolution, y = conv(x, w) with stride and zero padding, as tiled
+// matmuls that accumulate over the kernel taps in PSUM: no im2col buffer is
+// ever built (docs/kernels.md, conv2d).
+//
+// Layout: NCHW. x [N*C, H*W] (one row per image and channel), y [N*K, OH*OW]
+// fp32, weights [C, R*S*K] ("C R S K": for each input channel, each tap's K
+// output channels side by side, so a tap's [C, K] block is the stationary
+// operand as it lies). Inputs bf16.
+//
+// How a tap becomes one matmul: input channels lie on partitions; each
+// partition holds its channel's zero-padded image split into stride x stride
+// phases, phase (a, b) holding padded pixels (i * stride + a, j * stride + b)
+// in rows of Wq elements. Output pixel (oh, ow) under tap (r, s) reads phase
+// (r % stride, s % stride) at (oh + r / stride, ow + s / stride), so for a
+// block of output rows computed at the full row width Wq (the columns past
+// OW are discarded), the tap's moving operand is one contiguous run of the
+// phase: element oh0 * Wq + (r / stride) * Wq + s / stride onwards.
+#include "conv2d/conv2d.h"
+
+#include "arch/numerics.h"
+#include "common/bounds.h"
+#include "tessera/kernel_builder.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+namespace tessera::kernels {
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
+
+Tile fit(const Tile& t, std::int64_t partitions, std::int64_t free) { return t.slice(0, u32(partitions), 0, u32(free)); }
+
+class Conv2d : public KernelInstance {
+public:
+  Conv2d(Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed)
+      : dev_(dev), blocked_(variant == "blocked"), N_(shape.at("N")), C_(shape.at("C")), H_(shape.at("H")),
+        W_(shape.at("W")), K_(shape.at("K")), R_(shape.at("R")), S_(shape.at("S")), st_(shape.at("stride")),
+        pad_(shape.at("pad")) {
+    if (H_ + 2 * pad_ < R_ || W_ + 2 * pad_ < S_)
+      throw KernelError(fmt::format("conv2d: a {}x{} kernel is larger than the padded {}x{} input (pad {})", R_, S_,
+                                    H_ + 2 * pad_, W_ + 2 * pad_, pad_));
+    OH_ = (H_ + 2 * pad_ - R_) / st_ + 1;
+    OW_ = (W_ + 2 * pad_ - S_) / st_ + 1;
+    x_ = dev.allocate("x", {N_ * C_, H_ * W_}, DType::Bf16);
+    w_ = dev.allocate("w", {C_, R_ * S_ * K_}, DType::Bf16);
+    y_ = dev.allocate("y", {N_ * K_, OH_ * OW_}, DType::Fp32);
+    if (dev.no_data()) return;
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    xv_.resize(static_cast<std::size_t>(N_ * C_ * H_ * W_));
+    wv_.resize(static_cast<std::size_t>(C_ * R_ * S_ * K_));
+    for (auto& v : xv_) v = arch::to_float(arch::to_bf16(dist(rng)));
+    for (auto& v : wv_) v = arch::to_float(arch::to_bf16(dist(rng)));
+    dev.upload(x_, xv_);
+    dev.upload(w_, wv_);
+  }
+
+  Program build() override;
+
+  // Reference in double from the same bf16 inputs. Each output sums C*R*S
+  // exact products (padding contributes exact zeros) in fp32, so its error is
+  // at most gamma_{C R S} * sum |w x| (as for gemm).
+  NumericsCheck check() override {
+    const auto got = dev_.download(y_);
+    const double g = gamma(C_ * R_ * S_);
+    NumericsCheck worst;
+    double worst_ratio = -1;
+    for (std::int64_t n = 0; n < N_; ++n)
+      for (std::int64_t k = 0; k < K_; ++k)
+        for (std::int64_t oh = 0; oh < OH_; ++oh)
+          for (std::int64_t ow = 0; ow < OW_; ++ow) {
+            double sum = 0, mag = 0;
+            for (std::int64_t c = 0; c < C_; ++c)
+              for (std::int64_t r = 0; r < R_; ++r)
+                for (std::int64_t s = 0; s < S_; ++s) {
+                  const std::int64_t ih = oh * st_ + r - pad_, iw = ow * st_ + s - pad_;
+                  if (ih < 0 || ih >= H_ || iw < 0 || iw >= W_) continue;
+                  const double p = double{xv_[((n * C_ + c) * H_ + ih) * W_ + iw]} * wv_[(c * R_ * S_ + r * S_ + s) * K_ + k];
+                  sum += p;
+                  mag += std::fabs(p);
+                }
+            const double got_v = got[(n * K_ + k) * OH_ * OW_ + oh * OW_ + ow];
+            const double err = std::fabs(got_v - sum), tol = g * mag;
+            const double ratio = std::isnan(got_v) ? INFINITY : tol > 0 ? err / tol : (err > 0 ? INFINITY : 0);
+            if (ratio > worst_ratio) {
+              worst_ratio = ratio;
+              worst.max_abs_error = std::isnan(got_v) ? INFINITY : err;
+              worst.tolerance = tol;
+              worst.detail = fmt::format("y[n {}, k {}, {}, {}] = {}, reference {}", n, k, oh, ow, got_v, sum);
+            }
+          }
+    worst.correct = worst_ratio <= 1.0;
+    if (worst.correct) worst.detail.clear();
+    return worst;
+  }
+
+private:
+  Device& dev_;
+  bool blocked_;
+  std::int64_t N_, C_, H_, W_, K_, R_, S_, st_, pad_, OH_ = 0, OW_ = 0;
+  Tensor x_, w_, y_;
+  std::vector<float> xv_, wv_;
+};
+
+Program Conv2d::build() {
+  const auto& cfg = dev_.config();
+  KernelBuilder kb(cfg, "conv2d");
+  const std::int64_t c = std::min({cfg.tensor.rows, cfg.tensor.cols, cfg.tensor.stationary_max_free,
+                                   cfg.sbuf.partitions, cfg.psum.partitions});
+  const std::int64_t max_n = std::min(cfg.tensor.moving_max_free, cfg.psum.bank_kib * 1024 / 4);
+  // Phase geometry: rows and columns each phase needs (one spare row, as a
+  // block's last row of the widest tap runs past its row end).
+  const std::int64_t Wq = OW_ + (S_ - 1) / st_, Hq = OH_ + (R_ - 1) / st_ + 1;
+  const std::int64_t pa = std::min(st_, R_), pb = std::min(st_, S_);  // phases some tap reads
+  if (Wq > max_n)
+    throw KernelError(fmt::format("conv2d: an output row at the padded width {} exceeds the {} elements one matmul "
+                                  "streams (tensor.moving_max_free and a PSUM bank)", Wq, max_n));
+  const std::int64_t nc = ceil_div(C_, c), nk = ceil_div(K_, c);
+  const std::int64_t rows_per_block = std::min(OH_, max_n / Wq);
+  const std::int64_t nblocks = ceil_div(OH_, rows_per_block);
+  // blocked: a group of row blocks accumulates at once, one PSUM tile each,
+  // so each tap's weights are loaded into the array once per group.
+  const std::int64_t banks = cfg.psum.banks, per_bank = cfg.psum.bank_kib * 1024 / (rows_per_block * Wq * 4);
+  const std::int64_t group = blocked_ ? std::clamp<std::int64_t>((banks - 1) * per_bank / 2, 1, nblocks) : 1;
+  const std::int64_t plane = Hq * Wq;
+  const std::int64_t sbuf_need = nc * R_ * S_ * K_ * 2 + 2 * nc * pa * pb * plane * 2 + 2 * rows_per_block * OW_ * 4;
+  if (sbuf_need > cfg.sbuf.partition_kib * 1024)
+    throw KernelError(fmt::format("conv2d: weights, two images' padded planes and the output tiles need {} bytes per "
+                                  "partition; SBUF has {}", sbuf_need, cfg.sbuf.partition_kib * 1024));
+
+  // Weights resident: per input-channel chunk, every tap's K columns.
+  std::vector<Tile> w(static_cast<std::size_t>(nc));
+  for (std::int64_t ci = 0; ci < nc; ++ci) {
+    const std::int64_t cc = std::min(c, C_ - ci * c);
+    w[ci] = kb.sbuf(fmt::format("w{}", ci), c, R_ * S_ * K_, DType::Bf16);
+    kb.dma(fit(w[ci], cc, R_ * S_ * K_), w_.region(ci * c, 0, cc, R_ * S_ * K_));
+  }
+  // Phase planes, two sets (images alternate). Zeroed once: every image
+  // writes the same interior, so the padding stays zero.
+  std::vector<Tile> planes[2];
+  for (int s = 0; s < 2; ++s)
+    for (std::int64_t i = 0; i < nc * pa * pb; ++i) {
+      planes[s].push_back(kb.sbuf(fmt::format("x{}_{}", s, i), c, plane, DType::Bf16));
+      kb.memset(planes[s].back(), 0.0f);
+    }
+  std::vector<Tile> acc;
+  for (std::int64_t g = 0; g < 2 * group; ++g) acc.push_back(kb.psum(fmt::format("acc{}", g), c, rows_per_block * Wq));
+  const Tile out[2] = {kb.sbuf("y0", c, rows_per_block * OW_, DType::Fp32),
+                       kb.sbuf("y1", c, rows_per_block * OW_, DType::Fp32)};
+
+  int aturn = 0, oturn = 0, evac = 0;
+  for (std::int64_t n = 0; n < N_; ++n) {
+    const auto& pl = planes[n % 2];
+    // Load each phase's interior: padded pixel (i st + a, j st + b) is input
+    // pixel (i st + a - pad, j st + b - pad) where that lies inside.
+    for (std::int64_t ci = 0; ci < nc; ++ci) {
+      const std::int64_t cc = std::min(c, C_ - ci * c);
+      for (std::int64_t a = 0; a < pa; ++a)
+        for (std::int64_t b = 0; b < pb; ++b) {
+          const std::int64_t i0 = std::max<std::int64_t>(0, ceil_div(pad_ - a, st_));
+          const std::int64_t i1 = std::min(Hq - 1, (H_ - 1 + pad_ - a) / st_);
+          const std::int64_t j0 = std::max<std::int64_t>(0, ceil_div(pad_ - b, st_));
+          const std::int64_t j1 = std::min(Wq - 1, (W_ - 1 + pad_ - b) / st_);
+          if (i1 < i0 || j1 < j0) continue;  // this phase sees only padding
+          const std::int64_t ih = i0 * st_ + a - pad_, iw = j0 * st_ + b - pad_;
+          View src{&x_, ((n * C_ + ci * c) * H_ + ih) * W_ + iw, {cc, i1 - i0 + 1, j1 - j0 + 1}, {H_ * W_, st_ * W_, st_}};
+          const Tile& t = pl[(ci * pa + a) * pb + b];
+          kb.dma(t.slice(0, u32(cc), u32(i0 * Wq + j0), u32((i1 - i0) * Wq + (j1 - j0) + 1)), src, u32(Wq));
+        }
+    }
+    for (std::int64_t ki = 0; ki < nk; ++ki) {
+      const std::int64_t kk = std::min(c, K_ - ki * c);
+      for (std::int64_t b0 = 0; b0 < nblocks; b0 += group) {
+        const std::int64_t gn = std::min(group, nblocks - b0);
+        // Taps outermost within the group: one stationary load serves gn
+        // row blocks (blocked); the simple variant has gn = 1.
+        bool first = true;
+        for (std::int64_t ci = 0; ci < nc; ++ci) {
+          const std::int64_t cc = std::min(c, C_ - ci * c);
+          for (std::int64_t r = 0; r < R_; ++r)
+            for (std::int64_t s = 0; s < S_; ++s, first = false) {
+              const Tile wt = w[ci].slice(0, u32(cc), u32((r * S_ + s) * K_ + ki * c), u32(kk));
+              const Tile& ph = pl[(ci * pa + r % st_) * pb + s % st_];
+              for (std::int64_t g = 0; g < gn; ++g) {
+                const std::int64_t oh0 = (b0 + g) * rows_per_block, nr = std::min(rows_per_block, OH_ - oh0);
+                const std::int64_t start = (oh0 + r / st_) * Wq + s / st_;
+                kb.matmul(fit(acc[aturn * group + g], kk, nr * Wq), wt, ph.slice(0, u32(cc), u32(start), u32(nr * Wq)),
+                          !first);
+              }
+            }
+        }
+        // Evacuate the valid columns of each output row (alternating the
+        // vector and scalar engines), then store the block.
+        for (std::int64_t g = 0; g < gn; ++g, oturn ^= 1) {
+          const std::int64_t oh0 = (b0 + g) * rows_per_block, nr = std::min(rows_per_block, OH_ - oh0);
+          const Tile& a = acc[aturn * group + g];
+          for (std::int64_t j = 0; j < nr; ++j, evac ^= 1)
+            kb.copy(out[oturn].slice(0, u32(kk), u32(j * OW_), u32(OW_)), a.slice(0, u32(kk), u32(j * Wq), u32(OW_)),
+                    evac ? arch::Engine::Scalar : arch::Engine::Vector);
+          kb.dma(y_.region(n * K_ + ki * c, oh0 * OW_, kk, nr * OW_), fit(out[oturn], kk, nr * OW_));
+        }
+        aturn ^= 1;
+      }
+    }
+  }
+  return kb.build();
+}
+
+}  // namespace
+
+KernelSpec conv2d_spec() {
+  return KernelSpec{
+      "conv2d",
+      "y = conv2d(x, w), NCHW: x [N*C, H*W], w [C, R*S*K] bf16 (C R S K), y [N*K, OH*OW] fp32; stride, zero padding",
+      {"blocked", "simple"},
+      {{"N", 2, "images"},
+       {"C", 32, "input channels"},
+       {"H", 16, "input height"},
+       {"W", 16, "input width"},
+       {"K", 32, "output channels"},
+       {"R", 3, "kernel height"},
+       {"S", 3, "kernel width"},
+       {"stride", 1, "stride (both axes)"},
+       {"pad", 1, "zero padding (both axes)", 0}},
+      [](Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed) {
+        return std::make_unique<Conv2d>(dev, shape, variant, seed);
+      },
+  };
+}
+
+}  // namespace tessera::kernels

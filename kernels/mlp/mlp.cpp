@@ -1,0 +1,236 @@
+// The gated MLP block of a transformer, y = down(act(gate(x)) * up(x)), in one
+// kernel: the hidden activations never leave SBUF (docs/kernels.md, mlp).
+//
+// Layout: activations are feature-major, x^T [D, T] in and y^T [D, T] out,
+// so every contraction already lies on partitions and no transpose is needed
+// anywhere (the output feeds the next block as it is). Weights are stored
+// [in, out]: Wg, Wu [D, F], Wd [F, D].
+//
+//   h^T[f, t] = act(sum_d Wg[d, f] x^T[d, t]) * sum_d Wu[d, f] x^T[d, t]   (stationary Wg/Wu, moving x^T)
+//   y^T[m, t] = sum_f Wd[f, m] h^T[f, t]                                   (stationary Wd, moving h^T)
+#include "mlp/mlp.h"
+
+#include "arch/numerics.h"
+#include "common/bounds.h"
+#include "tessera/kernel_builder.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+namespace tessera::kernels {
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+Tile fit(const Tile& t, std::int64_t partitions, std::int64_t free) {
+  return t.slice(0, static_cast<std::uint32_t>(partitions), 0, static_cast<std::uint32_t>(free));
+}
+
+double act_ref(arch::ActFunc f, double x) {
+  return f == arch::ActFunc::Silu ? x / (1 + std::exp(-x)) : 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+}
+
+// max |act'(x)|: silu' peaks at 1.0998 (x = 2.40), gelu' at 1.1289 (x = 1.41).
+double act_lipschitz(arch::ActFunc f) { return f == arch::ActFunc::Silu ? 1.1 : 1.13; }
+
+class Mlp : public KernelInstance {
+public:
+  Mlp(Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed)
+      : dev_(dev), act_(variant == "gelu" ? arch::ActFunc::Gelu : arch::ActFunc::Silu), T_(shape.at("T")),
+        D_(shape.at("D")), F_(shape.at("F")) {
+    xt_ = dev.allocate("xt", {D_, T_}, DType::Bf16);
+    wg_ = dev.allocate("wg", {D_, F_}, DType::Bf16);
+    wu_ = dev.allocate("wu", {D_, F_}, DType::Bf16);
+    wd_ = dev.allocate("wd", {F_, D_}, DType::Bf16);
+    yt_ = dev.allocate("yt", {D_, T_}, DType::Fp32);
+    if (dev.no_data()) return;
+    // Scaled so that gate values spread over about [-4, 4], where silu and
+    // gelu are far from linear, and y stays of order one.
+    std::mt19937_64 rng(seed);
+    const auto fill = [&](std::vector<float>& v, std::size_t n, double half_range) {
+      std::uniform_real_distribution<double> dist(-half_range, half_range);
+      v.resize(n);
+      for (auto& e : v) e = arch::to_float(arch::to_bf16(static_cast<float>(dist(rng))));
+    };
+    fill(x_, static_cast<std::size_t>(D_ * T_), 2.0);
+    fill(g_, static_cast<std::size_t>(D_ * F_), 3.0 / std::sqrt(double(D_)));
+    fill(u_, static_cast<std::size_t>(D_ * F_), 3.0 / std::sqrt(double(D_)));
+    fill(d_, static_cast<std::size_t>(F_ * D_), 1.0 / std::sqrt(double(F_)));
+    dev.upload(xt_, x_);
+    dev.upload(wg_, g_);
+    dev.upload(wu_, u_);
+    dev.upload(wd_, d_);
+  }
+
+  Program build() override {
+    const auto& cfg = dev_.config();
+    KernelBuilder kb(cfg, "mlp");
+    // c: one chunk of any dimension that meets the array (contraction on
+    // partitions, or stationary columns / PSUM partitions); tb: tokens per
+    // block, the moving free size and one PSUM bank of fp32.
+    const std::int64_t c = std::min({cfg.tensor.rows, cfg.tensor.cols, cfg.tensor.stationary_max_free,
+                                     cfg.sbuf.partitions, cfg.psum.partitions});
+    const std::int64_t nk = ceil_div(D_, c), nf = ceil_div(F_, c);
+    const std::int64_t weight_bytes = (2 * nk * F_ + nf * D_) * 2;  // per partition, resident
+    const std::int64_t sbuf_bytes = cfg.sbuf.partition_kib * 1024;
+    // Working set per token block: x (double-buffered), h, two act results, two outputs.
+    const auto working = [&](std::int64_t tb) { return 2 * nk * tb * 2 + nf * tb * 2 + 2 * tb * 4 + 2 * tb * 4; };
+    std::int64_t tb = std::min<std::int64_t>({cfg.tensor.moving_max_free, cfg.psum.bank_kib * 1024 / 4, T_});
+    while (tb > c && weight_bytes + working(tb) > sbuf_bytes) tb = std::max(c, tb / 2);
+    if (weight_bytes + working(tb) > sbuf_bytes)
+      throw KernelError(fmt::format("mlp: weights of D={}, F={} need {} bytes per partition and a block of {} tokens "
+                                    "{} more; SBUF has {} per partition (the weights stay resident: use a smaller D or F)",
+                                    D_, F_, weight_bytes, tb, working(tb), sbuf_bytes));
+
+    // Weights resident for the whole kernel, loaded in row chunks so each
+    // DMA moves a whole row per partition (F or D elements).
+    std::vector<Tile> wg(nk), wu(nk), wd(nf);
+    for (std::int64_t k = 0; k < nk; ++k) {
+      const std::int64_t kk = std::min(c, D_ - k * c);
+      wg[k] = kb.sbuf(fmt::format("wg{}", k), c, F_, DType::Bf16);
+      wu[k] = kb.sbuf(fmt::format("wu{}", k), c, F_, DType::Bf16);
+      kb.dma(fit(wg[k], kk, F_), wg_.region(k * c, 0, kk, F_));
+      kb.dma(fit(wu[k], kk, F_), wu_.region(k * c, 0, kk, F_));
+    }
+    for (std::int64_t f = 0; f < nf; ++f) {
+      const std::int64_t ff = std::min(c, F_ - f * c);
+      wd[f] = kb.sbuf(fmt::format("wd{}", f), c, D_, DType::Bf16);
+      kb.dma(fit(wd[f], ff, D_), wd_.region(f * c, 0, ff, D_));
+    }
+    const Tile x[2] = {kb.sbuf("x0", c, nk * tb, DType::Bf16), kb.sbuf("x1", c, nk * tb, DType::Bf16)};
+    const Tile h = kb.sbuf("h", c, nf * tb, DType::Bf16);
+    const Tile a[2] = {kb.sbuf("a0", c, tb, DType::Fp32), kb.sbuf("a1", c, tb, DType::Fp32)};
+    const Tile out[2] = {kb.sbuf("y0", c, tb, DType::Fp32), kb.sbuf("y1", c, tb, DType::Fp32)};
+    const Tile gate[2] = {kb.psum("gate0", c, tb), kb.psum("gate1", c, tb)};
+    const Tile up[2] = {kb.psum("up0", c, tb), kb.psum("up1", c, tb)};
+    const Tile acc[2] = {kb.psum("acc0", c, tb), kb.psum("acc1", c, tb)};
+
+    int xs = 0, turn = 0, oturn = 0;
+    for (std::int64_t t0 = 0; t0 < T_; t0 += tb, xs ^= 1) {
+      const std::int64_t tt = std::min(tb, T_ - t0);
+      std::vector<Tile> xk(nk);
+      for (std::int64_t k = 0; k < nk; ++k) {
+        const std::int64_t kk = std::min(c, D_ - k * c);
+        xk[k] = x[xs].slice(0, static_cast<std::uint32_t>(kk), static_cast<std::uint32_t>(k * tb),
+                            static_cast<std::uint32_t>(tt));
+        kb.dma(xk[k], xt_.region(k * c, t0, kk, tt));
+      }
+      // Gate and up projections, one hidden chunk at a time; the scalar
+      // engine applies the activation while the tensor engine moves on to
+      // the next chunk, the vector engine multiplies into h (bf16).
+      std::vector<Tile> hf(nf);
+      for (std::int64_t f = 0; f < nf; ++f, turn ^= 1) {
+        const std::int64_t ff = std::min(c, F_ - f * c);
+        const Tile g = fit(gate[turn], ff, tt), u = fit(up[turn], ff, tt);
+        for (std::int64_t k = 0; k < nk; ++k)
+          kb.matmul(g, wg[k].slice(0, xk[k].partitions, static_cast<std::uint32_t>(f * c), static_cast<std::uint32_t>(ff)),
+                    xk[k], k > 0);
+        for (std::int64_t k = 0; k < nk; ++k)
+          kb.matmul(u, wu[k].slice(0, xk[k].partitions, static_cast<std::uint32_t>(f * c), static_cast<std::uint32_t>(ff)),
+                    xk[k], k > 0);
+        const Tile av = fit(a[turn], ff, tt);
+        kb.activation(av, g, act_);
+        hf[f] = h.slice(0, static_cast<std::uint32_t>(ff), static_cast<std::uint32_t>(f * tb), static_cast<std::uint32_t>(tt));
+        kb.tensor_tensor(hf[f], av, u, arch::AluOp::Multiply);
+      }
+      // Down projection: each output chunk accumulates over all of F in one
+      // PSUM tile; two alternate so one is evacuated while the next fills.
+      for (std::int64_t m = 0; m < nk; ++m, oturn ^= 1) {
+        const std::int64_t mm = std::min(c, D_ - m * c);
+        const Tile y = fit(acc[oturn], mm, tt);
+        for (std::int64_t f = 0; f < nf; ++f)
+          kb.matmul(y, wd[f].slice(0, hf[f].partitions, static_cast<std::uint32_t>(m * c), static_cast<std::uint32_t>(mm)),
+                    hf[f], f > 0);
+        const Tile o = fit(out[oturn], mm, tt);
+        kb.copy(o, y);
+        kb.dma(yt_.region(m * c, t0, mm, tt), o);
+      }
+    }
+    return kb.build();
+  }
+
+  // Reference in double from the same bf16 inputs, and a per-element bound
+  // derived from the kernel's roundings (docs/kernels.md, mlp):
+  //  - g, u: fp32 sums of D exact products: |dg| <= Eg = gamma_D sum|x wg|, same for u;
+  //  - a = act(g) in fp32: |da| <= L Eg + 4 u32 (|g| + |a|) (L the activation's
+  //    Lipschitz bound; libm exp/erf within an ulp and four roundings);
+  //  - h = bf16(fp32(a * u)): |dh| <= |a| Eu + |u| da + da Eu + (u32 + u_bf16)(1 + u32) |a' u'|;
+  //  - y: fp32 sum of F products of h and Wd: |dy| <= sum |dh||wd| + gamma_F sum |h'||wd|,
+  //    plus F flushed subnormal products.
+  NumericsCheck check() override {
+    const auto got = dev_.download(yt_);
+    const double L = act_lipschitz(act_), u32 = unit_roundoff(DType::Fp32);
+    const double gamma_d = gamma(D_), gamma_f = gamma(F_);
+    std::vector<double> h(static_cast<std::size_t>(F_)), dh(static_cast<std::size_t>(F_));
+    double max_wd = 0;
+    for (float v : d_) max_wd = std::max(max_wd, std::fabs(double{v}));
+    NumericsCheck worst;
+    double worst_ratio = -1;
+    for (std::int64_t t = 0; t < T_; ++t) {
+      for (std::int64_t f = 0; f < F_; ++f) {
+        double g = 0, gm = 0, u = 0, um = 0;
+        for (std::int64_t d = 0; d < D_; ++d) {
+          const double xv = x_[d * T_ + t];
+          g += xv * g_[d * F_ + f];
+          gm += std::fabs(xv * g_[d * F_ + f]);
+          u += xv * u_[d * F_ + f];
+          um += std::fabs(xv * u_[d * F_ + f]);
+        }
+        const double eg = gamma_d * gm, eu = gamma_d * um;
+        const double a = act_ref(act_, g);
+        const double da = L * eg + 4 * u32 * (std::fabs(g) + eg + std::fabs(a) + L * eg);
+        const double prod = (std::fabs(a) + da) * (std::fabs(u) + eu);
+        h[f] = a * u;
+        dh[f] = std::fabs(a) * eu + std::fabs(u) * da + da * eu + (u32 + unit_roundoff(DType::Bf16)) * (1 + u32) * prod;
+      }
+      for (std::int64_t m = 0; m < D_; ++m) {
+        double y = 0, err = 0, mag = 0;
+        for (std::int64_t f = 0; f < F_; ++f) {
+          const double w = d_[f * D_ + m];
+          y += h[f] * w;
+          err += dh[f] * std::fabs(w);
+          mag += (std::fabs(h[f]) + dh[f]) * std::fabs(w);
+        }
+        const double tol = err + gamma_f * mag + F_ * kMinNormalFp32 * max_wd;
+        const double got_v = got[m * T_ + t];
+        const double e = std::fabs(got_v - y);
+        const double ratio = std::isnan(got_v) ? INFINITY : e / tol;
+        if (ratio > worst_ratio) {
+          worst_ratio = ratio;
+          worst.max_abs_error = std::isnan(got_v) ? INFINITY : e;
+          worst.tolerance = tol;
+          worst.detail = fmt::format("y^T[{}, {}] = {}, reference {}", m, t, got_v, y);
+        }
+      }
+    }
+    worst.correct = worst_ratio <= 1.0;
+    if (worst.correct) worst.detail.clear();
+    return worst;
+  }
+
+private:
+  Device& dev_;
+  arch::ActFunc act_;
+  std::int64_t T_, D_, F_;
+  Tensor xt_, wg_, wu_, wd_, yt_;
+  std::vector<float> x_, g_, u_, d_;
+};
+
+}  // namespace
+
+KernelSpec mlp_spec() {
+  return KernelSpec{
+      "mlp",
+      "y^T = Wd^T (act(Wg^T x^T) * Wu^T x^T), gated MLP; x^T [D,T], Wg/Wu [D,F], Wd [F,D] bf16; y^T fp32",
+      {"silu", "gelu"},
+      {{"T", 512, "tokens"}, {"D", 128, "model dimension"}, {"F", 256, "hidden dimension"}},
+      [](Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed) {
+        return std::make_unique<Mlp>(dev, shape, variant, seed);
+      },
+  };
+}
+
+}  // namespace tessera::kernels
