@@ -22,6 +22,8 @@ constexpr std::uint32_t kRingSlots = 2;
 // rather than waited for (the largest descriptor moves 2^64 bytes in theory,
 // 64 KiB^4 elements in practice; samples run on idle memory).
 constexpr double kSampleTimeoutCycles = 5e7;
+// After a sample completes, the engines are left this long to go quiet.
+constexpr double kSettleCycles = 64;
 
 std::string shape_key(const arch::DmaDescriptor& d, const arch::AddressMap& map, std::uint32_t beat) {
   const auto region = [&](std::uint64_t a) { return static_cast<int>(map.region_of(a, 1)); };
@@ -155,11 +157,19 @@ std::vector<std::uint8_t> DmaSampler::read_destination(Shadow& sh, const arch::D
 
 std::string DmaSampler::describe(const Sample& s) const {
   const dma::ExecutedDescriptor& w = s.what;
-  return fmt::format("dma{}.q{} descriptor {} (at 0x{:x}): sampled check failed", w.engine, w.queue, w.index,
-                     w.slot_address);
+  const arch::DmaDescriptor& d = w.descriptor;
+  return fmt::format("dma{}.q{} descriptor {} (at 0x{:x}: 0x{:x} sizes {} strides {} -> 0x{:x} sizes {} strides {}, "
+                     "{}-byte elements{}): sampled check failed",
+                     w.engine, w.queue, w.index, w.slot_address, d.src_addr, fmt::join(d.src_size, "x"),
+                     fmt::join(d.src_stride, ","), d.dst_addr, fmt::join(d.dst_size, "x"), fmt::join(d.dst_stride, ","),
+                     1u << d.elem_log2, (d.flags & arch::kDmaFlagBarrier) ? ", barrier" : "");
 }
 
 void DmaSampler::check(const Sample& s) {
+  // Each sample starts on engines that have gone quiet after the last one
+  // (its last write response back, the bridge's idle checks done), so that
+  // its timing is its own.
+  if (quiet_at_ > sc_core::sc_time_stamp()) sc_core::wait(quiet_at_ - sc_core::sc_time_stamp());
   const arch::DmaDescriptor& d = s.what.descriptor;
   const std::uint32_t slot = next_slot_;
   next_slot_ = (next_slot_ + 1) % kRingSlots;
@@ -191,6 +201,7 @@ void DmaSampler::check(const Sample& s) {
                                     kSampleTimeoutCycles));
     sc_core::wait(poll);
   }
+  quiet_at_ = sc_core::sc_time_stamp() + reference_->period * kSettleCycles;
   for (Shadow* sh : {reference_.get(), fast_.get()})
     if (sh->ctx.error)
       return core_.fail(fmt::format("{}: the {} engine failed on it: {}", describe(s),

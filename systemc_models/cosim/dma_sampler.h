@@ -77,6 +77,7 @@ private:
   std::set<std::string> shapes_;
   std::uint64_t offered_ = 0;
   std::uint32_t next_slot_ = 0;
+  sc_core::sc_time quiet_at_;
   bool started_ = false;
   std::chrono::steady_clock::time_point start_;
   double sample_seconds_ = 0;

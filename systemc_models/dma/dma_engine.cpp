@@ -375,12 +375,35 @@ void DmaEngine::execute(Fetched f) {
   // bytes at issue and waits for room (the cycle after the beat that made it).
   const std::uint64_t buffer_size = buffer_bytes(max_outstanding_);
   std::vector<std::pair<sc_time, std::uint64_t>> consumed;  // per W beat: its cycle, bytes sent by then
-  const auto room_at = [&](std::uint64_t bytes) {
+  // The W beats of a write burst of `w` whose first beat goes at `start`, as
+  // (cycle, bytes sent by then) after `sent` bytes.
+  const auto w_beats_of = [&](const Run& w, sc_time start, std::uint64_t sent) {
+    std::vector<std::pair<sc_time, std::uint64_t>> out;
+    for (std::uint64_t a = w.address, left = w.bytes; left > 0; start += cycle) {
+      const std::uint64_t n = std::min<std::uint64_t>(left, beat - a % beat);
+      sent += n;
+      out.emplace_back(start, sent);
+      a += n;
+      left -= n;
+    }
+    return out;
+  };
+  // When a read of `bytes` finds room: after the beats already sent, or those
+  // of the next write burst, which goes out at `next_write_start` whatever
+  // the read does (writes wait only for earlier reads).
+  const auto room_at = [&](std::uint64_t bytes, std::size_t next_write, sc_time next_write_start) {
     if (read_at + bytes <= buffer_size) return SC_ZERO_TIME;
     const std::uint64_t need = read_at + bytes - buffer_size;
-    const auto it = std::lower_bound(consumed.begin(), consumed.end(), need,
-                                     [](const auto& e, std::uint64_t n) { return e.second < n; });
-    return it == consumed.end() ? sc_core::sc_max_time() : it->first + cycle;
+    const auto first_with = [&](const std::vector<std::pair<sc_time, std::uint64_t>>& beats) {
+      return std::lower_bound(beats.begin(), beats.end(), need,
+                              [](const auto& e, std::uint64_t n) { return e.second < n; });
+    };
+    if (const auto it = first_with(consumed); it != consumed.end()) return it->first + cycle;
+    if (next_write < dst.size() && next_write_start != sc_core::sc_max_time()) {
+      const auto beats = w_beats_of(dst[next_write], next_write_start, consumed.empty() ? 0 : consumed.back().second);
+      if (const auto it = first_with(beats); it != beats.end()) return it->first + cycle;
+    }
+    return sc_core::sc_max_time();
   };
   bool prefetch_done = false;
   for (;;) {
@@ -388,14 +411,6 @@ void DmaEngine::execute(Fetched f) {
     place();
     const sc_time never = sc_core::sc_max_time();
     sc_time t_read = never, t_write = never, t_write_start = never, t_complete = never, t_fetch = never;
-    if (ri < src.size())
-      t_read = ri >= max_outstanding_ ? std::max(next_read, retire(ri - max_outstanding_) + cycle * kReadSlotReuse)
-                                      : next_read;
-    if (ri < src.size() && t_read != never) t_read = std::max(t_read, room_at(src[ri].bytes));
-    if (barrier && ri == 0)  // the barrier state takes a cycle even when nothing is outstanding
-      t_read = !completions_pending_.empty() ? never
-               : writes_b_.empty()           ? t_read + cycle
-                                             : std::max(t_read + cycle, b_last_ + cycle * kBarrierToRead);
     std::uint32_t w_beats = 0;
     if (wi < dst.size()) {
       std::size_t need = 0;
@@ -406,6 +421,14 @@ void DmaEngine::execute(Fetched f) {
         t_write = t_write_start + cycle * static_cast<double>(w_beats - 1);
       }
     }
+    if (ri < src.size())
+      t_read = ri >= max_outstanding_ ? std::max(next_read, retire(ri - max_outstanding_) + cycle * kReadSlotReuse)
+                                      : next_read;
+    if (ri < src.size() && t_read != never) t_read = std::max(t_read, room_at(src[ri].bytes, wi, t_write_start));
+    if (barrier && ri == 0)  // the barrier state takes a cycle even when nothing is outstanding
+      t_read = !completions_pending_.empty() ? never
+               : writes_b_.empty()           ? t_read + cycle
+                                             : std::max(t_read + cycle, b_last_ + cycle * kBarrierToRead);
     if (!completions_pending_.empty()) t_complete = completion_time();
     if (!prefetch_done) {
       apply_due_doorbells();
@@ -448,13 +471,8 @@ void DmaEngine::execute(Fetched f) {
       const Run& w = dst[wi];
       w_free_ = t_write + cycle;
       last_w = t_write;
-      sc_time beat_at = t_write_start;
-      for (std::uint64_t a = w.address, left = w.bytes; left > 0; beat_at += cycle) {
-        const std::uint64_t n = std::min<std::uint64_t>(left, beat - a % beat);
-        consumed.emplace_back(beat_at, (consumed.empty() ? 0 : consumed.back().second) + n);
-        a += n;
-        left -= n;
-      }
+      for (const auto& b : w_beats_of(w, t_write_start, consumed.empty() ? 0 : consumed.back().second))
+        consumed.push_back(b);
       const sc_time resp = on_clock(
           transport_at(write_cmd, w.address, data ? buffer.data() + written : scratch, w.bytes, t_write, err));
       if (err) return fail(q, f.index, arch::DmaError::kWriteResp, fmt::format("write of 0x{:x} failed", w.address));

@@ -390,6 +390,57 @@ TEST(RtlDma, SmallConfigEveryQueueMatchesTheFastModel) {
   EXPECT_EQ(a.identical, a.descriptors);
 }
 
+// Kernel-shaped transfers between HBM and SBUF on small and neuroncore-v2
+// (8 and 16 outstanding reads, SBUF on the tensor clock): rows into
+// partitions, rows out of them, a column gathered across partitions, a
+// padded image, and rows longer than the read buffer (reads wait for room
+// that the W beats of a burst free one by one).
+class RtlDmaSbufRows : public ::testing::TestWithParam<const char*> {};
+
+Program sbuf_rows_program(const arch::HwConfig& cfg) {
+  const arch::AddressMap map(cfg);
+  const auto pstride = static_cast<std::uint32_t>(map.sbuf_address(1, 0) - map.sbuf_address(0, 0));
+  const std::uint64_t sem = map.semaphore_address(0);
+  Program p;
+  p.hbm_image = random_bytes(1u << 20, 23);
+  // 8 rows of 256 B into 8 partitions (an mlp weight tile).
+  auto rows_in = tile_descriptor(0x42800, 256, map.sbuf_address(0, 0x400), pstride, 8, 128, 1, sem);
+  // 8 partitions of 2 KiB out to HBM rows (a cumsum result).
+  auto rows_out = tile_descriptor(map.sbuf_address(0, 0xc00), pstride, 0x80000, 4096, 8, 512, 2, sem);
+  // One fp32 from each of 32 partitions into 128 contiguous bytes (a reduce column).
+  auto column = tile_descriptor(map.sbuf_address(0, 0x3014), 0, 0x90280, 0, 1, 1, 2, sem);
+  column.src_size = {32, 1, 1, 1};
+  column.src_stride = {pstride, 0, 0, 0};
+  column.dst_size = {32, 1, 1, 1};
+  column.dst_stride = {4, 0, 0, 0};
+  // 4 x 16 rows of 32 B into a padded image at an odd offset (conv2d).
+  auto image = tile_descriptor(0x0, 32, map.sbuf_address(0, 0x266), 36, 16, 16, 1, sem);
+  image.src_size = {16, 16, 4, 1};
+  image.src_stride = {2, 32, 512, 0};
+  image.dst_size = {16, 16, 4, 1};
+  image.dst_stride = {2, 36, pstride, 0};
+  // 8 rows of 21,844 B into 8 partitions (an elementwise tile): longer than the read buffer.
+  auto long_rows = tile_descriptor(0x0, 131072, map.sbuf_address(0, 0x8000), pstride, 8, 5461, 2, sem);
+  p.jobs = {{0, 0, {rows_in}}, {1, 0, {rows_out}}, {2, 0, {column}}, {3, 0, {image}}, {0, 1, {long_rows}}};
+  return p;
+}
+
+TEST_P(RtlDmaSbufRows, MatchTheFastModel) {
+  const arch::HwConfig& cfg = config(GetParam());
+  const Program p = sbuf_rows_program(cfg);
+  const Agreement a = run_both(fmt::format("sbuf_rows_{}", GetParam()).c_str(), p, cfg);
+  EXPECT_EQ(a.fast_ns, a.rtl_ns);
+  EXPECT_EQ(a.identical, a.descriptors);
+}
+
+INSTANTIATE_TEST_SUITE_P(Configs, RtlDmaSbufRows, ::testing::Values("small", "neuroncore-v2"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& c : n)
+                             if (c == '-') c = '_';
+                           return n;
+                         });
+
 // Random programs: element sizes 1 .. 64 B, contiguous and strided inner
 // dimensions, broadcast sources, 2-dimensional patterns, HBM and SBUF on
 // either side, over every queue of both tiny engines.
@@ -708,6 +759,38 @@ TEST(SampledDma, DisagreementStopsTheRunNamingTheDescriptor) {
   EXPECT_THAT(r.message, HasSubstr("DMA cycles on the RTL"));
   EXPECT_THAT(r.message, HasSubstr("in the fast model"));
 }
+
+}  // namespace
+}  // namespace tessera::cosim
+
+namespace tessera::cosim {
+namespace {
+
+// The kernel-shaped HBM/SBUF transfers, sampled on small and neuroncore-v2.
+class SampledDmaConfigs : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(SampledDmaConfigs, KernelShapedTransfersAgreeWithTheRtl) {
+  const arch::HwConfig& cfg = config(GetParam());
+  const Program p = sbuf_rows_program(cfg);
+  trace::Stats stats;
+  core::CoreOptions o;
+  o.fidelity = arch::Fidelity::Sampled;
+  o.tensor_datapath = rtl_tensor_factory();
+  o.dma_sampler = rtl_dma_sampler_factory(cfg);
+  NeuronCore core("core", cfg, stats, o);
+  load(core, p);
+  const auto r = core.run();
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(stats.value("core.dma_sampler.sampled_descriptors"), descriptor_count(p));
+}
+
+INSTANTIATE_TEST_SUITE_P(Configs, SampledDmaConfigs, ::testing::Values("small", "neuroncore-v2"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& c : n)
+                             if (c == '-') c = '_';
+                           return n;
+                         });
 
 }  // namespace
 }  // namespace tessera::cosim
