@@ -16,7 +16,7 @@ namespace tessera::cli {
 namespace {
 
 struct RunOptions {
-  std::string config, kernel, variant, shape, dtype = "bf16", fidelity, out;
+  std::string config, kernel, variant, shape, dtype = "bf16", fidelity, out, trace;
   std::vector<std::string> sets;
   bool no_data = false, json = false;
   std::uint64_t seed = 1;
@@ -43,6 +43,7 @@ int run(const RunOptions& o) {
   DeviceOptions dev_opts;
   dev_opts.config = o.config;
   dev_opts.no_data = o.no_data;
+  dev_opts.trace = !o.trace.empty();
   for (const auto& s : o.sets) dev_opts.overrides.push_back(arch::parse_override(s));
   if (!o.fidelity.empty()) {
     dev_opts.fidelity = arch::parse_fidelity(o.fidelity);
@@ -74,6 +75,11 @@ int run(const RunOptions& o) {
     std::ofstream(std::filesystem::path(o.out) / "stats.txt") << dev.stats_text();
     std::ofstream(std::filesystem::path(o.out) / "config.resolved.yaml") << arch::to_annotated_yaml(dev.resolved());
   }
+  if (!o.trace.empty()) {
+    const std::filesystem::path trace(o.trace);
+    if (trace.has_parent_path()) std::filesystem::create_directories(trace.parent_path());
+    std::ofstream(trace) << dev.trace().dump() << '\n';
+  }
   if (o.json) std::cout << report.to_json().dump(2) << '\n';
   else std::cout << report.summary();
   const bool passed = report.ok && (!report.checked || report.correct);
@@ -96,6 +102,8 @@ void add_run_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
   cmd->add_option("--out", o->out, "Write report.json, stats.txt and config.resolved.yaml here");
   cmd->add_flag("--json", o->json, "Print the report as JSON");
+  cmd->add_option("--trace", o->trace,
+                  "Write a timeline of every engine and DMA queue here (Chrome trace-event JSON: Perfetto, chrome://tracing)");
   cmd->add_option("--set", o->sets, "Override a config key: path.to.key=value (repeatable)");
   cmd->callback([o, exit_code] {
     try {

@@ -6,6 +6,7 @@
 #include "arch/address_map.h"
 #include "arch/config.h"
 #include "trace/stats.h"
+#include "trace/timeline.h"
 
 #include <cstdint>
 #include <optional>
@@ -44,6 +45,9 @@ struct CoreContext {
   // because they usually follow from it.
   std::optional<std::string> error;
   void fail(const std::string& message);
+
+  // Where engines record their activity when the run is traced; null otherwise.
+  trace::Timeline* timeline = nullptr;
 };
 
 }  // namespace tessera::core

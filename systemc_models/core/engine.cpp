@@ -30,6 +30,12 @@ Engine::Engine(sc_core::sc_module_name name, arch::Engine kind, double clock_ghz
       fetch_wait_ns_(ctx.stats.counter(std::string(this->name()) + ".fetch_wait_ns", "ns",
                                        "time stalled waiting for an instruction fetch")) {
   SC_THREAD(run);
+  if (ctx.timeline) {
+    // Stalls on a track of their own: a pipelined engine's busy slices run
+    // ahead of the instruction it is issuing, and so may overlap its waits.
+    track_ = ctx.timeline->track("engines", to_string(kind));
+    stall_track_ = ctx.timeline->track("engines", std::string(to_string(kind)) + " stalls");
+  }
 }
 
 void Engine::set_program(std::uint64_t address, std::uint64_t bytes) {
@@ -41,7 +47,19 @@ void Engine::set_program(std::uint64_t address, std::uint64_t bytes) {
 
 sc_time Engine::cycles(double n) const { return period_ * std::ceil(n); }
 
-void Engine::add_busy(const sc_time& t) { busy_ns_ += t.to_seconds() * 1e9; }
+void Engine::add_busy(const sc_time& t) {
+  busy_ns_ += t.to_seconds() * 1e9;
+  if (!ctx_.timeline || !current_) return;
+  // A pipelined engine reports work at issue that the array streams after
+  // the work before it: the slice starts when the engine is free.
+  const sc_time start = std::max(sc_time_stamp(), track_free_);
+  track_free_ = start + t;
+  const double start_ns = start.to_seconds() * 1e9, dur_ns = t.to_seconds() * 1e9;
+  nlohmann::json args = {{"instruction", arch::disassemble(*current_)}, {"index", current_index_}};
+  if (const std::string* label = ctx_.timeline->label(track_, current_index_)) args["label"] = *label;
+  ctx_.timeline->slice(track_, start_ns, dur_ns, arch::to_string(current_->opcode), "instruction", std::move(args));
+  ctx_.timeline->instruction(track_, current_index_, start_ns, start_ns + dur_ns);
+}
 
 void Engine::wait_for_clock_edge() {
   const double periods = sc_time_stamp() / period_;
@@ -115,6 +133,9 @@ void Engine::run() {
       where += ": " + arch::disassemble(in);
       if (fetch_ready > sc_time_stamp()) {
         fetch_wait_ns_ += (fetch_ready - sc_time_stamp()).to_seconds() * 1e9;
+        if (ctx_.timeline)
+          ctx_.timeline->slice(stall_track_, sc_time_stamp().to_seconds() * 1e9, (fetch_ready - sc_time_stamp()).to_seconds() * 1e9,
+                               "instruction fetch", "fetch");
         sc_core::wait(fetch_ready - sc_time_stamp());
       }
       if (in.engine != kind_)
@@ -124,6 +145,9 @@ void Engine::run() {
       if (!problems.empty()) throw std::runtime_error(problems.front());
       if (index == 0) first_issue_time_ = sc_time_stamp();
       ++instructions_;
+      current_ = &in;
+      current_index_ = index;
+      const sc_time issued = sc_time_stamp();
       switch (in.opcode) {
         case arch::Opcode::End:
           drain();
@@ -136,13 +160,24 @@ void Engine::run() {
           ctx_.semaphores.wait_at_least(in.sem, in.value, name());
           if (sc_time_stamp() > start) {
             wait_for_clock_edge();
-            semaphore_wait_ns_ += (sc_time_stamp() - start).to_seconds() * 1e9;
+            const double waited = (sc_time_stamp() - start).to_seconds() * 1e9;
+            semaphore_wait_ns_ += waited;
+            wait_by_semaphore_[in.sem] += waited;
+            if (ctx_.timeline) {
+              ctx_.timeline->slice(stall_track_, start.to_seconds() * 1e9, waited,
+                                   fmt::format("wait sem {} >= {}", in.sem, in.value), "semaphore",
+                                   {{"semaphore", in.sem}, {"value", in.value}});
+              ctx_.timeline->wait(in.sem, in.value, stall_track_, sc_time_stamp().to_seconds() * 1e9);
+            }
           }
           break;
         }
         case arch::Opcode::SemIncr:
           drain();
           ctx_.semaphores.increment(in.sem, in.value);
+          if (ctx_.timeline)
+            for (std::uint32_t i = 0; i < in.value; ++i)
+              ctx_.timeline->signal(in.sem, track_, sc_time_stamp().to_seconds() * 1e9);
           break;
         case arch::Opcode::DmaTrigger: {
           drain();
@@ -157,6 +192,8 @@ void Engine::run() {
           sc_core::wait(busy);
         }
       }
+      if (ctx_.timeline)
+        ctx_.timeline->instruction(track_, index, issued.to_seconds() * 1e9, sc_time_stamp().to_seconds() * 1e9);
     } catch (const std::exception& e) {
       ctx_.fail(fmt::format("{}: {}", where, e.what()));
       return;

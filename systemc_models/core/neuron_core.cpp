@@ -42,7 +42,7 @@ NeuronCore::NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, 
   interconnect_->to_semaphores.bind(semaphores_->socket);
 
   ctx_ = std::make_unique<CoreContext>(
-      CoreContext{cfg, map, *hbm_, *sbuf_, *psum_, *semaphores_, stats, nullptr, options.no_data, {}});
+      CoreContext{cfg, map, *hbm_, *sbuf_, *psum_, *semaphores_, stats, nullptr, options.no_data, {}, options.timeline});
   std::unique_ptr<engines::TensorDatapath> datapath;
   if (options.tensor_datapath) {
     datapath = options.tensor_datapath(cfg, options.fidelity);

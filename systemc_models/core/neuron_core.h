@@ -47,6 +47,7 @@ struct CoreOptions {
   TensorDatapathFactory tensor_datapath;  // empty: fast model (tlm only)
   dma::DmaEngineFactory dma_engine;       // empty: the fast DMA model
   bool no_data = false;                   // timing only; timing does not depend on data
+  trace::Timeline* timeline = nullptr;    // record a trace of the run here
 };
 
 class NeuronCore : public sc_core::sc_module {

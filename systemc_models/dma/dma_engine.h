@@ -65,6 +65,14 @@ public:
   };
   const std::vector<Completion>& completions() const { return completions_; }
 
+  // Every doorbell: descriptors [first, first + count) of a queue, visible
+  // to the engine from `visible` (what a trace places descriptors by).
+  struct Doorbell {
+    std::uint32_t queue, first, count;
+    sc_core::sc_time visible;
+  };
+  const std::vector<Doorbell>& doorbells() const { return doorbells_; }
+
 protected:
   struct PendingTail {
     sc_core::sc_time visible;
@@ -83,6 +91,7 @@ protected:
   void take_turn();
 
   std::vector<Completion> completions_;
+  std::vector<Doorbell> doorbells_;
 
 private:
   std::uint32_t rank_ = 0;  // the engine number in the name ("dma3" is 3)

@@ -24,6 +24,7 @@ struct DeviceOptions {
   std::vector<arch::Override> overrides;  // --set path=value
   std::optional<arch::Fidelity> fidelity; // default: the config's
   bool no_data = false;                   // timing only: skip the arithmetic and data movement
+  bool trace = false;                     // record a timeline of the run (trace())
 };
 
 class Device {
@@ -45,6 +46,9 @@ public:
   RunReport run(const Program& program);
   // Every statistic of the last run, one line each (the stats.txt format).
   const std::string& stats_text() const { return stats_text_; }
+  // The last run's timeline in the Chrome trace-event format (Perfetto,
+  // chrome://tracing), when DeviceOptions::trace asked for one; else null.
+  const nlohmann::json& trace() const { return trace_; }
 
 private:
   DeviceOptions options_;
@@ -54,6 +58,7 @@ private:
   std::map<std::uint64_t, std::vector<std::uint8_t>> data_;  // tensor address -> bytes
   bool ran_ = false;
   std::string stats_text_;
+  nlohmann::json trace_;
 };
 
 }  // namespace tessera
