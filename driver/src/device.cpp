@@ -41,8 +41,11 @@ void add_profile_figures(RunReport& report, const Program& program, core::Neuron
   report.tensor_waiting_ns = tensor.semaphore_wait_ns + tensor.fetch_wait_ns;
 
   // Stalls by engine and by whom it waited for: DMA queues count as one.
+  // The sync engine only rings doorbells and waits for the last DMAs to
+  // land; its waiting costs nothing, so it is left out.
   std::map<std::pair<std::string, std::string>, double> stalls;
   for (int e = 0; e < arch::kNumEngines; ++e) {
+    if (static_cast<arch::Engine>(e) == arch::Engine::Sync) continue;
     const std::string engine = to_string(static_cast<arch::Engine>(e));
     core::Engine& model = core.engine(static_cast<arch::Engine>(e));
     for (const auto& [sem, ns] : model.semaphore_wait_by_semaphore()) {
@@ -286,13 +289,13 @@ RunReport Device::run(const Program& program) {
   report.dma_bytes = stats.value("dma.bytes");
   report.dma_transfers = stats.value("dma.descriptors");
   report.dma_average_bytes = stats.value("dma.average_transfer_bytes");
-  add_profile_figures(report, program, core, stats, resolved_);
   for (int e = 0; e < arch::kNumEngines; ++e) {
     const std::string n = std::string("core.") + to_string(static_cast<arch::Engine>(e));
     report.engines[to_string(static_cast<arch::Engine>(e))] =
         EngineReport{stats.value(n + ".instructions"), stats.value(n + ".busy_ns"),
                      stats.value(n + ".semaphore_wait_ns"), stats.value(n + ".fetch_wait_ns")};
   }
+  add_profile_figures(report, program, core, stats, resolved_);
   report.stats = stats.to_json();
   if (timeline) {
     finish_trace(*timeline, program, core, report.time_ns);
