@@ -332,7 +332,9 @@ const std::vector<std::pair<const char*, const char*>> kFigures = {
     {"dma_average_bytes", "dma_average_bytes"},
     {"hbm_bytes", "hbm_bytes"},
     {"hbm_bandwidth_gbps", "hbm_bandwidth_gbps"},
+    {"hbm_peak_gbps", "hbm_peak_gbps"},
     {"hbm_utilisation_percent", "hbm_utilisation_percent"},
+    {"dma_busy_ns", "dma_busy_ns"},
 };
 
 }  // namespace

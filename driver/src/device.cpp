@@ -20,7 +20,7 @@ namespace tessera {
 namespace {
 
 // The figures a kernel author tunes by (docs/profiling.md).
-void add_profile_figures(RunReport& report, const Program& program, core::NeuronCore& core,
+void add_profile_figures(RunReport& report, const Program& program, core::NeuronCore& core, const trace::Stats& stats,
                          const arch::ResolvedConfig& resolved) {
   const arch::HwConfig& cfg = resolved.hw;
   const double seconds = report.time_ns * 1e-9;
@@ -48,6 +48,9 @@ void add_profile_figures(RunReport& report, const Program& program, core::Neuron
   const EngineReport& tensor = report.engines[to_string(arch::Engine::Tensor)];
   report.tensor_active_ns = tensor.busy_ns;
   report.tensor_waiting_ns = tensor.semaphore_wait_ns + tensor.fetch_wait_ns;
+  for (std::size_t e = 0; e < core.dma().engines(); ++e)
+    report.dma_busy_ns += stats.value(std::string(core.dma().engine(e).name()) + ".busy_ns") /
+                          static_cast<double>(core.dma().engines());
 
   // Stalls by engine and by whom it waited for: DMA queues count as one.
   // The sync engine only rings doorbells and waits for the last DMAs to
@@ -304,7 +307,7 @@ RunReport Device::run(const Program& program) {
         EngineReport{stats.value(n + ".instructions"), stats.value(n + ".busy_ns"),
                      stats.value(n + ".semaphore_wait_ns"), stats.value(n + ".fetch_wait_ns")};
   }
-  add_profile_figures(report, program, core, resolved_);
+  add_profile_figures(report, program, core, stats, resolved_);
   report.stats = stats.to_json();
   if (timeline) {
     finish_trace(*timeline, program, core, report.time_ns);

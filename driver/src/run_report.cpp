@@ -46,6 +46,7 @@ nlohmann::json RunReport::to_json() const {
       {"hbm_utilisation_percent", hbm_utilisation_percent},
       {"tensor_active_ns", tensor_active_ns},
       {"tensor_waiting_ns", tensor_waiting_ns},
+      {"dma_busy_ns", dma_busy_ns},
       {"top_stalls", stalls_json},
       {"checked", checked},
       {"correct", correct},

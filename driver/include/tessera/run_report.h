@@ -51,6 +51,7 @@ struct RunReport {
   double hbm_utilisation_percent = 0;
   double tensor_active_ns = 0;    // streaming operands through the array
   double tensor_waiting_ns = 0;   // stalled on semaphores or instruction fetch
+  double dma_busy_ns = 0;         // mean over the DMA engines of the time with a descriptor running
   std::vector<Stall> top_stalls;  // the three longest, longest first
   // Numerics, from the kernel's reference.
   bool checked = false;
