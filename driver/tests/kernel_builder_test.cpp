@@ -184,7 +184,9 @@ TEST(KernelBuilder, LabelsOwnersAndTileLivesForProfiles) {
   const auto& vec = p.streams[static_cast<int>(arch::Engine::Vector)];
   const auto& vec_labels = p.labels[static_cast<int>(arch::Engine::Vector)];
   for (std::size_t i = 0; i < vec.size(); ++i) {
-    if (vec[i].opcode == arch::Opcode::TensorScalar) EXPECT_EQ(vec_labels[i], "scale");
+    if (vec[i].opcode == arch::Opcode::TensorScalar) {
+      EXPECT_EQ(vec_labels[i], "scale");
+    }
   }
   std::vector<std::string> ring_labels;
   for (const auto& [q, labels] : p.ring_labels) ring_labels.insert(ring_labels.end(), labels.begin(), labels.end());
