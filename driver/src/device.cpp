@@ -120,7 +120,8 @@ void finish_trace(trace::Timeline& timeline, const Program& program, core::Neuro
         }
         timeline.slice(track, start, end - start, name, "dma", std::move(args));
         if (sem != program.semaphore_owners.end())
-          timeline.signal(static_cast<std::uint32_t>(sem - program.semaphore_owners.begin()), track, end);
+          timeline.signal(static_cast<std::uint32_t>(sem - program.semaphore_owners.begin()), track,
+                          trace::Timeline::inside_end(start, end));
       }
     }
   }

@@ -54,6 +54,7 @@ void Engine::add_busy(const sc_time& t) {
   // the work before it: the slice starts when the engine is free.
   const sc_time start = std::max(sc_time_stamp(), track_free_);
   track_free_ = start + t;
+  last_slice_start_ = start;
   const double start_ns = start.to_seconds() * 1e9, dur_ns = t.to_seconds() * 1e9;
   nlohmann::json args = {{"instruction", arch::disassemble(*current_)}, {"index", current_index_}};
   if (const std::string* label = ctx_.timeline->label(track_, current_index_)) args["label"] = *label;
@@ -167,7 +168,8 @@ void Engine::run() {
               ctx_.timeline->slice(stall_track_, start.to_seconds() * 1e9, waited,
                                    fmt::format("wait sem {} >= {}", in.sem, in.value), "semaphore",
                                    {{"semaphore", in.sem}, {"value", in.value}});
-              ctx_.timeline->wait(in.sem, in.value, stall_track_, sc_time_stamp().to_seconds() * 1e9);
+              ctx_.timeline->wait(in.sem, in.value, stall_track_, start.to_seconds() * 1e9,
+                                  sc_time_stamp().to_seconds() * 1e9);
             }
           }
           break;
@@ -175,9 +177,14 @@ void Engine::run() {
         case arch::Opcode::SemIncr:
           drain();
           ctx_.semaphores.increment(in.sem, in.value);
-          if (ctx_.timeline)
-            for (std::uint32_t i = 0; i < in.value; ++i)
-              ctx_.timeline->signal(in.sem, track_, sc_time_stamp().to_seconds() * 1e9);
+          if (ctx_.timeline) {
+            // The arrow leaves the work this increment announces: the latest busy slice.
+            const double at = track_free_ > sc_core::SC_ZERO_TIME
+                                  ? trace::Timeline::inside_end(last_slice_start_.to_seconds() * 1e9,
+                                                                track_free_.to_seconds() * 1e9)
+                                  : sc_time_stamp().to_seconds() * 1e9;
+            for (std::uint32_t i = 0; i < in.value; ++i) ctx_.timeline->signal(in.sem, track_, at);
+          }
           break;
         case arch::Opcode::DmaTrigger: {
           drain();

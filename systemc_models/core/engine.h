@@ -88,6 +88,7 @@ private:
   int track_ = -1;                     // this engine's trace track
   int stall_track_ = -1;               // and the track of its stalls
   sc_core::sc_time track_free_;        // end of the latest busy slice: slices stay sequential
+  sc_core::sc_time last_slice_start_;
   std::map<std::uint16_t, double> wait_by_semaphore_;
 
   trace::Counter& instructions_;

@@ -59,8 +59,12 @@ void Timeline::flow(int from_track, double from_ns, int to_track, double to_ns, 
 
 void Timeline::signal(std::uint32_t sem, int track, double t_ns) { signals_[sem].push_back({t_ns, track}); }
 
-void Timeline::wait(std::uint32_t sem, std::uint32_t value, int track, double end_ns) {
-  waits_[sem].push_back({value, track, end_ns});
+double Timeline::inside_end(double start_ns, double end_ns) {
+  return end_ns - std::min(0.5, (end_ns - start_ns) / 2);
+}
+
+void Timeline::wait(std::uint32_t sem, std::uint32_t value, int track, double start_ns, double end_ns) {
+  waits_[sem].push_back({value, track, inside_end(start_ns, end_ns)});
 }
 
 void Timeline::link_semaphores() {
@@ -72,7 +76,7 @@ void Timeline::link_semaphores() {
     for (const Wait& w : waits) {
       if (w.value == 0 || w.value > it->second.size()) continue;
       const Signal& s = it->second[w.value - 1];
-      flow(s.track, s.t, w.track, w.end, "sem " + std::to_string(sem));
+      flow(s.track, s.t, w.track, w.at, "sem " + std::to_string(sem));
     }
   }
   signals_.clear();

@@ -34,10 +34,14 @@ public:
   void flow(int from_track, double from_ns, int to_track, double to_ns, const std::string& name);
 
   // Semaphore traffic, turned into flow arrows by link_semaphores(): every
-  // increment of semaphore `sem` (each by one) and every wait that blocked
-  // until it reached `value`.
+  // increment of semaphore `sem` (each by one), placed inside the slice that
+  // produced it, and every wait that blocked until it reached `value`. The
+  // format binds an arrow to the slice enclosing each end, so each end
+  // should lie inside a slice.
   void signal(std::uint32_t sem, int track, double t_ns);
-  void wait(std::uint32_t sem, std::uint32_t value, int track, double end_ns);
+  void wait(std::uint32_t sem, std::uint32_t value, int track, double start_ns, double end_ns);
+  // A point just inside the end of the slice [start_ns, end_ns].
+  static double inside_end(double start_ns, double end_ns);
   // One arrow per blocked wait, from the increment that released it (the
   // value-th; increments are sorted by time first).
   void link_semaphores();
@@ -73,7 +77,7 @@ private:
   struct Wait {
     std::uint32_t value;
     int track;
-    double end;
+    double at;  // inside the wait's slice
   };
   int group_id(const std::string& group);
 

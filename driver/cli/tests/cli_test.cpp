@@ -270,6 +270,14 @@ TEST(Cli, TraceSlicesMatchTheReportsBusyTimes) {
   EXPECT_TRUE(labelled);
   EXPECT_GT(flow_starts, 0);
   EXPECT_EQ(flow_starts, flow_ends);
+  // Viewers bind each end of an arrow to the slice around it on its track.
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "s" && e["ph"] != "f") continue;
+    const double t = e["ts"];
+    const auto& list = slices[{e["pid"], e["tid"]}];
+    EXPECT_TRUE(std::any_of(list.begin(), list.end(), [&](const auto& x) { return x.first <= t && t <= x.first + x.second; }))
+        << "arrow end outside any slice: " << e.dump();
+  }
   for (const char* c : {"HBM bandwidth (GB/s)", "SBUF live data (KiB)", "PSUM live data (KiB)"})
     EXPECT_TRUE(counters.count(c)) << c;
 
