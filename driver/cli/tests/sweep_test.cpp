@@ -260,6 +260,34 @@ TEST_F(StudyTest, SweepRunsEveryPointAndDrawsItsPlots) {
   fs::remove_all(out);
 }
 
+// A kernel that does not fit a point is an answer (infeasible, exit 0); a
+// point that runs past its timeout is a failure (exit 1). Both keep their rows.
+TEST_F(StudyTest, InfeasiblePointsAreAnswersAndTimeoutsFailures) {
+  const fs::path out = fs::temp_directory_path() / "tessera_sweep_infeasible";
+  fs::remove_all(out);
+  std::string text;
+  const fs::path infeasible = write_study("infeasible",
+                                          "base: tiny\nno_data: true\n"
+                                          "parameters: [{key: hbm.bandwidth_gbps, values: [8]}]\n"
+                                          "kernels:\n  - {kernel: gemm, variants: [naive, blocked_mn], shapes: [{M: 8, N: 64, K: 8192}]}\n");
+  EXPECT_EQ(run_binary(fmt::format("sweep {} --no-plots --out {}", infeasible.string(), out.string()), &text), 0) << text;
+  auto results = nlohmann::json::parse(std::ifstream(out / "results.json"));
+  ASSERT_EQ(results["points"].size(), 2u);
+  EXPECT_EQ(results["points"][0]["status"], "pass");
+  EXPECT_EQ(results["points"][1]["status"], "infeasible");
+  EXPECT_THAT(results["points"][1]["message"].get<std::string>(), HasSubstr("use blocked_mnk"));
+
+  const fs::path slow = write_study("slow",
+                                    "base: neuroncore-v2\nno_data: true\ntimeout_s: 0.2\n"
+                                    "parameters: [{key: hbm.bandwidth_gbps, values: [410]}]\n"
+                                    "kernels:\n  - {kernel: gemm, variants: [naive], shapes: [{M: 2048, N: 4096, K: 4096}]}\n");
+  text.clear();
+  EXPECT_EQ(run_binary(fmt::format("sweep {} --no-plots --out {}", slow.string(), out.string()), &text), 1) << text;
+  results = nlohmann::json::parse(std::ifstream(out / "results.json"));
+  EXPECT_EQ(results["points"][0]["status"], "timeout");
+  fs::remove_all(out);
+}
+
 TEST_F(StudyTest, KernelFilterSkipsTheOtherEntriesBeforeCheckingThem) {
   const fs::path study = write_study("two_kernels",
                                      "base: tiny\nparameters: [{key: hbm.bandwidth_gbps, values: [4, 8]}]\n"
