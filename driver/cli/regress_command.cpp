@@ -1,10 +1,10 @@
 #include "commands.h"
+#include "job_runner.h"
 #include "regress.h"
 
 #include <fmt/format.h>
 
 #include <chrono>
-#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -12,9 +12,6 @@
 #include <set>
 #include <sstream>
 #include <thread>
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 namespace tessera::cli {
 namespace {
@@ -36,117 +33,17 @@ std::string read_file(const fs::path& p) {
   return ss.str();
 }
 
-// The job as `tessera run` arguments.
-std::vector<std::string> run_args(const Job& j, const fs::path& dir) {
-  std::vector<std::string> a = {"run", "--config", j.config, "--kernel", j.kernel, "--out", dir.string(), "--json",
-                                "--seed", std::to_string(j.seed)};
-  if (!j.variant.empty()) a.insert(a.end(), {"--variant", j.variant});
-  if (!j.fidelity.empty()) a.insert(a.end(), {"--fidelity", j.fidelity});
-  if (!j.shape.empty()) {
-    std::string s;
-    for (const auto& [k, v] : j.shape) s += fmt::format("{}{}={}", s.empty() ? "" : ",", k, v);
-    a.insert(a.end(), {"--shape", s});
-  }
-  return a;
-}
-
-struct Running {
-  Job job;
-  pid_t pid;
-  fs::path dir;
-  std::chrono::steady_clock::time_point start;
-};
-
-pid_t spawn(const std::vector<std::string>& args, const fs::path& dir) {
-  fs::create_directories(dir);
-  const pid_t pid = fork();
-  if (pid != 0) return pid;
-  // Child: its report on stdout, its log on stderr, in its own folder.
-  const int out = open((dir / "stdout.json").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  const int err = open((dir / "log.txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  dup2(out, 1);
-  dup2(err, 2);
-  setpgid(0, 0);
-  std::vector<char*> argv;
-  static const std::string self = fs::read_symlink("/proc/self/exe").string();
-  argv.push_back(const_cast<char*>(self.c_str()));
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  execv(self.c_str(), argv.data());
-  _exit(127);
-}
-
-JobResult finish(const Running& r, int status, bool timed_out) {
-  JobResult res;
-  res.job = r.job;
-  res.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - r.start).count();
-  const std::string log = read_file(r.dir / "log.txt");
-  const auto tail = [&] {
-    const std::size_t at = log.size() > 600 ? log.size() - 600 : 0;
-    return log.substr(at);
-  };
-  try {
-    res.report = nlohmann::json::parse(read_file(r.dir / "stdout.json"));
-  } catch (const std::exception&) {
-    res.report = nlohmann::json::object();
-  }
-  if (timed_out) {
-    res.status = "timeout";
-    res.message = fmt::format("killed after {:.0f} s (timeout_s {}); log tail: {}", res.wall_seconds,
-                              r.job.timeout_s, tail());
-  } else if (WIFSIGNALED(status)) {
-    res.status = "crash";
-    res.message = fmt::format("killed by signal {} ({}); log tail: {}", WTERMSIG(status), strsignal(WTERMSIG(status)),
-                              tail());
-  } else if (WEXITSTATUS(status) == 0) {
-    res.status = "pass";
-  } else {
-    res.status = WEXITSTATUS(status) == 2 ? "error" : "fail";
-    res.message = res.report.value("error", std::string());
-    if (res.message.empty()) res.message = tail();
-  }
-  return res;
-}
-
 std::vector<JobResult> run_jobs(const std::vector<Job>& jobs, const RegressOptions& o) {
-  std::vector<JobResult> results;
-  std::vector<Running> running;
-  std::size_t next = 0, passed = 0;
+  std::size_t done = 0, passed = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  while (next < jobs.size() || !running.empty()) {
-    while (next < jobs.size() && static_cast<int>(running.size()) < o.jobs) {
-      const Job& j = jobs[next++];
-      std::string dir_name = j.id;
-      std::replace(dir_name.begin(), dir_name.end(), '/', '.');
-      const fs::path dir = fs::path(o.out) / "jobs" / dir_name;
-      running.push_back({j, spawn(run_args(j, dir), dir), dir, std::chrono::steady_clock::now()});
-    }
-    for (auto it = running.begin(); it != running.end();) {
-      int status = 0;
-      const pid_t done = waitpid(it->pid, &status, WNOHANG);
-      const double age = std::chrono::duration<double>(std::chrono::steady_clock::now() - it->start).count();
-      bool timed_out = false;
-      if (done == 0 && age > it->job.timeout_s) {
-        kill(-it->pid, SIGKILL);
-        waitpid(it->pid, &status, 0);
-        timed_out = true;
-      } else if (done == 0) {
-        ++it;
-        continue;
-      }
-      results.push_back(finish(*it, status, timed_out));
-      passed += results.back().status == "pass";
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      fmt::print("[{}/{}] {} {} ({:.1f} s; {} passed, {} failed, {:.0f} s elapsed)\n", results.size(), jobs.size(),
-                 results.back().status, results.back().job.id, results.back().wall_seconds, passed,
-                 results.size() - passed, elapsed);
-      std::fflush(stdout);
-      it = running.erase(it);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  std::sort(results.begin(), results.end(), [](const JobResult& a, const JobResult& b) { return a.job.id < b.job.id; });
-  return results;
+  return regress::run_jobs(jobs, o.jobs, o.out, [&](const JobResult& r) {
+    ++done;
+    passed += r.status == "pass";
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    fmt::print("[{}/{}] {} {} ({:.1f} s; {} passed, {} failed, {:.0f} s elapsed)\n", done, jobs.size(), r.status,
+               r.job.id, r.wall_seconds, passed, done - passed, elapsed);
+    std::fflush(stdout);
+  });
 }
 
 // results.json, junit.xml and summary.md; true when every job passed.

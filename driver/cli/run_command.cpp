@@ -16,7 +16,7 @@ namespace tessera::cli {
 namespace {
 
 struct RunOptions {
-  std::string config, kernel, variant, shape, dtype = "bf16", fidelity, out;
+  std::string config, kernel, variant, shape, dtype = "bf16", fidelity, out, trace;
   std::string waves, waves_window, waves_scope;
   std::vector<std::string> sets;
   bool no_data = false, json = false;
@@ -52,6 +52,7 @@ int run(const RunOptions& o) {
     return kExitBadInput;
   }
   if (!o.out.empty()) dev_opts.failure_waves_dir = o.out;
+  dev_opts.trace = !o.trace.empty();
   for (const auto& s : o.sets) dev_opts.overrides.push_back(arch::parse_override(s));
   if (!o.fidelity.empty()) {
     dev_opts.fidelity = arch::parse_fidelity(o.fidelity);
@@ -83,6 +84,11 @@ int run(const RunOptions& o) {
     std::ofstream(std::filesystem::path(o.out) / "stats.txt") << dev.stats_text();
     std::ofstream(std::filesystem::path(o.out) / "config.resolved.yaml") << arch::to_annotated_yaml(dev.resolved());
   }
+  if (!o.trace.empty()) {
+    const std::filesystem::path trace(o.trace);
+    if (trace.has_parent_path()) std::filesystem::create_directories(trace.parent_path());
+    std::ofstream(trace) << dev.trace().dump() << '\n';
+  }
   if (o.json) std::cout << report.to_json().dump(2) << '\n';
   else std::cout << report.summary();
   if (!o.waves.empty())
@@ -108,6 +114,8 @@ void add_run_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
   cmd->add_option("--out", o->out, "Write report.json, stats.txt and config.resolved.yaml here");
   cmd->add_flag("--json", o->json, "Print the report as JSON");
+  cmd->add_option("--trace", o->trace,
+                  "Write a timeline of every engine and DMA queue here (Chrome trace-event JSON: Perfetto, chrome://tracing)");
   cmd->add_option("--set", o->sets, "Override a config key: path.to.key=value (repeatable)");
   cmd->add_option("--waves", o->waves, "Write an FST waveform of the run here, and a GTKWave save file beside it "
                                        "(docs/waves.md)");

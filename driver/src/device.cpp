@@ -13,10 +13,167 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
+#include <tuple>
 #include <cstring>
 #include <sstream>
 
 namespace tessera {
+namespace {
+
+// The figures a kernel author tunes by (docs/profiling.md).
+void add_profile_figures(RunReport& report, const Program& program, core::NeuronCore& core, const trace::Stats& stats,
+                         const arch::ResolvedConfig& resolved) {
+  const arch::HwConfig& cfg = resolved.hw;
+  const double seconds = report.time_ns * 1e-9;
+  const auto bf16 = resolved.derived.peak_tflops.find(arch::TensorDType::Bf16);
+  if (bf16 != resolved.derived.peak_tflops.end()) report.peak_tflops = bf16->second;
+  report.model_flops = program.model_flops > 0 ? program.model_flops : program.matmul_flops;
+  if (seconds > 0) {
+    report.achieved_tflops = program.matmul_flops / seconds / 1e12;
+    if (report.peak_tflops > 0) report.mfu_percent = 100.0 * report.model_flops / (seconds * report.peak_tflops * 1e12);
+  }
+  // HBM data traffic is what the program's descriptors move to and from
+  // HBM: the memory's own counters miss timing-only runs, which move no bytes.
+  for (const auto& [queue, ring] : program.rings)
+    for (const arch::DmaDescriptor& d : ring) {
+      std::uint64_t elements = 1;
+      for (auto n : d.src_size) elements *= n;
+      const std::uint64_t bytes = elements << d.elem_log2;
+      for (std::uint64_t address : {d.src_addr, d.dst_addr})
+        if (core.address_map().region_of(address, 1) == arch::Region::Hbm) report.hbm_bytes += static_cast<double>(bytes);
+    }
+  if (report.hbm_bytes > 0) report.arithmetic_intensity = program.matmul_flops / report.hbm_bytes;
+  if (report.time_ns > 0) report.hbm_bandwidth_gbps = report.hbm_bytes / report.time_ns;  // bytes/ns = GB/s
+  report.hbm_peak_gbps = cfg.hbm.bandwidth_gbps;
+  report.hbm_utilisation_percent = 100.0 * report.hbm_bandwidth_gbps / cfg.hbm.bandwidth_gbps;
+  const EngineReport& tensor = report.engines[to_string(arch::Engine::Tensor)];
+  report.tensor_active_ns = tensor.busy_ns;
+  report.tensor_waiting_ns = tensor.semaphore_wait_ns + tensor.fetch_wait_ns;
+  for (std::size_t e = 0; e < core.dma().engines(); ++e)
+    report.dma_busy_ns += stats.value(std::string(core.dma().engine(e).name()) + ".busy_ns") /
+                          static_cast<double>(core.dma().engines());
+
+  // Stalls by engine and by whom it waited for: DMA queues count as one.
+  // The sync engine only rings doorbells and waits for the last DMAs to
+  // land; its waiting costs nothing, so it is left out.
+  std::map<std::pair<std::string, std::string>, double> stalls;
+  for (int e = 0; e < arch::kNumEngines; ++e) {
+    if (static_cast<arch::Engine>(e) == arch::Engine::Sync) continue;
+    const std::string engine = to_string(static_cast<arch::Engine>(e));
+    core::Engine& model = core.engine(static_cast<arch::Engine>(e));
+    for (const auto& [sem, ns] : model.semaphore_wait_by_semaphore()) {
+      std::string owner = sem < program.semaphore_owners.size() ? program.semaphore_owners[sem]
+                                                                : fmt::format("semaphore {}", sem);
+      if (owner.rfind("dma", 0) == 0) owner = "DMA";
+      stalls[{engine, "waiting for " + owner}] += ns;
+    }
+    const double fetch = report.engines[engine].fetch_wait_ns;
+    if (fetch > 0) stalls[{engine, "instruction fetch"}] += fetch;
+  }
+  for (const auto& [key, ns] : stalls) report.top_stalls.push_back({key.first, key.second, ns});
+  std::sort(report.top_stalls.begin(), report.top_stalls.end(),
+            [](const Stall& a, const Stall& b) { return a.ns > b.ns; });
+  if (report.top_stalls.size() > 3) report.top_stalls.resize(3);
+}
+
+// What the models could not record as they ran: the DMA queues' slices
+// (from doorbells and completions), semaphore arrows, HBM bandwidth and
+// SBUF/PSUM occupancy.
+void finish_trace(trace::Timeline& timeline, const Program& program, core::NeuronCore& core, double end_ns) {
+  // Descriptor (engine, queue, index) -> when it ran.
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, std::pair<double, double>> descriptor_time;
+  for (std::size_t e = 0; e < core.dma().engines(); ++e) {
+    const dma::DmaEngineBase& engine = core.dma().engine(e);
+    std::map<std::pair<std::uint32_t, std::uint32_t>, double> visible;  // (queue, index) -> doorbell landed
+    for (const auto& d : engine.doorbells())
+      for (std::uint32_t i = 0; i < d.count; ++i) visible[{d.queue, d.first + i}] = d.visible.to_seconds() * 1e9;
+    std::map<std::uint32_t, std::vector<std::pair<std::uint32_t, double>>> done;  // queue -> (index, end)
+    for (const auto& c : engine.completions()) done[c.queue].emplace_back(c.index, c.done.to_seconds() * 1e9);
+    for (auto& [q, list] : done) {
+      std::sort(list.begin(), list.end());
+      const auto e32 = static_cast<std::uint32_t>(e);
+      const int track = timeline.track("DMA queues", fmt::format("dma {}.{}", e32, q));
+      const auto ring = program.rings.find({e32, q});
+      const auto labels = program.ring_labels.find({e32, q});
+      const std::string owner = fmt::format("dma {}.{}", e32, q);
+      const auto sem = std::find(program.semaphore_owners.begin(), program.semaphore_owners.end(), owner);
+      double previous_end = 0;
+      for (const auto& [index, end] : list) {
+        // A queue runs its descriptors in order: one starts when its doorbell
+        // has landed and the one before it is done.
+        const auto v = visible.find({q, index});
+        const double start = std::max(v == visible.end() ? previous_end : v->second, previous_end);
+        previous_end = end;
+        descriptor_time[{e32, q, index}] = {start, end};
+        nlohmann::json args = {{"index", index}};
+        std::string name = fmt::format("descriptor {}", index);
+        if (ring != program.rings.end() && index < ring->second.size()) {
+          const arch::DmaDescriptor& d = ring->second[index];
+          std::uint64_t elements = 1;
+          for (auto n : d.src_size) elements *= n;
+          args["bytes"] = elements << d.elem_log2;
+          args["src"] = fmt::format("0x{:x}", d.src_addr);
+          args["dst"] = fmt::format("0x{:x}", d.dst_addr);
+        }
+        if (labels != program.ring_labels.end() && index < labels->second.size() && !labels->second[index].empty()) {
+          args["label"] = labels->second[index];
+          name = labels->second[index];
+        }
+        timeline.slice(track, start, end - start, name, "dma", std::move(args));
+        if (sem != program.semaphore_owners.end())
+          timeline.signal(static_cast<std::uint32_t>(sem - program.semaphore_owners.begin()), track,
+                          trace::Timeline::inside_end(start, end));
+      }
+    }
+  }
+  timeline.link_semaphores();
+
+  // HBM bandwidth in windows of at least the model's bins, at most ~2000 of them.
+  const double bin = memory::Hbm::bin_ns();
+  const auto per_window = static_cast<std::int64_t>(std::max(1.0, std::ceil(end_ns / 2000.0 / bin)));
+  std::map<std::int64_t, double> windows;
+  for (const auto& [b, bytes] : core.hbm().traffic()) windows[b / per_window] += bytes;
+  const double window_ns = bin * static_cast<double>(per_window);
+  std::int64_t next = 0;
+  for (const auto& [w, bytes] : windows) {
+    if (w > next) timeline.counter("memory", "HBM bandwidth (GB/s)", static_cast<double>(next) * window_ns, 0);
+    timeline.counter("memory", "HBM bandwidth (GB/s)", static_cast<double>(w) * window_ns, bytes / window_ns);
+    next = w + 1;
+  }
+  timeline.counter("memory", "HBM bandwidth (GB/s)", static_cast<double>(next) * window_ns, 0);
+
+  // SBUF / PSUM holding live data: each tile from the start of its first use
+  // to the end of its last.
+  const auto time_of = [&](const Program::OpRef& op) -> std::optional<std::pair<double, double>> {
+    if (op.dma) {
+      const auto it = descriptor_time.find({op.engine, op.queue, op.index});
+      if (it == descriptor_time.end()) return std::nullopt;
+      return it->second;
+    }
+    return timeline.instruction_time(timeline.track("engines", to_string(static_cast<arch::Engine>(op.engine))),
+                                     op.index);
+  };
+  std::map<arch::Memory, std::map<double, double>> deltas;  // memory -> time -> bytes change
+  for (const auto& t : program.tiles) {
+    const auto first = time_of(t.first), last = time_of(t.last);
+    if (!first || !last) continue;
+    const double from = std::min(first->first, last->first), to = std::max(first->second, last->second);
+    deltas[t.memory][from] += static_cast<double>(t.bytes);
+    deltas[t.memory][to] -= static_cast<double>(t.bytes);
+  }
+  for (const auto& [memory, changes] : deltas) {
+    const std::string name = memory == arch::Memory::Psum ? "PSUM live data (KiB)" : "SBUF live data (KiB)";
+    double level = 0;
+    timeline.counter("memory", name, 0, 0);
+    for (const auto& [t, delta] : changes) {
+      level += delta;
+      timeline.counter("memory", name, t, std::max(0.0, level) / 1024.0);
+    }
+  }
+}
+
+}  // namespace
 
 Device::Device(const DeviceOptions& options)
     : options_(options),
@@ -110,7 +267,10 @@ RunReport Device::run(const Program& program) {
     if (!options_.waves_scope.empty()) w.scope = cosim::parse_wave_scope(options_.waves_scope);
     waves = std::make_unique<cosim::WaveRecorder>(w, resolved_.hw);
   }
+  std::unique_ptr<trace::Timeline> timeline;
+  if (options_.trace) timeline = std::make_unique<trace::Timeline>();
   core::CoreOptions core_options;
+  core_options.timeline = timeline.get();
   core_options.fidelity = fidelity_;
   core_options.no_data = options_.no_data;
   core_options.waves = waves.get();
@@ -147,6 +307,12 @@ RunReport Device::run(const Program& program) {
     core.load_program(static_cast<arch::Engine>(e), stream);
   }
 
+  if (timeline) {
+    for (int e = 0; e < arch::kNumEngines; ++e)
+      timeline->set_labels(timeline->track("engines", to_string(static_cast<arch::Engine>(e))), program.labels[e]);
+    core.hbm().record_traffic(true);
+  }
+
   const core::RunResult r = core.run();
   report.ok = r.ok();
   report.error = r.message;
@@ -171,7 +337,12 @@ RunReport Device::run(const Program& program) {
     if (const std::string n = fmt::format("core.dma{}.busy_ns", e); stats.has(n))
       dma.busy_ns = std::max(dma.busy_ns, stats.value(n));
   report.engines["dma"] = dma;
+  add_profile_figures(report, program, core, stats, resolved_);
   report.stats = stats.to_json();
+  if (timeline) {
+    finish_trace(*timeline, program, core, report.time_ns);
+    trace_ = timeline->to_json();
+  }
   for (auto& [address, bytes] : data_) core.hbm().backdoor_read(address, bytes.data(), bytes.size());
   report.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();

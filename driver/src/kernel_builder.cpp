@@ -75,6 +75,7 @@ struct Op {
   bool signal = false;             // engine op: increment the agent's semaphore after it
   int pos = -1;                    // engine op: index in its stream
   std::vector<int> triggers;       // DMA triggers issued right after this op
+  int label = -1;                  // index into Impl::labels
 };
 
 struct Access {
@@ -264,8 +265,15 @@ struct KernelBuilder::Impl {
     std::string name;
     bool written = false;
     bool released = false;
+    int space = 0;           // Region::space
+    std::uint64_t bytes = 0;  // over all partitions
+    int first_op = -1, last_op = -1;
   };
   std::vector<Allocation> tiles;
+  // Live allocations by space and start byte, to find the one a region is in.
+  std::map<std::uint64_t, int> live[2];
+  std::vector<std::string> labels;
+  int current_label = -1;
   std::optional<Region> stationary;  // weights now in the array, while nothing overwrote them
   std::int64_t seq = 0;
   double matmul_flops = 0;
@@ -352,7 +360,19 @@ struct KernelBuilder::Impl {
     return out;
   }
 
+  void note_use(int op, const Region& r) {
+    if (r.space > 1) return;
+    auto it = live[r.space].upper_bound(r.b0);
+    if (it == live[r.space].begin()) return;
+    Allocation& a = tiles[static_cast<std::size_t>(std::prev(it)->second)];
+    if (a.first_op < 0) a.first_op = op;
+    a.last_op = op;
+  }
+
   void record(int op, const std::vector<Region>& reads, const std::vector<Region>& writes) {
+    ops[op].label = current_label;
+    for (const Region& r : reads) note_use(op, r);
+    for (const Region& w : writes) note_use(op, w);
     for (const Region& w : writes) {
       if (w.space == 2) {
         auto& ws = hbm[w.tensor].writes;
@@ -461,6 +481,7 @@ struct KernelBuilder::Impl {
     trig.in.dma_queue = static_cast<std::uint16_t>(q.queue);
     trig.in.address = ops[desc_id].slot;  // a ring slot until Device places the ring
     trig.in.value = 1;
+    trig.label = current_label;
     for (int dep : deps) {
       // Ops of the placer's own stream up to the anchor are done by then.
       if (ops[dep].agent == placer) continue;
@@ -505,7 +526,8 @@ Tile KernelBuilder::sbuf(const std::string& name, std::uint32_t partitions, std:
                                   impl_->sbuf_alloc.largest()));
   Tile t{arch::Memory::Sbuf, dtype, 0, partitions, static_cast<std::uint32_t>(*at), free,
          static_cast<int>(impl_->tiles.size()), name};
-  impl_->tiles.push_back({name, false, false});
+  impl_->tiles.push_back({name, false, false, 0, bytes * partitions});
+  impl_->live[0][*at] = t.id;
   return t;
 }
 
@@ -526,7 +548,8 @@ Tile KernelBuilder::psum(const std::string& name, std::uint32_t partitions, std:
                                   impl_->psum_alloc.free_bytes(), impl_->psum_alloc.limit()));
   Tile t{arch::Memory::Psum, dtype, 0, partitions, static_cast<std::uint32_t>(*at), free,
          static_cast<int>(impl_->tiles.size()), name};
-  impl_->tiles.push_back({name, false, false});
+  impl_->tiles.push_back({name, false, false, 1, bytes * partitions});
+  impl_->live[1][*at] = t.id;
   return t;
 }
 
@@ -537,6 +560,12 @@ void KernelBuilder::release(const Tile& t) {
   // A slice releases the whole allocation it belongs to.
   const std::uint64_t bytes = std::uint64_t{t.free} * arch::size_of(t.dtype);
   (t.memory == arch::Memory::Psum ? impl_->psum_alloc : impl_->sbuf_alloc).release(t.offset, bytes);
+  auto& live = impl_->live[t.memory == arch::Memory::Psum ? 1 : 0];
+  for (auto it = live.begin(); it != live.end(); ++it)
+    if (it->second == t.id) {
+      live.erase(it);
+      break;
+    }
 }
 
 // ----------------------------------------------------------------------- DMA
@@ -962,6 +991,17 @@ void KernelBuilder::partition_reduce(const Tile& dst, const Tile& src, arch::Alu
 
 // --------------------------------------------------------------------- build
 
+void KernelBuilder::label(const std::string& text) {
+  impl_->check_live(fmt::format("label('{}')", text));
+  if (text.empty()) {
+    impl_->current_label = -1;
+    return;
+  }
+  if (impl_->current_label >= 0 && impl_->labels[impl_->current_label] == text) return;
+  impl_->labels.push_back(text);
+  impl_->current_label = static_cast<int>(impl_->labels.size()) - 1;
+}
+
 Program KernelBuilder::build() {
   impl_->check_live("build()");
   impl_->built = true;
@@ -985,8 +1025,11 @@ Program KernelBuilder::build() {
   p.name = m.name;
   p.matmul_flops = m.matmul_flops;
   const auto semaphore_of = [&](int op) { return static_cast<std::uint16_t>(m.ops[op].agent); };
+  std::vector<Program::OpRef> where(m.ops.size());  // op id -> its place in the program
   for (int e = 0; e < arch::kNumEngines; ++e) {
     auto& out = p.streams[e];
+    auto& labels = p.labels[e];
+    const auto label_of = [&](const Op& op) { return op.label < 0 ? std::string() : m.labels[op.label]; };
     std::map<std::uint16_t, std::uint32_t> waited;  // semaphore -> value already waited for
     const auto wait_for = [&](int dep) {
       const std::uint16_t sem = semaphore_of(dep);
@@ -1000,8 +1043,11 @@ Program KernelBuilder::build() {
       w.value = value;
       out.push_back(w);
     };
-    const auto emit_op = [&](const Op& op) {
+    const auto emit_op = [&](int id) {
+      const Op& op = m.ops[id];
       for (int dep : op.waits) wait_for(dep);
+      labels.resize(out.size(), label_of(op));  // the waits carry the label of what they hold up
+      where[id] = {false, static_cast<std::uint32_t>(e), 0, static_cast<std::uint32_t>(out.size())};
       out.push_back(op.in);
       if (op.signal) {
         arch::Instruction inc;
@@ -1011,10 +1057,11 @@ Program KernelBuilder::build() {
         inc.value = 1;
         out.push_back(inc);
       }
+      labels.resize(out.size(), label_of(op));
     };
     for (int id : m.streams[e]) {
-      emit_op(m.ops[id]);
-      for (int t : m.ops[id].triggers) emit_op(m.ops[t]);
+      emit_op(id);
+      for (int t : m.ops[id].triggers) emit_op(t);
     }
     if (e == kSyncAgent) {
       // The program ends when every DMA has landed, not just been started.
@@ -1025,11 +1072,23 @@ Program KernelBuilder::build() {
     end.engine = static_cast<arch::Engine>(e);
     end.opcode = arch::Opcode::End;
     out.push_back(end);
+    labels.resize(out.size());
   }
   for (const auto& q : m.queues) {
     auto& ring = p.rings[{q.engine, q.queue}];
-    for (int id : q.descriptors) ring.push_back(m.descriptors.at(id));
+    auto& ring_labels = p.ring_labels[{q.engine, q.queue}];
+    for (int id : q.descriptors) {
+      where[id] = {true, q.engine, q.queue, static_cast<std::uint32_t>(ring.size())};
+      ring.push_back(m.descriptors.at(id));
+      ring_labels.push_back(m.ops[id].label < 0 ? std::string() : m.labels[m.ops[id].label]);
+    }
   }
+  for (int e = 0; e < arch::kNumEngines; ++e) p.semaphore_owners.emplace_back(to_string(static_cast<arch::Engine>(e)));
+  for (const auto& q : m.queues) p.semaphore_owners.push_back(fmt::format("dma {}.{}", q.engine, q.queue));
+  for (const auto& a : m.tiles)
+    if (a.first_op >= 0)
+      p.tiles.push_back({a.name, a.space == 1 ? arch::Memory::Psum : arch::Memory::Sbuf, a.bytes, where[a.first_op],
+                         where[a.last_op]});
   return p;
 }
 

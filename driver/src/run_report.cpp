@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace tessera {
 
 std::string RunReport::bound_by() const {
@@ -24,6 +26,10 @@ nlohmann::json RunReport::to_json() const {
                           {"fetch_wait_ns", e.fetch_wait_ns},
                           {"memory_stall_ns", e.memory_stall_ns},
                           {"busy_percent", time_ns > 0 ? 100.0 * e.busy_ns / time_ns : 0.0}};
+  nlohmann::json stalls_json = nlohmann::json::array();
+  for (const auto& st : top_stalls)
+    stalls_json.push_back({{"engine", st.engine}, {"reason", st.reason}, {"ns", st.ns},
+                           {"percent", time_ns > 0 ? 100.0 * st.ns / time_ns : 0.0}});
   return {
       {"kernel", kernel},
       {"variant", variant},
@@ -42,6 +48,19 @@ nlohmann::json RunReport::to_json() const {
       {"dma_average_bytes", dma_average_bytes},
       {"engines", engines_json},
       {"bound_by", bound_by()},
+      {"model_flops", model_flops},
+      {"mfu_percent", mfu_percent},
+      {"peak_tflops", peak_tflops},
+      {"achieved_tflops", achieved_tflops},
+      {"hbm_bytes", hbm_bytes},
+      {"arithmetic_intensity", arithmetic_intensity},
+      {"hbm_bandwidth_gbps", hbm_bandwidth_gbps},
+      {"hbm_peak_gbps", hbm_peak_gbps},
+      {"hbm_utilisation_percent", hbm_utilisation_percent},
+      {"tensor_active_ns", tensor_active_ns},
+      {"tensor_waiting_ns", tensor_waiting_ns},
+      {"dma_busy_ns", dma_busy_ns},
+      {"top_stalls", stalls_json},
       {"checked", checked},
       {"correct", correct},
       {"max_abs_error", max_abs_error},
@@ -57,17 +76,24 @@ std::string RunReport::summary() const {
   if (!ok) return s + fmt::format("  FAILED: {}\n", error);
   s += fmt::format("  time {:.3f} us = {:.0f} tensor-engine cycles; HFU {:.2f}%; tensor utilisation {:.2f}%\n",
                    time_ns / 1000.0, cycles, hfu_percent, 100.0 * tensor_utilisation);
-  s += fmt::format("  DMA {:.3f} MB in {:.0f} transfers (average {:.0f} B)\n", dma_bytes / 1e6, dma_transfers,
-                   dma_average_bytes);
+  const auto pct = [&](double v) { return time_ns > 0 ? 100.0 * v / time_ns : 0.0; };
+  s += fmt::format("  MFU {:.2f}%; {:.2f} of {:.2f} TFLOP/s; arithmetic intensity {:.1f} FLOP/B\n", mfu_percent,
+                   achieved_tflops, peak_tflops, arithmetic_intensity);
+  s += fmt::format("  tensor engine active {:.1f}%, waiting {:.1f}%, idle {:.1f}%\n", pct(tensor_active_ns),
+                   pct(tensor_waiting_ns), std::max(0.0, 100.0 - pct(tensor_active_ns) - pct(tensor_waiting_ns)));
+  s += fmt::format("  DMA {:.3f} MB in {:.0f} transfers (average {:.0f} B); HBM {:.1f} of {:.0f} GB/s ({:.1f}%)\n",
+                   dma_bytes / 1e6, dma_transfers, dma_average_bytes, hbm_bandwidth_gbps, hbm_peak_gbps,
+                   hbm_utilisation_percent);
   s += fmt::format("  {:<8} {:>8} {:>9} {:>11} {:>11} {:>11}\n", "engine", "instrs", "busy %", "sem wait %", "fetch %",
                    "mem stall %");
-  for (const auto& [name, e] : engines) {
-    const auto pct = [&](double v) { return time_ns > 0 ? 100.0 * v / time_ns : 0.0; };
+  for (const auto& [name, e] : engines)
     s += fmt::format("  {:<8} {:>8.0f} {:>8.1f}% {:>10.1f}% {:>10.1f}% {:>10.1f}%\n", name, e.instructions,
                      pct(e.busy_ns), pct(e.semaphore_wait_ns), pct(e.fetch_wait_ns), pct(e.memory_stall_ns));
-  }
   if (const std::string b = bound_by(); !b.empty() && time_ns > 0)
-    s += fmt::format("  bound by: {} (busy {:.1f}% of the run)\n", b, 100.0 * engines.at(b).busy_ns / time_ns);
+    s += fmt::format("  bound by: {} (busy {:.1f}% of the run)\n", b, pct(engines.at(b).busy_ns));
+  for (std::size_t i = 0; i < top_stalls.size(); ++i)
+    s += fmt::format("  stall {}: {} {} {:.1f}%\n", i + 1, top_stalls[i].engine, top_stalls[i].reason,
+                     pct(top_stalls[i].ns));
   if (checked)
     s += fmt::format("  numerics: {} (max abs error {:.3g}, tolerance {:.3g})\n", correct ? "match" : "MISMATCH",
                      max_abs_error, tolerance);

@@ -242,3 +242,56 @@ TEST(KernelBuilder, BuildOnceOnly) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// What profiles read from a program: labels beside every instruction and
+// descriptor, who owns each semaphore, and each tile's first and last use.
+TEST(KernelBuilder, LabelsOwnersAndTileLivesForProfiles) {
+  KernelBuilder kb(config("tiny"), "k");
+  const Tensor a = hbm_tensor("a", 8, 16, DType::Fp32, 0);
+  const Tensor out = hbm_tensor("out", 8, 16, DType::Fp32, 4096);
+  const Tile t = kb.sbuf("t", 8, 16, DType::Fp32), u = kb.sbuf("u", 8, 16, DType::Fp32);
+  const Tile unused = kb.sbuf("unused", 8, 16, DType::Fp32);
+  (void)unused;
+  kb.label("load");
+  kb.dma(t, a.all());
+  kb.label("scale");
+  kb.tensor_scalar(u, t, arch::AluOp::Multiply, 2.0f);
+  kb.label("");
+  kb.dma(out.all(), u);
+  const Program p = kb.build();
+
+  for (int e = 0; e < arch::kNumEngines; ++e) EXPECT_EQ(p.labels[e].size(), p.streams[e].size());
+  const auto& vec = p.streams[static_cast<int>(arch::Engine::Vector)];
+  const auto& vec_labels = p.labels[static_cast<int>(arch::Engine::Vector)];
+  for (std::size_t i = 0; i < vec.size(); ++i) {
+    if (vec[i].opcode == arch::Opcode::TensorScalar) {
+      EXPECT_EQ(vec_labels[i], "scale");
+    }
+  }
+  std::vector<std::string> ring_labels;
+  for (const auto& [q, labels] : p.ring_labels) ring_labels.insert(ring_labels.end(), labels.begin(), labels.end());
+  EXPECT_THAT(ring_labels, ::testing::UnorderedElementsAre("load", ""));
+
+  ASSERT_GE(p.semaphore_owners.size(), static_cast<std::size_t>(arch::kNumEngines) + 2);
+  EXPECT_EQ(p.semaphore_owners[static_cast<int>(arch::Engine::Vector)], "vector");
+  EXPECT_EQ(p.semaphore_owners[arch::kNumEngines].rfind("dma ", 0), 0u);
+
+  // Untouched tiles have no life; t lives from its load to the multiply, u
+  // from the multiply to its store.
+  ASSERT_EQ(p.tiles.size(), 2u);
+  EXPECT_EQ(p.tiles[0].name, "t");
+  EXPECT_TRUE(p.tiles[0].first.dma);
+  EXPECT_FALSE(p.tiles[0].last.dma);
+  EXPECT_EQ(p.tiles[0].last.engine, static_cast<std::uint32_t>(arch::Engine::Vector));
+  EXPECT_EQ(vec[p.tiles[0].last.index].opcode, arch::Opcode::TensorScalar);
+  EXPECT_EQ(p.tiles[0].bytes, 8u * 16u * 4u);
+  EXPECT_EQ(p.tiles[1].name, "u");
+  EXPECT_FALSE(p.tiles[1].first.dma);
+  EXPECT_TRUE(p.tiles[1].last.dma);
+}
+
+}  // namespace
+}  // namespace tessera

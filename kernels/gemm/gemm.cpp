@@ -58,7 +58,9 @@ public:
     else if (variant_ == "hoisted") hoisted(kb);
     else if (variant_ == "blocked_mn") blocked_mn(kb);
     else blocked_mnk(kb);
-    return kb.build();
+    Program p = kb.build();
+    p.model_flops = 2.0 * static_cast<double>(M_) * static_cast<double>(N_) * static_cast<double>(K_);
+    return p;
   }
 
   // Reference in double from the same bf16 inputs. Each element's tolerance is
@@ -126,6 +128,7 @@ private:
     for (std::int64_t mi = 0; mi < t.mt; ++mi)
       for (std::int64_t ni = 0; ni < t.nt; ++ni) {
         const std::int64_t mm = rows_of(mi, t.tm, M_), nn = rows_of(ni, t.tn, N_);
+        kb.label(fmt::format("C tile m{} n{}", mi, ni));
         for (std::int64_t ki = 0; ki < t.kt; ++ki) {
           const std::int64_t kk = rows_of(ki, t.tk, K_);
           kb.dma(fit(a, kk, mm), at_tile(ki * t.tk, mi * t.tm, t));
@@ -149,6 +152,7 @@ private:
     }
     const Tile acc = kb.psum("acc", t.tm, t.tn), out = kb.sbuf("out", t.tm, t.tn, DType::Fp32);
     for (std::int64_t mi = 0; mi < t.mt; ++mi) {
+      kb.label(fmt::format("C row block m{}", mi));
       const std::int64_t mm = rows_of(mi, t.tm, M_);
       for (std::int64_t ki = 0; ki < t.kt; ++ki)
         kb.dma(fit(a[ki], rows_of(ki, t.tk, K_), mm), at_tile(ki * t.tk, mi * t.tm, t));
@@ -196,6 +200,7 @@ private:
     for (std::int64_t m0 = 0; m0 < t.mt; m0 += bm)
       for (std::int64_t n0 = 0; n0 < t.nt; n0 += bn) {
         const std::int64_t bms = std::min(bm, t.mt - m0), bns = std::min(bn, t.nt - n0);
+        kb.label(fmt::format("C block m{} n{}", m0, n0));
         for (std::int64_t i = 0; i < bms; ++i)
           for (std::int64_t ki = 0; ki < t.kt; ++ki)
             kb.dma(fit(a[i][ki], rows_of(ki, t.tk, K_), rows_of(m0 + i, t.tm, M_)), at_tile(ki * t.tk, (m0 + i) * t.tm, t));
@@ -257,6 +262,7 @@ private:
         const std::int64_t bms = std::min(bm, t.mt - m0), bns = std::min(bn, t.nt - n0);
         for (std::int64_t k0 = 0; k0 < t.kt; k0 += bk) {
           const std::int64_t bks = std::min(bk, t.kt - k0);
+          kb.label(fmt::format("C block m{} n{}, K block k{}", m0, n0, k0));
           for (std::int64_t i = 0; i < bms; ++i)
             for (std::int64_t k = 0; k < bks; ++k)
               kb.dma(fit(a[buf][i][k], rows_of(k0 + k, t.tk, K_), rows_of(m0 + i, t.tm, M_)),
@@ -276,6 +282,7 @@ private:
             }
           buf ^= 1;
         }
+        kb.label(fmt::format("C block m{} n{}, store", m0, n0));
         for (std::int64_t i = 0; i < bms; ++i)
           for (std::int64_t j = 0; j < bns; ++j) {
             store(kb, acc[accset][i * bn + j], out[outturn], (m0 + i) * t.tm, (n0 + j) * t.tn,

@@ -7,6 +7,7 @@
 #include "arch/config.h"
 #include "trace/stats.h"
 #include "trace/wave_probe.h"
+#include "trace/timeline.h"
 
 #include <cstdint>
 #include <optional>
@@ -47,6 +48,8 @@ struct CoreContext {
   void fail(const std::string& message);
 
   trace::WaveProbe* waves = nullptr;  // a waveform being recorded, or none
+  // Where engines record their activity when the run is traced; null otherwise.
+  trace::Timeline* timeline = nullptr;
 };
 
 }  // namespace tessera::core

@@ -32,6 +32,12 @@ Engine::Engine(sc_core::sc_module_name name, arch::Engine kind, double clock_ghz
       memory_stall_ns_(ctx.stats.counter(std::string(this->name()) + ".memory_stall_ns", "ns",
                                          "part of busy time spent on SBUF/PSUM access beyond the compute")) {
   SC_THREAD(run);
+  if (ctx.timeline) {
+    // Stalls on a track of their own: a pipelined engine's busy slices run
+    // ahead of the instruction it is issuing, and so may overlap its waits.
+    track_ = ctx.timeline->track("engines", to_string(kind));
+    stall_track_ = ctx.timeline->track("engines", std::string(to_string(kind)) + " stalls");
+  }
 }
 
 void Engine::set_program(std::uint64_t address, std::uint64_t bytes) {
@@ -48,7 +54,20 @@ sc_time Engine::cycles(double n, double memory_stall) {
   return cycles(n);
 }
 
-void Engine::add_busy(const sc_time& t) { busy_ns_ += t.to_seconds() * 1e9; }
+void Engine::add_busy(const sc_time& t) {
+  busy_ns_ += t.to_seconds() * 1e9;
+  if (!ctx_.timeline || !current_) return;
+  // A pipelined engine reports work at issue that the array streams after
+  // the work before it: the slice starts when the engine is free.
+  const sc_time start = std::max(sc_time_stamp(), track_free_);
+  track_free_ = start + t;
+  last_slice_start_ = start;
+  const double start_ns = start.to_seconds() * 1e9, dur_ns = t.to_seconds() * 1e9;
+  nlohmann::json args = {{"instruction", arch::disassemble(*current_)}, {"index", current_index_}};
+  if (const std::string* label = ctx_.timeline->label(track_, current_index_)) args["label"] = *label;
+  ctx_.timeline->slice(track_, start_ns, dur_ns, arch::to_string(current_->opcode), "instruction", std::move(args));
+  ctx_.timeline->instruction(track_, current_index_, start_ns, start_ns + dur_ns);
+}
 
 void Engine::wait_for_clock_edge() {
   const double periods = sc_time_stamp() / period_;
@@ -130,6 +149,9 @@ void Engine::run() {
       if (fetch_ready > sc_time_stamp()) {
         wave_state(trace::WaveProbe::EngineState::FetchWait);
         fetch_wait_ns_ += (fetch_ready - sc_time_stamp()).to_seconds() * 1e9;
+        if (ctx_.timeline)
+          ctx_.timeline->slice(stall_track_, sc_time_stamp().to_seconds() * 1e9, (fetch_ready - sc_time_stamp()).to_seconds() * 1e9,
+                               "instruction fetch", "fetch");
         sc_core::wait(fetch_ready - sc_time_stamp());
       }
       if (in.engine != kind_)
@@ -143,6 +165,9 @@ void Engine::run() {
         ctx_.waves->engine_instruction(static_cast<int>(kind_), index, static_cast<std::uint8_t>(in.opcode));
         if (in.opcode <= arch::Opcode::DmaTrigger) wave_state(trace::WaveProbe::EngineState::Control);
       }
+      current_ = &in;
+      current_index_ = index;
+      const sc_time issued = sc_time_stamp();
       switch (in.opcode) {
         case arch::Opcode::End:
           drain();
@@ -157,13 +182,30 @@ void Engine::run() {
           ctx_.semaphores.wait_at_least(in.sem, in.value, name());
           if (sc_time_stamp() > start) {
             wait_for_clock_edge();
-            semaphore_wait_ns_ += (sc_time_stamp() - start).to_seconds() * 1e9;
+            const double waited = (sc_time_stamp() - start).to_seconds() * 1e9;
+            semaphore_wait_ns_ += waited;
+            wait_by_semaphore_[in.sem] += waited;
+            if (ctx_.timeline) {
+              ctx_.timeline->slice(stall_track_, start.to_seconds() * 1e9, waited,
+                                   fmt::format("wait sem {} >= {}", in.sem, in.value), "semaphore",
+                                   {{"semaphore", in.sem}, {"value", in.value}});
+              ctx_.timeline->wait(in.sem, in.value, stall_track_, start.to_seconds() * 1e9,
+                                  sc_time_stamp().to_seconds() * 1e9);
+            }
           }
           break;
         }
         case arch::Opcode::SemIncr:
           drain();
           ctx_.semaphores.increment(in.sem, in.value);
+          if (ctx_.timeline) {
+            // The arrow leaves the work this increment announces: the latest busy slice.
+            const double at = track_free_ > sc_core::SC_ZERO_TIME
+                                  ? trace::Timeline::inside_end(last_slice_start_.to_seconds() * 1e9,
+                                                                track_free_.to_seconds() * 1e9)
+                                  : sc_time_stamp().to_seconds() * 1e9;
+            for (std::uint32_t i = 0; i < in.value; ++i) ctx_.timeline->signal(in.sem, track_, at);
+          }
           break;
         case arch::Opcode::DmaTrigger: {
           drain();
@@ -179,6 +221,8 @@ void Engine::run() {
           sc_core::wait(busy);
         }
       }
+      if (ctx_.timeline)
+        ctx_.timeline->instruction(track_, index, issued.to_seconds() * 1e9, sc_time_stamp().to_seconds() * 1e9);
     } catch (const std::exception& e) {
       wave_state(trace::WaveProbe::EngineState::Done);
       ctx_.fail(fmt::format("{}: {}", where, e.what()));

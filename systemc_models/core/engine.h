@@ -7,6 +7,7 @@
 #include "arch/isa.h"
 #include "core/core_context.h"
 
+#include <map>
 #include <systemc>
 #include <tlm>
 #include <tlm_utils/simple_initiator_socket.h>
@@ -28,6 +29,8 @@ public:
   sc_core::sc_time clock_period() const { return period_; }
   sc_core::sc_time end_time() const { return end_time_; }
   sc_core::sc_time first_issue_time() const { return first_issue_time_; }
+  // Time stalled on each semaphore (by semaphore index), in ns: the stall reasons.
+  const std::map<std::uint16_t, double>& semaphore_wait_by_semaphore() const { return wait_by_semaphore_; }
 
 protected:
   // Executes one compute instruction functionally and returns how long the
@@ -87,6 +90,15 @@ private:
   bool finished_ = false;
   sc_core::sc_time end_time_;
   sc_core::sc_time first_issue_time_;
+
+  // The instruction being executed, for the trace's slices.
+  const arch::Instruction* current_ = nullptr;
+  std::uint64_t current_index_ = 0;
+  int track_ = -1;                     // this engine's trace track
+  int stall_track_ = -1;               // and the track of its stalls
+  sc_core::sc_time track_free_;        // end of the latest busy slice: slices stay sequential
+  sc_core::sc_time last_slice_start_;
+  std::map<std::uint16_t, double> wait_by_semaphore_;
 
   trace::Counter& instructions_;
   trace::Counter& busy_ns_;

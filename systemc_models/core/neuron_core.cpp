@@ -17,6 +17,7 @@ NeuronCore::NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, 
   mem_ = std::make_unique<MemorySystem>(cfg, stats);
   ctx_ = std::make_unique<CoreContext>(mem_->context(cfg, stats, options.no_data));
   ctx_->waves = options.waves;
+  ctx_->timeline = options.timeline;
   if (options.waves) {
     mem_->sbuf->set_wave_probe(options.waves, trace::WaveProbe::Memory::Sbuf);
     mem_->psum->set_wave_probe(options.waves, trace::WaveProbe::Memory::Psum);

@@ -50,6 +50,7 @@ struct CoreOptions {
   DmaSamplerFactory dma_sampler;          // sampled: re-executes fast-model descriptors on the RTL
   bool no_data = false;                   // timing only; timing does not depend on data
   trace::WaveProbe* waves = nullptr;      // records a waveform of the run (cosim/waves.h)
+  trace::Timeline* timeline = nullptr;    // record a trace of the run here
 };
 
 class NeuronCore : public sc_core::sc_module {

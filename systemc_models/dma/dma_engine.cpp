@@ -60,6 +60,7 @@ std::string DmaEngineBase::doorbell(std::uint32_t q, std::uint64_t address, std:
     return fmt::format("{}.q{}: {} more descriptors overflow a ring of {} ({} in flight)", name(), q, count,
                        s.ring_size, in_flight);
   pending_.push_back({sc_time_stamp() + visible_after, q, (tail + count) % s.ring_size});
+  doorbells_.push_back({q, tail, count, sc_time_stamp() + visible_after});
   doorbell_event_.notify(visible_after);
   return {};
 }

@@ -68,6 +68,13 @@ public:
   const std::vector<Completion>& completions() const { return completions_; }
 
   void set_wave_probe(trace::WaveProbe* probe) { waves_ = probe; }
+  // Every doorbell: descriptors [first, first + count) of a queue, visible
+  // to the engine from `visible` (what a trace places descriptors by).
+  struct Doorbell {
+    std::uint32_t queue, first, count;
+    sc_core::sc_time visible;
+  };
+  const std::vector<Doorbell>& doorbells() const { return doorbells_; }
 
 protected:
   struct PendingTail {
@@ -87,6 +94,7 @@ protected:
   void take_turn();
 
   std::vector<Completion> completions_;
+  std::vector<Doorbell> doorbells_;
 
   // Reports queue q's depth (descriptors visible and not completed) to the waveform.
   void wave_queue(std::uint32_t q) const {

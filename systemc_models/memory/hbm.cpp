@@ -71,6 +71,7 @@ sc_time Hbm::book(std::uint64_t address, std::uint64_t length, const sc_time& st
       const double take = std::min(left, bin_capacity_bytes_ - used);
       used += take;
       left -= take;
+      if (record_traffic_) traffic_[b] += take;
       finish = (static_cast<double>(b) + used / bin_capacity_bytes_) * kBinNs;
       ++b;
     }

@@ -45,6 +45,12 @@ public:
   // the bytes at full bandwidth (what an instruction fetch costs).
   sc_core::sc_time unloaded_read_time(std::uint64_t length) const;
 
+  // Keeps the bytes moved in each bin_ns()-wide time bin (all channels) for
+  // a trace's bandwidth counter; off unless a run is traced.
+  void record_traffic(bool on) { record_traffic_ = on; }
+  const std::map<std::int64_t, double>& traffic() const { return traffic_; }
+  static constexpr double bin_ns() { return kBinNs; }
+
 private:
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
   unsigned transport_dbg(tlm::tlm_generic_payload& trans);
@@ -57,6 +63,8 @@ private:
   static constexpr double kBinNs = 64;
   double bin_capacity_bytes_;                                  // per channel per bin
   std::vector<std::map<std::int64_t, double>> channel_bins_;  // bin index -> bytes booked
+  bool record_traffic_ = false;
+  std::map<std::int64_t, double> traffic_;  // bin index -> bytes
   trace::Counter& bytes_read_;
   trace::Counter& bytes_written_;
   trace::Counter& bytes_timing_only_;

@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <string>
 #include <sys/wait.h>
 
@@ -198,6 +200,87 @@ TEST(Cli, ConfigDocsMatchTheSchema) {
   const std::string doc((std::istreambuf_iterator<char>(in)), {});
   EXPECT_THAT(doc, HasSubstr(r.out)) << "docs/configs.md is out of date: regenerate its key table with "
                                         "`build/tessera config schema`";
+}
+
+// A traced run: valid trace-event JSON whose instruction slices add up, per
+// engine, to the busy times of the run's report; slices of one track never
+// overlap; DMA queues, semaphore arrows, labels and counters are there.
+TEST(Cli, TraceSlicesMatchTheReportsBusyTimes) {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("tessera_cli_trace_{}", ::getpid());
+  fs::remove_all(dir);
+  const auto r = run(fmt::format("run --config small --kernel gemm --variant blocked_mnk --shape M=64,N=256,K=96 "
+                                 "--fidelity tlm --out {0} --trace {0}/trace.json",
+                                 dir.string()));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto report = nlohmann::json::parse(std::ifstream(dir / "report.json"));
+  const auto trace = nlohmann::json::parse(std::ifstream(dir / "trace.json"));
+  ASSERT_TRUE(trace["traceEvents"].is_array());
+  std::map<std::pair<int, int>, std::string> thread_name;
+  std::map<std::string, double> busy_us;
+  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> slices;
+  std::set<std::string> counters, categories;
+  int flow_starts = 0, flow_ends = 0;
+  bool labelled = false;
+  for (const auto& e : trace["traceEvents"]) {
+    ASSERT_TRUE(e.contains("ph") && e.contains("pid")) << e.dump();
+    const std::string ph = e["ph"];
+    if (ph == "M" && e["name"] == "thread_name") thread_name[{e["pid"], e["tid"]}] = e["args"]["name"];
+    if (ph == "C") counters.insert(e["name"].get<std::string>());
+    if (ph == "s") ++flow_starts;
+    if (ph == "f") ++flow_ends;
+    if (ph != "X") continue;
+    EXPECT_GE(e["ts"].get<double>(), 0.0);
+    EXPECT_GE(e["dur"].get<double>(), 0.0);
+    categories.insert(e["cat"].get<std::string>());
+    slices[{e["pid"], e["tid"]}].emplace_back(e["ts"], e["dur"]);
+    if (e["cat"] == "instruction") {
+      busy_us[thread_name.at({e["pid"], e["tid"]})] += e["dur"].get<double>();
+      labelled |= e["args"].value("label", std::string()).rfind("C block", 0) == 0;
+    }
+  }
+  for (const auto& [engine, e] : report["engines"].items()) {
+    // The report's dma row is the busiest DMA engine; the trace has a track
+    // per queue, whose descriptor slices include time queued behind others.
+    if (engine == "dma") continue;
+    const double busy_ns = e["busy_ns"];
+    EXPECT_NEAR(busy_us[engine] * 1000.0, busy_ns, 1e-6 * std::max(1.0, busy_ns)) << engine;
+  }
+  EXPECT_GT(busy_us["tensor"], 0);
+  for (auto& [track, list] : slices) {
+    std::sort(list.begin(), list.end());
+    for (std::size_t i = 1; i < list.size(); ++i)
+      EXPECT_GE(list[i].first, list[i - 1].first + list[i - 1].second - 1e-6) << thread_name[track] << " slice " << i;
+  }
+  EXPECT_TRUE(categories.count("dma") && categories.count("semaphore")) << r.out;
+  bool dma_track = false;
+  for (const auto& [key, name] : thread_name) dma_track |= name.rfind("dma ", 0) == 0;
+  EXPECT_TRUE(dma_track);
+  EXPECT_TRUE(labelled);
+  EXPECT_GT(flow_starts, 0);
+  EXPECT_EQ(flow_starts, flow_ends);
+  // Viewers bind each end of an arrow to the slice around it on its track.
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "s" && e["ph"] != "f") continue;
+    const double t = e["ts"];
+    const auto& list = slices[{e["pid"], e["tid"]}];
+    EXPECT_TRUE(std::any_of(list.begin(), list.end(), [&](const auto& x) { return x.first <= t && t <= x.first + x.second; }))
+        << "arrow end outside any slice: " << e.dump();
+  }
+  for (const char* c : {"HBM bandwidth (GB/s)", "SBUF live data (KiB)", "PSUM live data (KiB)"})
+    EXPECT_TRUE(counters.count(c)) << c;
+
+  // The kernel-tuning figures, consistent with each other.
+  EXPECT_NEAR(report["mfu_percent"].get<double>(), report["hfu_percent"].get<double>(), 1e-9);  // GEMM does no extra work
+  EXPECT_NEAR(report["arithmetic_intensity"].get<double>(),
+              report["matmul_flops"].get<double>() / report["hbm_bytes"].get<double>(), 1e-9);
+  EXPECT_GT(report["hbm_utilisation_percent"].get<double>(), 0);
+  EXPECT_EQ(report["tensor_active_ns"], report["engines"]["tensor"]["busy_ns"]);
+  ASSERT_FALSE(report["top_stalls"].empty());
+  EXPECT_LE(report["top_stalls"].size(), 3u);
+  EXPECT_GE(report["top_stalls"][0]["ns"].get<double>(), report["top_stalls"].back()["ns"].get<double>());
+  EXPECT_THAT(r.out, HasSubstr("tensor engine active"));
+  EXPECT_THAT(r.out, HasSubstr("stall 1:"));
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -32,6 +32,7 @@ struct DeviceOptions {
   std::string waves_scope;
   // Where the sampled fidelity writes the waveform of a disagreement.
   std::string failure_waves_dir = ".";
+  bool trace = false;                     // record a timeline of the run (trace())
 };
 
 class Device {
@@ -55,6 +56,9 @@ public:
   const std::string& stats_text() const { return stats_text_; }
   // The save file written beside DeviceOptions::waves by the last run, or empty.
   const std::string& waves_save_file() const { return waves_gtkw_; }
+  // The last run's timeline in the Chrome trace-event format (Perfetto,
+  // chrome://tracing), when DeviceOptions::trace asked for one; else null.
+  const nlohmann::json& trace() const { return trace_; }
 
 private:
   DeviceOptions options_;
@@ -65,6 +69,7 @@ private:
   bool ran_ = false;
   std::string stats_text_;
   std::string waves_gtkw_;
+  nlohmann::json trace_;
 };
 
 }  // namespace tessera

@@ -84,6 +84,12 @@ public:
   void iota(const Tile& dst, float base, float partition_step, float free_step);
   void partition_reduce(const Tile& dst, const Tile& src, arch::AluOp op);  // dst [1, F]
 
+  // --- Profiles ---------------------------------------------------------------
+  // Labels the instructions and DMAs that follow (until the next label) in
+  // traces: a source line, a loop position ("k=3 of 8"), a phase. Empty
+  // clears it. Labels change nothing the core runs.
+  void label(const std::string& text);
+
   // Ends every stream and returns the program; the builder is spent.
   Program build();
 

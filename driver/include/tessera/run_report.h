@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace tessera {
 
@@ -16,6 +17,13 @@ struct EngineReport {
   double semaphore_wait_ns = 0;
   double fetch_wait_ns = 0;
   double memory_stall_ns = 0;  // part of busy_ns spent on SBUF/PSUM access beyond the compute
+};
+
+// Time an engine spent stalled for one reason.
+struct Stall {
+  std::string engine;
+  std::string reason;  // "waiting for DMA", "waiting for vector", "instruction fetch"
+  double ns = 0;
 };
 
 struct RunReport {
@@ -34,6 +42,20 @@ struct RunReport {
   // The five instruction streams by engine name, and "dma": descriptors
   // completed by all DMA engines, busy time of the busiest one.
   std::map<std::string, EngineReport> engines;
+  // Kernel-tuning figures (docs/profiling.md).
+  double model_flops = 0;         // the kernel's nominal FLOPs (e.g. 2MNK), without repeated work
+  double mfu_percent = 0;         // model FLOPs / (time x bf16 peak)
+  double peak_tflops = 0;         // bf16 tensor-engine peak of the config
+  double achieved_tflops = 0;     // matmul FLOPs / time
+  double hbm_bytes = 0;           // read and written
+  double arithmetic_intensity = 0;  // matmul FLOPs per HBM byte
+  double hbm_bandwidth_gbps = 0;  // achieved over the run
+  double hbm_peak_gbps = 0;       // the config's
+  double hbm_utilisation_percent = 0;
+  double tensor_active_ns = 0;    // streaming operands through the array
+  double tensor_waiting_ns = 0;   // stalled on semaphores or instruction fetch
+  double dma_busy_ns = 0;         // mean over the DMA engines of the time with a descriptor running
+  std::vector<Stall> top_stalls;  // the three longest, longest first
   // Numerics, from the kernel's reference.
   bool checked = false;
   bool correct = false;

@@ -1,0 +1,407 @@
+#include "study.h"
+
+#include "arch/config.h"
+#include "arch/config_schema.h"
+#include "common/kernel.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+namespace tessera::cli::sweep {
+namespace {
+
+namespace fs = std::filesystem;
+using regress::Job;
+using regress::JobResult;
+
+// A grid larger than this is almost always a typo in a range.
+constexpr std::size_t kMaxValues = 1000;
+
+int line_of(const YAML::Node& n) { return n.Mark().is_null() ? 0 : n.Mark().line + 1; }
+
+[[noreturn]] void fail(const std::string& file, int line, const std::string& message) {
+  throw StudyError(fmt::format("{}:{}: {}", file, line, message));
+}
+
+[[noreturn]] void fail(const std::string& file, const YAML::Node& at, const std::string& message) {
+  fail(file, line_of(at), message);
+}
+
+void check_keys(const std::string& file, const YAML::Node& map, const std::set<std::string>& allowed,
+                const std::string& where) {
+  if (!map.IsMap()) fail(file, map, fmt::format("{} must be a mapping", where));
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    const std::string key = it->first.Scalar();
+    if (!allowed.count(key))
+      fail(file, it->first, fmt::format("unknown key '{}' in {} (allowed: {})", key, where, fmt::join(allowed, ", ")));
+  }
+}
+
+template <typename T>
+T scalar(const std::string& file, const YAML::Node& n, const std::string& key) {
+  try {
+    return n.as<T>();
+  } catch (const YAML::Exception&) {
+    fail(file, n, fmt::format("'{}' has the wrong type", key));
+  }
+}
+
+std::vector<std::string> names(const std::string& file, const YAML::Node& n, const std::string& key) {
+  if (n.IsScalar()) return {n.Scalar()};
+  if (!n.IsSequence() || n.size() == 0) fail(file, n, fmt::format("'{}' must be a name or a non-empty list", key));
+  std::vector<std::string> out;
+  for (const auto& item : n) {
+    if (!item.IsScalar()) fail(file, item, fmt::format("'{}' must list names", key));
+    out.push_back(item.Scalar());
+  }
+  return out;
+}
+
+// A number as YAML text that reads back as the same value: integers without
+// a decimal point (int config fields refuse "64.0").
+std::string number_text(double v) {
+  if (std::abs(v - std::round(v)) < 1e-9 * std::max(1.0, std::abs(v))) return fmt::format("{}", std::llround(v));
+  return fmt::format("{:.6g}", v);
+}
+
+// range: {from, to, step} (arithmetic) or {from, to, factor} (geometric), both ends included.
+void expand_range(const std::string& file, const YAML::Node& r, Parameter& p) {
+  check_keys(file, r, {"from", "to", "step", "factor"}, "a range");
+  for (const char* k : {"from", "to"})
+    if (!r[k]) fail(file, r, fmt::format("a range needs '{}'", k));
+  if (!r["step"] == !r["factor"]) fail(file, r, "a range needs exactly one of 'step' and 'factor'");
+  const double from = scalar<double>(file, r["from"], "from");
+  const double to = scalar<double>(file, r["to"], "to");
+  if (to < from) fail(file, r, fmt::format("range: 'to' ({}) is below 'from' ({})", to, from));
+  const bool geometric = static_cast<bool>(r["factor"]);
+  const double by = geometric ? scalar<double>(file, r["factor"], "factor") : scalar<double>(file, r["step"], "step");
+  if (geometric && (by <= 1 || from <= 0))
+    fail(file, r["factor"], fmt::format("range: 'factor' must be above 1 and 'from' positive (factor {}, from {})", by, from));
+  if (!geometric && by <= 0) fail(file, r["step"], fmt::format("range: 'step' must be positive, not {}", by));
+  const double slack = 1e-9 * std::max(1.0, std::abs(to));
+  for (double v = from; v <= to + slack; v = geometric ? v * by : v + by) {
+    if (p.values.size() >= kMaxValues)
+      fail(file, r, fmt::format("range gives more than {} values", kMaxValues));
+    p.values.push_back(number_text(v));
+    p.value_lines.push_back(line_of(r));
+  }
+}
+
+Parameter parse_parameter(const std::string& file, const YAML::Node& n) {
+  check_keys(file, n, {"name", "key", "keys", "values", "range"}, "a parameter");
+  Parameter p;
+  p.line = line_of(n);
+  if (!n["key"] == !n["keys"]) fail(file, n, "a parameter needs exactly one of 'key' and 'keys'");
+  p.keys = names(file, n["key"] ? n["key"] : n["keys"], n["key"] ? "key" : "keys");
+  for (const auto& key : p.keys)
+    if (!arch::find_field(key)) {
+      const YAML::Node at = n["key"] ? n["key"] : n["keys"];
+      fail(file, at, fmt::format("unknown config key '{}' (tessera config schema lists them)", key));
+    }
+  p.name = n["name"] ? n["name"].Scalar() : p.keys.front();
+  if (!n["values"] == !n["range"]) fail(file, n, fmt::format("parameter '{}' needs exactly one of 'values' and 'range'", p.name));
+  if (n["values"]) {
+    if (!n["values"].IsSequence() || n["values"].size() == 0)
+      fail(file, n["values"], fmt::format("parameter '{}': 'values' must be a non-empty list", p.name));
+    for (const auto& v : n["values"]) {
+      if (!v.IsScalar()) fail(file, v, fmt::format("parameter '{}': a value must be a scalar", p.name));
+      p.values.push_back(v.Scalar());
+      p.value_lines.push_back(line_of(v));
+    }
+  } else {
+    expand_range(file, n["range"], p);
+  }
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < p.values.size(); ++i)
+    if (!seen.insert(p.values[i]).second)
+      fail(file, p.value_lines[i], fmt::format("parameter '{}': value {} appears twice", p.name, p.values[i]));
+  return p;
+}
+
+KernelRuns parse_kernel(const std::string& file, const YAML::Node& n) {
+  check_keys(file, n, {"kernel", "variants", "shapes"}, "a kernel entry");
+  KernelRuns k;
+  k.line = line_of(n);
+  if (!n["kernel"]) fail(file, n, "a kernel entry needs 'kernel'");
+  k.kernel = n["kernel"].Scalar();
+  const kernels::KernelSpec* spec = kernels::find_kernel(k.kernel);
+  if (!spec) {
+    std::vector<std::string> known;
+    for (const auto& s : kernels::registry()) known.push_back(s.name);
+    fail(file, n["kernel"], fmt::format("unknown kernel '{}' (kernels: {})", k.kernel, fmt::join(known, ", ")));
+  }
+  if (n["variants"]) {
+    k.variants = names(file, n["variants"], "variants");
+    for (const auto& v : k.variants)
+      if (std::find(spec->variants.begin(), spec->variants.end(), v) == spec->variants.end())
+        fail(file, n["variants"], fmt::format("kernel '{}' has no variant '{}' (variants: {})", k.kernel, v,
+                                              fmt::join(spec->variants, ", ")));
+  }
+  if (n["shapes"]) {
+    if (!n["shapes"].IsSequence() || n["shapes"].size() == 0)
+      fail(file, n["shapes"], "'shapes' must be a non-empty list of NAME: VALUE mappings");
+    for (const auto& s : n["shapes"]) {
+      if (!s.IsMap()) fail(file, s, "a shape must be a mapping NAME: VALUE");
+      std::map<std::string, std::int64_t> shape;
+      for (auto it = s.begin(); it != s.end(); ++it)
+        shape[it->first.Scalar()] = scalar<std::int64_t>(file, it->second, it->first.Scalar());
+      try {
+        kernels::resolve_shape(*spec, shape);
+      } catch (const std::exception& e) {
+        fail(file, s, e.what());
+      }
+      k.shapes.push_back(shape);
+    }
+  }
+  return k;
+}
+
+std::string shape_text(const std::map<std::string, std::int64_t>& shape, const char* sep, const char* eq) {
+  std::string s;
+  for (const auto& [k, v] : shape) s += fmt::format("{}{}{}{}", s.empty() ? "" : sep, k, eq, v);
+  return s;
+}
+
+// Every combination of parameter values, the first parameter slowest.
+std::vector<std::vector<std::size_t>> combinations(const Study& study) {
+  std::vector<std::vector<std::size_t>> out{{}};
+  for (const auto& p : study.parameters) {
+    std::vector<std::vector<std::size_t>> next;
+    for (const auto& c : out)
+      for (std::size_t i = 0; i < p.values.size(); ++i) {
+        next.push_back(c);
+        next.back().push_back(i);
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
+std::vector<std::string> overrides_of(const Study& study, const std::vector<std::size_t>& combination) {
+  std::vector<std::string> sets;
+  for (std::size_t i = 0; i < study.parameters.size(); ++i)
+    for (const auto& key : study.parameters[i].keys)
+      sets.push_back(key + "=" + study.parameters[i].values[combination[i]]);
+  return sets;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+}  // namespace
+
+Study load_study(const std::string& path, const std::set<std::string>& only_kernels) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::ParserException& e) {
+    throw StudyError(fmt::format("{}:{}: YAML syntax error: {}", path, e.mark.line + 1, e.msg));
+  } catch (const YAML::Exception& e) {
+    throw StudyError(fmt::format("{}: cannot read: {}", path, e.msg));
+  }
+  check_keys(path, root, {"description", "base", "fidelity", "no_data", "timeout_s", "seed", "parameters", "kernels"},
+             "the study");
+  Study s;
+  s.path = path;
+  s.name = fs::path(path).stem().string();
+  if (root["description"]) s.description = root["description"].Scalar();
+  if (!root["base"]) fail(path, root, "a study needs 'base' (the config it varies)");
+  s.base = root["base"].Scalar();
+  // A base given as a file is relative to the study.
+  if (s.base.size() > 5 && s.base.substr(s.base.size() - 5) == ".yaml" && fs::path(s.base).is_relative())
+    s.base = (fs::path(path).parent_path() / s.base).string();
+  if (root["fidelity"]) {
+    s.fidelity = root["fidelity"].Scalar();
+    if (!arch::parse_fidelity(s.fidelity))
+      fail(path, root["fidelity"], fmt::format("fidelity '{}': expected rtl, sampled or tlm", s.fidelity));
+  }
+  if (root["no_data"]) s.no_data = scalar<bool>(path, root["no_data"], "no_data");
+  if (root["timeout_s"]) s.timeout_s = scalar<double>(path, root["timeout_s"], "timeout_s");
+  if (root["seed"]) s.seed = scalar<std::uint64_t>(path, root["seed"], "seed");
+  if (!root["parameters"] || !root["parameters"].IsSequence() || root["parameters"].size() == 0)
+    fail(path, root["parameters"] ? root["parameters"] : root, "a study needs a non-empty list 'parameters'");
+  std::set<std::string> parameter_names, keys;
+  for (const auto& n : root["parameters"]) {
+    Parameter p = parse_parameter(path, n);
+    if (!parameter_names.insert(p.name).second) fail(path, n, fmt::format("parameter '{}' appears twice", p.name));
+    for (const auto& k : p.keys)
+      if (!keys.insert(k).second) fail(path, n, fmt::format("config key '{}' is varied by two parameters", k));
+    s.parameters.push_back(std::move(p));
+  }
+  if (!root["kernels"] || !root["kernels"].IsSequence() || root["kernels"].size() == 0)
+    fail(path, root["kernels"] ? root["kernels"] : root, "a study needs a non-empty list 'kernels'");
+  for (const auto& n : root["kernels"]) {
+    if (!only_kernels.empty() && n.IsMap() && n["kernel"] && !only_kernels.count(n["kernel"].Scalar())) continue;
+    s.kernels.push_back(parse_kernel(path, n));
+  }
+  if (s.kernels.empty())
+    fail(path, root["kernels"], fmt::format("no kernel of the study is in --kernels {}", fmt::join(only_kernels, ",")));
+
+  // Every point must be a config the loader accepts: a value out of its
+  // limits, or a combination the cross-checks refuse, is named here rather
+  // than failing one job in the middle of the sweep.
+  for (const auto& combination : combinations(s)) {
+    std::vector<arch::Override> overrides;
+    for (const auto& set : overrides_of(s, combination)) overrides.push_back(arch::parse_override(set));
+    try {
+      arch::load_config(s.base, overrides);
+    } catch (const arch::ConfigError& e) {
+      // Blame the last parameter whose value is not its first: the one most
+      // likely to have pushed the config over a limit.
+      int line = s.parameters.front().value_lines[combination.front()];
+      std::vector<std::string> point;
+      for (std::size_t i = 0; i < s.parameters.size(); ++i) {
+        point.push_back(s.parameters[i].name + "=" + s.parameters[i].values[combination[i]]);
+        if (combination[i] != 0) line = s.parameters[i].value_lines[combination[i]];
+      }
+      std::string problems;
+      for (const auto& d : e.diagnostics()) problems += (problems.empty() ? "" : "; ") + d.message;
+      fail(path, line, fmt::format("the point {} is not a valid config on {}: {}", fmt::join(point, ", "), s.base,
+                                   problems));
+    }
+  }
+  return s;
+}
+
+std::vector<Point> expand(const Study& study) {
+  std::vector<Point> points;
+  for (const auto& combination : combinations(study)) {
+    std::vector<std::pair<std::string, std::string>> params;
+    std::string prefix;
+    for (std::size_t i = 0; i < study.parameters.size(); ++i) {
+      params.emplace_back(study.parameters[i].name, study.parameters[i].values[combination[i]]);
+      prefix += fmt::format("{}{}={}", prefix.empty() ? "" : ",", study.parameters[i].name,
+                            study.parameters[i].values[combination[i]]);
+    }
+    for (const auto& k : study.kernels) {
+      const auto variants = k.variants.empty() ? std::vector<std::string>{""} : k.variants;
+      const auto shapes = k.shapes.empty() ? std::vector<std::map<std::string, std::int64_t>>{{}} : k.shapes;
+      for (const auto& v : variants)
+        for (const auto& shape : shapes) {
+          Point p;
+          p.parameters = params;
+          Job& j = p.job;
+          j.test = study.name;
+          j.kernel = k.kernel;
+          j.variant = v;
+          j.config = study.base;
+          j.fidelity = study.fidelity;
+          j.shape = shape;
+          j.seed = study.seed;
+          j.timeout_s = study.timeout_s;
+          j.no_data = study.no_data;
+          j.overrides = overrides_of(study, combination);
+          const std::string s = shape_text(shape, "_", "");
+          j.id = fmt::format("{}/{}/{}{}", prefix, k.kernel, v.empty() ? "default" : v, s.empty() ? "" : "/" + s);
+          points.push_back(std::move(p));
+        }
+    }
+  }
+  return points;
+}
+
+namespace {
+
+const JobResult* result_of(const std::vector<JobResult>& results, const std::string& id) {
+  for (const auto& r : results)
+    if (r.job.id == id) return &r;
+  return nullptr;
+}
+
+// The report's figures, in CSV column order: name and the report key.
+const std::vector<std::pair<const char*, const char*>> kFigures = {
+    {"time_ns", "time_ns"},
+    {"cycles", "cycles"},
+    {"hfu_percent", "hfu_percent"},
+    {"mfu_percent", "mfu_percent"},
+    {"achieved_tflops", "achieved_tflops"},
+    {"peak_tflops", "peak_tflops"},
+    {"arithmetic_intensity", "arithmetic_intensity"},
+    {"tensor_utilisation", "tensor_utilisation"},
+    {"dma_bytes", "dma_bytes"},
+    {"dma_transfers", "dma_transfers"},
+    {"dma_average_bytes", "dma_average_bytes"},
+    {"hbm_bytes", "hbm_bytes"},
+    {"hbm_bandwidth_gbps", "hbm_bandwidth_gbps"},
+    {"hbm_peak_gbps", "hbm_peak_gbps"},
+    {"hbm_utilisation_percent", "hbm_utilisation_percent"},
+    {"dma_busy_ns", "dma_busy_ns"},
+};
+
+}  // namespace
+
+std::string results_csv(const Study& study, const std::vector<Point>& points, const std::vector<JobResult>& results) {
+  std::set<std::string> engine_set;
+  for (const auto& r : results)
+    if (r.report.contains("engines"))
+      for (auto it = r.report["engines"].begin(); it != r.report["engines"].end(); ++it) engine_set.insert(it.key());
+  std::vector<std::string> header;
+  for (const auto& p : study.parameters) header.push_back(p.name);
+  for (const char* c : {"kernel", "variant", "shape", "status"}) header.emplace_back(c);
+  for (const auto& [name, key] : kFigures) header.emplace_back(name);
+  for (const auto& e : engine_set) header.push_back(e + "_busy_percent");
+  for (const auto& e : engine_set) header.push_back(e + "_busy_ns");
+  std::string out;
+  for (std::size_t i = 0; i < header.size(); ++i) out += (i ? "," : "") + csv_field(header[i]);
+  out += '\n';
+  for (const auto& p : points) {
+    const JobResult* r = result_of(results, p.job.id);
+    const nlohmann::json report = r ? r->report : nlohmann::json::object();
+    std::vector<std::string> row;
+    for (const auto& [name, value] : p.parameters) row.push_back(value);
+    row.push_back(p.job.kernel);
+    row.push_back(report.value("variant", p.job.variant));
+    row.push_back(shape_text(report.contains("shape") ? report["shape"].get<std::map<std::string, std::int64_t>>()
+                                                      : p.job.shape,
+                             " ", "="));
+    row.push_back(r ? r->status : "not run");
+    const bool ok = r && r->status == "pass";
+    for (const auto& [name, key] : kFigures)
+      row.push_back(ok && report.contains(key) ? fmt::format("{:.6g}", report[key].get<double>()) : "");
+    for (const char* field : {"busy_percent", "busy_ns"})
+      for (const auto& e : engine_set) {
+        const bool has = ok && report.contains("engines") && report["engines"].contains(e);
+        row.push_back(has ? fmt::format("{:.6g}", report["engines"][e][field].get<double>()) : "");
+      }
+    for (std::size_t i = 0; i < row.size(); ++i) out += (i ? "," : "") + csv_field(row[i]);
+    out += '\n';
+  }
+  return out;
+}
+
+nlohmann::json results_json(const Study& study, const std::vector<Point>& points, const std::vector<JobResult>& results) {
+  nlohmann::json params = nlohmann::json::array();
+  for (const auto& p : study.parameters) params.push_back({{"name", p.name}, {"keys", p.keys}, {"values", p.values}});
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& p : points) {
+    const JobResult* r = result_of(results, p.job.id);
+    nlohmann::json values = nlohmann::json::object();
+    for (const auto& [name, value] : p.parameters) values[name] = value;
+    nlohmann::json report = r ? r->report : nlohmann::json::object();
+    report.erase("stats");
+    rows.push_back({{"id", p.job.id},
+                    {"parameters", values},
+                    {"overrides", p.job.overrides},
+                    {"kernel", p.job.kernel},
+                    {"variant", report.value("variant", p.job.variant)},
+                    {"shape", report.contains("shape") ? report["shape"] : nlohmann::json(p.job.shape)},
+                    {"status", r ? r->status : "not run"},
+                    {"message", r ? r->message : ""},
+                    {"wall_seconds", r ? r->wall_seconds : 0.0},
+                    {"report", report}});
+  }
+  return {{"study", study.name},  {"description", study.description}, {"base", study.base},
+          {"fidelity", study.fidelity}, {"no_data", study.no_data},   {"parameters", params},
+          {"points", rows}};
+}
+
+}  // namespace tessera::cli::sweep

@@ -1,0 +1,82 @@
+// What-if studies (configs/studies/*.yaml): a base config, parameters to vary
+// (each a list or a range of values for one or more config keys; the grid is
+// their product), the kernels to run at every point, and the fidelity.
+// Expanded into regression jobs, run by the regression runner's job
+// machinery, and written as results.csv / results.json for scripts/plot-study.
+#pragma once
+
+#include "regress.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tessera::cli::sweep {
+
+struct Parameter {
+  std::string name;                 // its column in the results
+  std::vector<std::string> keys;    // config keys, all set to each value
+  std::vector<std::string> values;  // YAML scalar text, in study order
+  std::vector<int> value_lines;     // where each value was written
+  int line = 0;
+};
+
+struct KernelRuns {
+  std::string kernel;
+  std::vector<std::string> variants;  // empty: the kernel's default
+  std::vector<std::map<std::string, std::int64_t>> shapes;  // empty: the kernel's default
+  int line = 0;
+};
+
+struct Study {
+  std::string name;  // file stem
+  std::string path, description;
+  std::string base;  // config name or file
+  std::string fidelity = "tlm";
+  bool no_data = false;
+  double timeout_s = 1800;
+  std::uint64_t seed = 1;
+  std::vector<Parameter> parameters;
+  std::vector<KernelRuns> kernels;
+};
+
+// A study file with a problem: "FILE:LINE: message".
+class StudyError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+// Parses and checks a study: the keys exist in the config schema, every
+// point of the grid is a valid config, every kernel, variant and shape
+// parameter exists. `only_kernels` (when not empty) keeps the kernel entries
+// of those kernels and skips the others unchecked: a study may list kernels
+// this build does not have yet.
+Study load_study(const std::string& path, const std::set<std::string>& only_kernels = {});
+
+// One run of the grid: the parameter values (in parameter order) and the job.
+struct Point {
+  std::vector<std::pair<std::string, std::string>> parameters;
+  regress::Job job;
+};
+
+// The grid: every combination of parameter values (the first parameter
+// varies slowest), times every kernel, variant and shape.
+std::vector<Point> expand(const Study& study);
+
+// One row per point: parameters, kernel, variant, shape, status, then the
+// report's figures (time, cycles, HFU, MFU, per-engine utilisation, DMA and
+// HBM traffic).
+std::string results_csv(const Study& study, const std::vector<Point>& points,
+                        const std::vector<regress::JobResult>& results);
+// The study, and per point its parameters, job and report (without the raw
+// statistics, which stay in the job's folder).
+nlohmann::json results_json(const Study& study, const std::vector<Point>& points,
+                            const std::vector<regress::JobResult>& results);
+
+}  // namespace tessera::cli::sweep

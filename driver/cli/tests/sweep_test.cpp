@@ -1,0 +1,327 @@
+// What-if studies: parsing and its errors (file and line), grid expansion,
+// the CSV and JSON results, and a whole sweep through the real binary with
+// its plots.
+#include "study.h"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+
+namespace tessera::cli::sweep {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class StudyTest : public ::testing::Test {
+protected:
+  void SetUp() override { setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_DIR "/configs", 1); }
+};
+
+fs::path write_study(const std::string& name, const std::string& text) {
+  const fs::path p = fs::temp_directory_path() / "tessera_sweep_test" / (name + ".yaml");
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+  return p;
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    load_study(write_study("bad", text).string());
+  } catch (const StudyError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+const char* kStudy =
+    "description: two parameters crossed\n"
+    "base: small\n"
+    "parameters:\n"
+    "  - name: hbm\n"
+    "    key: hbm.bandwidth_gbps\n"
+    "    values: [32, 64]\n"
+    "  - name: array\n"
+    "    keys: [tensor.rows, tensor.cols, tensor.stationary_max_free]\n"
+    "    range: {from: 8, to: 32, factor: 2}\n"
+    "kernels:\n"
+    "  - kernel: gemm\n"
+    "    variants: [naive, blocked_mnk]\n"
+    "    shapes: [{M: 32, N: 64, K: 32}]\n";
+
+TEST_F(StudyTest, GridIsTheProductOfParametersTimesKernelRuns) {
+  const Study s = load_study(write_study("grid", kStudy).string());
+  EXPECT_EQ(s.fidelity, "tlm");  // the default
+  ASSERT_EQ(s.parameters.size(), 2u);
+  EXPECT_THAT(s.parameters[1].values, ElementsAre("8", "16", "32"));
+  const auto points = expand(s);
+  ASSERT_EQ(points.size(), 2u * 3u * 2u);
+  // The first parameter varies slowest; every key of a parameter is set.
+  EXPECT_EQ(points[0].job.id, "hbm=32,array=8/gemm/naive/K32_M32_N64");
+  EXPECT_THAT(points[0].job.overrides, ElementsAre("hbm.bandwidth_gbps=32", "tensor.rows=8", "tensor.cols=8",
+                                                       "tensor.stationary_max_free=8"));
+  EXPECT_EQ(points[1].job.variant, "blocked_mnk");
+  EXPECT_EQ(points[2].job.id, "hbm=32,array=16/gemm/naive/K32_M32_N64");
+  EXPECT_EQ(points.back().job.id, "hbm=64,array=32/gemm/blocked_mnk/K32_M32_N64");
+  EXPECT_EQ(points.back().job.config, "small");
+  EXPECT_EQ(points.back().job.fidelity, "tlm");
+  EXPECT_THAT(points.back().parameters,
+              ElementsAre(std::make_pair(std::string("hbm"), std::string("64")),
+                          std::make_pair(std::string("array"), std::string("32"))));
+}
+
+TEST_F(StudyTest, ArithmeticRangesIncludeBothEnds) {
+  const Study s = load_study(write_study("range",
+                                         "base: small\nfidelity: sampled\nno_data: true\n"
+                                         "parameters:\n  - key: hbm.bandwidth_gbps\n"
+                                         "    range: {from: 16, to: 64, step: 16}\n"
+                                         "kernels: [{kernel: gemm}]\n")
+                                 .string());
+  EXPECT_THAT(s.parameters[0].values, ElementsAre("16", "32", "48", "64"));
+  EXPECT_EQ(s.parameters[0].name, "hbm.bandwidth_gbps");  // named after its key
+  const auto points = expand(s);
+  ASSERT_EQ(points.size(), 4u);
+  EXPECT_TRUE(points[0].job.no_data);
+  EXPECT_EQ(points[0].job.fidelity, "sampled");
+  EXPECT_EQ(points[0].job.id, "hbm.bandwidth_gbps=16/gemm/default");
+}
+
+TEST_F(StudyTest, ErrorsNameFileLineAndProblem) {
+  const std::string head = "base: small\n";
+  const std::string kernels = "kernels: [{kernel: gemm}]\n";
+  EXPECT_THAT(error_of(head + "paramters: []\n"), HasSubstr("bad.yaml:2: unknown key 'paramters' in the study"));
+  EXPECT_THAT(error_of("parameters: [{key: tensor.rows, values: [8]}]\n" + kernels), HasSubstr("bad.yaml:1: a study needs 'base'"));
+  EXPECT_THAT(error_of(head + "parameters:\n  - key: tensor.rowz\n    values: [8]\n" + kernels),
+              HasSubstr("bad.yaml:3: unknown config key 'tensor.rowz'"));
+  EXPECT_THAT(error_of(head + "parameters:\n  - key: tensor.rows\n    range: {from: 64, to: 8, step: 8}\n" + kernels),
+              HasSubstr("bad.yaml:4: range: 'to' (8) is below 'from' (64)"));
+  EXPECT_THAT(error_of(head + "parameters:\n  - key: tensor.rows\n    range: {from: 8, to: 64, step: 0}\n" + kernels),
+              HasSubstr("bad.yaml:4: range: 'step' must be positive"));
+  EXPECT_THAT(error_of(head + "parameters:\n  - key: tensor.rows\n    range: {from: 8, to: 64, factor: 1}\n" + kernels),
+              HasSubstr("'factor' must be above 1"));
+  EXPECT_THAT(error_of(head + "parameters:\n  - key: tensor.rows\n    range: {from: 1, to: 1000000, step: 1}\n" + kernels),
+              HasSubstr("range gives more than 1000 values"));
+  EXPECT_THAT(error_of(head + "parameters:\n  - key: tensor.rows\n    values: [8, 16, 8]\n" + kernels),
+              HasSubstr("bad.yaml:4: parameter 'tensor.rows': value 8 appears twice"));
+  EXPECT_THAT(error_of(head + "parameters:\n  - key: tensor.rows\n    values: [8]\n    range: {from: 1, to: 2, step: 1}\n" +
+                       kernels),
+              HasSubstr("exactly one of 'values' and 'range'"));
+  // A value the config schema refuses is named with the point and the limit.
+  EXPECT_THAT(error_of(head + "parameters:\n  - key: hbm.bandwidth_gbps\n    values: [16,\n      -5]\n" + kernels),
+              HasSubstr("bad.yaml:5: the point hbm.bandwidth_gbps=-5 is not a valid config on small"));
+  EXPECT_THAT(error_of(head + "parameters:\n  - key: tensor.rows\n    values: [8]\nkernels:\n  - kernel: no_such_kernel\n"),
+              HasSubstr("bad.yaml:6: unknown kernel 'no_such_kernel' (kernels: "));
+  EXPECT_THAT(error_of(head + "parameters:\n  - key: tensor.rows\n    values: [8]\nkernels:\n  - kernel: gemm\n"
+                              "    variants: [fastest]\n"),
+              HasSubstr("bad.yaml:7: kernel 'gemm' has no variant 'fastest'"));
+  EXPECT_THAT(error_of(head + "parameters:\n  - key: tensor.rows\n    values: [8]\nkernels:\n  - kernel: gemm\n"
+                              "    shapes: [{M: 8, Q: 3}]\n"),
+              HasSubstr("bad.yaml:7: kernel 'gemm' has no shape parameter 'Q'"));
+  EXPECT_THAT(error_of(head + "fidelity: exact\n"), HasSubstr("bad.yaml:2: fidelity 'exact'"));
+  EXPECT_THAT(error_of(head + "parameters:\n  - {key: tensor.rows, values: [8]}\n  - {key: tensor.rows, values: [16]}\n" +
+                       kernels),
+              HasSubstr("bad.yaml:4: parameter 'tensor.rows' appears twice"));
+  EXPECT_THAT(error_of("base: small\nparameters: [\n"), HasSubstr("YAML syntax error"));
+}
+
+TEST_F(StudyTest, CsvAndJsonHoldEveryPointWithItsFigures) {
+  const Study s = load_study(write_study("grid", kStudy).string());
+  const auto points = expand(s);
+  std::vector<regress::JobResult> results;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    regress::JobResult r;
+    r.job = points[i].job;
+    r.status = i == 1 ? "fail" : "pass";
+    r.message = i == 1 ? "numerics mismatch" : "";
+    r.report = {{"variant", points[i].job.variant.empty() ? "blocked_mnk" : points[i].job.variant},
+                {"shape", {{"M", 32}, {"N", 64}, {"K", 32}}},
+                {"time_ns", 1000.0 + static_cast<double>(i)},
+                {"cycles", 2000.0},
+                {"hfu_percent", 12.5},
+                {"mfu_percent", 12.5},
+                {"dma_bytes", 4096.0},
+                {"engines", {{"tensor", {{"busy_percent", 40.0}, {"busy_ns", 400.0}}},
+                             {"vector", {{"busy_percent", 5.0}, {"busy_ns", 50.0}}}}},
+                {"stats", {{"a", 1}}}};
+    results.push_back(r);
+  }
+  const std::string csv = results_csv(s, points, results);
+  std::istringstream in(csv);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), points.size() + 1);
+  EXPECT_THAT(lines[0], HasSubstr("hbm,array,kernel,variant,shape,status,time_ns,cycles,hfu_percent,mfu_percent"));
+  EXPECT_THAT(lines[0], HasSubstr("dma_bytes"));
+  EXPECT_THAT(lines[0], HasSubstr("tensor_busy_percent,vector_busy_percent,tensor_busy_ns,vector_busy_ns"));
+  EXPECT_THAT(lines[1], HasSubstr("32,8,gemm,naive,K=32 M=32 N=64,pass,1000,2000,12.5,12.5"));
+  EXPECT_THAT(lines[1], HasSubstr(",40,5,400,50"));
+  // A failed point keeps its row, without figures.
+  EXPECT_THAT(lines[2], HasSubstr("32,8,gemm,blocked_mnk,K=32 M=32 N=64,fail,,"));
+
+  const nlohmann::json j = results_json(s, points, results);
+  EXPECT_EQ(j["study"], "grid");
+  EXPECT_EQ(j["parameters"][1]["keys"], nlohmann::json({"tensor.rows", "tensor.cols", "tensor.stationary_max_free"}));
+  ASSERT_EQ(j["points"].size(), points.size());
+  EXPECT_EQ(j["points"][0]["parameters"]["array"], "8");
+  EXPECT_EQ(j["points"][1]["status"], "fail");
+  EXPECT_EQ(j["points"][1]["message"], "numerics mismatch");
+  EXPECT_EQ(j["points"][0]["report"]["time_ns"], 1000.0);
+  EXPECT_FALSE(j["points"][0]["report"].contains("stats"));  // kept in the job's folder
+}
+
+int run_binary(const std::string& args, std::string* out) {
+  const std::string cmd = fmt::format("TESSERA_CONFIG_DIR={}/configs {} {} 2>&1", TESSERA_SOURCE_DIR, TESSERA_BIN, args);
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf{};
+  while (std::size_t n = fread(buf.data(), 1, buf.size(), pipe)) out->append(buf.data(), n);
+  const int raw = pclose(pipe);
+  return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+}
+
+int shell(const std::string& cmd, std::string* out) {
+  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
+  std::array<char, 4096> buf{};
+  while (std::size_t n = fread(buf.data(), 1, buf.size(), pipe)) out->append(buf.data(), n);
+  const int raw = pclose(pipe);
+  return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+}
+
+std::string head_bytes(const fs::path& p, std::size_t n) {
+  std::ifstream in(p, std::ios::binary);
+  std::string s(n, '\0');
+  in.read(s.data(), static_cast<std::streamsize>(n));
+  s.resize(static_cast<std::size_t>(in.gcount()));
+  return s;
+}
+
+// A whole sweep on the tiny generation: results for every point, and plots
+// that are real PNG and well-formed SVG.
+TEST_F(StudyTest, SweepRunsEveryPointAndDrawsItsPlots) {
+  const fs::path study = write_study("hbm_tiny",
+                                     "description: HBM bandwidth on tiny\n"
+                                     "base: tiny\n"
+                                     "no_data: true\n"
+                                     "parameters:\n"
+                                     "  - name: hbm_gbps\n"
+                                     "    key: hbm.bandwidth_gbps\n"
+                                     "    values: [4, 16]\n"
+                                     "kernels:\n"
+                                     "  - kernel: gemm\n"
+                                     "    variants: [naive, blocked_mnk]\n"
+                                     "    shapes: [{M: 16, N: 64, K: 16}]\n");
+  const fs::path out = fs::temp_directory_path() / "tessera_sweep_run";
+  fs::remove_all(out);
+  std::string text;
+  ASSERT_EQ(run_binary(fmt::format("sweep {} -j 2 --out {}", study.string(), out.string()), &text), 0) << text;
+  std::ifstream csv(out / "results.csv");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(csv, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 5u) << text;
+  EXPECT_THAT(lines[0], HasSubstr("hbm_gbps,kernel,variant,shape,status,time_ns"));
+  const auto results = nlohmann::json::parse(std::ifstream(out / "results.json"));
+  ASSERT_EQ(results["points"].size(), 4u);
+  std::map<std::string, double> time;
+  for (const auto& p : results["points"]) {
+    EXPECT_EQ(p["status"], "pass") << p["message"];
+    EXPECT_GT(p["report"]["time_ns"].get<double>(), 0);
+    EXPECT_GT(p["report"]["arithmetic_intensity"].get<double>(), 0);
+    time[p["parameters"]["hbm_gbps"].get<std::string>() + p["variant"].get<std::string>()] = p["report"]["time_ns"];
+  }
+  // A quarter of the bandwidth cannot make a memory-bound GEMM faster.
+  EXPECT_GT(time["4naive"], time["16naive"]);
+
+  const fs::path plots = out / "plots";
+  for (const char* stem : {"time_vs_hbm_gbps", "roofline_hbm_gbps=4", "roofline_hbm_gbps=16", "engine_busy"}) {
+    EXPECT_EQ(head_bytes(plots / (std::string(stem) + ".png"), 8), std::string("\x89PNG\r\n\x1a\n", 8)) << stem;
+    const fs::path svg = plots / (std::string(stem) + ".svg");
+    ASSERT_TRUE(fs::exists(svg)) << stem;
+    std::string parse_out;
+    EXPECT_EQ(shell(fmt::format("/usr/bin/python3 -c \"import sys, xml.etree.ElementTree as E; "
+                                     "r = E.parse(sys.argv[1]).getroot(); sys.exit(0 if r.tag.endswith('svg') else 1)\" {}",
+                                     svg.string()),
+                         &parse_out),
+              0)
+        << stem << ": " << parse_out;
+  }
+  fs::remove_all(out);
+}
+
+// A kernel that does not fit a point is an answer (infeasible, exit 0); a
+// point that runs past its timeout is a failure (exit 1). Both keep their rows.
+TEST_F(StudyTest, InfeasiblePointsAreAnswersAndTimeoutsFailures) {
+  const fs::path out = fs::temp_directory_path() / "tessera_sweep_infeasible";
+  fs::remove_all(out);
+  std::string text;
+  const fs::path infeasible = write_study("infeasible",
+                                          "base: tiny\nno_data: true\n"
+                                          "parameters: [{key: hbm.bandwidth_gbps, values: [8]}]\n"
+                                          "kernels:\n  - {kernel: gemm, variants: [naive, blocked_mn], shapes: [{M: 8, N: 64, K: 8192}]}\n");
+  EXPECT_EQ(run_binary(fmt::format("sweep {} --no-plots --out {}", infeasible.string(), out.string()), &text), 0) << text;
+  auto results = nlohmann::json::parse(std::ifstream(out / "results.json"));
+  ASSERT_EQ(results["points"].size(), 2u);
+  EXPECT_EQ(results["points"][0]["status"], "pass");
+  EXPECT_EQ(results["points"][1]["status"], "infeasible");
+  EXPECT_THAT(results["points"][1]["message"].get<std::string>(), HasSubstr("use blocked_mnk"));
+
+  const fs::path slow = write_study("slow",
+                                    "base: neuroncore-v2\nno_data: true\ntimeout_s: 0.2\n"
+                                    "parameters: [{key: hbm.bandwidth_gbps, values: [410]}]\n"
+                                    "kernels:\n  - {kernel: gemm, variants: [naive], shapes: [{M: 2048, N: 4096, K: 4096}]}\n");
+  text.clear();
+  EXPECT_EQ(run_binary(fmt::format("sweep {} --no-plots --out {}", slow.string(), out.string()), &text), 1) << text;
+  results = nlohmann::json::parse(std::ifstream(out / "results.json"));
+  EXPECT_EQ(results["points"][0]["status"], "timeout");
+  fs::remove_all(out);
+}
+
+TEST_F(StudyTest, KernelFilterSkipsTheOtherEntriesBeforeCheckingThem) {
+  const fs::path study = write_study("two_kernels",
+                                     "base: tiny\nparameters: [{key: hbm.bandwidth_gbps, values: [4, 8]}]\n"
+                                     "kernels:\n  - kernel: gemm\n  - kernel: no_such_kernel\n");
+  EXPECT_THAT(error_of(read_text(study)), HasSubstr("bad.yaml:5: unknown kernel 'no_such_kernel'"));
+  const Study s = load_study(study.string(), {"gemm"});
+  ASSERT_EQ(s.kernels.size(), 1u);
+  EXPECT_EQ(expand(s).size(), 2u);
+  try {
+    load_study(study.string(), {"conv"});
+    ADD_FAILURE() << "a filter that leaves no kernel must be refused";
+  } catch (const StudyError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("no kernel of the study is in --kernels conv"));
+  }
+}
+
+TEST_F(StudyTest, BadStudyExitsWithTwoAndNamesTheLine) {
+  const fs::path study = write_study("unknown_kernel",
+                                     "base: tiny\nparameters: [{key: hbm.bandwidth_gbps, values: [4]}]\n"
+                                     "kernels:\n  - kernel: no_such_kernel\n");
+  std::string text;
+  EXPECT_EQ(run_binary(fmt::format("sweep {} --dry-run", study.string()), &text), 2);
+  EXPECT_THAT(text, HasSubstr("unknown_kernel.yaml:4: unknown kernel 'no_such_kernel'"));
+}
+
+// The shipped studies are valid (their GEMM entries at least: other kernels
+// may not be in this build yet).
+TEST_F(StudyTest, ShippedStudiesAreValid) {
+  for (const char* name : {"tensor-array", "sbuf-size", "hbm-bandwidth"}) {
+    std::string text;
+    const fs::path study = fs::path(TESSERA_SOURCE_DIR) / "configs" / "studies" / (std::string(name) + ".yaml");
+    EXPECT_EQ(run_binary(fmt::format("sweep {} --dry-run --kernels gemm", study.string()), &text), 0) << text;
+  }
+}
+
+}  // namespace
+}  // namespace tessera::cli::sweep
