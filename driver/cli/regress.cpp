@@ -310,13 +310,25 @@ std::string summary_markdown(const std::string& suite, const std::vector<JobResu
   out += fmt::format("\nSimulated {} in {:.1f} s of job wall time: {:.0f} simulated ns per wall second.\n",
                      format_time(sim_ns), wall, sim_rate(sim_ns, wall));
 
-  std::map<std::string, std::vector<std::string>> buckets;
+  std::map<std::string, std::vector<const JobResult*>> buckets;
   for (const auto& r : results)
-    if (r.status != "pass") buckets[r.status + ": " + normalise(r.message)].push_back(r.job.id);
+    if (r.status != "pass") buckets[r.status + ": " + normalise(r.message)].push_back(&r);
   if (!buckets.empty()) {
     out += "\n## Failures by cause\n\n";
-    for (const auto& [cause, ids] : buckets)
+    for (const auto& [cause, rs] : buckets) {
+      std::vector<std::string> ids;
+      for (const JobResult* r : rs) ids.push_back(r->job.id);
       out += fmt::format("- {} ({}): {}\n", cause, ids.size(), fmt::join(ids, ", "));
+      // The details of the first (e.g. its log's tail), indented under it.
+      const std::string& m = rs.front()->message;
+      if (m.find('\n') != std::string::npos) {
+        std::string details = m.substr(m.find('\n') + 1);
+        while (!details.empty() && details.back() == '\n') details.pop_back();
+        std::string indented;
+        for (char c : details) indented += c == '\n' ? std::string("\n      ") : std::string(1, c);
+        out += fmt::format("\n  {}:\n\n      {}\n\n", ids.front(), indented);
+      }
+    }
   }
 
   if (all_jobs) {

@@ -24,6 +24,8 @@ struct Job {
   double timeout_s = 600;
   double tolerance_percent = 2;  // allowed time change against the baseline
   std::vector<std::string> groups;
+  std::vector<std::string> overrides;  // config overrides, "key=value" (tessera run --set)
+  bool no_data = false;                // timing only (tessera run --no-data)
   std::string file;  // where the job's test is written, for errors
   int line = 0;
 };

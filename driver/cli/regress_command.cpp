@@ -1,4 +1,5 @@
 #include "commands.h"
+#include "job_runner.h"
 #include "regress.h"
 #include "slurm.h"
 
@@ -9,7 +10,6 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -17,9 +17,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include <unistd.h>  // isatty
 
 namespace tessera::cli {
 namespace {
@@ -91,133 +89,20 @@ std::string read_file(const fs::path& p) {
   return ss.str();
 }
 
-// The job as `tessera run` arguments.
-std::vector<std::string> run_args(const Job& j, const fs::path& dir) {
-  std::vector<std::string> a = {"run", "--config", j.config, "--kernel", j.kernel, "--out", dir.string(), "--json",
-                                "--seed", std::to_string(j.seed)};
-  if (!j.variant.empty()) a.insert(a.end(), {"--variant", j.variant});
-  if (!j.fidelity.empty()) a.insert(a.end(), {"--fidelity", j.fidelity});
-  if (!j.shape.empty()) {
-    std::string s;
-    for (const auto& [k, v] : j.shape) s += fmt::format("{}{}={}", s.empty() ? "" : ",", k, v);
-    a.insert(a.end(), {"--shape", s});
-  }
-  return a;
-}
-
-struct Running {
-  Job job;
-  pid_t pid;
-  fs::path dir;
-  std::chrono::steady_clock::time_point start;
-};
-
-const std::string& self_exe() {
-  static const std::string self = fs::read_symlink("/proc/self/exe").string();
-  return self;
-}
-
-pid_t spawn(const std::vector<std::string>& args, const fs::path& dir) {
-  // A folder left by an earlier run would mix its results with this one's.
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  // The log opens with the command that reproduces the job.
-  std::string command = self_exe();
-  for (const auto& a : args) command += " " + slurm::shell_quote(a);
-  std::ofstream(dir / "log.txt") << "$ " << command << '\n';
-  const pid_t pid = fork();
-  if (pid != 0) return pid;
-  // Child: its report on stdout, its log on stderr, in its own folder.
-  const int out = open((dir / "stdout.json").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  const int err = open((dir / "log.txt").c_str(), O_WRONLY | O_APPEND, 0644);
-  dup2(out, 1);
-  dup2(err, 2);
-  setpgid(0, 0);
-  std::vector<char*> argv;
-  const std::string& self = self_exe();
-  argv.push_back(const_cast<char*>(self.c_str()));
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  execv(self.c_str(), argv.data());
-  _exit(127);
-}
-
-JobResult finish(const Running& r, int status, bool timed_out) {
-  JobResult res;
-  res.job = r.job;
-  res.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - r.start).count();
-  const std::string log = read_file(r.dir / "log.txt");
-  const auto tail = [&] {
-    const std::size_t at = log.size() > 600 ? log.size() - 600 : 0;
-    return log.substr(at);
-  };
-  try {
-    res.report = nlohmann::json::parse(read_file(r.dir / "stdout.json"));
-  } catch (const std::exception&) {
-    res.report = nlohmann::json::object();
-  }
-  if (timed_out) {
-    res.status = "timeout";
-    res.message = fmt::format("killed after {:.0f} s (timeout_s {}); log tail: {}", res.wall_seconds,
-                              r.job.timeout_s, tail());
-  } else if (WIFSIGNALED(status)) {
-    res.status = "crash";
-    res.message = fmt::format("killed by signal {} ({}); log tail: {}", WTERMSIG(status), strsignal(WTERMSIG(status)),
-                              tail());
-  } else if (WEXITSTATUS(status) == 0) {
-    res.status = "pass";
-  } else {
-    res.status = WEXITSTATUS(status) == 2 ? "error" : "fail";
-    res.message = res.report.value("error", std::string());
-    if (res.message.empty()) res.message = tail();
-  }
-  return res;
-}
-
 bool stdout_is_terminal() { return isatty(fileno(stdout)) == 1; }
 
-std::vector<JobResult> run_jobs(const std::vector<Job>& jobs, const RegressOptions& o, const std::string& suite) {
-  std::vector<JobResult> results;
-  std::vector<Running> running;
-  std::size_t next = 0;
+std::vector<JobResult> run_jobs(const std::vector<Job>& jobs, const RegressOptions& o) {
   regress::Progress progress(stdout, jobs.size(), stdout_is_terminal());
   auto last_tick = std::chrono::steady_clock::now();
-  while (next < jobs.size() || !running.empty()) {
-    while (next < jobs.size() && static_cast<int>(running.size()) < o.jobs) {
-      const Job& j = jobs[next++];
-      std::string dir_name = j.id;
-      std::replace(dir_name.begin(), dir_name.end(), '/', '.');
-      const fs::path dir = fs::path(o.out) / "jobs" / dir_name;
-      running.push_back({j, spawn(run_args(j, dir), dir), dir, std::chrono::steady_clock::now()});
-    }
-    for (auto it = running.begin(); it != running.end();) {
-      int status = 0;
-      const pid_t done = waitpid(it->pid, &status, WNOHANG);
-      const double age = std::chrono::duration<double>(std::chrono::steady_clock::now() - it->start).count();
-      bool timed_out = false;
-      if (done == 0 && age > it->job.timeout_s) {
-        kill(-it->pid, SIGKILL);
-        waitpid(it->pid, &status, 0);
-        timed_out = true;
-      } else if (done == 0) {
-        ++it;
-        continue;
-      }
-      results.push_back(finish(*it, status, timed_out));
-      // Each job's result beside its log: what a follower of a sharded run
-      // (--slurm --wait) counts.
-      std::ofstream(it->dir / "result.json") << regress::to_json(results.back(), suite).dump(2) << '\n';
-      progress.job_done(results.back());
-      it = running.erase(it);
-    }
-    if (std::chrono::steady_clock::now() - last_tick > std::chrono::milliseconds(500)) {
-      progress.tick();
-      last_tick = std::chrono::steady_clock::now();
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  auto results = regress::run_jobs(
+      jobs, o.jobs, o.out, [&](const JobResult& r) { progress.job_done(r); },
+      [&] {
+        // The elapsed time on the live line moves while long jobs run.
+        if (std::chrono::steady_clock::now() - last_tick < std::chrono::milliseconds(500)) return;
+        progress.tick();
+        last_tick = std::chrono::steady_clock::now();
+      });
   progress.finish();
-  std::sort(results.begin(), results.end(), [](const JobResult& a, const JobResult& b) { return a.job.id < b.job.id; });
   return results;
 }
 
@@ -373,7 +258,7 @@ int submit_suite(const regress::Suite& suite, const std::vector<Job>& jobs, cons
                          {"shards", shards},
                          {"jobs", jobs.size()},
                          {"out", out.string()},
-                         {"tessera", self_exe()},
+                         {"tessera", regress::self_exe()},
                          {"partition", o.partition},
                          {"time", o.time_limit},
                          {"max_parallel", o.max_parallel},
@@ -482,7 +367,7 @@ int run_suite(const RegressOptions& o) {
   remove_outputs(o.out);
   fmt::print("{}: {} jobs, {} at a time\n", suite.name, jobs.size(), o.jobs);
   std::fflush(stdout);
-  std::vector<JobResult> results = run_jobs(jobs, o, suite.name);
+  std::vector<JobResult> results = run_jobs(jobs, o);
 
   const fs::path baseline = o.baseline.empty()
                                 ? fs::path(o.suite).parent_path() / "baselines" / (suite.name + ".json")
