@@ -267,8 +267,8 @@ std::string summary_markdown(const std::string& suite, const std::vector<JobResu
   }
   std::string out = fmt::format("# {}: {} of {} passed\n", suite, passed, results.size());
 
-  // One matrix per kernel: a row per test, variant and shape, a column per
-  // config, in the order they first appear.
+  // One matrix per kernel: a row per test, variant and shape (in the order
+  // they first appear), a column per config (by name).
   std::vector<std::string> kernels;
   for (const auto& r : results)
     if (std::find(kernels.begin(), kernels.end(), r.job.kernel) == kernels.end()) kernels.push_back(r.job.kernel);
@@ -283,6 +283,7 @@ std::string summary_markdown(const std::string& suite, const std::vector<JobResu
       if (std::find(rows.begin(), rows.end(), row) == rows.end()) rows.push_back(row);
       cells[{row, r.job.config}] = cell(r);
     }
+    std::sort(configs.begin(), configs.end());
     out += fmt::format("\n## {}\n\nEach cell: status, simulated time / tensor-engine cycles / HFU.\n\n",
                        kernel.empty() ? "(kernel not recorded)" : kernel);
     std::string rule;

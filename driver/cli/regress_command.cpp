@@ -201,22 +201,28 @@ int follow_suite(const fs::path& out, const nlohmann::json& plan, double start_t
       }
     }
   };
-  slurm::follow(array_id, merge_id, start_timeout_s, [&](const std::string& note) {
+  // What each task was last seen doing: a task cancelled while queued leaves
+  // Slurm's queue without a trace of its own.
+  slurm::States last_seen;
+  slurm::follow(array_id, merge_id, start_timeout_s, [&](const std::string& note, const slurm::States& states) {
+    for (const auto& [key, state] : states) last_seen[key] = state;
     scan();
     progress.tick("Slurm: " + note);
   });
   scan();
   progress.finish();
 
-  const auto states = slurm::job_states(array_id, merge_id);
+  for (const auto& [key, state] : slurm::job_states(array_id, merge_id)) last_seen[key] = state;
   for (int i = 1; i <= shards; ++i) {
     const fs::path dir = slurm::shard_dir(out, i);
     if (fs::exists(dir / "results.json")) continue;
-    const auto st = states.find(std::to_string(i));
+    const auto st = last_seen.find(std::to_string(i));
     const std::string log = slurm::tail(dir / "slurm.log");
-    fmt::print("shard {}/{} (Slurm task {}_{}): {}, no results; log {}{}\n", i, shards, array_id, i,
-               st == states.end() ? "state no longer known" : st->second.first, (dir / "slurm.log").string(),
-               log.empty() ? " (empty: the task never ran)" : ":\n" + log);
+    const std::string state = st == last_seen.end()          ? "not seen in Slurm's queue"
+                              : st->second.first == "PENDING" ? "removed from the queue before it started (cancelled)"
+                                                              : st->second.first;
+    fmt::print("shard {}/{} (Slurm task {}_{}): {}, no results; log {}{}\n", i, shards, array_id, i, state,
+               (dir / "slurm.log").string(), log.empty() ? " (empty: the task never ran)" : ":\n" + log);
   }
   if (!fs::exists(out / "results.json")) {
     fmt::print("{}: the merge job {} wrote no results; its log {}:\n{}\n", kRegress, merge_id,

@@ -196,7 +196,8 @@ std::map<std::string, std::pair<std::string, std::string>> job_states(const std:
 }
 
 void follow(const std::string& array_id, const std::string& merge_id, double start_timeout_s,
-            const std::function<void(const std::string& note)>& on_poll, double poll_seconds) {
+            const std::function<void(const std::string& note, const States& states)>& on_poll,
+            double poll_seconds) {
   require("squeue");
   const auto t0 = std::chrono::steady_clock::now();
   auto last_answer = t0;
@@ -227,7 +228,7 @@ void follow(const std::string& array_id, const std::string& merge_id, double sta
     for (const auto& [state, n] : count) note += fmt::format("{}{} {}", note.empty() ? "" : ", ", n, state);
     const auto merge = states.find("merge");
     if (merge != states.end() && merge->second.first != "PENDING") note += ", merge " + merge->second.first;
-    on_poll(note);
+    on_poll(note, states);
     if (merge == states.end() || !active(merge->second.first)) return;
     const double waited = std::chrono::duration<double>(now - t0).count();
     if (!started && start_timeout_s > 0 && waited > start_timeout_s)

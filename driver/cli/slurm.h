@@ -66,12 +66,16 @@ std::pair<std::string, std::string> submit(const ArrayJob& job);
 std::map<std::string, std::pair<std::string, std::string>> job_states(const std::string& array_id,
                                                                       const std::string& merge_id);
 
+using States = std::map<std::string, std::pair<std::string, std::string>>;  // shard or "merge" -> {state, reason}
+
 // Follows a submission until the merge job has ended. Every `poll_seconds`
-// calls `on_poll` with a note on the jobs' state ("3 running, 1 pending").
+// calls `on_poll` with a note on the jobs' state ("3 RUNNING, 1 PENDING")
+// and the states themselves.
 // Throws SlurmError when no array task has started within `start_timeout_s`
 // (0: wait as long as it takes), naming Slurm's reason.
 void follow(const std::string& array_id, const std::string& merge_id, double start_timeout_s,
-            const std::function<void(const std::string& note)>& on_poll, double poll_seconds = 1);
+            const std::function<void(const std::string& note, const States& states)>& on_poll,
+            double poll_seconds = 1);
 
 // The last `bytes` of a file, or "" when it does not exist.
 std::string tail(const std::filesystem::path& file, std::size_t bytes = 600);
