@@ -122,7 +122,7 @@ for _ in $(seq 300); do
   sleep 0.1
 done
 [[ $(sinfo -h -p debug -o %T) == idle ]] || fail "the node did not become idle: $(sinfo -h -p debug -o '%T %E')"
-echo "cluster up: node $node, slurmctld port $CTLD_PORT"
+echo "cluster up in ${SECONDS} s: node $node, slurmctld port $CTLD_PORT"
 
 export TESSERA_CONFIG_DIR=$SRC/configs
 SUITE=$SRC/regressions/smoke.yaml
@@ -143,13 +143,16 @@ EOF
 }
 
 # --- 1. the smoke suite through Slurm equals a local run ----------------------
+t=$SECONDS
 "$TESSERA" regress "$SUITE" -j 2 --out "$WORK/local" >"$WORK/local.txt" 2>&1 || fail "local run: $(tail -5 "$WORK/local.txt")"
+echo "local run: $((SECONDS - t)) s"
+t=$SECONDS
 "$TESSERA" regress "$SUITE" --slurm --shards 4 --wait --out "$WORK/slurm" >"$WORK/slurm.txt" 2>&1 \
   || { cat "$WORK/slurm.txt"; fail "the suite through Slurm did not pass"; }
 grep -q "Slurm job array" "$WORK/slurm.txt" || fail "no submission reported"
 same_results "$WORK/local/results.json" "$WORK/slurm/results.json" || fail "merged Slurm results differ from the local run"
 [[ -f $WORK/slurm/junit.xml && -f $WORK/slurm/summary.md ]] || fail "junit.xml or summary.md missing"
-echo "ok: smoke suite through Slurm equals the local run"
+echo "ok: smoke suite through Slurm (4 shards, --wait) in $((SECONDS - t)) s equals the local run"
 
 # --- 2. a cancelled array task, then --rerun-failed --------------------------
 # One task at a time, so the last one is still queued when it is cancelled.
@@ -193,4 +196,4 @@ held=$(python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); print(p["arr
 [[ $status -eq 2 ]] && grep -q "has not started after" "$WORK/held.txt" && grep -q "PartitionDown" "$WORK/held.txt" \
   || { cat "$WORK/held.txt"; fail "a job that never starts (exit $status) was not a clear error"; }
 echo "ok: refused submission and never-starting job reported"
-echo "PASSED"
+echo "PASSED in ${SECONDS} s"
