@@ -154,7 +154,7 @@ same_results "$WORK/local/results.json" "$WORK/slurm/results.json" || fail "merg
 [[ -f $WORK/slurm/junit.xml && -f $WORK/slurm/summary.md ]] || fail "junit.xml or summary.md missing"
 echo "ok: smoke suite through Slurm (4 shards, --wait) in $((SECONDS - t)) s equals the local run"
 
-# --- 2. a cancelled array task, then --rerun-failed --------------------------
+# --- 2. a killed and a cancelled array task, then --rerun-failed -------------
 # One task at a time, so the last one is still queued when it is cancelled.
 "$TESSERA" regress "$SUITE" --slurm --shards 4 --max-parallel 1 --wait --out "$WORK/killed" >"$WORK/killed.txt" 2>&1 &
 follower=$!
@@ -167,6 +167,23 @@ for _ in $(seq 300); do
 done
 [[ -n $array ]] || fail "no job array submitted: $(cat "$WORK/killed.txt")"
 scancel "${array}_4" || fail "scancel ${array}_4"
+# Kill a running task: stop it first (so it cannot finish in between), then
+# cancel it. A task that finished before it could be stopped passes the turn
+# to the next one.
+killed=""
+for task in 1 2 3; do
+  for _ in $(seq 200); do
+    state=$(squeue -h -j "${array}_$task" -t all -o %T 2>/dev/null)
+    [[ $state == RUNNING || $state == COMPLETED || $state == FAILED ]] && break
+    sleep 0.05
+  done
+  if [[ $state == RUNNING ]] && scontrol suspend "${array}_$task" 2>/dev/null; then
+    scancel "${array}_$task" || fail "scancel ${array}_$task"
+    killed=$task
+    break
+  fi
+done
+[[ -n $killed ]] || fail "no running task could be stopped and cancelled"
 wait $follower
 status=$?
 cat "$WORK/killed.txt" >>"$LOG"
@@ -174,14 +191,17 @@ cat "$WORK/killed.txt" >>"$LOG"
 grep -q "shard 4/4 (Slurm task ${array}_4): removed from the queue before it started (cancelled), no results" \
   "$WORK/killed.txt" \
   || { cat "$WORK/killed.txt"; fail "the cancelled shard was not reported by shard and state"; }
+grep -q "shard $killed/4 (Slurm task ${array}_$killed): CANCELLED, no results" "$WORK/killed.txt" \
+  || { cat "$WORK/killed.txt"; fail "the killed running shard was not reported by shard and state"; }
 missing=$(python3 -c 'import json,sys; print(sum(r["status"]=="missing" for r in json.load(open(sys.argv[1]))))' \
   "$WORK/killed/results.json")
 [[ $missing -gt 0 ]] || fail "the merged results do not list shard 4's jobs as missing"
 "$TESSERA" regress --rerun-failed "$WORK/killed" --slurm --wait >"$WORK/rerun.txt" 2>&1 \
   || { cat "$WORK/rerun.txt"; fail "--rerun-failed did not complete the set"; }
-grep -q "shards 4 of 4 resubmitted" "$WORK/rerun.txt" || { cat "$WORK/rerun.txt"; fail "rerun did not resubmit only shard 4"; }
+grep -q "shards $killed, 4 of 4 resubmitted" "$WORK/rerun.txt" \
+  || { cat "$WORK/rerun.txt"; fail "rerun did not resubmit only shards $killed and 4"; }
 same_results "$WORK/local/results.json" "$WORK/killed/results.json" || fail "after the rerun, results differ from the local run"
-echo "ok: cancelled task reported ($missing jobs missing), --rerun-failed completed the set"
+echo "ok: running task $killed killed and queued task 4 cancelled, both reported ($missing jobs missing); --rerun-failed completed the set"
 
 # --- 3. clear errors ----------------------------------------------------------
 "$TESSERA" regress "$SUITE" --slurm --partition nosuch --out "$WORK/refused" >"$WORK/refused.txt" 2>&1
