@@ -167,23 +167,29 @@ for _ in $(seq 300); do
 done
 [[ -n $array ]] || fail "no job array submitted: $(cat "$WORK/killed.txt")"
 scancel "${array}_4" || fail "scancel ${array}_4"
-# Kill a running task: stop it first (so it cannot finish in between), then
-# cancel it. A task that finished before it could be stopped passes the turn
-# to the next one.
+# Kill a running task as a crash would: its shard runner is frozen (so it
+# cannot finish in between), then killed, by PID. A task that finished before
+# it could be frozen passes the turn to the next one.
 killed=""
 for task in 1 2 3; do
+  pid=""
   for _ in $(seq 200); do
-    state=$(squeue -h -j "${array}_$task" -t all -o %T 2>/dev/null)
-    [[ $state == RUNNING || $state == COMPLETED || $state == FAILED ]] && break
+    [[ -f $WORK/killed/shards/$task/results.json ]] && break
+    pid=$(pgrep -f -- "--out $WORK/killed/shards/$task\$" | head -1)
+    [[ -n $pid ]] && break
     sleep 0.05
   done
-  if [[ $state == RUNNING ]] && scontrol suspend "${array}_$task" 2>/dev/null; then
-    scancel "${array}_$task" || fail "scancel ${array}_$task"
-    killed=$task
-    break
+  [[ -n $pid ]] || continue
+  kill -STOP "$pid" 2>/dev/null || continue
+  if [[ -f $WORK/killed/shards/$task/results.json ]]; then
+    kill -CONT "$pid"
+    continue
   fi
+  kill -KILL "$pid"
+  killed=$task
+  break
 done
-[[ -n $killed ]] || fail "no running task could be stopped and cancelled"
+[[ -n $killed ]] || fail "no running task could be frozen and killed"
 wait $follower
 status=$?
 cat "$WORK/killed.txt" >>"$LOG"
@@ -191,7 +197,7 @@ cat "$WORK/killed.txt" >>"$LOG"
 grep -q "shard 4/4 (Slurm task ${array}_4): removed from the queue before it started (cancelled), no results" \
   "$WORK/killed.txt" \
   || { cat "$WORK/killed.txt"; fail "the cancelled shard was not reported by shard and state"; }
-grep -q "shard $killed/4 (Slurm task ${array}_$killed): CANCELLED, no results" "$WORK/killed.txt" \
+grep -q "shard $killed/4 (Slurm task ${array}_$killed): FAILED, no results" "$WORK/killed.txt" \
   || { cat "$WORK/killed.txt"; fail "the killed running shard was not reported by shard and state"; }
 missing=$(python3 -c 'import json,sys; print(sum(r["status"]=="missing" for r in json.load(open(sys.argv[1]))))' \
   "$WORK/killed/results.json")
