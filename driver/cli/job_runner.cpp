@@ -1,5 +1,7 @@
 #include "job_runner.h"
 
+#include "slurm.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -34,17 +36,27 @@ struct Running {
 };
 
 pid_t spawn(const std::vector<std::string>& args, const fs::path& dir) {
+  // A folder left by an earlier run would mix its results with this one's.
+  fs::remove_all(dir);
   fs::create_directories(dir);
+  // The log opens with the command that reproduces the job.
+  std::string command = self_exe();
+  for (const auto& a : args)
+    command += " " + (a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./=,:+-") ==
+                              std::string::npos
+                          ? a
+                          : slurm::shell_quote(a));
+  std::ofstream(dir / "log.txt") << "$ " << command << '\n';
   const pid_t pid = fork();
   if (pid != 0) return pid;
   // Child: its report on stdout, its log on stderr, in its own folder.
   const int out = open((dir / "stdout.json").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  const int err = open((dir / "log.txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const int err = open((dir / "log.txt").c_str(), O_WRONLY | O_APPEND, 0644);
   dup2(out, 1);
   dup2(err, 2);
   setpgid(0, 0);
   std::vector<char*> argv;
-  static const std::string self = fs::read_symlink("/proc/self/exe").string();
+  const std::string& self = self_exe();
   argv.push_back(const_cast<char*>(self.c_str()));
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -68,23 +80,29 @@ JobResult finish(const Running& r, int status, bool timed_out) {
   }
   if (timed_out) {
     res.status = "timeout";
-    res.message = fmt::format("killed after {:.0f} s (timeout_s {}); log tail: {}", res.wall_seconds,
+    res.message = fmt::format("killed after {:.0f} s (timeout_s {})\nlog tail:\n{}", res.wall_seconds,
                               r.job.timeout_s, tail());
   } else if (WIFSIGNALED(status)) {
     res.status = "crash";
-    res.message = fmt::format("killed by signal {} ({}); log tail: {}", WTERMSIG(status), strsignal(WTERMSIG(status)),
-                              tail());
+    // The cause on the first line (failures are bucketed by it), the log after.
+    res.message = fmt::format("killed by signal {} ({})\nlog tail:\n{}", WTERMSIG(status),
+                              strsignal(WTERMSIG(status)), tail());
   } else if (WEXITSTATUS(status) == 0) {
     res.status = "pass";
   } else {
     res.status = WEXITSTATUS(status) == 2 ? "error" : "fail";
     res.message = res.report.value("error", std::string());
-    if (res.message.empty()) res.message = tail();
+    if (res.message.empty()) res.message = fmt::format("exit status {}\nlog tail:\n{}", WEXITSTATUS(status), tail());
   }
   return res;
 }
 
 }  // namespace
+
+const std::string& self_exe() {
+  static const std::string self = fs::read_symlink("/proc/self/exe").string();
+  return self;
+}
 
 std::vector<std::string> run_args(const Job& j, const std::string& dir) {
   std::vector<std::string> a = {"run", "--config", j.config, "--kernel", j.kernel, "--out", dir, "--json",
@@ -102,7 +120,8 @@ std::vector<std::string> run_args(const Job& j, const std::string& dir) {
 }
 
 std::vector<JobResult> run_jobs(const std::vector<Job>& jobs, int parallel, const std::string& out,
-                                const std::function<void(const JobResult&)>& on_done) {
+                                const std::function<void(const JobResult&)>& on_done,
+                                const std::function<void()>& on_tick) {
   std::vector<JobResult> results;
   std::vector<Running> running;
   std::size_t next = 0;
@@ -128,9 +147,11 @@ std::vector<JobResult> run_jobs(const std::vector<Job>& jobs, int parallel, cons
         continue;
       }
       results.push_back(finish(*it, status, timed_out));
+      std::ofstream(it->dir / "result.json") << to_json(results.back(), "").dump(2) << '\n';
       if (on_done) on_done(results.back());
       it = running.erase(it);
     }
+    if (on_tick) on_tick();
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   std::sort(results.begin(), results.end(), [](const JobResult& a, const JobResult& b) { return a.job.id < b.job.id; });

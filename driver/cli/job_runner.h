@@ -17,8 +17,15 @@ namespace tessera::cli::regress {
 std::vector<std::string> run_args(const Job& job, const std::string& dir);
 
 // Runs every job in OUT/jobs/<id with '/' as '.'>; calls `on_done` as each
-// ends (in completion order). Results come back sorted by id.
+// ends (in completion order), and `on_tick` every few milliseconds while jobs
+// run (to redraw a progress line). Each job's folder gets log.txt (opening
+// with the command that reproduces the job) and result.json (its JobResult,
+// which a follower of a sharded run counts). Results come back sorted by id.
 std::vector<JobResult> run_jobs(const std::vector<Job>& jobs, int parallel, const std::string& out,
-                                const std::function<void(const JobResult&)>& on_done = {});
+                                const std::function<void(const JobResult&)>& on_done = {},
+                                const std::function<void()>& on_tick = {});
+
+// The running tessera binary, which every job runs.
+const std::string& self_exe();
 
 }  // namespace tessera::cli::regress

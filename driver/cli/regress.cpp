@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fnmatch.h>
 #include <regex>
@@ -76,6 +77,8 @@ Suite load_suite(const std::string& path) {
       if (!t[k]) fail(path, t, fmt::format("a test needs '{}'", k));
     const auto setting = [&](const char* key) { return t[key] ? t[key] : defaults[key]; };
     Job base;
+    base.file = path;
+    base.line = t.Mark().is_null() ? 0 : t.Mark().line + 1;
     base.test = t["name"].Scalar();
     base.kernel = t["kernel"].Scalar();
     if (auto n = setting("fidelity")) base.fidelity = n.Scalar();
@@ -154,6 +157,32 @@ nlohmann::json make_baseline(const std::vector<JobResult>& results) {
   return b;
 }
 
+nlohmann::json to_json(const JobResult& r, const std::string& suite) {
+  const Job& j = r.job;
+  return {{"suite", suite},       {"id", j.id},           {"test", j.test},         {"kernel", j.kernel},
+          {"variant", j.variant}, {"config", j.config},   {"fidelity", j.fidelity}, {"shape", j.shape},
+          {"seed", j.seed},       {"status", r.status},   {"message", r.message},   {"wall_seconds", r.wall_seconds},
+          {"report", r.report}};
+}
+
+JobResult result_from_json(const nlohmann::json& j, std::string* suite) {
+  JobResult r;
+  r.job.id = j.at("id");
+  r.job.test = j.value("test", std::string());
+  r.job.kernel = j.value("kernel", std::string());
+  r.job.variant = j.value("variant", std::string());
+  r.job.config = j.value("config", std::string());
+  r.job.fidelity = j.value("fidelity", std::string());
+  r.job.shape = j.value("shape", std::map<std::string, std::int64_t>());
+  r.job.seed = j.value("seed", std::uint64_t{1});
+  r.status = j.at("status");
+  r.message = j.value("message", std::string());
+  r.wall_seconds = j.value("wall_seconds", 0.0);
+  r.report = j.value("report", nlohmann::json::object());
+  if (suite) *suite = j.value("suite", *suite);
+  return r;
+}
+
 namespace {
 
 std::string xml_escape(const std::string& s) {
@@ -202,7 +231,33 @@ std::string junit_xml(const std::string& suite, const std::vector<JobResult>& re
   return out + "  </testsuite>\n</testsuites>\n";
 }
 
-std::string summary_markdown(const std::string& suite, const std::vector<JobResult>& results) {
+namespace {
+
+std::string format_time(double ns) {
+  if (ns >= 1e6) return fmt::format("{:.3f} ms", ns / 1e6);
+  if (ns >= 1e3) return fmt::format("{:.3f} us", ns / 1e3);
+  return fmt::format("{:.0f} ns", ns);
+}
+
+std::string shape_text(const Job& j) {
+  std::string s;
+  for (const auto& [k, v] : j.shape) s += fmt::format("{}{}={}", s.empty() ? "" : " ", k, v);
+  return s.empty() ? "default shape" : s;
+}
+
+// Simulated nanoseconds per wall-clock second (cocotb's "ratio").
+double sim_rate(double sim_ns, double wall_s) { return wall_s > 0 ? sim_ns / wall_s : 0; }
+
+std::string cell(const JobResult& r) {
+  const std::string status = r.status == "pass" ? "ok" : "**" + r.status + "**";
+  if (!r.report.contains("time_ns")) return status;
+  return fmt::format("{} {} / {:.0f} / {:.1f}%", status, format_time(r.report.value("time_ns", 0.0)),
+                     r.report.value("cycles", 0.0), r.report.value("hfu_percent", 0.0));
+}
+
+}  // namespace
+
+std::string summary_markdown(const std::string& suite, const std::vector<JobResult>& results, bool all_jobs) {
   std::size_t passed = 0;
   double sim_ns = 0, wall = 0;
   for (const auto& r : results) {
@@ -210,22 +265,127 @@ std::string summary_markdown(const std::string& suite, const std::vector<JobResu
     sim_ns += r.report.value("time_ns", 0.0);
     wall += r.wall_seconds;
   }
-  std::string out = fmt::format("# {}: {} of {} passed\n\n", suite, passed, results.size());
-  out += "| job | status | time (us) | cycles | HFU % | wall (s) |\n|---|---|---|---|---|---|\n";
+  std::string out = fmt::format("# {}: {} of {} passed\n", suite, passed, results.size());
+
+  // One matrix per kernel: a row per test, variant and shape (in the order
+  // they first appear), a column per config (by name).
+  std::vector<std::string> kernels;
   for (const auto& r : results)
-    out += fmt::format("| {} | {} | {:.3f} | {:.0f} | {:.2f} | {:.2f} |\n", r.job.id, r.status,
-                       r.report.value("time_ns", 0.0) / 1000.0, r.report.value("cycles", 0.0),
-                       r.report.value("hfu_percent", 0.0), r.wall_seconds);
-  out += fmt::format("\nSimulated {:.3f} us in {:.1f} s of job wall time.\n", sim_ns / 1000.0, wall);
-  std::map<std::string, std::vector<std::string>> buckets;
+    if (std::find(kernels.begin(), kernels.end(), r.job.kernel) == kernels.end()) kernels.push_back(r.job.kernel);
+  for (const auto& kernel : kernels) {
+    std::vector<std::string> configs, rows;
+    std::map<std::pair<std::string, std::string>, std::string> cells;
+    for (const auto& r : results) {
+      if (r.job.kernel != kernel) continue;
+      if (std::find(configs.begin(), configs.end(), r.job.config) == configs.end()) configs.push_back(r.job.config);
+      const std::string row = fmt::format("{} | {} | {}", r.job.test, r.job.variant.empty() ? "default" : r.job.variant,
+                                          shape_text(r.job));
+      if (std::find(rows.begin(), rows.end(), row) == rows.end()) rows.push_back(row);
+      cells[{row, r.job.config}] = cell(r);
+    }
+    std::sort(configs.begin(), configs.end());
+    out += fmt::format("\n## {}\n\nEach cell: status, simulated time / tensor-engine cycles / HFU.\n\n",
+                       kernel.empty() ? "(kernel not recorded)" : kernel);
+    std::string rule;
+    for (std::size_t i = 0; i < configs.size(); ++i) rule += "---|";
+    out += fmt::format("| test | variant | shape | {} |\n|---|---|---|{}\n", fmt::join(configs, " | "), rule);
+    for (const auto& row : rows) {
+      out += "| " + row + " |";
+      for (const auto& c : configs) {
+        const auto it = cells.find({row, c});
+        out += " " + (it == cells.end() ? std::string("") : it->second) + " |";
+      }
+      out += "\n";
+    }
+  }
+
+  std::vector<const JobResult*> slowest;
+  for (const auto& r : results) slowest.push_back(&r);
+  std::sort(slowest.begin(), slowest.end(),
+            [](const JobResult* a, const JobResult* b) { return a->wall_seconds > b->wall_seconds; });
+  if (slowest.size() > 5) slowest.resize(5);
+  out += "\n## Slowest jobs\n\n| job | wall (s) | simulated | simulated ns per wall s |\n|---|---|---|---|\n";
+  for (const JobResult* r : slowest)
+    out += fmt::format("| {} | {:.2f} | {} | {:.0f} |\n", r->job.id, r->wall_seconds,
+                       format_time(r->report.value("time_ns", 0.0)), sim_rate(r->report.value("time_ns", 0.0), r->wall_seconds));
+  out += fmt::format("\nSimulated {} in {:.1f} s of job wall time: {:.0f} simulated ns per wall second.\n",
+                     format_time(sim_ns), wall, sim_rate(sim_ns, wall));
+
+  std::map<std::string, std::vector<const JobResult*>> buckets;
   for (const auto& r : results)
-    if (r.status != "pass") buckets[r.status + ": " + normalise(r.message)].push_back(r.job.id);
+    if (r.status != "pass") buckets[r.status + ": " + normalise(r.message)].push_back(&r);
   if (!buckets.empty()) {
     out += "\n## Failures by cause\n\n";
-    for (const auto& [cause, ids] : buckets)
+    for (const auto& [cause, rs] : buckets) {
+      std::vector<std::string> ids;
+      for (const JobResult* r : rs) ids.push_back(r->job.id);
       out += fmt::format("- {} ({}): {}\n", cause, ids.size(), fmt::join(ids, ", "));
+      // The details of the first (e.g. its log's tail), indented under it.
+      const std::string& m = rs.front()->message;
+      if (m.find('\n') != std::string::npos) {
+        std::string details = m.substr(m.find('\n') + 1);
+        while (!details.empty() && details.back() == '\n') details.pop_back();
+        std::string indented;
+        for (char c : details) indented += c == '\n' ? std::string("\n      ") : std::string(1, c);
+        out += fmt::format("\n  {}:\n\n      {}\n\n", ids.front(), indented);
+      }
+    }
+  }
+
+  if (all_jobs) {
+    out += "\n## All jobs\n\n| job | status | time | cycles | HFU % | wall (s) | simulated ns per wall s |\n"
+           "|---|---|---|---|---|---|---|\n";
+    for (const auto& r : results)
+      out += fmt::format("| {} | {} | {} | {:.0f} | {:.2f} | {:.2f} | {:.0f} |\n", r.job.id, r.status,
+                         format_time(r.report.value("time_ns", 0.0)), r.report.value("cycles", 0.0),
+                         r.report.value("hfu_percent", 0.0), r.wall_seconds,
+                         sim_rate(r.report.value("time_ns", 0.0), r.wall_seconds));
   }
   return out;
+}
+
+Progress::Progress(std::FILE* out, std::size_t total, bool live)
+    : out_(out), total_(total), live_(live), start_(std::chrono::steady_clock::now()) {}
+
+std::string Progress::line() const {
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  // Jobs finish at a roughly steady rate once the pool is full, so the rate
+  // so far is the estimate.
+  const std::string left =
+      done_ == 0 || done_ == total_
+          ? std::string()
+          : fmt::format(", ~{:.0f} s left", elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_));
+  return fmt::format("[{}/{}] {} passed, {} failed, {:.0f} s elapsed{}{}", done_, total_, passed_, done_ - passed_,
+                     elapsed, left, note_.empty() ? "" : "  (" + note_ + ")");
+}
+
+void Progress::job_done(const JobResult& r) {
+  ++done_;
+  passed_ += r.status == "pass";
+  if (!live_) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    fmt::print(out_, "[{}/{}] {} {} ({:.1f} s; {} passed, {} failed, {:.0f} s elapsed)\n", done_, total_, r.status,
+               r.job.id, r.wall_seconds, passed_, done_ - passed_, elapsed);
+  } else {
+    // A failure stays on screen above the redrawn line.
+    if (r.status != "pass")
+      fmt::print(out_, "\r\033[K{} {}: {}\n", r.status, r.job.id, r.message.substr(0, r.message.find('\n')));
+    fmt::print(out_, "\r\033[K{}", line());
+  }
+  std::fflush(out_);
+}
+
+void Progress::tick(const std::string& note) {
+  note_ = note;
+  if (!live_) return;
+  fmt::print(out_, "\r\033[K{}", line());
+  std::fflush(out_);
+}
+
+void Progress::finish() {
+  if (!live_) return;
+  fmt::print(out_, "\r\033[K{}\n", line());
+  std::fflush(out_);
 }
 
 }  // namespace tessera::cli::regress

@@ -6,7 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -24,6 +26,8 @@ struct Job {
   std::vector<std::string> groups;
   std::vector<std::string> overrides;  // config overrides, "key=value" (tessera run --set)
   bool no_data = false;                // timing only (tessera run --no-data)
+  std::string file;  // where the job's test is written, for errors
+  int line = 0;
 };
 
 struct Suite {
@@ -51,12 +55,44 @@ struct JobResult {
   nlohmann::json report = nlohmann::json::object();  // the job's report, when it produced one
 };
 
+nlohmann::json to_json(const JobResult& r, const std::string& suite);
+// The inverse of to_json; `suite` receives the suite's name.
+JobResult result_from_json(const nlohmann::json& j, std::string* suite = nullptr);
+
 // Compares results with a baseline ({id: {time_ns, cycles}}); a job whose
 // time moved beyond its tolerance gets status slower/faster with the delta.
 void compare_to_baseline(std::vector<JobResult>& results, const nlohmann::json& baseline);
 nlohmann::json make_baseline(const std::vector<JobResult>& results);
 
 std::string junit_xml(const std::string& suite, const std::vector<JobResult>& results);
-std::string summary_markdown(const std::string& suite, const std::vector<JobResult>& results);
+// The summary: per kernel a matrix (test, variant and shape down, config
+// across; each cell status, time, cycles, HFU), the slowest jobs, simulated
+// to wall time, failures bucketed by normalised message; with `all_jobs`, a
+// row per job at the end.
+std::string summary_markdown(const std::string& suite, const std::vector<JobResult>& results, bool all_jobs = true);
+
+// Progress of a suite. On a terminal (`live`) one line redrawn in place: done
+// of total, passed, failed, elapsed, estimated time left, and a note (e.g.
+// the batch scheduler's state); failures are printed above it as they come.
+// Otherwise one plain line per finished job, for logs and CI.
+class Progress {
+public:
+  Progress(std::FILE* out, std::size_t total, bool live);
+  void job_done(const JobResult& r);
+  // Redraws the live line (elapsed time moves); a no-op when not live.
+  void tick(const std::string& note = "");
+  // Ends the live line.
+  void finish();
+  std::size_t done() const { return done_; }
+  std::size_t passed() const { return passed_; }
+
+private:
+  std::string line() const;
+  std::FILE* out_;
+  std::size_t total_, done_ = 0, passed_ = 0;
+  bool live_;
+  std::string note_;
+  std::chrono::steady_clock::time_point start_;
+};
 
 }  // namespace tessera::cli::regress

@@ -1,17 +1,23 @@
 // The regression runner: suite files (expansion, errors naming file and
-// line), sharding, baselines both ways, JUnit output; and whole suites with
-// failing and hanging jobs through the real binary.
+// line), sharding, baselines both ways, JUnit output, the summary's matrix,
+// the progress line, the Slurm submission script; and whole suites with
+// failing, hanging and crashing jobs through the real binary.
 #include "regress.h"
+#include "slurm.h"
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <array>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 namespace tessera::cli::regress {
@@ -123,8 +129,9 @@ TEST(RegressOutput, JunitHasOneTestcasePerJobAndEscapes) {
   EXPECT_THAT(summary_markdown("suite", {ok, bad}), HasSubstr("## Failures by cause"));
 }
 
-int run_binary(const std::string& args, std::string* out) {
-  const std::string cmd = fmt::format("TESSERA_CONFIG_DIR={}/configs {} {} 2>&1", TESSERA_SOURCE_DIR, TESSERA_BIN, args);
+int run_binary(const std::string& args, std::string* out, const std::string& env = "") {
+  const std::string cmd =
+      fmt::format("{} TESSERA_CONFIG_DIR={}/configs {} {} 2>&1", env, TESSERA_SOURCE_DIR, TESSERA_BIN, args);
   FILE* pipe = popen(cmd.c_str(), "r");
   std::array<char, 4096> buf{};
   while (std::size_t n = fread(buf.data(), 1, buf.size(), pipe)) out->append(buf.data(), n);
@@ -203,6 +210,278 @@ TEST(RegressRun, MergedShardsEqualTheUnshardedRun) {
                        &text),
             2);
   fs::remove_all(base);
+}
+
+}  // namespace
+}  // namespace tessera::cli::regress
+
+namespace tessera::cli::regress {
+namespace {
+
+JobResult result(const std::string& test, const std::string& variant, const std::string& config, std::int64_t m,
+                 const std::string& status, double time_ns, double wall) {
+  JobResult r;
+  r.job.test = test;
+  r.job.kernel = "gemm";
+  r.job.variant = variant;
+  r.job.config = config;
+  r.job.shape = {{"M", m}};
+  r.job.id = fmt::format("{}/{}/{}/M{}", test, variant, config, m);
+  r.status = status;
+  r.wall_seconds = wall;
+  r.report = {{"time_ns", time_ns}, {"cycles", time_ns * 1.4}, {"hfu_percent", 12.5}};
+  if (status != "pass") r.message = "numerics mismatch at 3 elements";
+  return r;
+}
+
+TEST(RegressOutput, SummaryHasAMatrixPerKernelSlowestJobsAndRatio) {
+  const std::vector<JobResult> rs = {result("g", "naive", "tiny", 8, "pass", 1000, 0.5),
+                                     result("g", "naive", "small", 8, "fail", 2500, 2.0),
+                                     result("g", "hoisted", "tiny", 8, "pass", 800, 0.25),
+                                     result("g", "naive", "tiny", 16, "pass", 4000000, 1.0)};
+  const std::string md = summary_markdown("s", rs);
+  EXPECT_THAT(md, HasSubstr("# s: 3 of 4 passed"));
+  EXPECT_THAT(md, HasSubstr("## gemm"));
+  // Configs across by name; a row per test, variant and shape.
+  EXPECT_THAT(md, HasSubstr("| test | variant | shape | small | tiny |\n|---|---|---|---|---|\n"));
+  EXPECT_THAT(md, HasSubstr("| g | naive | M=8 | **fail** 2.500 us / 3500 / 12.5% | ok 1.000 us / 1400 / 12.5% |"));
+  EXPECT_THAT(md, HasSubstr("| g | hoisted | M=8 |  | ok 800 ns / 1120 / 12.5% |"));
+  EXPECT_THAT(md, HasSubstr("| g | naive | M=16 |  | ok 4.000 ms / 5600000 / 12.5% |"));
+  // Slowest first, with simulated ns per wall second.
+  EXPECT_THAT(md, HasSubstr("## Slowest jobs\n\n| job | wall (s) | simulated | simulated ns per wall s |\n"
+                            "|---|---|---|---|\n| g/naive/small/M8 | 2.00 | 2.500 us | 1250 |\n"
+                            "| g/naive/tiny/M16 | 1.00 | 4.000 ms | 4000000 |"));
+  EXPECT_THAT(md, HasSubstr("Simulated 4.004 ms in 3.8 s of job wall time: 1067813 simulated ns per wall second."));
+  EXPECT_THAT(md, HasSubstr("- fail: numerics mismatch at N elements (1): g/naive/small/M8"));
+  EXPECT_THAT(md, HasSubstr("## All jobs"));
+  EXPECT_THAT(summary_markdown("s", rs, false), ::testing::Not(HasSubstr("## All jobs")));
+}
+
+TEST(RegressOutput, ResultsRoundTripThroughJson) {
+  JobResult r = result("g", "naive", "tiny", 8, "crash", 1000, 0.5);
+  r.job.fidelity = "rtl";
+  r.job.seed = 7;
+  std::string suite;
+  const JobResult back = result_from_json(to_json(r, "smoke"), &suite);
+  EXPECT_EQ(suite, "smoke");
+  EXPECT_EQ(back.job.id, r.job.id);
+  EXPECT_EQ(back.job.kernel, "gemm");
+  EXPECT_EQ(back.job.variant, "naive");
+  EXPECT_EQ(back.job.config, "tiny");
+  EXPECT_EQ(back.job.fidelity, "rtl");
+  EXPECT_EQ(back.job.shape, r.job.shape);
+  EXPECT_EQ(back.job.seed, 7u);
+  EXPECT_EQ(back.status, "crash");
+  EXPECT_EQ(back.message, r.message);
+  EXPECT_EQ(back.report, r.report);
+}
+
+std::string progress_output(bool live) {
+  char* buf = nullptr;
+  std::size_t size = 0;
+  FILE* out = open_memstream(&buf, &size);
+  Progress p(out, 3, live);
+  p.job_done(result("g", "naive", "tiny", 8, "pass", 1000, 0.5));
+  p.tick("2 RUNNING");
+  p.job_done(result("g", "naive", "small", 8, "fail", 1000, 0.5));
+  p.job_done(result("g", "hoisted", "tiny", 8, "pass", 1000, 0.5));
+  p.finish();
+  std::fclose(out);
+  std::string text(buf, size);
+  free(buf);
+  return text;
+}
+
+TEST(RegressProgress, OnATerminalOneLineIsRedrawnInPlace) {
+  const std::string text = progress_output(true);
+  EXPECT_THAT(text, HasSubstr("\r\033[K[1/3] 1 passed, 0 failed, 0 s elapsed, ~0 s left"));
+  EXPECT_THAT(text, HasSubstr("(2 RUNNING)"));
+  // A failure is kept above the line; passes only move the line.
+  EXPECT_THAT(text, HasSubstr("\r\033[Kfail g/naive/small/M8: numerics mismatch at 3 elements\n"));
+  EXPECT_THAT(text, HasSubstr("[3/3] 2 passed, 1 failed"));
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2) << text;
+}
+
+TEST(RegressProgress, OtherwiseOnePlainLinePerJob) {
+  const std::string text = progress_output(false);
+  EXPECT_EQ(text.find('\r'), std::string::npos);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 3) << text;
+  EXPECT_THAT(text, HasSubstr("[2/3] fail g/naive/small/M8 (0.5 s; 1 passed, 1 failed,"));
+}
+
+TEST(RegressSlurm, SubmitScriptIsAnArrayOfShardsAndAMergeAfterAny) {
+  slurm::ArrayJob job;
+  job.name = "tessera-smoke";
+  job.out = "/shared/out";
+  job.shards = 4;
+  job.max_parallel = 2;
+  job.cpus_per_task = 3;
+  job.partition = "batch";
+  job.time_limit = "00:30:00";
+  job.shard_command = "exec tessera regress s.yaml --shard \"$TESSERA_SHARD/4\"";
+  job.merge_command = "exec tessera regress merge --plan /shared/out";
+  job.env["TESSERA_CONFIG_DIR"] = "/opt/it's";
+  const std::string s = slurm::submit_script(job);
+  EXPECT_THAT(s, HasSubstr("#SBATCH --array=1-4%2\n"));
+  EXPECT_THAT(s, HasSubstr("#SBATCH --cpus-per-task=3\n"));
+  EXPECT_THAT(s, HasSubstr("#SBATCH --output=/shared/out/shards/%a/slurm.log\n"));
+  EXPECT_THAT(s, HasSubstr("#SBATCH --partition=batch\n#SBATCH --time=00:30:00\n"));
+  EXPECT_THAT(s, HasSubstr("export TESSERA_CONFIG_DIR='/opt/it'\\''s'\n"));
+  EXPECT_THAT(s, HasSubstr("export TESSERA_SHARD=$SLURM_ARRAY_TASK_ID TESSERA_SHARDS=4"));
+  EXPECT_THAT(s, HasSubstr("sbatch --parsable --dependency=afterany:\"$array\""));
+  EXPECT_THAT(s, HasSubstr("#SBATCH --job-name=tessera-smoke-merge\n#SBATCH --output=/shared/out/slurm/merge.log\n"));
+  job.only = {2, 4};
+  job.max_parallel = 0;
+  EXPECT_THAT(slurm::submit_script(job), HasSubstr("#SBATCH --array=2,4\n"));
+}
+
+// A job killed by a signal while it runs (as a crash would) is reported with
+// its signal and the tail of its log; the other jobs finish and pass.
+TEST(RegressRun, CrashingJobIsReportedWithSignalAndLogTail) {
+  const fs::path suite = write_suite("crash",
+                                     "defaults: {fidelity: tlm}\n"
+                                     "tests:\n"
+                                     "  - {name: ok, kernel: gemm, variants: [naive, hoisted], configs: tiny,\n"
+                                     "     shapes: [{M: 8, N: 64, K: 8}]}\n"
+                                     "  - {name: crash, kernel: gemm, configs: neuroncore-v2,\n"
+                                     "     shapes: [{M: 2048, N: 4096, K: 4096}]}\n");
+  const fs::path out = fs::temp_directory_path() / "tessera_regress_crash";
+  fs::remove_all(out);
+  // No core file from the abort.
+  const rlimit no_core{0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
+  const std::string cmd = fmt::format("TESSERA_CONFIG_DIR={}/configs {} regress {} -j 2 --out {} 2>&1",
+                                      TESSERA_SOURCE_DIR, TESSERA_BIN, suite.string(), out.string());
+  FILE* pipe = popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  // The crashing job's process: the one writing into its folder.
+  const std::string job_dir = (out / "jobs" / "crash.default.neuroncore-v2.K4096_M2048_N4096").string();
+  pid_t victim = 0;
+  for (int tries = 0; tries < 600 && victim == 0; ++tries) {
+    for (const auto& p : fs::directory_iterator("/proc")) {
+      std::ifstream in(p.path() / "cmdline");
+      std::string args((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (args.find(std::string("run") + '\0') != std::string::npos && args.find(job_dir) != std::string::npos)
+        victim = std::stoi(p.path().filename().string());
+    }
+    if (victim == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_NE(victim, 0) << "the job never started";
+  kill(victim, SIGABRT);
+  std::string text;
+  std::array<char, 4096> buf{};
+  while (std::size_t n = fread(buf.data(), 1, buf.size(), pipe)) text.append(buf.data(), n);
+  const int raw = pclose(pipe);
+  EXPECT_EQ(WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, 1) << text;
+  const auto results = nlohmann::json::parse(std::ifstream(out / "results.json"));
+  ASSERT_EQ(results.size(), 3u);
+  for (const auto& r : results) {
+    const std::string id = r["id"];
+    if (id.rfind("crash/", 0) != 0) {
+      EXPECT_EQ(r["status"], "pass") << id;
+      continue;
+    }
+    EXPECT_EQ(r["status"], "crash");
+    const std::string message = r["message"];
+    EXPECT_THAT(message, HasSubstr("killed by signal 6 (Aborted)"));
+    // The log's tail: it opens with the command that reproduces the job.
+    EXPECT_THAT(message, HasSubstr("\nlog tail:\n$ "));
+    EXPECT_THAT(message, HasSubstr("run --config neuroncore-v2 --kernel gemm --out " + job_dir));
+  }
+  // Bucketed by cause alone.
+  EXPECT_THAT(text, HasSubstr("- crash: killed by signal N (Aborted) (1): crash/default/neuroncore-v2/K4096_M2048_N4096"));
+  EXPECT_THAT(std::string(std::istreambuf_iterator<char>(std::ifstream(out / "junit.xml").rdbuf()), {}),
+              HasSubstr("<failure type=\"crash\""));
+  fs::remove_all(out);
+}
+
+// Names the suite loader cannot know are checked before anything runs, each
+// error with the suite file and the test's line.
+TEST(RegressRun, UnknownKernelVariantConfigAndShapeNameFileAndLine) {
+  const fs::path suite = write_suite("names",
+                                     "tests:\n"
+                                     "  - {name: a, kernel: gemm, variants: [naive, fastest], configs: tiny}\n"
+                                     "  - {name: b, kernel: gemmm, configs: tiny}\n"
+                                     "  - {name: c, kernel: gemm, configs: neuroncore-v9}\n"
+                                     "  - {name: d, kernel: gemm, configs: tiny, shapes: [{Q: 3}]}\n"
+                                     "  - {name: e, kernel: gemm, configs: tiny, fidelity: exact}\n");
+  std::string text;
+  EXPECT_EQ(run_binary(fmt::format("regress {} --list", suite.string()), &text), 2) << text;
+  const std::string f = suite.string();
+  EXPECT_THAT(text, HasSubstr(f + ":2: test 'a': kernel 'gemm' has no variant 'fastest'"));
+  EXPECT_THAT(text, HasSubstr(f + ":3: test 'b': unknown kernel 'gemmm'"));
+  EXPECT_THAT(text, HasSubstr(f + ":4: test 'c': config 'neuroncore-v9'"));
+  EXPECT_THAT(text, HasSubstr(f + ":5: test 'd': "));
+  EXPECT_THAT(text, HasSubstr("'Q'"));
+  EXPECT_THAT(text, HasSubstr(f + ":6: test 'e': fidelity 'exact': expected rtl, sampled or tlm"));
+}
+
+TEST(RegressRun, ListShowsTheSelectedJobsWithoutRunningThem) {
+  const fs::path suite = write_suite("s", kSuite);
+  const fs::path out = fs::temp_directory_path() / "tessera_regress_list";
+  fs::remove_all(out);
+  std::string text;
+  EXPECT_EQ(run_binary(fmt::format("regress {} --list --group smoke --shard 1/2 --out {}", suite.string(), out.string()),
+                       &text),
+            0)
+      << text;
+  EXPECT_THAT(text, HasSubstr("g/hoisted/small/K7_M3_N5  (tlm)"));
+  EXPECT_THAT(text, HasSubstr("s: 4 jobs"));
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(RegressSlurm, NoSbatchOnPathIsAClearError) {
+  const fs::path suite = write_suite("s", kSuite);
+  std::string text;
+  // The shell finds the binary by its full path; the runner looks for sbatch on this PATH.
+  EXPECT_EQ(run_binary(fmt::format("regress {} --slurm --out {}", suite.string(),
+                                   (fs::temp_directory_path() / "tessera_regress_nosbatch").string()),
+                       &text, "PATH=/nonexistent"),
+            2)
+      << text;
+  EXPECT_THAT(text, HasSubstr("'sbatch' is not on PATH: --slurm needs the Slurm client commands"));
+}
+
+TEST(RegressSlurm, EmitSbatchWritesTheScriptAndPreparesTheFolder) {
+  const fs::path suite = write_suite("s", kSuite);
+  const fs::path out = fs::temp_directory_path() / "tessera_regress_emit";
+  const fs::path script = fs::temp_directory_path() / "tessera_regress_emit.sh";
+  fs::remove_all(out);
+  std::string text;
+  ASSERT_EQ(run_binary(fmt::format("regress {} --emit-sbatch {} --shards 3 --partition batch --max-parallel 2 --out {}",
+                                   suite.string(), script.string(), out.string()),
+                       &text),
+            0)
+      << text;
+  const std::string s(std::istreambuf_iterator<char>(std::ifstream(script).rdbuf()), {});
+  EXPECT_THAT(s, HasSubstr("#SBATCH --array=1-3%2\n"));
+  EXPECT_THAT(s, HasSubstr("regress '" + suite.string() + "' --shard \"$TESSERA_SHARD/3\" -j \"$TESSERA_CPUS\""));
+  EXPECT_THAT(s, HasSubstr("regress merge --plan '" + out.string() + "'"));
+  EXPECT_TRUE(fs::is_directory(out / "shards" / "3"));
+  const auto plan = nlohmann::json::parse(std::ifstream(out / "slurm" / "plan.json"));
+  EXPECT_EQ(plan["shards"], 3);
+  EXPECT_EQ(plan["jobs"], 9);
+  // The merge of a submission whose tasks never ran lists every job as missing.
+  EXPECT_EQ(run_binary(fmt::format("regress merge --plan {}", out.string()), &text), 1);
+  const auto results = nlohmann::json::parse(std::ifstream(out / "results.json"));
+  ASSERT_EQ(results.size(), 9u);
+  EXPECT_EQ(results[0]["status"], "missing");
+  EXPECT_THAT(results[0]["message"].get<std::string>(), HasSubstr("wrote no results"));
+  fs::remove_all(out);
+  fs::remove(script);
+}
+
+TEST(RegressSlurm, BadCombinationsAreRefused) {
+  const fs::path suite = write_suite("s", kSuite);
+  std::string text;
+  EXPECT_EQ(run_binary(fmt::format("regress {} --shard 1/2 --update-baseline --out /tmp/x", suite.string()), &text), 2);
+  EXPECT_THAT(text, HasSubstr("--update-baseline rewrites the whole suite's baseline"));
+  text.clear();
+  EXPECT_EQ(run_binary("regress --rerun-failed /nonexistent --slurm", &text), 2);
+  EXPECT_THAT(text, HasSubstr("--rerun-failed /nonexistent: no slurm/plan.json there"));
+  text.clear();
+  EXPECT_EQ(run_binary("regress --rerun-failed /nonexistent", &text), 2);
+  EXPECT_THAT(text, HasSubstr("add --slurm"));
 }
 
 }  // namespace

@@ -1,0 +1,83 @@
+// Running a list of jobs on a Slurm cluster: N deterministic shards as one
+// job array, then a merge job that waits for every task (afterany). The
+// caller says what a shard and the merge run (shell commands); this layer
+// writes the submission script, submits it, follows the jobs and reports the
+// tasks that ended without results. `tessera regress --slurm` uses it; a
+// what-if sweep sharded the same way can too.
+//
+// Layout of the output folder, which every node must see (shared storage):
+//   OUT/slurm/submit.sh    the script that was run to submit (bash; sbatch twice)
+//   OUT/slurm/plan.json    what was submitted, read back by merge and --rerun-failed
+//   OUT/slurm/merge.log    the merge job's output
+//   OUT/shards/I/          shard I's own output, with slurm.log (the task's output)
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tessera::cli::slurm {
+
+// A Slurm problem for the user: no sbatch, a refused submission, a job that
+// never started. The message says what happened and what to do.
+class SlurmError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ArrayJob {
+  std::string name;            // job name squeue shows; the merge job adds "-merge"
+  std::filesystem::path out;   // absolute, on shared storage
+  int shards = 1;              // array tasks 1..shards, one per shard
+  std::vector<int> only;       // submit only these shards (a rerun); empty: all
+  // Run by array task I in OUT with TESSERA_SHARD=I, TESSERA_SHARDS=shards and
+  // TESSERA_CPUS (the task's CPUs) set; it writes OUT/shards/I.
+  std::string shard_command;
+  std::string merge_command;   // run once every task has ended, in OUT
+  std::string partition, time_limit;
+  int max_parallel = 0;        // array tasks running at once; 0: as Slurm allows
+  int cpus_per_task = 1;
+  std::map<std::string, std::string> env;  // exported in both scripts
+};
+
+// The folder of shard I.
+std::filesystem::path shard_dir(const std::filesystem::path& out, int shard);
+
+// The bash script that submits the array, then the merge job depending on it
+// with afterany, and prints "ARRAY_ID MERGE_ID". This exact text is what
+// submit() runs, and what --emit-sbatch writes.
+std::string submit_script(const ArrayJob& job);
+
+// Single quotes for the shell.
+std::string shell_quote(const std::string& s);
+
+// Creates the shard folders (Slurm opens each task's log before it runs),
+// writes OUT/slurm/submit.sh and runs it. Returns {array id, merge id}.
+// Throws SlurmError when sbatch is not on PATH or refuses the submission.
+std::pair<std::string, std::string> submit(const ArrayJob& job);
+
+// Slurm's state of each array task (by shard) and of the merge job ("merge"),
+// from squeue; a job Slurm has forgotten (finished long ago) is absent.
+std::map<std::string, std::pair<std::string, std::string>> job_states(const std::string& array_id,
+                                                                      const std::string& merge_id);
+
+using States = std::map<std::string, std::pair<std::string, std::string>>;  // shard or "merge" -> {state, reason}
+
+// Follows a submission until the merge job has ended. Every `poll_seconds`
+// calls `on_poll` with a note on the jobs' state ("3 RUNNING, 1 PENDING")
+// and the states themselves.
+// Throws SlurmError when no array task has started within `start_timeout_s`
+// (0: wait as long as it takes), naming Slurm's reason.
+void follow(const std::string& array_id, const std::string& merge_id, double start_timeout_s,
+            const std::function<void(const std::string& note, const States& states)>& on_poll,
+            double poll_seconds = 1);
+
+// The last `bytes` of a file, or "" when it does not exist.
+std::string tail(const std::filesystem::path& file, std::size_t bytes = 600);
+
+}  // namespace tessera::cli::slurm
