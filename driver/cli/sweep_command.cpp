@@ -384,7 +384,6 @@ int run_sweep(const SweepOptions& o) {
   }
   const fs::path out = o.out.empty() ? fs::path("out") / "sweep" / study.name : fs::path(o.out);
   fs::create_directories(out);
-  remove_outputs(out);
   std::vector<regress::Job> jobs;
   for (const auto& p : points) jobs.push_back(p.job);
   fmt::print("{}: {} point{}{} on {} ({}{}), {} at a time\n", study.name, jobs.size(), jobs.size() == 1 ? "" : "s",
