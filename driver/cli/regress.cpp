@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <filesystem>
 #include <fnmatch.h>
@@ -117,6 +118,12 @@ Suite load_suite(const std::string& path) {
         }
   }
   return suite;
+}
+
+bool parse_shard(const std::string& text, int* index, int* count) {
+  char rest = 0;
+  return std::sscanf(text.c_str(), "%d/%d%c", index, count, &rest) == 2 && *count >= 1 && *index >= 1 &&
+         *index <= *count;
 }
 
 std::vector<Job> select(const Suite& suite, const std::string& group, const std::string& filter, int index, int count) {

@@ -47,6 +47,9 @@ Suite load_suite(const std::string& path);
 // when empty), then the deterministic shard `index` of `count` (1-based).
 std::vector<Job> select(const Suite& suite, const std::string& group, const std::string& filter, int index, int count);
 
+// "I/N" with 1 <= I <= N, as --shard takes it; false when the text is not that.
+bool parse_shard(const std::string& text, int* index, int* count);
+
 struct JobResult {
   Job job;
   std::string status;  // pass, fail, error, crash, timeout, slower, faster

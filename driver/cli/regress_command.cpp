@@ -130,13 +130,7 @@ std::vector<JobResult> read_results(const fs::path& file, std::string* suite) {
   return results;
 }
 
-bool parse_shard(const std::string& text, int* index, int* count) {
-  return std::sscanf(text.c_str(), "%d/%d", index, count) == 2 && *count >= 1 && *index >= 1 && *index <= *count;
-}
-
 // ---- Slurm: the suite as a job array of shards plus a merge job ----------
-
-fs::path plan_file(const fs::path& out) { return out / "slurm" / "plan.json"; }
 
 slurm::ArrayJob array_job(const nlohmann::json& plan) {
   const fs::path out = plan.at("out").get<std::string>();
@@ -185,45 +179,19 @@ int follow_suite(const fs::path& out, const nlohmann::json& plan, double start_t
   const int shards = plan.at("shards");
   const std::string array_id = plan.at("array_id"), merge_id = plan.at("merge_id");
   regress::Progress progress(stdout, plan.at("jobs").get<std::size_t>(), stdout_is_terminal());
-  std::set<std::string> seen;
-  const auto scan = [&] {
-    for (int i = 1; i <= shards; ++i) {
-      std::error_code ec;
-      for (const auto& entry : fs::directory_iterator(slurm::shard_dir(out, i) / "jobs", ec)) {
-        const fs::path file = entry.path() / "result.json";
-        if (seen.count(file.string()) || !fs::exists(file)) continue;
+  const slurm::States last_seen = slurm::follow_shards(
+      out, shards, array_id, merge_id, start_timeout_s,
+      [&](const fs::path& file) {
         try {
           progress.job_done(regress::result_from_json(nlohmann::json::parse(read_file(file))));
-          seen.insert(file.string());
+          return true;
         } catch (const nlohmann::json::exception&) {
-          // Still being written: read on the next poll.
+          return false;  // still being written: read on the next poll
         }
-      }
-    }
-  };
-  // What each task was last seen doing: a task cancelled while queued leaves
-  // Slurm's queue without a trace of its own.
-  slurm::States last_seen;
-  slurm::follow(array_id, merge_id, start_timeout_s, [&](const std::string& note, const slurm::States& states) {
-    for (const auto& [key, state] : states) last_seen[key] = state;
-    scan();
-    progress.tick("Slurm: " + note);
-  });
-  scan();
+      },
+      [&](const std::string& note) { progress.tick("Slurm: " + note); });
   progress.finish();
-
-  for (const auto& [key, state] : slurm::job_states(array_id, merge_id)) last_seen[key] = state;
-  for (int i = 1; i <= shards; ++i) {
-    const fs::path dir = slurm::shard_dir(out, i);
-    if (fs::exists(dir / "results.json")) continue;
-    const auto st = last_seen.find(std::to_string(i));
-    const std::string log = slurm::tail(dir / "slurm.log");
-    const std::string state = st == last_seen.end()          ? "not seen in Slurm's queue"
-                              : st->second.first == "PENDING" ? "removed from the queue before it started (cancelled)"
-                                                              : st->second.first;
-    fmt::print("shard {}/{} (Slurm task {}_{}): {}, no results; log {}{}\n", i, shards, array_id, i, state,
-               (dir / "slurm.log").string(), log.empty() ? " (empty: the task never ran)" : ":\n" + log);
-  }
+  slurm::report_missing_shards(out, shards, array_id, last_seen);
   if (!fs::exists(out / "results.json")) {
     fmt::print("{}: the merge job {} wrote no results; its log {}:\n{}\n", kRegress, merge_id,
                (out / "slurm" / "merge.log").string(), slurm::tail(out / "slurm" / "merge.log"));
@@ -241,7 +209,7 @@ int submit_and_follow(const fs::path& out, nlohmann::json& plan, const RegressOp
   auto submitted = slurm::submit(job);
   plan["array_id"] = submitted.first;
   plan["merge_id"] = submitted.second;
-  std::ofstream(plan_file(out)) << plan.dump(2) << '\n';
+  std::ofstream(slurm::plan_file(out)) << plan.dump(2) << '\n';
   fmt::print("{}: Slurm job array {} ({}), merge job {}; results in {}\n", kRegress, submitted.first, what,
              submitted.second, out.string());
   std::fflush(stdout);
@@ -275,7 +243,7 @@ int submit_suite(const regress::Suite& suite, const std::vector<Job>& jobs, cons
   remove_outputs(out);
   fs::create_directories(out / "slurm");
   for (int i = 1; i <= shards; ++i) fs::create_directories(slurm::shard_dir(out, i));
-  std::ofstream(plan_file(out)) << plan.dump(2) << '\n';
+  std::ofstream(slurm::plan_file(out)) << plan.dump(2) << '\n';
   if (!o.emit_sbatch.empty()) {
     std::ofstream(o.emit_sbatch) << slurm::submit_script(array_job(plan));
     fmt::print("{}: wrote {} ({} jobs in {} shards; {} is prepared for it); submit with: bash {}\n", kRegress,
@@ -287,12 +255,12 @@ int submit_suite(const regress::Suite& suite, const std::vector<Job>& jobs, cons
 
 int rerun_failed(const RegressOptions& o) {
   const fs::path out = fs::absolute(o.rerun_failed).lexically_normal();
-  if (!fs::exists(plan_file(out))) {
+  if (!fs::exists(slurm::plan_file(out))) {
     std::cerr << fmt::format("{}: --rerun-failed {}: no slurm/plan.json there; it takes the --out folder of a "
                              "--slurm run\n", kRegress, o.rerun_failed);
     return kExitBadInput;
   }
-  nlohmann::json plan = nlohmann::json::parse(read_file(plan_file(out)));
+  nlohmann::json plan = nlohmann::json::parse(read_file(slurm::plan_file(out)));
   if (!o.partition.empty()) plan["partition"] = o.partition;
   if (!o.time_limit.empty()) plan["time"] = o.time_limit;
   if (o.max_parallel > 0) plan["max_parallel"] = o.max_parallel;
@@ -316,7 +284,7 @@ int rerun_failed(const RegressOptions& o) {
   const auto submitted = slurm::submit(job);
   plan["array_id"] = submitted.first;
   plan["merge_id"] = submitted.second;
-  std::ofstream(plan_file(out)) << plan.dump(2) << '\n';
+  std::ofstream(slurm::plan_file(out)) << plan.dump(2) << '\n';
   fmt::print("{}: shards {} of {} resubmitted as Slurm job array {}, merge job {}\n", kRegress,
              fmt::join(failed, ", "), plan.at("shards").get<int>(), submitted.first, submitted.second);
   std::fflush(stdout);
@@ -342,7 +310,7 @@ int run_suite(const RegressOptions& o) {
   for (const auto& e : errors) std::cerr << e << '\n';
   if (!errors.empty()) return kExitBadInput;
   int index = 1, count = 1;
-  if (!o.shard.empty() && !parse_shard(o.shard, &index, &count)) {
+  if (!o.shard.empty() && !regress::parse_shard(o.shard, &index, &count)) {
     std::cerr << fmt::format("{}: --shard {}: expected I/N with 1 <= I <= N\n", kRegress, o.shard);
     return kExitBadInput;
   }
@@ -419,11 +387,11 @@ int merge(const std::vector<std::string>& dirs, const std::string& out) {
 // with the task's state and log, so the result set stays complete.
 int merge_plan(const std::string& dir) {
   const fs::path out = fs::absolute(dir).lexically_normal();
-  if (!fs::exists(plan_file(out))) {
+  if (!fs::exists(slurm::plan_file(out))) {
     std::cerr << fmt::format("tessera regress merge: --plan {}: no slurm/plan.json there\n", dir);
     return kExitBadInput;
   }
-  const nlohmann::json plan = nlohmann::json::parse(read_file(plan_file(out)));
+  const nlohmann::json plan = nlohmann::json::parse(read_file(slurm::plan_file(out)));
   const regress::Suite suite = regress::load_suite(plan.at("suite"));
   const int shards = plan.at("shards");
   std::map<std::string, std::pair<std::string, std::string>> states;

@@ -249,4 +249,48 @@ std::string tail(const fs::path& file, std::size_t bytes) {
   return s.size() > bytes ? s.substr(s.size() - bytes) : s;
 }
 
+fs::path plan_file(const fs::path& out) { return out / "slurm" / "plan.json"; }
+
+States follow_shards(const fs::path& out, int shards, const std::string& array_id, const std::string& merge_id,
+                     double start_timeout_s, const std::function<bool(const fs::path&)>& on_result_file,
+                     const std::function<void(const std::string&)>& on_tick) {
+  std::set<std::string> seen;
+  const auto scan = [&] {
+    for (int i = 1; i <= shards; ++i) {
+      std::error_code ec;
+      for (const auto& entry : fs::directory_iterator(shard_dir(out, i) / "jobs", ec)) {
+        const fs::path file = entry.path() / "result.json";
+        if (seen.count(file.string()) || !fs::exists(file)) continue;
+        if (on_result_file(file)) seen.insert(file.string());
+      }
+    }
+  };
+  States last_seen;
+  follow(array_id, merge_id, start_timeout_s, [&](const std::string& note, const States& states) {
+    for (const auto& [key, state] : states) last_seen[key] = state;
+    scan();
+    on_tick(note);
+  });
+  scan();
+  for (const auto& [key, state] : job_states(array_id, merge_id)) last_seen[key] = state;
+  return last_seen;
+}
+
+int report_missing_shards(const fs::path& out, int shards, const std::string& array_id, const States& last_seen) {
+  int missing = 0;
+  for (int i = 1; i <= shards; ++i) {
+    const fs::path dir = shard_dir(out, i);
+    if (fs::exists(dir / "results.json")) continue;
+    ++missing;
+    const auto st = last_seen.find(std::to_string(i));
+    const std::string log = tail(dir / "slurm.log");
+    const std::string state = st == last_seen.end()          ? "not seen in Slurm's queue"
+                              : st->second.first == "PENDING" ? "removed from the queue before it started (cancelled)"
+                                                              : st->second.first;
+    fmt::print("shard {}/{} (Slurm task {}_{}): {}, no results; log {}{}\n", i, shards, array_id, i, state,
+               (dir / "slurm.log").string(), log.empty() ? " (empty: the task never ran)" : ":\n" + log);
+  }
+  return missing;
+}
+
 }  // namespace tessera::cli::slurm

@@ -2,8 +2,8 @@
 // job array, then a merge job that waits for every task (afterany). The
 // caller says what a shard and the merge run (shell commands); this layer
 // writes the submission script, submits it, follows the jobs and reports the
-// tasks that ended without results. `tessera regress --slurm` uses it; a
-// what-if sweep sharded the same way can too.
+// tasks that ended without results. `tessera regress --slurm` and
+// `tessera sweep --slurm` use it.
 //
 // Layout of the output folder, which every node must see (shared storage):
 //   OUT/slurm/submit.sh    the script that was run to submit (bash; sbatch twice)
@@ -79,5 +79,25 @@ void follow(const std::string& array_id, const std::string& merge_id, double sta
 
 // The last `bytes` of a file, or "" when it does not exist.
 std::string tail(const std::filesystem::path& file, std::size_t bytes = 600);
+
+// OUT/slurm/plan.json: what a runner submitted, for its merge and --rerun-failed.
+std::filesystem::path plan_file(const std::filesystem::path& out);
+
+// follow() for runners whose shards write one OUT/shards/I/jobs/<job>/result.json
+// per finished job: calls `on_result_file` once for each such file as it
+// appears (it returns false when the file is still being written, to be read
+// again on the next poll) and `on_tick` with Slurm's note. Returns each task's
+// last state seen (a task cancelled while queued leaves the queue without a
+// trace, so only the follower knows it was there).
+States follow_shards(const std::filesystem::path& out, int shards, const std::string& array_id,
+                     const std::string& merge_id, double start_timeout_s,
+                     const std::function<bool(const std::filesystem::path& result_file)>& on_result_file,
+                     const std::function<void(const std::string& note)>& on_tick);
+
+// Prints one paragraph per shard that left no OUT/shards/I/results.json: its
+// Slurm task, the state it was last seen in and the tail of its log. Returns
+// how many there were.
+int report_missing_shards(const std::filesystem::path& out, int shards, const std::string& array_id,
+                          const States& last_seen);
 
 }  // namespace tessera::cli::slurm

@@ -309,6 +309,13 @@ std::vector<Point> expand(const Study& study) {
   return points;
 }
 
+std::vector<Point> shard(const std::vector<Point>& points, int index, int count) {
+  std::vector<Point> out;
+  for (std::size_t i = 0; i < points.size(); ++i)
+    if (static_cast<int>(i % static_cast<std::size_t>(count)) == index - 1) out.push_back(points[i]);
+  return out;
+}
+
 namespace {
 
 const JobResult* result_of(const std::vector<JobResult>& results, const std::string& id) {

@@ -69,6 +69,11 @@ struct Point {
 // varies slowest), times every kernel, variant and shape.
 std::vector<Point> expand(const Study& study);
 
+// The deterministic shard `index` of `count` (1-based) of the grid: every
+// count-th point in grid order, the same split on every machine, so shards
+// run anywhere merge back into the whole grid.
+std::vector<Point> shard(const std::vector<Point>& points, int index, int count);
+
 // One row per point: parameters, kernel, variant, shape, status, then the
 // report's figures (time, cycles, HFU, MFU, per-engine utilisation, DMA and
 // HBM traffic).

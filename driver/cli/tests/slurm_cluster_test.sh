@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `tessera regress --slurm` on a real single-node Slurm cluster brought up on
 # localhost (Debian's slurm-wlm and munge, no systemd): the smoke suite
-# through a job array equals a local run (same jobs, same cycles); a cancelled
+# through a job array equals a local run (same jobs, same cycles), and so does
+# a small what-if sweep (`tessera sweep --slurm`, its results.csv); a cancelled
 # array task is reported and `--rerun-failed` completes the set; a refused
 # submission and a job that never starts are clear errors. Tears down only
 # what it started, by PID.
@@ -153,6 +154,38 @@ grep -q "Slurm job array" "$WORK/slurm.txt" || fail "no submission reported"
 same_results "$WORK/local/results.json" "$WORK/slurm/results.json" || fail "merged Slurm results differ from the local run"
 [[ -f $WORK/slurm/junit.xml && -f $WORK/slurm/summary.md ]] || fail "junit.xml or summary.md missing"
 echo "ok: smoke suite through Slurm (4 shards, --wait) in $((SECONDS - t)) s equals the local run"
+
+# --- 1b. a what-if sweep through Slurm equals a local run ---------------------
+cat >"$WORK/hbm-tiny.yaml" <<'EOF'
+description: HBM bandwidth on tiny, through Slurm
+base: tiny
+no_data: true
+parameters:
+  - name: hbm_gbps
+    key: hbm.bandwidth_gbps
+    values: [4, 16]
+kernels:
+  - kernel: gemm
+    variants: [naive, blocked_mnk]
+    shapes: [{M: 16, N: 64, K: 16}]
+EOF
+t=$SECONDS
+"$TESSERA" sweep "$WORK/hbm-tiny.yaml" -j 2 --no-plots --out "$WORK/sweep-local" >"$WORK/sweep-local.txt" 2>&1 \
+  || fail "local sweep: $(tail -5 "$WORK/sweep-local.txt")"
+"$TESSERA" sweep "$WORK/hbm-tiny.yaml" --slurm --shards 3 --wait --out "$WORK/sweep-slurm" >"$WORK/sweep-slurm.txt" 2>&1 \
+  || { cat "$WORK/sweep-slurm.txt"; fail "the sweep through Slurm did not pass"; }
+grep -q "Slurm job array .* (4 points in 3 shards)" "$WORK/sweep-slurm.txt" \
+  || { cat "$WORK/sweep-slurm.txt"; fail "no sweep submission reported"; }
+[[ $(grep -c '^\[[0-9]/4\] pass ' "$WORK/sweep-slurm.txt") -eq 4 ]] \
+  || { cat "$WORK/sweep-slurm.txt"; fail "--wait did not follow the 4 points"; }
+# results.csv holds every figure of every point (no wall-clock time): byte-identical.
+cmp "$WORK/sweep-local/results.csv" "$WORK/sweep-slurm/results.csv" \
+  || { diff "$WORK/sweep-local/results.csv" "$WORK/sweep-slurm/results.csv"; fail "merged sweep results.csv differs from the local run"; }
+ls "$WORK"/sweep-slurm/plots/time_vs_hbm_gbps.{png,svg} >/dev/null 2>&1 \
+  || { tail -20 "$WORK/sweep-slurm/slurm/merge.log"; fail "the merge job drew no plots"; }
+"$TESSERA" sweep --rerun-failed "$WORK/sweep-slurm" --slurm >"$WORK/sweep-rerun.txt" 2>&1 \
+  && grep -q "nothing to rerun" "$WORK/sweep-rerun.txt" || { cat "$WORK/sweep-rerun.txt"; fail "a complete sweep was rerun"; }
+echo "ok: sweep of 4 points through Slurm (3 shards, --wait, plots by the merge job) in $((SECONDS - t)) s, results.csv equals the local run"
 
 # --- 2. a killed and a cancelled array task, then --rerun-failed -------------
 # One task at a time, so the last one is still queued when it is cancelled.

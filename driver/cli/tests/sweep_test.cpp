@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -183,8 +184,9 @@ TEST_F(StudyTest, CsvAndJsonHoldEveryPointWithItsFigures) {
   EXPECT_FALSE(j["points"][0]["report"].contains("stats"));  // kept in the job's folder
 }
 
-int run_binary(const std::string& args, std::string* out) {
-  const std::string cmd = fmt::format("TESSERA_CONFIG_DIR={}/configs {} {} 2>&1", TESSERA_SOURCE_DIR, TESSERA_BIN, args);
+int run_binary(const std::string& args, std::string* out, const std::string& env = "") {
+  const std::string cmd =
+      fmt::format("{} TESSERA_CONFIG_DIR={}/configs {} {} 2>&1", env, TESSERA_SOURCE_DIR, TESSERA_BIN, args);
   FILE* pipe = popen(cmd.c_str(), "r");
   std::array<char, 4096> buf{};
   while (std::size_t n = fread(buf.data(), 1, buf.size(), pipe)) out->append(buf.data(), n);
@@ -320,6 +322,142 @@ TEST_F(StudyTest, ShippedStudiesAreValid) {
     const fs::path study = fs::path(TESSERA_SOURCE_DIR) / "configs" / "studies" / (std::string(name) + ".yaml");
     EXPECT_EQ(run_binary(fmt::format("sweep {} --dry-run", study.string()), &text), 0) << text;
   }
+}
+
+
+TEST_F(StudyTest, ShardsPartitionTheGridInGridOrder) {
+  const auto points = expand(load_study(write_study("two", kStudy).string()));
+  ASSERT_EQ(points.size(), 12u);
+  std::vector<std::string> seen;
+  for (int i = 1; i <= 5; ++i)
+    for (const auto& p : shard(points, i, 5)) seen.push_back(p.job.id);
+  ASSERT_EQ(seen.size(), points.size());
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(std::adjacent_find(seen.begin(), seen.end()), seen.end()) << "a point in two shards";
+  const auto second = shard(points, 2, 5);
+  ASSERT_EQ(second.size(), 3u);  // points 2, 7 and 12
+  EXPECT_EQ(second[0].job.id, points[1].job.id);
+  EXPECT_EQ(second[2].job.id, points[11].job.id);
+}
+
+const char* kTinyStudy =
+    "description: HBM bandwidth on tiny\n"
+    "base: tiny\n"
+    "no_data: true\n"
+    "parameters:\n"
+    "  - name: hbm_gbps\n"
+    "    key: hbm.bandwidth_gbps\n"
+    "    values: [4, 16]\n"
+    "kernels:\n"
+    "  - kernel: gemm\n"
+    "    variants: [naive, blocked_mnk]\n"
+    "    shapes: [{M: 16, N: 64, K: 16}]\n";
+
+// --emit-sbatch needs no cluster: the script, and the folder prepared for it.
+// Running the tasks' and the merge's own commands by hand (as Slurm would)
+// gives the results.csv of a local run; a shard that never ran leaves its
+// points "missing", and --rerun-failed resubmits only that shard.
+TEST_F(StudyTest, EmitSbatchShardsAndMergeEqualALocalRun) {
+  const fs::path study = write_study("hbm_tiny_slurm", kTinyStudy);
+  const fs::path root = fs::temp_directory_path() / "tessera_sweep_slurm";
+  const fs::path out = root / "slurm", local = root / "local", script = root / "submit.sh";
+  fs::remove_all(root);
+  fs::create_directories(root);
+  std::string text;
+  ASSERT_EQ(run_binary(fmt::format("sweep {} --no-plots -j 2 --out {}", study.string(), local.string()), &text), 0)
+      << text;
+  text.clear();
+  ASSERT_EQ(run_binary(fmt::format("sweep {} --emit-sbatch {} --shards 3 --partition batch --max-parallel 2 "
+                                   "--time 00:10:00 --no-plots --out {}",
+                                   study.string(), script.string(), out.string()),
+                       &text),
+            0)
+      << text;
+  EXPECT_THAT(text, HasSubstr("4 points in 3 shards"));
+  const std::string s = read_text(script);
+  EXPECT_THAT(s, HasSubstr("#SBATCH --job-name=tessera-sweep-hbm_tiny_slurm\n"));
+  EXPECT_THAT(s, HasSubstr("#SBATCH --array=1-3%2\n"));
+  EXPECT_THAT(s, HasSubstr("#SBATCH --partition=batch\n"));
+  EXPECT_THAT(s, HasSubstr("#SBATCH --time=00:10:00\n"));
+  EXPECT_THAT(s, HasSubstr("sweep '" + study.string() + "' --shard \"$TESSERA_SHARD/3\" -j \"$TESSERA_CPUS\" "
+                           "--no-plots --out '" + (out / "shards").string() + "'/\"$TESSERA_SHARD\""));
+  EXPECT_THAT(s, HasSubstr("--dependency=afterany:\"$array\""));
+  EXPECT_THAT(s, HasSubstr("sweep merge --plan '" + out.string() + "'"));
+  for (int i = 1; i <= 3; ++i) EXPECT_TRUE(fs::is_directory(out / "shards" / std::to_string(i)));
+  const auto plan = nlohmann::json::parse(std::ifstream(out / "slurm" / "plan.json"));
+  EXPECT_EQ(plan["runner"], "sweep");
+  EXPECT_EQ(plan["points"], 4);
+
+  // Shards 1 and 3 run; shard 2 "never ran".
+  for (int i : {1, 3}) {
+    text.clear();
+    ASSERT_EQ(run_binary(fmt::format("sweep {} --shard {}/3 -j 2 --no-plots --out {}", study.string(), i,
+                                     (out / "shards" / std::to_string(i)).string()),
+                         &text),
+              0)
+        << text;
+  }
+  text.clear();
+  EXPECT_EQ(run_binary(fmt::format("sweep merge --plan {}", out.string()), &text), 1) << text;
+  auto merged = nlohmann::json::parse(std::ifstream(out / "results.json"));
+  ASSERT_EQ(merged["points"].size(), 4u);
+  EXPECT_EQ(merged["points"][1]["status"], "missing");  // point 2 is shard 2's
+  EXPECT_THAT(merged["points"][1]["message"].get<std::string>(), HasSubstr("shard 2/3 wrote no results"));
+  EXPECT_EQ(merged["points"][0]["status"], "pass");
+
+  const fs::path rerun = root / "rerun.sh";
+  text.clear();
+  ASSERT_EQ(run_binary(fmt::format("sweep --rerun-failed {} --slurm --emit-sbatch {}", out.string(), rerun.string()),
+                       &text),
+            0)
+      << text;
+  EXPECT_THAT(text, HasSubstr("(shards 2)"));
+  EXPECT_THAT(read_text(rerun), HasSubstr("#SBATCH --array=2%2\n"));
+  EXPECT_FALSE(fs::exists(out / "results.json")) << "a rerun starts a new merge";
+
+  text.clear();
+  ASSERT_EQ(run_binary(fmt::format("sweep {} --shard 2/3 -j 2 --no-plots --out {}", study.string(),
+                                   (out / "shards" / "2").string()),
+                       &text),
+            0)
+      << text;
+  text.clear();
+  ASSERT_EQ(run_binary(fmt::format("sweep merge --plan {}", out.string()), &text), 0) << text;
+  EXPECT_EQ(read_text(out / "results.csv"), read_text(local / "results.csv"));
+  merged = nlohmann::json::parse(std::ifstream(out / "results.json"));
+  const auto whole = nlohmann::json::parse(std::ifstream(local / "results.json"));
+  ASSERT_EQ(merged["points"].size(), whole["points"].size());
+  for (std::size_t i = 0; i < whole["points"].size(); ++i) {
+    EXPECT_EQ(merged["points"][i]["id"], whole["points"][i]["id"]);
+    EXPECT_EQ(merged["points"][i]["report"]["cycles"], whole["points"][i]["report"]["cycles"]);
+  }
+  fs::remove_all(root);
+}
+
+TEST_F(StudyTest, SlurmMisuseIsAClearError) {
+  const fs::path study = write_study("hbm_tiny_misuse", kTinyStudy);
+  std::string text;
+  EXPECT_EQ(run_binary(fmt::format("sweep {} --shard 3/2 --dry-run", study.string()), &text), 2);
+  EXPECT_THAT(text, HasSubstr("--shard 3/2: expected I/N with 1 <= I <= N"));
+  text.clear();
+  EXPECT_EQ(run_binary(fmt::format("sweep {} --slurm --shard 1/2", study.string()), &text), 2);
+  EXPECT_THAT(text, HasSubstr("--shard is for one shard"));
+  text.clear();
+  EXPECT_EQ(run_binary("sweep --rerun-failed /nonexistent", &text), 2);
+  EXPECT_THAT(text, HasSubstr("add --slurm"));
+  text.clear();
+  EXPECT_EQ(run_binary("sweep --rerun-failed /nonexistent --slurm", &text), 2);
+  EXPECT_THAT(text, HasSubstr("--rerun-failed /nonexistent: no slurm/plan.json there"));
+  text.clear();
+  EXPECT_EQ(run_binary("sweep merge --plan /nonexistent", &text), 2);
+  EXPECT_THAT(text, HasSubstr("merge --plan /nonexistent: no slurm/plan.json there"));
+  text.clear();
+  const fs::path out = fs::temp_directory_path() / "tessera_sweep_nosbatch";
+  EXPECT_EQ(run_binary(fmt::format("sweep {} --slurm --out {}", study.string(), out.string()), &text,
+                       "PATH=/nonexistent"),
+            2);
+  EXPECT_THAT(text, HasSubstr("'sbatch' is not on PATH"));
+  fs::remove_all(out);
 }
 
 }  // namespace
