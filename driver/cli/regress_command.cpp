@@ -30,11 +30,7 @@ struct RegressOptions {
   std::string suite, group, filter, shard, out = "out/regress", baseline;
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool update_baseline = false, list = false;
-  // Slurm
-  bool slurm = false, wait = false;
-  std::string partition, time_limit, emit_sbatch, rerun_failed;
-  int max_parallel = 0, shards = 0, cpus_per_task = 1;
-  double start_timeout_s = 1800;
+  slurm::SubmitOptions submit;
 };
 
 const char* kRegress = "tessera regress";
@@ -148,10 +144,7 @@ slurm::ArrayJob array_job(const nlohmann::json& plan) {
       "exec {} regress {} --shard \"$TESSERA_SHARD/{}\" -j \"$TESSERA_CPUS\"{} --out {}/\"$TESSERA_SHARD\"", tessera,
       slurm::shell_quote(plan.at("suite")), shards, select, slurm::shell_quote((out / "shards").string()));
   job.merge_command = fmt::format("exec {} regress merge --plan {}", tessera, slurm::shell_quote(out.string()));
-  job.partition = plan.value("partition", "");
-  job.time_limit = plan.value("time", "");
-  job.max_parallel = plan.value("max_parallel", 0);
-  job.cpus_per_task = plan.value("cpus_per_task", 1);
+  slurm::schedule(job, plan.at("scheduling"));
   // Jobs on the nodes read the same configs as this submission.
   job.env["TESSERA_CONFIG_DIR"] = arch::config_dir();
   return job;
@@ -213,16 +206,16 @@ int submit_and_follow(const fs::path& out, nlohmann::json& plan, const RegressOp
   fmt::print("{}: Slurm job array {} ({}), merge job {}; results in {}\n", kRegress, submitted.first, what,
              submitted.second, out.string());
   std::fflush(stdout);
-  if (!o.wait) {
+  if (!o.submit.wait) {
     fmt::print("follow with: squeue -j {},{}\n", submitted.first, submitted.second);
     return 0;
   }
-  return follow_suite(out, plan, o.start_timeout_s);
+  return follow_suite(out, plan, o.submit.start_timeout_s);
 }
 
 int submit_suite(const regress::Suite& suite, const std::vector<Job>& jobs, const RegressOptions& o) {
   const fs::path out = fs::absolute(o.out).lexically_normal();
-  const int shards = o.shards > 0 ? std::min<int>(o.shards, static_cast<int>(jobs.size()))
+  const int shards = o.submit.shards > 0 ? std::min<int>(o.submit.shards, static_cast<int>(jobs.size()))
                                   : std::min<int>(32, static_cast<int>(jobs.size()));
   nlohmann::json plan = {{"suite", fs::absolute(o.suite).lexically_normal().string()},
                          {"suite_name", suite.name},
@@ -233,10 +226,7 @@ int submit_suite(const regress::Suite& suite, const std::vector<Job>& jobs, cons
                          {"jobs", jobs.size()},
                          {"out", out.string()},
                          {"tessera", regress::self_exe()},
-                         {"partition", o.partition},
-                         {"time", o.time_limit},
-                         {"max_parallel", o.max_parallel},
-                         {"cpus_per_task", o.cpus_per_task}};
+                         {"scheduling", slurm::scheduling(o.submit)}};
   // A fresh submission: nothing of an earlier one may be merged into it.
   fs::remove_all(out / "shards");
   fs::remove_all(out / "slurm");
@@ -244,26 +234,24 @@ int submit_suite(const regress::Suite& suite, const std::vector<Job>& jobs, cons
   fs::create_directories(out / "slurm");
   for (int i = 1; i <= shards; ++i) fs::create_directories(slurm::shard_dir(out, i));
   std::ofstream(slurm::plan_file(out)) << plan.dump(2) << '\n';
-  if (!o.emit_sbatch.empty()) {
-    std::ofstream(o.emit_sbatch) << slurm::submit_script(array_job(plan));
+  if (!o.submit.emit_sbatch.empty()) {
+    std::ofstream(o.submit.emit_sbatch) << slurm::submit_script(array_job(plan));
     fmt::print("{}: wrote {} ({} jobs in {} shards; {} is prepared for it); submit with: bash {}\n", kRegress,
-               o.emit_sbatch, jobs.size(), shards, out.string(), o.emit_sbatch);
+               o.submit.emit_sbatch, jobs.size(), shards, out.string(), o.submit.emit_sbatch);
     return 0;
   }
   return submit_and_follow(out, plan, o, fmt::format("{} jobs in {} shards", jobs.size(), shards));
 }
 
 int rerun_failed(const RegressOptions& o) {
-  const fs::path out = fs::absolute(o.rerun_failed).lexically_normal();
+  const fs::path out = fs::absolute(o.submit.rerun_failed).lexically_normal();
   if (!fs::exists(slurm::plan_file(out))) {
     std::cerr << fmt::format("{}: --rerun-failed {}: no slurm/plan.json there; it takes the --out folder of a "
-                             "--slurm run\n", kRegress, o.rerun_failed);
+                             "--slurm run\n", kRegress, o.submit.rerun_failed);
     return kExitBadInput;
   }
   nlohmann::json plan = nlohmann::json::parse(read_file(slurm::plan_file(out)));
-  if (!o.partition.empty()) plan["partition"] = o.partition;
-  if (!o.time_limit.empty()) plan["time"] = o.time_limit;
-  if (o.max_parallel > 0) plan["max_parallel"] = o.max_parallel;
+  slurm::reschedule(plan["scheduling"], o.submit);
   const std::vector<int> failed = failed_shards(out, plan.at("shards"));
   if (failed.empty()) {
     fmt::print("{}: every shard of {} passed; nothing to rerun\n", kRegress, out.string());
@@ -276,9 +264,9 @@ int rerun_failed(const RegressOptions& o) {
   remove_outputs(out);
   slurm::ArrayJob job = array_job(plan);
   job.only = failed;
-  if (!o.emit_sbatch.empty()) {
-    std::ofstream(o.emit_sbatch) << slurm::submit_script(job);
-    fmt::print("{}: wrote {} (shards {})\n", kRegress, o.emit_sbatch, fmt::join(failed, ", "));
+  if (!o.submit.emit_sbatch.empty()) {
+    std::ofstream(o.submit.emit_sbatch) << slurm::submit_script(job);
+    fmt::print("{}: wrote {} (shards {})\n", kRegress, o.submit.emit_sbatch, fmt::join(failed, ", "));
     return 0;
   }
   const auto submitted = slurm::submit(job);
@@ -288,13 +276,13 @@ int rerun_failed(const RegressOptions& o) {
   fmt::print("{}: shards {} of {} resubmitted as Slurm job array {}, merge job {}\n", kRegress,
              fmt::join(failed, ", "), plan.at("shards").get<int>(), submitted.first, submitted.second);
   std::fflush(stdout);
-  if (!o.wait) return 0;
-  return follow_suite(out, plan, o.start_timeout_s);
+  if (!o.submit.wait) return 0;
+  return follow_suite(out, plan, o.submit.start_timeout_s);
 }
 
 int run_suite(const RegressOptions& o) {
-  if (!o.rerun_failed.empty()) {
-    if (!o.slurm) {
+  if (!o.submit.rerun_failed.empty()) {
+    if (!o.submit.enabled) {
       std::cerr << fmt::format("{}: --rerun-failed resubmits the failed shards of a --slurm run: add --slurm\n",
                                kRegress);
       return kExitBadInput;
@@ -314,7 +302,7 @@ int run_suite(const RegressOptions& o) {
     std::cerr << fmt::format("{}: --shard {}: expected I/N with 1 <= I <= N\n", kRegress, o.shard);
     return kExitBadInput;
   }
-  const bool slurm = o.slurm || !o.emit_sbatch.empty();
+  const bool slurm = o.submit.enabled || !o.submit.emit_sbatch.empty();
   if (o.update_baseline && (slurm || count > 1)) {
     std::cerr << fmt::format("{}: --update-baseline rewrites the whole suite's baseline: run it without --shard "
                              "and --slurm\n", kRegress);
@@ -461,21 +449,8 @@ void add_regress_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--baseline", o->baseline, "Baseline file (default: regressions/baselines/<suite>.json)");
   cmd->add_flag("--update-baseline", o->update_baseline, "Write this run's times as the baseline");
   cmd->add_flag("--list", o->list, "Check the suite (names, configs, shapes) and list its jobs without running them");
-  auto* slurm_group = cmd->add_option_group("Slurm", "Run the suite on a Slurm cluster (docs/slurm.md)");
-  slurm_group->add_flag("--slurm", o->slurm, "Submit as a Slurm job array of shards plus a merge job");
-  slurm_group->add_option("--partition", o->partition, "Slurm partition");
-  slurm_group->add_option("--max-parallel", o->max_parallel, "Array tasks running at once (default: no limit)");
-  slurm_group->add_option("--time", o->time_limit, "Time limit of each task and of the merge (Slurm's --time)");
-  slurm_group->add_option("--shards", o->shards, "Array tasks (default: one per job, at most 32)");
-  slurm_group->add_option("--cpus-per-task", o->cpus_per_task, "CPUs of each task; its jobs run that many at a time")
-      ->capture_default_str();
-  slurm_group->add_flag("--wait", o->wait, "Follow the jobs with a progress line; exit with the suite's status");
-  slurm_group->add_option("--start-timeout", o->start_timeout_s,
-                          "With --wait: give up when no task has started after this many seconds (0: never)")
-      ->capture_default_str();
-  slurm_group->add_option("--emit-sbatch", o->emit_sbatch, "Write the submission script here instead of submitting");
-  slurm_group->add_option("--rerun-failed", o->rerun_failed,
-                          "Resubmit the failed shards of the --slurm run in this folder, then merge again");
+  slurm::add_submit_options(*cmd, o->submit,
+                            {"suite", "job", "Follow the jobs with a progress line; exit with the suite's status"});
   cmd->callback([o, exit_code, cmd] {
     if (cmd->got_subcommand("merge")) return;
     try {

@@ -1,5 +1,7 @@
 #include "slurm.h"
 
+#include <CLI/CLI.hpp>
+
 #include <fmt/format.h>
 
 #include <array>
@@ -291,6 +293,43 @@ int report_missing_shards(const fs::path& out, int shards, const std::string& ar
                (dir / "slurm.log").string(), log.empty() ? " (empty: the task never ran)" : ":\n" + log);
   }
   return missing;
+}
+
+void add_submit_options(CLI::App& cmd, SubmitOptions& o, const SubmitNouns& nouns) {
+  auto* group = cmd.add_option_group("Slurm", fmt::format("Run the {} on a Slurm cluster (docs/slurm.md)", nouns.whole));
+  group->add_flag("--slurm", o.enabled, "Submit as a Slurm job array of shards plus a merge job");
+  group->add_option("--partition", o.partition, "Slurm partition");
+  group->add_option("--max-parallel", o.max_parallel, "Array tasks running at once (default: no limit)");
+  group->add_option("--time", o.time_limit, "Time limit of each task and of the merge (Slurm's --time)");
+  group->add_option("--shards", o.shards, fmt::format("Array tasks (default: one per {}, at most 32)", nouns.item));
+  group->add_option("--cpus-per-task", o.cpus_per_task,
+                    fmt::format("CPUs of each task; its {}s run that many at a time", nouns.item))
+      ->capture_default_str();
+  group->add_flag("--wait", o.wait, nouns.wait_help);
+  group->add_option("--start-timeout", o.start_timeout_s,
+                    "With --wait: give up when no task has started after this many seconds (0: never)")
+      ->capture_default_str();
+  group->add_option("--emit-sbatch", o.emit_sbatch, "Write the submission script here instead of submitting");
+  group->add_option("--rerun-failed", o.rerun_failed,
+                    "Resubmit the failed shards of the --slurm run in this folder, then merge again");
+}
+
+nlohmann::json scheduling(const SubmitOptions& o) {
+  return {{"partition", o.partition}, {"time", o.time_limit}, {"max_parallel", o.max_parallel},
+          {"cpus_per_task", o.cpus_per_task}};
+}
+
+void reschedule(nlohmann::json& scheduling, const SubmitOptions& o) {
+  if (!o.partition.empty()) scheduling["partition"] = o.partition;
+  if (!o.time_limit.empty()) scheduling["time"] = o.time_limit;
+  if (o.max_parallel > 0) scheduling["max_parallel"] = o.max_parallel;
+}
+
+void schedule(ArrayJob& job, const nlohmann::json& scheduling) {
+  job.partition = scheduling.value("partition", "");
+  job.time_limit = scheduling.value("time", "");
+  job.max_parallel = scheduling.value("max_parallel", 0);
+  job.cpus_per_task = scheduling.value("cpus_per_task", 1);
 }
 
 }  // namespace tessera::cli::slurm

@@ -21,6 +21,10 @@
 #include <string>
 #include <vector>
 
+namespace CLI {
+class App;
+}
+
 namespace tessera::cli::slurm {
 
 // A Slurm problem for the user: no sbatch, a refused submission, a job that
@@ -29,6 +33,26 @@ class SlurmError : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;
 };
+
+// What `--slurm` and its options ask for: the same for every command that
+// submits (tessera regress, tessera sweep).
+struct SubmitOptions {
+  bool enabled = false;  // --slurm
+  bool wait = false;
+  std::string partition, time_limit, emit_sbatch, rerun_failed;
+  int max_parallel = 0, shards = 0, cpus_per_task = 1;
+  double start_timeout_s = 1800;
+};
+
+// How a command's help names what it runs: "suite" of "job"s, "sweep" of "point"s.
+struct SubmitNouns {
+  const char* whole;
+  const char* item;
+  const char* wait_help;
+};
+
+// Registers --slurm and its options on `cmd` as the group "Slurm".
+void add_submit_options(CLI::App& cmd, SubmitOptions& o, const SubmitNouns& nouns);
 
 struct ArrayJob {
   std::string name;            // job name squeue shows; the merge job adds "-merge"
@@ -44,6 +68,13 @@ struct ArrayJob {
   int cpus_per_task = 1;
   std::map<std::string, std::string> env;  // exported in both scripts
 };
+
+// A submission's scheduling choices as kept in its plan, so that a merge or a
+// rerun submits the same way; reschedule() applies a rerun's new choices
+// (partition, time, max-parallel) over them; schedule() sets them on a job.
+nlohmann::json scheduling(const SubmitOptions& o);
+void reschedule(nlohmann::json& scheduling, const SubmitOptions& o);
+void schedule(ArrayJob& job, const nlohmann::json& scheduling);
 
 // The folder of shard I.
 std::filesystem::path shard_dir(const std::filesystem::path& out, int shard);

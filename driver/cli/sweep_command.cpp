@@ -26,11 +26,7 @@ struct SweepOptions {
   std::vector<std::string> kernels;
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool no_data = false, no_plots = false, dry_run = false;
-  // Slurm
-  bool slurm = false, wait = false;
-  std::string partition, time_limit, emit_sbatch, rerun_failed;
-  int max_parallel = 0, shards = 0, cpus_per_task = 1;
-  double start_timeout_s = 1800;
+  slurm::SubmitOptions submit;
 };
 
 const char* kSweep = "tessera sweep";
@@ -120,10 +116,7 @@ slurm::ArrayJob array_job(const nlohmann::json& plan) {
       "exec {} sweep {} --shard \"$TESSERA_SHARD/{}\" -j \"$TESSERA_CPUS\"{} --no-plots --out {}/\"$TESSERA_SHARD\"",
       tessera, slurm::shell_quote(plan.at("study")), shards, select, slurm::shell_quote((out / "shards").string()));
   job.merge_command = fmt::format("exec {} sweep merge --plan {}", tessera, slurm::shell_quote(out.string()));
-  job.partition = plan.value("partition", "");
-  job.time_limit = plan.value("time", "");
-  job.max_parallel = plan.value("max_parallel", 0);
-  job.cpus_per_task = plan.value("cpus_per_task", 1);
+  slurm::schedule(job, plan.at("scheduling"));
   // Jobs on the nodes read the same configs (and plot with the same script)
   // as this submission.
   job.env["TESSERA_CONFIG_DIR"] = arch::config_dir();
@@ -238,17 +231,17 @@ int submit_and_follow(const fs::path& out, nlohmann::json& plan, slurm::ArrayJob
   fmt::print("{}: Slurm job array {} ({}), merge job {}; results in {}\n", kSweep, submitted.first, what,
              submitted.second, out.string());
   std::fflush(stdout);
-  if (!o.wait) {
+  if (!o.submit.wait) {
     fmt::print("follow with: squeue -j {},{}\n", submitted.first, submitted.second);
     return 0;
   }
-  return follow_sweep(out, plan, o.start_timeout_s);
+  return follow_sweep(out, plan, o.submit.start_timeout_s);
 }
 
 int submit_sweep(const sweep::Study& study, std::size_t points, const SweepOptions& o) {
   const fs::path out = fs::absolute(o.out.empty() ? fs::path("out") / "sweep" / study.name : fs::path(o.out))
                            .lexically_normal();
-  const int shards = o.shards > 0 ? std::min<int>(o.shards, static_cast<int>(points))
+  const int shards = o.submit.shards > 0 ? std::min<int>(o.submit.shards, static_cast<int>(points))
                                   : std::min<int>(32, static_cast<int>(points));
   nlohmann::json plan = {{"runner", "sweep"},
                          {"study", fs::absolute(o.study).lexically_normal().string()},
@@ -260,10 +253,7 @@ int submit_sweep(const sweep::Study& study, std::size_t points, const SweepOptio
                          {"points", points},
                          {"out", out.string()},
                          {"tessera", regress::self_exe()},
-                         {"partition", o.partition},
-                         {"time", o.time_limit},
-                         {"max_parallel", o.max_parallel},
-                         {"cpus_per_task", o.cpus_per_task}};
+                         {"scheduling", slurm::scheduling(o.submit)}};
   // A fresh submission: nothing of an earlier one may be merged into it.
   fs::remove_all(out / "shards");
   fs::remove_all(out / "slurm");
@@ -271,21 +261,19 @@ int submit_sweep(const sweep::Study& study, std::size_t points, const SweepOptio
   fs::create_directories(out / "slurm");
   for (int i = 1; i <= shards; ++i) fs::create_directories(slurm::shard_dir(out, i));
   std::ofstream(slurm::plan_file(out)) << plan.dump(2) << '\n';
-  if (!o.emit_sbatch.empty()) {
-    std::ofstream(o.emit_sbatch) << slurm::submit_script(array_job(plan));
+  if (!o.submit.emit_sbatch.empty()) {
+    std::ofstream(o.submit.emit_sbatch) << slurm::submit_script(array_job(plan));
     fmt::print("{}: wrote {} ({} points in {} shards; {} is prepared for it); submit with: bash {}\n", kSweep,
-               o.emit_sbatch, points, shards, out.string(), o.emit_sbatch);
+               o.submit.emit_sbatch, points, shards, out.string(), o.submit.emit_sbatch);
     return 0;
   }
   return submit_and_follow(out, plan, array_job(plan), o, fmt::format("{} points in {} shards", points, shards));
 }
 
 int rerun_failed(const SweepOptions& o) {
-  const fs::path out = fs::absolute(o.rerun_failed).lexically_normal();
-  nlohmann::json plan = read_plan(out, o.rerun_failed, "--rerun-failed");
-  if (!o.partition.empty()) plan["partition"] = o.partition;
-  if (!o.time_limit.empty()) plan["time"] = o.time_limit;
-  if (o.max_parallel > 0) plan["max_parallel"] = o.max_parallel;
+  const fs::path out = fs::absolute(o.submit.rerun_failed).lexically_normal();
+  nlohmann::json plan = read_plan(out, o.submit.rerun_failed, "--rerun-failed");
+  slurm::reschedule(plan["scheduling"], o.submit);
   const int shards = plan.at("shards");
   const std::vector<int> failed = failed_shards(out, shards);
   if (failed.empty()) {
@@ -299,9 +287,9 @@ int rerun_failed(const SweepOptions& o) {
   remove_outputs(out);
   slurm::ArrayJob job = array_job(plan);
   job.only = failed;
-  if (!o.emit_sbatch.empty()) {
-    std::ofstream(o.emit_sbatch) << slurm::submit_script(job);
-    fmt::print("{}: wrote {} (shards {})\n", kSweep, o.emit_sbatch, fmt::join(failed, ", "));
+  if (!o.submit.emit_sbatch.empty()) {
+    std::ofstream(o.submit.emit_sbatch) << slurm::submit_script(job);
+    fmt::print("{}: wrote {} (shards {})\n", kSweep, o.submit.emit_sbatch, fmt::join(failed, ", "));
     return 0;
   }
   return submit_and_follow(out, plan, job, o, fmt::format("shards {} of {} resubmitted", fmt::join(failed, ", "), shards));
@@ -352,8 +340,8 @@ int merge_plan(const std::string& dir) {
 }
 
 int run_sweep(const SweepOptions& o) {
-  if (!o.rerun_failed.empty()) {
-    if (!o.slurm) {
+  if (!o.submit.rerun_failed.empty()) {
+    if (!o.submit.enabled) {
       std::cerr << fmt::format("{}: --rerun-failed resubmits the failed shards of a --slurm run: add --slurm\n",
                                kSweep);
       return kExitBadInput;
@@ -364,7 +352,7 @@ int run_sweep(const SweepOptions& o) {
     std::cerr << fmt::format("{}: a study file is required (or: tessera sweep merge --plan DIR)\n", kSweep);
     return kExitBadInput;
   }
-  const bool slurm = o.slurm || !o.emit_sbatch.empty();
+  const bool slurm = o.submit.enabled || !o.submit.emit_sbatch.empty();
   int index = 1, count = 1;
   if (!o.shard.empty() && !regress::parse_shard(o.shard, &index, &count)) {
     std::cerr << fmt::format("{}: --shard {}: expected I/N with 1 <= I <= N\n", kSweep, o.shard);
@@ -427,21 +415,8 @@ void add_sweep_command(CLI::App& app, int* exit_code) {
   cmd->add_flag("--no-plots", o->no_plots, "Write results.csv and results.json only");
   cmd->add_flag("--dry-run", o->dry_run, "Check the study and list its points without running them");
   cmd->add_option("--shard", o->shard, "Run the deterministic shard I of N of the grid (I/N)");
-  auto* slurm_group = cmd->add_option_group("Slurm", "Run the sweep on a Slurm cluster (docs/slurm.md)");
-  slurm_group->add_flag("--slurm", o->slurm, "Submit as a Slurm job array of shards plus a merge job");
-  slurm_group->add_option("--partition", o->partition, "Slurm partition");
-  slurm_group->add_option("--max-parallel", o->max_parallel, "Array tasks running at once (default: no limit)");
-  slurm_group->add_option("--time", o->time_limit, "Time limit of each task and of the merge (Slurm's --time)");
-  slurm_group->add_option("--shards", o->shards, "Array tasks (default: one per point, at most 32)");
-  slurm_group->add_option("--cpus-per-task", o->cpus_per_task, "CPUs of each task; its points run that many at a time")
-      ->capture_default_str();
-  slurm_group->add_flag("--wait", o->wait, "Follow the jobs point by point; exit with the sweep's status");
-  slurm_group->add_option("--start-timeout", o->start_timeout_s,
-                          "With --wait: give up when no task has started after this many seconds (0: never)")
-      ->capture_default_str();
-  slurm_group->add_option("--emit-sbatch", o->emit_sbatch, "Write the submission script here instead of submitting");
-  slurm_group->add_option("--rerun-failed", o->rerun_failed,
-                          "Resubmit the failed shards of the --slurm run in this folder, then merge again");
+  slurm::add_submit_options(*cmd, o->submit,
+                            {"sweep", "point", "Follow the jobs point by point; exit with the sweep's status"});
   cmd->callback([o, exit_code, cmd] {
     if (cmd->got_subcommand("merge")) return;
     try {
