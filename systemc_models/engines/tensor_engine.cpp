@@ -16,7 +16,10 @@ TensorEngine::TensorEngine(sc_core::sc_module_name name, core::CoreContext& ctx,
     : Engine(name, arch::Engine::Tensor, ctx.cfg.tensor.clock_ghz, ctx),
       datapath_(std::move(datapath)),
       macs_(ctx.stats.counter(std::string(this->name()) + ".macs", "count", "multiply-accumulates performed")),
-      matmuls_(ctx.stats.counter(std::string(this->name()) + ".matmuls", "count", "MultiplyMoving instructions")) {
+      matmuls_(ctx.stats.counter(std::string(this->name()) + ".matmuls", "count", "MultiplyMoving instructions")),
+      multiplying_ns_(ctx.stats.counter(std::string(this->name()) + ".multiplying_ns", "ns",
+                                        "time the array takes in moving columns (N cycles per MultiplyMoving): "
+                                        "the bound of HFU")) {
   const double pes = static_cast<double>(ctx.cfg.tensor.rows * ctx.cfg.tensor.cols);
   const double period_ns = clock_period().to_seconds() * 1e9;
   const std::string n = this->name();
@@ -28,7 +31,16 @@ TensorEngine::TensorEngine(sc_core::sc_module_name name, core::CoreContext& ctx,
   datapath_->add_stats(ctx.stats, n + ".datapath");
 }
 
-void TensorEngine::settle() { done_cycle_ = std::max(done_cycle_, datapath_->flush()); }
+void TensorEngine::settle() {
+  done_cycle_ = std::max(done_cycle_, datapath_->flush());
+  report_busy();
+}
+
+void TensorEngine::report_busy() {
+  const std::uint64_t busy = datapath_->busy_cycles();
+  if (busy > busy_reported_) add_busy(cycles(static_cast<double>(busy - busy_reported_)));
+  busy_reported_ = std::max(busy_reported_, busy);
+}
 
 std::function<void(const arch::Fp32Matrix&)> TensorEngine::psum_writer(const arch::AccessPattern& dst,
                                                                        arch::PsumMode mode) {
@@ -82,7 +94,9 @@ sc_core::sc_time TensorEngine::issue(TensorCommand& cmd) {
   const std::uint64_t now = now_cycle();
   const TensorTiming t = datapath_->issue(cmd, now);
   done_cycle_ = std::max(done_cycle_, t.completed);
-  add_busy(cycles(static_cast<double>(cmd.data.cols)));
+  report_busy();
+  if (cmd.op == TensorCommand::Op::MultiplyMoving)
+    multiplying_ns_ += cycles(static_cast<double>(cmd.data.cols)).to_seconds() * 1e9;
   // The sequencer may issue the next instruction the cycle after this one was accepted.
   return cycles(static_cast<double>(t.accepted + 1 - now));
 }

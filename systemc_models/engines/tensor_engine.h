@@ -27,7 +27,8 @@ protected:
   sc_core::sc_time execute(const arch::Instruction& in) override;
   sc_core::sc_time work_done_at() const override;
   void settle() override;
-  // Busy = cycles the array streams operands (N per multiply, M per load).
+  // Busy = cycles with an instruction in flight, each cycle counted once
+  // however many instructions overlap in it (TensorDatapath::busy_cycles).
   bool reports_own_busy() const override { return true; }
 
 private:
@@ -36,11 +37,15 @@ private:
   sc_core::sc_time issue(TensorCommand& cmd);
   // The PSUM write port: applies `mode` to the array's output at `dst`.
   std::function<void(const arch::Fp32Matrix&)> psum_writer(const arch::AccessPattern& dst, arch::PsumMode mode);
+  // Adds the busy cycles the datapath has learnt of since the last call.
+  void report_busy();
 
   std::unique_ptr<TensorDatapath> datapath_;
   std::uint64_t done_cycle_ = 0;  // completion of everything issued so far
+  std::uint64_t busy_reported_ = 0;  // datapath busy cycles already added
   trace::Counter& macs_;
   trace::Counter& matmuls_;
+  trace::Counter& multiplying_ns_;
 };
 
 }  // namespace tessera::engines
