@@ -11,6 +11,7 @@
 // removed and the row then guards the calibration.
 #include "commands.h"
 
+#include "job.h"
 #include "job_runner.h"
 #include "regress.h"
 
@@ -37,8 +38,8 @@ namespace tessera::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using regress::Job;
-using regress::JobResult;
+using runner::Job;
+using runner::JobResult;
 using regress::SuiteError;
 
 // --- The suite ----------------------------------------------------------------
@@ -386,9 +387,9 @@ Outcome evaluate(const std::string& file, const Row& r, const std::vector<Run>& 
   Outcome o;
   for (const auto& run : runs) {
     o.wall_seconds += run.result->wall_seconds;
-    if (run.result->status != "pass") {
+    if (run.result->status != runner::Status::Pass) {
       std::string why = run.result->message.substr(0, run.result->message.find('\n'));
-      o.message = fmt::format("{} did not run: {} {}", run.result->job.id, run.result->status, why);
+      o.message = fmt::format("{} did not run: {} {}", run.result->job.id, runner::to_string(run.result->status), why);
     }
   }
   if (o.message.empty() && !r.relative_to.empty() && !done.at(r.relative_to).measured)
@@ -547,7 +548,7 @@ int calibrate(const CalibrateOptions& o) {
       std::cout << fmt::format("{}  ({}:{})\n", r->id, o.suite, r->line);
       for (const Job& j : jobs_of(*r)) {
         std::cout << "   ";
-        for (const auto& a : regress::run_args(j, "DIR")) std::cout << ' ' << a;
+        for (const auto& a : runner::run_args(j, "DIR")) std::cout << ' ' << a;
         std::cout << '\n';
       }
     }
@@ -557,7 +558,7 @@ int calibrate(const CalibrateOptions& o) {
   const fs::path out = fs::absolute(o.out).lexically_normal();
   std::cerr << fmt::format("tessera calibrate: {} rows, {} runs, {} at a time, in {}\n", rows.size(), jobs.size(),
                            o.jobs, out.string());
-  const std::vector<JobResult> results = regress::run_jobs(jobs, o.jobs, out.string());
+  const std::vector<JobResult> results = runner::run_jobs(jobs, o.jobs, out.string());
   std::map<std::string, const JobResult*> by_id;
   for (const auto& r : results) by_id[r.job.id] = &r;
 
