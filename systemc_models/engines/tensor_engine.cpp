@@ -33,13 +33,15 @@ TensorEngine::TensorEngine(sc_core::sc_module_name name, core::CoreContext& ctx,
 
 void TensorEngine::settle() {
   done_cycle_ = std::max(done_cycle_, datapath_->flush());
-  report_busy();
+  report_busy(false);
 }
 
-void TensorEngine::report_busy() {
-  const std::uint64_t busy = datapath_->busy_cycles();
-  if (busy > busy_reported_) add_busy(cycles(static_cast<double>(busy - busy_reported_)));
-  busy_reported_ = std::max(busy_reported_, busy);
+void TensorEngine::report_busy(bool at_issue) {
+  const std::uint64_t busy = std::max(busy_reported_, datapath_->busy_cycles());
+  // At issue even a hidden instruction (a load under a multiply) adds its
+  // zero-length slice to the trace, so that every instruction shows there.
+  if (at_issue || busy > busy_reported_) add_busy(cycles(static_cast<double>(busy - busy_reported_)));
+  busy_reported_ = busy;
 }
 
 std::function<void(const arch::Fp32Matrix&)> TensorEngine::psum_writer(const arch::AccessPattern& dst,
@@ -94,7 +96,7 @@ sc_core::sc_time TensorEngine::issue(TensorCommand& cmd) {
   const std::uint64_t now = now_cycle();
   const TensorTiming t = datapath_->issue(cmd, now);
   done_cycle_ = std::max(done_cycle_, t.completed);
-  report_busy();
+  report_busy(true);
   if (cmd.op == TensorCommand::Op::MultiplyMoving)
     multiplying_ns_ += cycles(static_cast<double>(cmd.data.cols)).to_seconds() * 1e9;
   // The sequencer may issue the next instruction the cycle after this one was accepted.

@@ -38,7 +38,7 @@ private:
   // The PSUM write port: applies `mode` to the array's output at `dst`.
   std::function<void(const arch::Fp32Matrix&)> psum_writer(const arch::AccessPattern& dst, arch::PsumMode mode);
   // Adds the busy cycles the datapath has learnt of since the last call.
-  void report_busy();
+  void report_busy(bool at_issue);
 
   std::unique_ptr<TensorDatapath> datapath_;
   std::uint64_t done_cycle_ = 0;  // completion of everything issued so far
