@@ -1,5 +1,6 @@
 #include "job_runner.h"
 
+#include "files.h"
 #include "slurm.h"
 
 #include <fmt/format.h>
@@ -16,17 +17,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-namespace tessera::cli::regress {
+namespace tessera::cli::runner {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 struct Running {
   Job job;
@@ -46,7 +40,7 @@ pid_t spawn(const std::vector<std::string>& args, const fs::path& dir) {
                               std::string::npos
                           ? a
                           : slurm::shell_quote(a));
-  std::ofstream(dir / "log.txt") << "$ " << command << '\n';
+  write_file(dir / "log.txt", "$ " + command + "\n");
   const pid_t pid = fork();
   if (pid != 0) return pid;
   // Child: its report on stdout, its log on stderr, in its own folder.
@@ -68,7 +62,12 @@ JobResult finish(const Running& r, int status, bool timed_out) {
   JobResult res;
   res.job = r.job;
   res.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - r.start).count();
-  const std::string log = read_file(r.dir / "log.txt");
+  std::string log;
+  try {
+    log = read_file(r.dir / "log.txt");
+  } catch (const FileError& e) {
+    log = e.what();
+  }
   const auto tail = [&] {
     const std::size_t at = log.size() > 600 ? log.size() - 600 : 0;
     return log.substr(at);
@@ -79,18 +78,18 @@ JobResult finish(const Running& r, int status, bool timed_out) {
     res.report = nlohmann::json::object();
   }
   if (timed_out) {
-    res.status = "timeout";
+    res.status = Status::Timeout;
     res.message = fmt::format("killed after {:.0f} s (timeout_s {})\nlog tail:\n{}", res.wall_seconds,
                               r.job.timeout_s, tail());
   } else if (WIFSIGNALED(status)) {
-    res.status = "crash";
+    res.status = Status::Crash;
     // The cause on the first line (failures are bucketed by it), the log after.
     res.message = fmt::format("killed by signal {} ({})\nlog tail:\n{}", WTERMSIG(status),
                               strsignal(WTERMSIG(status)), tail());
   } else if (WEXITSTATUS(status) == 0) {
-    res.status = "pass";
+    res.status = Status::Pass;
   } else {
-    res.status = WEXITSTATUS(status) == 2 ? "error" : "fail";
+    res.status = WEXITSTATUS(status) == 2 ? Status::Error : Status::Fail;
     res.message = res.report.value("error", std::string());
     if (res.message.empty()) res.message = fmt::format("exit status {}\nlog tail:\n{}", WEXITSTATUS(status), tail());
   }
@@ -147,7 +146,7 @@ std::vector<JobResult> run_jobs(const std::vector<Job>& jobs, int parallel, cons
         continue;
       }
       results.push_back(finish(*it, status, timed_out));
-      std::ofstream(it->dir / "result.json") << to_json(results.back(), "").dump(2) << '\n';
+      write_file(it->dir / "result.json", to_json(results.back(), "").dump(2) + "\n");
       if (on_done) on_done(results.back());
       it = running.erase(it);
     }
@@ -158,4 +157,4 @@ std::vector<JobResult> run_jobs(const std::vector<Job>& jobs, int parallel, cons
   return results;
 }
 
-}  // namespace tessera::cli::regress
+}  // namespace tessera::cli::runner

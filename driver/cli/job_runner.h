@@ -4,14 +4,14 @@
 // `tessera regress` and `tessera sweep`.
 #pragma once
 
-#include "regress.h"
+#include "job.h"
 
 #include <cstddef>
 #include <functional>
 #include <string>
 #include <vector>
 
-namespace tessera::cli::regress {
+namespace tessera::cli::runner {
 
 // The job as `tessera run` arguments, writing into `dir`.
 std::vector<std::string> run_args(const Job& job, const std::string& dir);
@@ -28,4 +28,4 @@ std::vector<JobResult> run_jobs(const std::vector<Job>& jobs, int parallel, cons
 // The running tessera binary, which every job runs.
 const std::string& self_exe();
 
-}  // namespace tessera::cli::regress
+}  // namespace tessera::cli::runner

@@ -99,7 +99,7 @@ TEST(RegressBaseline, SlowerAndFasterBeyondToleranceFail) {
   std::vector<JobResult> r(3);
   for (auto& x : r) {
     x.job = j;
-    x.status = "pass";
+    x.status = Status::Pass;
   }
   r[1].job.id = "b";
   r[2].job.id = "c";
@@ -108,19 +108,19 @@ TEST(RegressBaseline, SlowerAndFasterBeyondToleranceFail) {
   r[2].report = {{"time_ns", 900.0}, {"cycles", 9.0}};
   const nlohmann::json base = {{"a", {{"time_ns", 1005.0}}}, {"b", {{"time_ns", 1000.0}}}, {"c", {{"time_ns", 1000.0}}}};
   compare_to_baseline(r, base);
-  EXPECT_EQ(r[0].status, "pass");
-  EXPECT_EQ(r[1].status, "slower");
+  EXPECT_EQ(r[0].status, Status::Pass);
+  EXPECT_EQ(r[1].status, Status::Slower);
   EXPECT_THAT(r[1].message, HasSubstr("+10.00%"));
-  EXPECT_EQ(r[2].status, "faster");
+  EXPECT_EQ(r[2].status, Status::Faster);
   EXPECT_EQ(make_baseline(r)["b"]["time_ns"], 1100.0);
 }
 
 TEST(RegressOutput, JunitHasOneTestcasePerJobAndEscapes) {
   JobResult ok, bad;
   ok.job.id = "g/x";
-  ok.status = "pass";
+  ok.status = Status::Pass;
   bad.job.id = "g/<y>";
-  bad.status = "fail";
+  bad.status = Status::Fail;
   bad.message = "a & b";
   const std::string xml = junit_xml("suite", {ok, bad});
   EXPECT_THAT(xml, HasSubstr("tests=\"2\" failures=\"1\""));
@@ -219,7 +219,7 @@ namespace tessera::cli::regress {
 namespace {
 
 JobResult result(const std::string& test, const std::string& variant, const std::string& config, std::int64_t m,
-                 const std::string& status, double time_ns, double wall) {
+                 Status status, double time_ns, double wall) {
   JobResult r;
   r.job.test = test;
   r.job.kernel = "gemm";
@@ -230,15 +230,15 @@ JobResult result(const std::string& test, const std::string& variant, const std:
   r.status = status;
   r.wall_seconds = wall;
   r.report = {{"time_ns", time_ns}, {"cycles", time_ns * 1.4}, {"hfu_percent", 12.5}};
-  if (status != "pass") r.message = "numerics mismatch at 3 elements";
+  if (status != Status::Pass) r.message = "numerics mismatch at 3 elements";
   return r;
 }
 
 TEST(RegressOutput, SummaryHasAMatrixPerKernelSlowestJobsAndRatio) {
-  const std::vector<JobResult> rs = {result("g", "naive", "tiny", 8, "pass", 1000, 0.5),
-                                     result("g", "naive", "small", 8, "fail", 2500, 2.0),
-                                     result("g", "hoisted", "tiny", 8, "pass", 800, 0.25),
-                                     result("g", "naive", "tiny", 16, "pass", 4000000, 1.0)};
+  const std::vector<JobResult> rs = {result("g", "naive", "tiny", 8, Status::Pass, 1000, 0.5),
+                                     result("g", "naive", "small", 8, Status::Fail, 2500, 2.0),
+                                     result("g", "hoisted", "tiny", 8, Status::Pass, 800, 0.25),
+                                     result("g", "naive", "tiny", 16, Status::Pass, 4000000, 1.0)};
   const std::string md = summary_markdown("s", rs);
   EXPECT_THAT(md, HasSubstr("# s: 3 of 4 passed"));
   EXPECT_THAT(md, HasSubstr("## gemm"));
@@ -258,11 +258,11 @@ TEST(RegressOutput, SummaryHasAMatrixPerKernelSlowestJobsAndRatio) {
 }
 
 TEST(RegressOutput, ResultsRoundTripThroughJson) {
-  JobResult r = result("g", "naive", "tiny", 8, "crash", 1000, 0.5);
+  JobResult r = result("g", "naive", "tiny", 8, Status::Crash, 1000, 0.5);
   r.job.fidelity = "rtl";
   r.job.seed = 7;
   std::string suite;
-  const JobResult back = result_from_json(to_json(r, "smoke"), &suite);
+  const JobResult back = runner::result_from_json(runner::to_json(r, "smoke"), &suite);
   EXPECT_EQ(suite, "smoke");
   EXPECT_EQ(back.job.id, r.job.id);
   EXPECT_EQ(back.job.kernel, "gemm");
@@ -271,7 +271,7 @@ TEST(RegressOutput, ResultsRoundTripThroughJson) {
   EXPECT_EQ(back.job.fidelity, "rtl");
   EXPECT_EQ(back.job.shape, r.job.shape);
   EXPECT_EQ(back.job.seed, 7u);
-  EXPECT_EQ(back.status, "crash");
+  EXPECT_EQ(back.status, Status::Crash);
   EXPECT_EQ(back.message, r.message);
   EXPECT_EQ(back.report, r.report);
 }
@@ -281,10 +281,10 @@ std::string progress_output(bool live) {
   std::size_t size = 0;
   FILE* out = open_memstream(&buf, &size);
   Progress p(out, 3, live);
-  p.job_done(result("g", "naive", "tiny", 8, "pass", 1000, 0.5));
+  p.job_done(result("g", "naive", "tiny", 8, Status::Pass, 1000, 0.5));
   p.tick("2 RUNNING");
-  p.job_done(result("g", "naive", "small", 8, "fail", 1000, 0.5));
-  p.job_done(result("g", "hoisted", "tiny", 8, "pass", 1000, 0.5));
+  p.job_done(result("g", "naive", "small", 8, Status::Fail, 1000, 0.5));
+  p.job_done(result("g", "hoisted", "tiny", 8, Status::Pass, 1000, 0.5));
   p.finish();
   std::fclose(out);
   std::string text(buf, size);
@@ -482,6 +482,24 @@ TEST(RegressSlurm, BadCombinationsAreRefused) {
   text.clear();
   EXPECT_EQ(run_binary("regress --rerun-failed /nonexistent", &text), 2);
   EXPECT_THAT(text, HasSubstr("add --slurm"));
+}
+
+// The folder of another flow's --slurm run (a sweep's) is refused by name,
+// not misread as a suite's.
+TEST(RegressSlurm, AnotherFlowsFolderIsRefused) {
+  const fs::path out = fs::temp_directory_path() / "tessera_regress_sweep_folder";
+  fs::remove_all(out);
+  fs::create_directories(out / "slurm");
+  std::ofstream(out / "slurm" / "plan.json")
+      << R"({"runner": "sweep", "study": "/nowhere/s.yaml", "study_name": "s", "kernels": [], "shards": 2,
+            "points": 4, "out": ")" << out.string() << R"(", "scheduling": {}})";
+  for (const std::string& args : std::vector<std::string>{"regress --rerun-failed " + out.string() + " --slurm",
+                                 "regress merge --plan " + out.string()}) {
+    std::string text;
+    EXPECT_EQ(run_binary(args, &text), 2) << args;
+    EXPECT_THAT(text, HasSubstr("this is the folder of a 'tessera sweep --slurm' run, not of a regress")) << args;
+  }
+  fs::remove_all(out);
 }
 
 }  // namespace
