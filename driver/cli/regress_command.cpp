@@ -210,12 +210,13 @@ int run_suite(const RegressOptions& o) {
   for (const auto& f : flow.outputs()) fs::remove(fs::path(o.out) / f);
   fmt::print("{}: {} jobs, {} at a time\n", suite.name, jobs.size(), o.jobs);
   std::fflush(stdout);
-  std::vector<JobResult> results = runner::run_here(flow, jobs, o.jobs, o.out);
+  bool interrupted = false;
+  std::vector<JobResult> results = runner::run_here(flow, jobs, o.jobs, o.out, &interrupted);
 
   const fs::path baseline = o.baseline.empty()
                                 ? fs::path(o.suite).parent_path() / "baselines" / (suite.name + ".json")
                                 : fs::path(o.baseline);
-  if (o.update_baseline) {
+  if (o.update_baseline && !interrupted) {
     fs::create_directories(baseline.parent_path());
     write_file(baseline, regress::make_baseline(results).dump(2) + "\n");
     fmt::print("baseline written: {}\n", baseline.string());
@@ -223,7 +224,13 @@ int run_suite(const RegressOptions& o) {
     regress::compare_to_baseline(results, nlohmann::json::parse(read_file(baseline)));
   }
 
-  return flow.write_outputs(suite_plan(suite, o), results, o.out);
+  const int status = flow.write_outputs(suite_plan(suite, o), results, o.out);
+  if (interrupted) {
+    fmt::print(stderr, "{}: interrupted; the results written hold the jobs that ended and the others as interrupted\n",
+               kRegress);
+    return kExitInterrupted;
+  }
+  return status;
 }
 
 // Combines the outputs of shards (--shard I/N runs) into one result set, as

@@ -152,7 +152,8 @@ int default_shards(std::size_t jobs, int requested) {
   return requested > 0 ? std::min(requested, n) : std::min(32, n);
 }
 
-std::vector<JobResult> run_here(const Flow& flow, const std::vector<Job>& jobs, int parallel, const fs::path& out) {
+std::vector<JobResult> run_here(const Flow& flow, const std::vector<Job>& jobs, int parallel, const fs::path& out,
+                                bool* interrupted) {
   const auto reporter = flow.reporter(jobs.size());
   auto last_tick = std::chrono::steady_clock::now();
   auto results = run_jobs(jobs, parallel, out.string(), [&](const JobResult& r) { reporter->job_done(r); },
@@ -161,7 +162,8 @@ std::vector<JobResult> run_here(const Flow& flow, const std::vector<Job>& jobs, 
                             if (std::chrono::steady_clock::now() - last_tick < std::chrono::milliseconds(500)) return;
                             reporter->tick("");
                             last_tick = std::chrono::steady_clock::now();
-                          });
+                          },
+                          interrupted);
   reporter->finish();
   return results;
 }

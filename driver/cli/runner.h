@@ -80,9 +80,12 @@ public:
 // Shards when --shards is not given: one per job, at most 32.
 int default_shards(std::size_t jobs, int requested);
 
-// Runs `jobs` here, `parallel` at a time, in OUT/jobs, reporting each as it ends.
+// Runs `jobs` here, `parallel` at a time, in OUT/jobs, reporting each as it
+// ends. After an interrupt (Ctrl-C) `*interrupted` is set and the jobs it
+// stopped or kept from starting are `interrupted`: the flow writes its
+// outputs as usual and exits with kExitInterrupted.
 std::vector<JobResult> run_here(const Flow& flow, const std::vector<Job>& jobs, int parallel,
-                                const std::filesystem::path& out);
+                                const std::filesystem::path& out, bool* interrupted);
 
 // Submits a plan to Slurm (or writes its script with --emit-sbatch). `plan`
 // holds the flow's own keys; the runner adds its name, the output folder,

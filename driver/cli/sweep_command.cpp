@@ -243,13 +243,20 @@ int run_sweep(const SweepOptions& o) {
              count > 1 ? fmt::format(" (shard {} of {})", index, count) : "", study.base, study.fidelity,
              study.no_data ? ", timing only" : "", o.jobs);
   std::fflush(stdout);
-  auto results = runner::run_here(flow, jobs, o.jobs, out);
+  bool interrupted = false;
+  auto results = runner::run_here(flow, jobs, o.jobs, out, &interrupted);
   // The study was checked before it ran, so a run refused as bad input is a
   // kernel that does not fit the point (tiles overflow SBUF, say): an answer
   // of the study, not a failure of the sweep.
   for (auto& r : results)
     if (r.status == Status::Error) r.status = Status::Infeasible;
-  return flow.write_outputs(study_plan(study, o), results, out);
+  const int status = flow.write_outputs(study_plan(study, o), results, out);
+  if (interrupted) {
+    fmt::print(stderr, "{}: interrupted; the results written hold the points that ended and the others as "
+                       "interrupted\n", kSweep);
+    return kExitInterrupted;
+  }
+  return status;
 }
 
 }  // namespace
