@@ -33,7 +33,7 @@ HWY_INLINE void Block(const double* HWY_RESTRICT ap, const float* HWY_RESTRICT b
     const double* ak = ap + k * 2 * kReferenceRowBlock;
     HWY_UNROLL(16)
     for (std::size_t r = 0; r < kReferenceRowBlock; ++r) {
-      // The product of two bf16 values is exact in double, so a fused
+      // The product of two fp32 values is exact in double, so a fused
       // multiply-add rounds only the addition, as `sum += a * b` does.
       const V a = hn::Set(d, ak[r]), am = hn::Set(d, ak[kReferenceRowBlock + r]);
       s0[r] = hn::MulAdd(a, b0, s0[r]);

@@ -12,9 +12,9 @@ namespace tessera::kernels {
 // double(at[k * M + m]) * double(b[k * N + n]), and mag[...] the same sum of
 // the products' magnitudes (for a rounding-error bound). at is [K, M] (A
 // transposed, as the tensor engine takes it) and b is [K, N], row-major.
-// Each step adds one exact product (the inputs are bf16 values, whose
-// products are exact in double) with one rounding, as `sum += a * b` does in
-// the plain loop, so the results are identical to it bit for bit.
+// The product of two fp32 values is exact in double, so each step adds one
+// exact product with one rounding (a fused multiply-add), as `sum += a * b`
+// does in the plain loop: the results are identical to it bit for bit.
 // The packing of reference_matmul's operands: A in blocks of 4 columns, B in
 // panels of 16 (two AVX-512 vectors of doubles).
 inline constexpr std::size_t kReferenceRowBlock = 4;
