@@ -54,8 +54,9 @@ public:
   // completion is known: all of them after flush().
   virtual std::uint64_t busy_cycles() const = 0;
   virtual std::string name() const = 0;
-  // Registers the datapath's own statistics under `prefix` (e.g. "core.tensor.datapath").
-  virtual void add_stats(trace::Stats& /*stats*/, const std::string& /*prefix*/) {}
+  // Defines the datapath's own statistics, in a group "datapath" of the
+  // engine's (e.g. "core.tensor.datapath").
+  virtual void add_stats(trace::Group& /*engine*/) {}
 };
 
 // The fast model: arch::matmul for the numbers and the closed-form timing of

@@ -21,6 +21,15 @@ public:
   TensorEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::unique_ptr<TensorDatapath> datapath);
 
   const TensorDatapath& datapath() const { return *datapath_; }
+
+  struct TensorStats : trace::Group {
+    TensorStats(trace::Stats& stats, const TensorEngine& owner);
+    trace::Scalar macs, matmuls;
+    // The array taking in moving columns (N cycles per MultiplyMoving): the bound of HFU.
+    trace::Scalar multiplying_ns;
+    trace::Formula utilisation;
+  };
+  const TensorStats& tensor_stats() const { return tensor_stats_; }
   TensorDatapath& datapath() { return *datapath_; }
 
 protected:
@@ -43,9 +52,7 @@ private:
   std::unique_ptr<TensorDatapath> datapath_;
   std::uint64_t done_cycle_ = 0;  // completion of everything issued so far
   std::uint64_t busy_reported_ = 0;  // datapath busy cycles already added
-  trace::Counter& macs_;
-  trace::Counter& matmuls_;
-  trace::Counter& multiplying_ns_;
+  TensorStats tensor_stats_;
 };
 
 }  // namespace tessera::engines
