@@ -1,8 +1,12 @@
-// Tensor engine: the weight-stationary systolic array of Rows x Cols bf16 PEs,
+// Tensor engine: the weight-stationary systolic array of Rows x Cols PEs,
 // with its input skew and output de-skew.
 //
-// PE[r][c] holds four stationary weights (te_pkg::WeightBuffers) and computes
+// PE[r][c] holds four stationary weight words (te_pkg::WeightBuffers), each a
+// 32-bit word of one bf16 / fp32 / fp8 element, two fp8 (double row) or four
+// fp8 / fp4 (MX quad) with an E8M0 scale, and computes
 //   psum_out = psum_in + w[sel][r][c] * x   (rows whose x is not valid pass psum_in)
+// in the format its moving element carries (te_pkg::pe_mac: one product, or
+// the 2 or 4 products of the word one after the other).
 // Moving data enter row r at the left r cycles after injection and move right
 // one PE per cycle, carrying a valid bit (row r < K) and the weight-buffer
 // select of their instruction; partial sums move down one PE per cycle. Column
@@ -34,15 +38,22 @@ module te_array #(
   input  logic                        mv_inject_i,
   input  logic [15:0]                 mv_k_i,     // rows in use
   input  te_pkg::buf_t                mv_buf_i,   // weight buffer to multiply with
-  input  logic [Rows-1:0][15:0]       mv_data_i,
+  input  te_pkg::fmt_e                mv_fmt_i,   // the moving words' format
+  input  te_pkg::fmt_e                mv_st_fmt_i,  // the format of that buffer's weights
+  input  te_pkg::pack_t               mv_pack_i,  // elements per word (log2)
+  input  logic                        mv_mx_i,    // MX: scaled by both words' scales
+  input  logic [Rows-1:0][31:0]       mv_data_i,
+  input  logic [Rows-1:0][7:0]        mv_scale_i,
 
   // Stationary beat: columns ld_col_i .. ld_col_i + ld_cnt_i - 1 of weight
-  // buffer ld_buf_i, column ld_col_i + i in ld_data_i[i].
+  // buffer ld_buf_i, column ld_col_i + i in ld_data_i[i] (and its MX scales
+  // in ld_scale_i[i]).
   input  logic                        ld_valid_i,
   input  logic [15:0]                 ld_col_i,
   input  logic [15:0]                 ld_cnt_i,
   input  te_pkg::buf_t                ld_buf_i,
-  input  logic [LoadCols-1:0][Rows-1:0][15:0] ld_data_i,
+  input  logic [LoadCols-1:0][Rows-1:0][31:0] ld_data_i,
+  input  logic [LoadCols-1:0][Rows-1:0][7:0]  ld_scale_i,
 
   // Results of one moving column, aligned.
   output logic [Cols-1:0][31:0]       out_data_o
@@ -58,25 +69,25 @@ module te_array #(
   localparam int unsigned RingDepth = 2 ** PtrWidth;
   localparam int unsigned ColIdxWidth = (Cols > 1) ? $clog2(Cols) : 1;
 
-  // Moving element, 32 bits: {13'0, buffer select[1:0], valid, bf16}.
-  localparam int unsigned XValid = 16;
-  localparam int unsigned XSel = 17;
-  // Stationary beat element, 32 bits: {column[12:0], valid, buffer[1:0], bf16}.
-  localparam int unsigned LBuf = 16;
-  localparam int unsigned LValid = 18;
-  localparam int unsigned LCol = 19;
+  // Moving element, 64 bits: te_pkg's X* fields.
+  // Stationary beat element, 64 bits: {8'0, column[12:0], valid, buffer[1:0], scale[7:0], word[31:0]}.
+  localparam int unsigned LScale = 32;
+  localparam int unsigned LBuf = 40;
+  localparam int unsigned LValid = 42;
+  localparam int unsigned LCol = 43;
 
   logic [PtrWidth-1:0] ptr_d, ptr_q;
-  logic [31:0]         xin     [Rows];
-  logic [31:0]         lin     [Rows][LoadCols];
-  logic [31:0]         xring_q [RingDepth][Rows];
-  logic [31:0]         lring_q [RingDepth][Rows][LoadCols];
+  logic [63:0]         xin     [Rows];
+  logic [63:0]         lin     [Rows][LoadCols];
+  logic [63:0]         xring_q [RingDepth][Rows];
+  logic [63:0]         lring_q [RingDepth][Rows][LoadCols];
   logic [31:0]         dring_q [RingDepth][Cols];
-  logic [31:0]         x_d     [Rows][Cols];
-  logic [31:0]         x_q     [Rows][Cols];
+  logic [63:0]         x_d     [Rows][Cols];
+  logic [63:0]         x_q     [Rows][Cols];
   logic [31:0]         psum_d  [Rows][Cols];
   logic [31:0]         psum_q  [Rows][Cols];
-  logic [15:0]         w_q     [WeightBuffers][Rows][Cols];
+  logic [31:0]         w_q     [WeightBuffers][Rows][Cols];
+  logic [7:0]          ws_q    [WeightBuffers][Rows][Cols];  // MX scales of the weights
 
   assign ptr_d = adv_i ? ptr_q + 1'b1 : ptr_q;
 
@@ -87,9 +98,11 @@ module te_array #(
   // What enters the skews this cycle.
   always_comb begin
     for (int unsigned r = 0; r < Rows; r++) begin
-      xin[r] = {13'h0, mv_buf_i, mv_inject_i && (r < 32'(mv_k_i)), mv_data_i[r]};
+      xin[r] = {12'h0, mv_mx_i, mv_pack_i, mv_st_fmt_i, mv_fmt_i, mv_buf_i, mv_inject_i && (r < 32'(mv_k_i)),
+                mv_scale_i[r], mv_data_i[r]};
       for (int unsigned i = 0; i < LoadCols; i++) begin
-        lin[r][i] = {ld_col_i[12:0] + 13'(i), ld_valid_i && (i < 32'(ld_cnt_i)), ld_buf_i, ld_data_i[i][r]};
+        lin[r][i] = {8'h0, ld_col_i[12:0] + 13'(i), ld_valid_i && (i < 32'(ld_cnt_i)), ld_buf_i, ld_scale_i[i][r],
+                     ld_data_i[i][r]};
       end
     end
   end
@@ -112,7 +125,8 @@ module te_array #(
   // a function of registers only (the registers, not this block, hold when the
   // engine stalls): the Verilated model then evaluates the grid once per
   // clock, not again whenever a port input such as ps_ready_i changes.
-  logic [31:0]         pe_x, pe_psum_in;
+  logic [63:0]         pe_x;
+  logic [31:0]         pe_psum_in;
   logic [PtrWidth-1:0] slot;
   always_comb begin
     for (int unsigned r = 0; r < Rows; r++) begin
@@ -122,7 +136,8 @@ module te_array #(
         pe_psum_in = (r == 0) ? Fp32NegZero : psum_q[r-1][c];
         x_d[r][c] = pe_x;
         psum_d[r][c] = pe_x[XValid] ?
-            fp32_add(pe_psum_in, bf16_mul(pe_x[15:0], w_q[pe_x[XSel +: BufWidth]][r][c])) : pe_psum_in;
+            pe_mac(pe_psum_in, pe_x, w_q[pe_x[XSel +: BufWidth]][r][c], ws_q[pe_x[XSel +: BufWidth]][r][c]) :
+            pe_psum_in;
       end
     end
   end
@@ -173,11 +188,11 @@ module te_array #(
   if (GridView) begin : gen_grid_view
     for (genvar r = 0; r < Rows; r++) begin : gen_rows
       logic [31:0] view_psum [Cols];
-      logic [31:0] view_x    [Cols];
-      logic [15:0] view_w0   [Cols];
-      logic [15:0] view_w1   [Cols];
-      logic [15:0] view_w2   [Cols];
-      logic [15:0] view_w3   [Cols];
+      logic [63:0] view_x    [Cols];
+      logic [31:0] view_w0   [Cols];
+      logic [31:0] view_w1   [Cols];
+      logic [31:0] view_w2   [Cols];
+      logic [31:0] view_w3   [Cols];
       always_comb begin
         for (int unsigned c = 0; c < Cols; c++) begin
           view_psum[c] = psum_q[r][c];
@@ -196,11 +211,12 @@ module te_array #(
   // read after a load wrote it.
   for (genvar r = 0; r < Rows; r++) begin : gen_weight_rows
     for (genvar i = 0; i < LoadCols; i++) begin : gen_beat_cols
-      logic [31:0] beat;
+      logic [63:0] beat;
       assign beat = lring_q[ptr_q - PtrWidth'(1) - PtrWidth'(r)][r][i];
       always_ff @(posedge clk_i) begin
         if (adv_i && beat[LValid]) begin
-          w_q[beat[LBuf +: BufWidth]][r][beat[LCol +: ColIdxWidth]] <= beat[15:0];
+          w_q[beat[LBuf +: BufWidth]][r][beat[LCol +: ColIdxWidth]] <= beat[31:0];
+          ws_q[beat[LBuf +: BufWidth]][r][beat[LCol +: ColIdxWidth]] <= beat[LScale +: 8];
         end
       end
     end

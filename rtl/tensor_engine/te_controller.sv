@@ -14,6 +14,10 @@
 //     load moves through the array faster than the moving wave it follows.
 //   MultiplyMoving: the loader is free (its stationary is complete), the
 //     streamer is free, and MinIi cycles have passed since the last one started.
+// A MultiplyMoving whose moving or stationary words are fp32 takes each moving
+// column in the last of cfg_fp32_cycles_i cycles (the array injects bubbles
+// in the others): fp32 runs at a quarter of the bf16 rate on the shipped
+// generations. Formats, elements per word and MX change nothing else.
 // A column injected at edge t is written to PSUM after edge t + Rows + Cols - 1;
 // a PSUM write held by backpressure stops every pipeline register of the
 // engine (adv_o low), so nothing is lost and nothing overtakes.
@@ -34,8 +38,13 @@ module te_controller #(
   input  logic [15:0]            cmd_n_i,
   input  logic                   cmd_acc_i,
   input  logic [15:0]            cmd_addr_i,
+  input  te_pkg::fmt_e           cmd_fmt_i,
+  input  te_pkg::pack_t          cmd_pack_i,
+  input  logic                   cmd_mx_i,
+  input  logic                   cmd_psum_bf16_i,
   input  logic [15:0]            cfg_min_ii_i,
   input  logic [15:0]            cfg_ld_cols_i,
+  input  logic [15:0]            cfg_fp32_cycles_i,
 
   // Operand stream handshakes (data go straight to the array)
   input  logic                   st_valid_i,
@@ -48,6 +57,10 @@ module te_controller #(
   output logic                   mv_inject_o,
   output logic [15:0]            mv_k_o,
   output te_pkg::buf_t           mv_buf_o,
+  output te_pkg::fmt_e           mv_fmt_o,
+  output te_pkg::fmt_e           mv_st_fmt_o,
+  output te_pkg::pack_t          mv_pack_o,
+  output logic                   mv_mx_o,
   output logic                   ld_valid_o,
   output logic [15:0]            ld_col_o,   // column of the beat's first element
   output logic [15:0]            ld_cnt_o,   // columns in the beat
@@ -58,6 +71,7 @@ module te_controller #(
   input  logic                   ps_ready_i,
   output logic [15:0]            ps_addr_o,
   output logic                   ps_acc_o,
+  output logic                   ps_bf16_o,
   output logic [Cols-1:0]        ps_mask_o,
 
   // Status and performance counters
@@ -76,6 +90,7 @@ module te_controller #(
   typedef struct packed {
     logic        valid;
     logic        acc;
+    logic        bf16;
     logic [15:0] addr;
     logic [15:0] m;
   } tag_t;
@@ -87,6 +102,12 @@ module te_controller #(
   buf_t        cur_buf_d, cur_buf_q;     // buffer of the latest LoadStationary
   logic [15:0] buf_m_d [WeightBuffers];
   logic [15:0] buf_m_q [WeightBuffers];  // M of each buffer's stationary
+  fmt_e        buf_fmt_d [WeightBuffers];
+  fmt_e        buf_fmt_q [WeightBuffers];  // format of each buffer's words
+  pack_t       buf_pack_d [WeightBuffers];
+  pack_t       buf_pack_q [WeightBuffers];
+  logic        buf_mx_d [WeightBuffers];
+  logic        buf_mx_q [WeightBuffers];
   // Advancing edges since the last injection with each buffer (saturating).
   logic [15:0] since_inj_d [WeightBuffers];
   logic [15:0] since_inj_q [WeightBuffers];
@@ -98,6 +119,13 @@ module te_controller #(
   logic [15:0] mm_k_d, mm_k_q;
   logic [15:0] mm_m_d, mm_m_q;
   buf_t        mm_buf_d, mm_buf_q;
+  fmt_e        mm_fmt_d, mm_fmt_q;        // moving format
+  fmt_e        mm_st_fmt_d, mm_st_fmt_q;  // the stationary's format
+  pack_t       mm_pack_d, mm_pack_q;
+  logic        mm_mx_d, mm_mx_q;
+  logic        mm_bf16_d, mm_bf16_q;
+  logic [15:0] mm_slots_d, mm_slots_q;    // cycles per moving column: 1, or cfg_fp32_cycles_i for fp32
+  logic [15:0] mm_slot_d, mm_slot_q;      // cycles of the current column so far
   logic [15:0] since_mm_d, since_mm_q;   // edges since the last MultiplyMoving started
   // Result tags, one per pipeline stage
   tag_t        tag_d [Latency+1];
@@ -106,7 +134,8 @@ module te_controller #(
   logic [63:0] mac_d, mac_q;
 
   logic cmd_fire, st_fire, mv_fire, ps_fire;
-  logic ld_free, mm_free, target_free, ii_ok, is_load;
+  logic ld_free, mm_free, target_free, ii_ok, is_load, slot_last, fp32_mm;
+  logic [15:0] fp32_slots;
   tag_t tag_out;
   buf_t ld_target;
   logic [15:0] ld_w, beat_cols, ld_beats;
@@ -115,8 +144,12 @@ module te_controller #(
   assign tag_out = tag_q[Latency];
   assign adv_o = !(tag_out.valid && !ps_ready_i);
 
+  // A moving column is taken in the last cycle of its slots.
+  assign slot_last = 32'(mm_slot_q) + 1 >= 32'(mm_slots_q);
   assign st_ready_o = ld_active_q && adv_o;
-  assign mv_ready_o = mm_active_q && adv_o;
+  assign mv_ready_o = mm_active_q && adv_o && slot_last;
+  assign fp32_slots = (cfg_fp32_cycles_i == '0) ? 16'd1 : cfg_fp32_cycles_i;
+  assign fp32_mm = cmd_fmt_i == FmtFp32 || buf_fmt_q[cur_buf_q] == FmtFp32;
   assign st_fire = st_valid_i && st_ready_o;
   assign mv_fire = mv_valid_i && mv_ready_o;
   assign ps_fire = ps_valid_o && ps_ready_i;
@@ -150,6 +183,9 @@ module te_controller #(
     ld_col_d = ld_col_q;
     cur_buf_d = cur_buf_q;
     buf_m_d = buf_m_q;
+    buf_fmt_d = buf_fmt_q;
+    buf_pack_d = buf_pack_q;
+    buf_mx_d = buf_mx_q;
     mm_active_d = mm_active_q;
     mm_left_d = mm_left_q;
     mm_addr_d = mm_addr_q;
@@ -157,6 +193,13 @@ module te_controller #(
     mm_k_d = mm_k_q;
     mm_m_d = mm_m_q;
     mm_buf_d = mm_buf_q;
+    mm_fmt_d = mm_fmt_q;
+    mm_st_fmt_d = mm_st_fmt_q;
+    mm_pack_d = mm_pack_q;
+    mm_mx_d = mm_mx_q;
+    mm_bf16_d = mm_bf16_q;
+    mm_slots_d = mm_slots_q;
+    mm_slot_d = mm_slot_q;
     since_mm_d = (since_mm_q == 16'hFFFF) ? since_mm_q : since_mm_q + 16'd1;
     since_inj_d = since_inj_q;
     mac_d = mac_q;
@@ -173,10 +216,12 @@ module te_controller #(
       ld_col_d = ld_col_q + beat_cols;
       if (ld_left_q <= ld_w) ld_active_d = 1'b0;
     end
+    if (adv_o && mm_active_q && !slot_last) mm_slot_d = mm_slot_q + 16'd1;
     if (mv_fire) begin
       mm_left_d = mm_left_q - 16'd1;
       mm_addr_d = mm_addr_q + 16'd1;
-      mac_d = mac_q + 64'(mm_k_q) * 64'(mm_m_q);
+      mm_slot_d = '0;
+      mac_d = mac_q + ((64'(mm_k_q) * 64'(mm_m_q)) << mm_pack_q);
       if (mm_left_q == 16'd1) mm_active_d = 1'b0;
     end
 
@@ -186,6 +231,9 @@ module te_controller #(
       ld_col_d = '0;
       cur_buf_d = ld_target;
       buf_m_d[ld_target] = cmd_m_i;
+      buf_fmt_d[ld_target] = cmd_fmt_i;
+      buf_pack_d[ld_target] = cmd_pack_i;
+      buf_mx_d[ld_target] = cmd_mx_i;
     end
     if (cmd_fire && !is_load) begin
       mm_active_d = 1'b1;
@@ -195,13 +243,20 @@ module te_controller #(
       mm_k_d = cmd_k_i;
       mm_m_d = buf_m_q[cur_buf_q];
       mm_buf_d = cur_buf_q;
+      mm_fmt_d = cmd_fmt_i;
+      mm_st_fmt_d = buf_fmt_q[cur_buf_q];
+      mm_pack_d = cmd_pack_i;
+      mm_mx_d = cmd_mx_i;
+      mm_bf16_d = cmd_psum_bf16_i;
+      mm_slots_d = fp32_mm ? fp32_slots : 16'd1;
+      mm_slot_d = '0;
       since_mm_d = 16'd1;
     end
 
     // Tags move with the array and stop with it.
     tag_d = tag_q;
     if (adv_o) begin
-      tag_d[0] = '{valid: mv_fire, acc: mm_acc_q, addr: mm_addr_q, m: mm_m_q};
+      tag_d[0] = '{valid: mv_fire, acc: mm_acc_q, bf16: mm_bf16_q, addr: mm_addr_q, m: mm_m_q};
       for (int unsigned s = 1; s <= Latency; s++) tag_d[s] = tag_q[s-1];
     end
 
@@ -215,6 +270,9 @@ module te_controller #(
       ld_col_q    <= '0;
       cur_buf_q   <= buf_t'(WeightBuffers - 1);  // the first load goes to buffer 0
       buf_m_q     <= '{default: '0};
+      buf_fmt_q   <= '{default: FmtBf16};
+      buf_pack_q  <= '{default: '0};
+      buf_mx_q    <= '{default: 1'b0};
       since_inj_q <= '{default: 16'hFFFF};
       mm_active_q <= 1'b0;
       mm_left_q   <= '0;
@@ -223,6 +281,13 @@ module te_controller #(
       mm_k_q      <= '0;
       mm_m_q      <= '0;
       mm_buf_q    <= '0;
+      mm_fmt_q    <= FmtBf16;
+      mm_st_fmt_q <= FmtBf16;
+      mm_pack_q   <= '0;
+      mm_mx_q     <= 1'b0;
+      mm_bf16_q   <= 1'b0;
+      mm_slots_q  <= 16'd1;
+      mm_slot_q   <= '0;
       since_mm_q  <= 16'hFFFF;
       tag_q       <= '{default: '0};
       inflight_q  <= '0;
@@ -233,6 +298,9 @@ module te_controller #(
       ld_col_q    <= ld_col_d;
       cur_buf_q   <= cur_buf_d;
       buf_m_q     <= buf_m_d;
+      buf_fmt_q   <= buf_fmt_d;
+      buf_pack_q  <= buf_pack_d;
+      buf_mx_q    <= buf_mx_d;
       since_inj_q <= since_inj_d;
       mm_active_q <= mm_active_d;
       mm_left_q   <= mm_left_d;
@@ -241,6 +309,13 @@ module te_controller #(
       mm_k_q      <= mm_k_d;
       mm_m_q      <= mm_m_d;
       mm_buf_q    <= mm_buf_d;
+      mm_fmt_q    <= mm_fmt_d;
+      mm_st_fmt_q <= mm_st_fmt_d;
+      mm_pack_q   <= mm_pack_d;
+      mm_mx_q     <= mm_mx_d;
+      mm_bf16_q   <= mm_bf16_d;
+      mm_slots_q  <= mm_slots_d;
+      mm_slot_q   <= mm_slot_d;
       since_mm_q  <= since_mm_d;
       tag_q       <= tag_d;
       inflight_q  <= inflight_d;
@@ -252,6 +327,10 @@ module te_controller #(
   assign mv_inject_o = mv_fire;
   assign mv_k_o = mm_k_q;
   assign mv_buf_o = mm_buf_q;
+  assign mv_fmt_o = mm_fmt_q;
+  assign mv_st_fmt_o = mm_st_fmt_q;
+  assign mv_pack_o = mm_pack_q;
+  assign mv_mx_o = mm_mx_q;
   assign ld_valid_o = st_fire;
   assign ld_col_o = ld_col_q;
   assign ld_cnt_o = beat_cols;
@@ -261,6 +340,7 @@ module te_controller #(
   assign ps_valid_o = tag_out.valid;
   assign ps_addr_o = tag_out.addr;
   assign ps_acc_o = tag_out.acc;
+  assign ps_bf16_o = tag_out.bf16;
   always_comb begin
     for (int unsigned c = 0; c < Cols; c++) ps_mask_o[c] = c < 32'(tag_out.m);
   end
@@ -268,7 +348,7 @@ module te_controller #(
   // Status and counters
   logic stalled;
   assign busy_o = ld_active_q || mm_active_q || inflight_q != '0;
-  assign stalled = busy_o && (!adv_o || (mm_active_q && !mv_valid_i) ||
+  assign stalled = busy_o && (!adv_o || (mm_active_q && slot_last && !mv_valid_i) ||
                               (ld_active_q && !st_valid_i));
   assign perf_mac_o = mac_q;
 
@@ -288,6 +368,15 @@ module te_controller #(
   `ASSERT(LoadColsInRange_A, cfg_ld_cols_i >= 16'd1 && 32'(cfg_ld_cols_i) <= LoadCols, clk_i, rst_ni)
   `ASSERT(MultiplyShape_A, !(cmd_fire && !is_load) ||
           (cmd_k_i >= 16'd1 && 32'(cmd_k_i) <= Rows && cmd_n_i >= 16'd1), clk_i, rst_ni)
+  // A multiply takes words of the stationary's mode: the same elements per
+  // word and MX-ness, and formats of one class (bf16, fp32, or narrow).
+  logic mm_narrow, st_narrow;
+  assign mm_narrow = cmd_fmt_i != FmtBf16 && cmd_fmt_i != FmtFp32;
+  assign st_narrow = buf_fmt_q[cur_buf_q] != FmtBf16 && buf_fmt_q[cur_buf_q] != FmtFp32;
+  `ASSERT(MultiplyModeMatchesStationary_A, !(cmd_fire && !is_load) ||
+          (cmd_pack_i == buf_pack_q[cur_buf_q] && cmd_mx_i == buf_mx_q[cur_buf_q] &&
+           (mm_narrow ? st_narrow : cmd_fmt_i == buf_fmt_q[cur_buf_q])), clk_i, rst_ni)
+  `ASSERT(FormatKnown_A, !cmd_fire || 32'(cmd_fmt_i) <= 32'(FmtE2m1), clk_i, rst_ni)
   // Ready/valid: a source holds valid until accepted; a held PSUM write keeps
   // its address and mode. The previous cycle's handshake state is kept in
   // flops here (checks only) rather than through $past, which Verilator 5.006

@@ -16,6 +16,10 @@
 namespace fs = std::filesystem;
 
 namespace tessera::arch {
+namespace {
+// Partitions of one MX scaling group (formats.h, kMxGroupPartitions).
+constexpr std::int64_t kMxRowsPerGroup = 8;
+}  // namespace
 
 const char* to_string(Fidelity f) {
   switch (f) {
@@ -39,8 +43,20 @@ const char* to_string(TensorDType t) {
     case TensorDType::Fp8E4m3: return "fp8_e4m3";
     case TensorDType::Fp8E5m2: return "fp8_e5m2";
     case TensorDType::Fp32: return "fp32";
+    case TensorDType::Mx: return "mx";
   }
   return "?";
+}
+
+double TensorEngineConfig::rate(TensorDType t) const {
+  switch (t) {
+    case TensorDType::Bf16: return 1.0;
+    case TensorDType::Fp8E4m3:
+    case TensorDType::Fp8E5m2: return static_cast<double>(fp8_rows_per_pe);
+    case TensorDType::Mx: return static_cast<double>(mx_rows_per_pe);
+    case TensorDType::Fp32: return fp32_cycles_per_column > 0 ? 1.0 / static_cast<double>(fp32_cycles_per_column) : 0;
+  }
+  return 0;
 }
 
 Fidelity HwConfig::default_fidelity() const {
@@ -66,8 +82,9 @@ const std::vector<std::string>& rtl_array_sizes() {
 DerivedFigures derive(const HwConfig& cfg) {
   DerivedFigures d;
   const double pes = static_cast<double>(cfg.tensor.rows * cfg.tensor.cols);
-  for (const auto& [dtype, rate] : cfg.tensor.rate) {
+  for (const TensorDType dtype : kTensorDTypes) {
     // Two FLOPs (multiply, add) per MAC; GHz * 1e9 / 1e12 gives TFLOPS.
+    const double rate = cfg.tensor.rate(dtype);
     if (rate > 0) d.peak_tflops[dtype] = pes * 2.0 * rate * cfg.tensor.clock_ghz / 1000.0;
   }
   d.sbuf_total_mib = static_cast<double>(cfg.sbuf.partitions * cfg.sbuf.partition_kib) / 1024.0;
@@ -380,6 +397,12 @@ public:
     if (c.tensor.cols > c.psum.partitions)
       fail("tensor.cols", fmt::format("{} array columns write as many PSUM partitions, but psum.partitions is {}",
                                       c.tensor.cols, c.psum.partitions));
+    if (c.tensor.mx_rows_per_pe != 0 && c.tensor.mx_rows_per_pe != 4)
+      fail("tensor.mx_rows_per_pe",
+           fmt::format("{}: MX matmul takes quads of elements per PE (4), or is absent (0)", c.tensor.mx_rows_per_pe));
+    if (c.tensor.mx_rows_per_pe != 0 && c.tensor.rows % kMxRowsPerGroup != 0)
+      fail("tensor.mx_rows_per_pe", fmt::format("MX scaling groups span {} partitions; tensor.rows {} is not a multiple",
+                                                kMxRowsPerGroup, c.tensor.rows));
     if (c.vector.lanes > c.sbuf.partitions)
       fail("vector.lanes", fmt::format("{} lanes exceed the {} SBUF partitions that feed them", c.vector.lanes,
                                        c.sbuf.partitions));

@@ -16,23 +16,33 @@ enum class Fidelity { Rtl, Sampled, Tlm };
 const char* to_string(Fidelity f);
 std::optional<Fidelity> parse_fidelity(const std::string& text);
 
-// Matmul input types the tensor engine may accept; a config gives each one a
-// rate multiplier (0 = not supported by that generation).
-enum class TensorDType { Bf16, Fp8E4m3, Fp8E5m2, Fp32 };
-inline constexpr TensorDType kTensorDTypes[] = {TensorDType::Bf16, TensorDType::Fp8E4m3,
-                                                 TensorDType::Fp8E5m2, TensorDType::Fp32};
+// Matmul input types of the tensor engine, each with its own rate (what a
+// config's modes give it, TensorEngineConfig::rate) and peak. Mx: MXFP8 and
+// MXFP4 (OCP microscaling, E8M0 scales per 32 elements).
+enum class TensorDType { Bf16, Fp8E4m3, Fp8E5m2, Fp32, Mx };
+inline constexpr TensorDType kTensorDTypes[] = {TensorDType::Bf16, TensorDType::Fp8E4m3, TensorDType::Fp8E5m2,
+                                                 TensorDType::Fp32, TensorDType::Mx};
 const char* to_string(TensorDType t);
 
 struct TensorEngineConfig {
   std::int64_t rows = 0;  // contraction (partition) dimension
   std::int64_t cols = 0;
   double clock_ghz = 0;
-  std::map<TensorDType, double> rate;  // MACs per PE per cycle, by input dtype
+  // Input formats and modes (docs/formats.md). bf16 always runs, one pair
+  // per PE per cycle.
+  std::int64_t fp8_rows_per_pe = 0;         // fp8 pairs per PE per cycle: 0 none, 1, 2 (double row)
+  std::int64_t mx_rows_per_pe = 0;          // MX pairs per PE per cycle: 0 none, 4 (quad)
+  std::int64_t fp32_cycles_per_column = 0;  // cycles per fp32 moving column; 0 none
+  bool psum_bf16 = false;                   // matmuls may write and accumulate bf16 PSUM tiles
   std::int64_t stationary_max_free = 0;
   std::int64_t moving_max_free = 0;
   std::int64_t min_initiation_interval_cycles = 0;
   std::int64_t stationary_columns_per_cycle = 0;  // LoadStationary load path width (fast LoadStationary)
   std::int64_t fixed_overhead_cycles = 0;
+
+  // MACs per PE per cycle for an input type (0: not supported): bf16 1,
+  // fp8 fp8_rows_per_pe, MX mx_rows_per_pe, fp32 1 / fp32_cycles_per_column.
+  double rate(TensorDType t) const;
 };
 
 // Vector, scalar and GpSimd engines share this shape; `costs` holds cycles per

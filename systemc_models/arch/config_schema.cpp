@@ -30,14 +30,20 @@ std::vector<FieldSpec> build_schema() {
   s.push_back(field("tensor.cols", TSR_REF(IntRef, c.tensor.cols), "PEs",
                     "Array columns = stationary free size M").at_least(1).at_most(1024));
   s.push_back(field("tensor.clock_ghz", TSR_REF(FloatRef, c.tensor.clock_ghz), "GHz", "Tensor engine clock").above(0).at_most(10));
-  s.push_back(field("tensor.rate.bf16", TSR_REF(FloatRef, c.tensor.rate[TensorDType::Bf16]), "MAC/PE/cycle",
-                    "bf16 (and fp16) input rate").above(0).def("1"));
-  s.push_back(field("tensor.rate.fp8_e4m3", TSR_REF(FloatRef, c.tensor.rate[TensorDType::Fp8E4m3]), "MAC/PE/cycle",
-                    "fp8 e4m3 input rate; 0 = unsupported").at_least(0).def("0"));
-  s.push_back(field("tensor.rate.fp8_e5m2", TSR_REF(FloatRef, c.tensor.rate[TensorDType::Fp8E5m2]), "MAC/PE/cycle",
-                    "fp8 e5m2 input rate; 0 = unsupported").at_least(0).def("0"));
-  s.push_back(field("tensor.rate.fp32", TSR_REF(FloatRef, c.tensor.rate[TensorDType::Fp32]), "MAC/PE/cycle",
-                    "fp32 input rate; 0 = unsupported").at_least(0).def("0.25"));
+  s.push_back(field("tensor.fp8_rows_per_pe", TSR_REF(IntRef, c.tensor.fp8_rows_per_pe), "pairs/PE/cycle",
+                    "fp8 (e4m3, e5m2) matmul inputs: 0 = not supported; 1 = one pair per PE per cycle (the bf16 rate); "
+                    "2 = double row: two pairs, the array taking a contraction of 2 x tensor.rows")
+                  .at_least(0).at_most(2).def("0"));
+  s.push_back(field("tensor.mx_rows_per_pe", TSR_REF(IntRef, c.tensor.mx_rows_per_pe), "pairs/PE/cycle",
+                    "MX (MXFP8, MXFP4 with E8M0 scales per 32 elements) matmul inputs: 0 = not supported; "
+                    "4 = quad: the array taking a contraction of 4 x tensor.rows")
+                  .at_least(0).at_most(4).def("0"));
+  s.push_back(field("tensor.fp32_cycles_per_column", TSR_REF(IntRef, c.tensor.fp32_cycles_per_column), "cycles",
+                    "fp32 matmul inputs: cycles the array takes per moving column (bf16: 1); 0 = not supported")
+                  .at_least(0).at_most(64).def("0"));
+  s.push_back(field("tensor.psum_bf16", TSR_REF(BoolRef, c.tensor.psum_bf16), "",
+                    "Matmuls may write and accumulate into bf16 PSUM tiles (the sum still fp32, rounded at the write)")
+                  .def("false"));
   s.push_back(field("tensor.stationary_max_free", TSR_REF(IntRef, c.tensor.stationary_max_free), "elements",
                     "LoadStationary free size limit (M); at most tensor.cols").at_least(1));
   s.push_back(field("tensor.moving_max_free", TSR_REF(IntRef, c.tensor.moving_max_free), "elements",

@@ -25,6 +25,10 @@ const char* to_string(DType t) {
     case DType::Fp8E4m3: return "fp8_e4m3";
     case DType::Fp8E5m2: return "fp8_e5m2";
     case DType::Int32: return "int32";
+    case DType::Fp8E4m3x4: return "fp8_e4m3_x4";
+    case DType::Fp8E5m2x4: return "fp8_e5m2_x4";
+    case DType::Fp4E2m1x4: return "fp4_e2m1_x4";
+    case DType::Uint8: return "uint8";
   }
   return "?";
 }
@@ -36,15 +40,36 @@ std::uint32_t size_of(DType t) {
     case DType::Fp8E4m3: return 1;
     case DType::Fp8E5m2: return 1;
     case DType::Int32: return 4;
+    case DType::Fp8E4m3x4: return 4;
+    case DType::Fp8E5m2x4: return 4;
+    case DType::Fp4E2m1x4: return 2;
+    case DType::Uint8: return 1;
   }
   return 0;
 }
 
 std::optional<DType> parse_dtype(const std::string& text) {
-  for (DType t : {DType::Bf16, DType::Fp32, DType::Fp8E4m3, DType::Fp8E5m2, DType::Int32})
+  for (DType t : kDTypes)
     if (text == to_string(t)) return t;
   return std::nullopt;
 }
+
+std::optional<ElementFormat> element_format(DType t) {
+  switch (t) {
+    case DType::Bf16: return ElementFormat::Bf16;
+    case DType::Fp32: return ElementFormat::Fp32;
+    case DType::Fp8E4m3:
+    case DType::Fp8E4m3x4: return ElementFormat::Fp8E4m3;
+    case DType::Fp8E5m2:
+    case DType::Fp8E5m2x4: return ElementFormat::Fp8E5m2;
+    case DType::Fp4E2m1x4: return ElementFormat::Fp4E2m1;
+    default: return std::nullopt;
+  }
+}
+
+bool is_mx(DType t) { return t == DType::Fp8E4m3x4 || t == DType::Fp8E5m2x4 || t == DType::Fp4E2m1x4; }
+
+std::uint32_t values_per_element(DType t) { return is_mx(t) ? 4 : 1; }
 
 const char* to_string(Memory m) {
   switch (m) {
@@ -211,7 +236,7 @@ AccessPattern decode_operand(const std::uint8_t* p, std::size_t at) {
   AccessPattern ap;
   if (p[0] > static_cast<std::uint8_t>(Memory::Psum) || p[0] == 0)
     throw IsaError(fmt::format("byte {}: operand memory {} is not sbuf (1) or psum (2)", at, p[0]));
-  if (p[1] > static_cast<std::uint8_t>(DType::Int32))
+  if (p[1] > static_cast<std::uint8_t>(DType::Uint8))
     throw IsaError(fmt::format("byte {}: unknown operand dtype {}", at + 1, p[1]));
   if (p[2] < 1 || p[2] > kMaxFreeDims)
     throw IsaError(fmt::format("byte {}: operand has {} free dimensions (1..{} allowed)", at + 2, p[2], kMaxFreeDims));
@@ -326,7 +351,11 @@ std::string disassemble(const Instruction& in) {
     case Opcode::SemIncr: return s + fmt::format(" sem[{}] += {}", in.sem, in.value);
     case Opcode::DmaTrigger:
       return s + fmt::format(" dma{}.q{} {} descriptor(s) @0x{:x}", in.dma_engine, in.dma_queue, in.value, in.address);
+    case Opcode::LoadStationary:
+      if (in.double_row()) s += " double_row";
+      break;
     case Opcode::MultiplyMoving:
+      if (in.double_row()) s += " double_row";
       if (in.accumulate()) s += " acc";
       break;
     case Opcode::TensorTensor:
@@ -396,6 +425,9 @@ struct Checker {
                        to_string(ap.memory), bytes_per_partition(ap.memory)));
     if (ap.memory == Memory::Psum && in.engine == Engine::GpSimd)
       fail(fmt::format("{}: the GpSimd engine cannot access PSUM", role));
+    if (is_mx(ap.dtype) && in.engine != Engine::Tensor)
+      fail(fmt::format("{}: {} tiles are read by the tensor engine (MX matmul) and moved by DMA only", role,
+                       to_string(ap.dtype)));
   }
 
   void require(const char* role, const AccessPattern& ap) {
@@ -417,32 +449,84 @@ struct Checker {
                        ap.partition_count, ap.free_elements()));
   }
 
-  void tensor_input(const char* role, const AccessPattern& ap) {
+  // A tensor-engine input `ap` (with its MX scales `scale`, operand b) in a
+  // format and mode the config declares; `transpose`: the Transpose
+  // instruction, which takes bf16 or fp32 only.
+  void tensor_input(const char* role, const AccessPattern& ap, const AccessPattern& scale, bool transpose = false) {
     if (!ap.valid()) return;
     if (ap.memory != Memory::Sbuf) fail(fmt::format("{}: the tensor engine reads its inputs from SBUF", role));
-    TensorDType t;
+    const auto& t = cfg.tensor;
+    const auto unsupported = [&](const char* what, const char* key, std::int64_t value) {
+      fail(fmt::format("{}: {} inputs are not supported by this config's tensor engine (tensor.{} is {})", role, what,
+                       key, value));
+    };
     switch (ap.dtype) {
-      case DType::Bf16: t = TensorDType::Bf16; break;
-      case DType::Fp32: t = TensorDType::Fp32; break;
-      case DType::Fp8E4m3: t = TensorDType::Fp8E4m3; break;
-      case DType::Fp8E5m2: t = TensorDType::Fp8E5m2; break;
+      case DType::Bf16: break;
+      case DType::Fp32:
+        if (t.fp32_cycles_per_column == 0) unsupported("fp32", "fp32_cycles_per_column", 0);
+        break;
+      case DType::Fp8E4m3:
+      case DType::Fp8E5m2:
+        if (t.fp8_rows_per_pe == 0) unsupported(to_string(ap.dtype), "fp8_rows_per_pe", 0);
+        break;
+      case DType::Fp8E4m3x4:
+      case DType::Fp8E5m2x4:
+      case DType::Fp4E2m1x4:
+        if (t.mx_rows_per_pe == 0) unsupported(to_string(ap.dtype), "mx_rows_per_pe", 0);
+        break;
       default:
         fail(fmt::format("{}: the tensor engine cannot read {}", role, to_string(ap.dtype)));
         return;
     }
-    const auto it = cfg.tensor.rate.find(t);
-    if (it == cfg.tensor.rate.end() || it->second <= 0)
-      fail(fmt::format("{}: {} inputs are not supported by this config's tensor engine (tensor.rate.{} is 0)", role,
-                       to_string(ap.dtype), to_string(t)));
-    if (ap.partition_count > cfg.tensor.rows)
+    if (transpose && ap.dtype != DType::Bf16 && ap.dtype != DType::Fp32)
+      fail(fmt::format("{}: Transpose takes bf16 or fp32 tiles, not {}", role, to_string(ap.dtype)));
+    if (in.double_row()) {
+      if (ap.dtype != DType::Fp8E4m3 && ap.dtype != DType::Fp8E5m2)
+        fail(fmt::format("{}: double row multiplies fp8 (e4m3, e5m2) tiles, not {}", role, to_string(ap.dtype)));
+      else if (t.fp8_rows_per_pe != 2)
+        fail(fmt::format("{}: double row needs tensor.fp8_rows_per_pe 2; this config has {}", role,
+                         t.fp8_rows_per_pe));
+      if (ap.num_dims < 2 || ap.size[0] != 2)
+        fail(fmt::format("{}: a double-row operand's outermost free dimension holds the two halves of the "
+                         "contraction and must have size 2, not {}", role, ap.num_dims < 2 ? 1 : ap.size[0]));
+    }
+    if (is_mx(ap.dtype)) {
+      if (!scale.valid()) {
+        fail(fmt::format("{}: an MX ({}) operand needs its scale tile (operand b)", role, to_string(ap.dtype)));
+      } else {
+        if (scale.dtype != DType::Uint8)
+          fail(fmt::format("b: MX scales are uint8 (E8M0) tiles, not {}", to_string(scale.dtype)));
+        if (scale.memory != Memory::Sbuf) fail("b: the tensor engine reads MX scales from SBUF");
+        if (scale.free_elements() != ap.free_elements())
+          fail(fmt::format("b: {} scale columns for {} data columns (one scale per x4 element column)",
+                           scale.free_elements(), ap.free_elements()));
+        const std::size_t need = mx_scale_partitions(ap.partition_count);
+        if (scale.partition_count < need)
+          fail(fmt::format("b: {} data partitions take their scales from {} scale partitions (4 per 32-partition "
+                           "quadrant), not {}", ap.partition_count, need, scale.partition_count));
+      }
+    } else if (scale.valid()) {
+      fail(fmt::format("b: only MX operands take a scale tile, not {}", to_string(ap.dtype)));
+    }
+    if (ap.partition_count > t.rows)
       fail(fmt::format("{}: contraction over {} partitions exceeds the array's {} rows", role, ap.partition_count,
-                       cfg.tensor.rows));
+                       t.rows));
+  }
+
+  // Columns of a tensor input: the free size, halved for a double-row operand.
+  std::uint64_t tensor_columns(const AccessPattern& ap) const {
+    return in.double_row() ? ap.free_elements() / 2 : ap.free_elements();
   }
 
   void psum_result(const char* role, const AccessPattern& ap) {
     if (!ap.valid()) return;
     if (ap.memory != Memory::Psum) fail(fmt::format("{}: tensor-engine results go to PSUM", role));
-    if (ap.dtype != DType::Fp32) fail(fmt::format("{}: tensor-engine results are fp32, not {}", role, to_string(ap.dtype)));
+    if (ap.dtype == DType::Bf16 && !cfg.tensor.psum_bf16)
+      fail(fmt::format("{}: bf16 results in PSUM are not supported by this config's tensor engine (tensor.psum_bf16 "
+                       "is false); use an fp32 PSUM tile", role));
+    else if (ap.dtype != DType::Fp32 && ap.dtype != DType::Bf16)
+      fail(fmt::format("{}: tensor-engine results are fp32{}, not {}", role, cfg.tensor.psum_bf16 ? " or bf16" : "",
+                       to_string(ap.dtype)));
     const std::int64_t bank = cfg.psum.bank_kib * 1024;
     const auto [lo, hi] = ap.byte_extent();
     if (lo >= 0 && hi > lo && lo / bank != (hi - 1) / bank)
@@ -474,22 +558,22 @@ struct Checker {
         break;
       case Opcode::LoadStationary:
         require("a", in.a);
-        tensor_input("a", in.a);
-        if (in.a.valid() && in.a.free_elements() > static_cast<std::uint64_t>(cfg.tensor.stationary_max_free))
-          fail(fmt::format("a: stationary free size {} exceeds tensor.stationary_max_free {}", in.a.free_elements(),
+        tensor_input("a", in.a, in.b);
+        if (in.a.valid() && tensor_columns(in.a) > static_cast<std::uint64_t>(cfg.tensor.stationary_max_free))
+          fail(fmt::format("a: stationary free size {} exceeds tensor.stationary_max_free {}", tensor_columns(in.a),
                            cfg.tensor.stationary_max_free));
         break;
       case Opcode::MultiplyMoving:
         require("dst", in.dst);
         require("a", in.a);
-        tensor_input("a", in.a);
+        tensor_input("a", in.a, in.b);
         psum_result("dst", in.dst);
-        if (in.a.valid() && in.a.free_elements() > static_cast<std::uint64_t>(cfg.tensor.moving_max_free))
-          fail(fmt::format("a: moving free size {} exceeds tensor.moving_max_free {}", in.a.free_elements(),
+        if (in.a.valid() && tensor_columns(in.a) > static_cast<std::uint64_t>(cfg.tensor.moving_max_free))
+          fail(fmt::format("a: moving free size {} exceeds tensor.moving_max_free {}", tensor_columns(in.a),
                            cfg.tensor.moving_max_free));
-        if (in.a.valid() && in.dst.valid() && in.dst.free_elements() != in.a.free_elements())
+        if (in.a.valid() && in.dst.valid() && in.dst.free_elements() != tensor_columns(in.a))
           fail(fmt::format("dst free size {} differs from the moving free size {}", in.dst.free_elements(),
-                           in.a.free_elements()));
+                           tensor_columns(in.a)));
         if (in.dst.valid() && in.dst.partition_count > cfg.tensor.cols)
           fail(fmt::format("dst: {} result partitions exceed the array's {} columns", in.dst.partition_count,
                            cfg.tensor.cols));
@@ -497,7 +581,8 @@ struct Checker {
       case Opcode::Transpose:
         require("dst", in.dst);
         require("a", in.a);
-        tensor_input("a", in.a);
+        tensor_input("a", in.a, in.b, true);
+        if (in.double_row()) fail("Transpose has no double-row mode");
         psum_result("dst", in.dst);
         if (in.a.valid() && in.a.free_elements() > static_cast<std::uint64_t>(cfg.tensor.cols))
           fail(fmt::format("a: transposing {} columns exceeds the array's {} columns", in.a.free_elements(),

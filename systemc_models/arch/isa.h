@@ -5,6 +5,7 @@
 #pragma once
 
 #include "arch/config.h"
+#include "arch/formats.h"
 
 #include <array>
 #include <cstdint>
@@ -20,11 +21,26 @@ enum class Engine : std::uint8_t { Tensor = 0, Vector = 1, Scalar = 2, GpSimd = 
 inline constexpr int kNumEngines = 5;
 const char* to_string(Engine e);
 
-// Element types of SBUF/PSUM operands.
-enum class DType : std::uint8_t { Bf16 = 0, Fp32 = 1, Fp8E4m3 = 2, Fp8E5m2 = 3, Int32 = 4 };
+// Element types of SBUF/PSUM operands. The _x4 types pack four MX elements
+// of the contraction into one element (NKI's float8_e4m3fn_x4,
+// float8_e5m2_x4, float4_e2m1fn_x4: 4, 4 and 2 bytes), element j in byte j
+// (fp4: nibble j, low nibble first); Uint8 holds MX scales (E8M0 codes).
+enum class DType : std::uint8_t {
+  Bf16 = 0, Fp32 = 1, Fp8E4m3 = 2, Fp8E5m2 = 3, Int32 = 4,
+  Fp8E4m3x4 = 5, Fp8E5m2x4 = 6, Fp4E2m1x4 = 7, Uint8 = 8,
+};
+inline constexpr DType kDTypes[] = {DType::Bf16,      DType::Fp32,      DType::Fp8E4m3,   DType::Fp8E5m2, DType::Int32,
+                                    DType::Fp8E4m3x4, DType::Fp8E5m2x4, DType::Fp4E2m1x4, DType::Uint8};
 const char* to_string(DType t);
 std::uint32_t size_of(DType t);
 std::optional<DType> parse_dtype(const std::string& text);
+// The tensor engine's element format of a dtype (the x4 types: of each of
+// their four elements), or nothing for a dtype it cannot read.
+std::optional<ElementFormat> element_format(DType t);
+// The MX (quad-packed) dtypes.
+bool is_mx(DType t);
+// Values per element: 4 for the x4 types, else 1.
+std::uint32_t values_per_element(DType t);
 
 // Where data lives. Instruction operands are in SBUF or PSUM (None: the
 // operand is absent); HBM is reached by DMA only, so an operand in it is a
@@ -106,6 +122,10 @@ std::optional<ActFunc> parse_act_func(const std::string& text);
 // Flag bits of an instruction.
 enum InstrFlag : std::uint8_t {
   kFlagAccumulate = 1 << 0,  // MultiplyMoving: add into PSUM instead of overwriting
+  // LoadStationary / MultiplyMoving of fp8: double row (tensor.fp8_rows_per_pe
+  // 2). The operand's outermost free dimension has size 2: its halves are the
+  // contraction rows [0, P) and [P, 2P) of its P partitions.
+  kFlagDoubleRow = 1 << 1,
 };
 
 // One decoded instruction. Operand roles by opcode:
@@ -127,6 +147,7 @@ struct Instruction {
   AccessPattern dst, a, b, c;
 
   bool accumulate() const { return flags & kFlagAccumulate; }
+  bool double_row() const { return flags & kFlagDoubleRow; }
 };
 
 // Encoded size: a fixed header plus 48 bytes per present operand.

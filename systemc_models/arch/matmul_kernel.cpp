@@ -4,12 +4,16 @@
 // per x86 target by Highway (SSSE3 .. AVX-512) and chosen at run time, so the
 // shipped build needs no -march flag.
 //
-// Why MulAdd is exact here: the caller passes only values whose products are
-// exact normal fp32 numbers (bf16 x bf16 has a 16-bit significand), so
-// fma(a, b, s) = round(a * b + s) = round(p + s), the reference's one rounded
-// addition. On targets without FMA, Highway's MulAdd is a multiply and an add,
-// which is the same thing for an exact product. What can still differ from
-// the reference (a subnormal or NaN partial sum) the caller detects.
+// Why MulAdd is exact here: for bf16, fp8 and fp4 the caller passes only
+// values whose products are exact normal fp32 numbers (bf16 x bf16 has a
+// 16-bit significand, fp8 x fp8 at most 8 bits), so fma(a, b, s) =
+// round(a * b + s) = round(p + s), the reference's one rounded addition. On
+// targets without FMA, Highway's MulAdd is a multiply and an add, which is the
+// same thing for an exact product. fp32 products are not exact: there the
+// kernel multiplies and adds separately, the reference's two roundings (the
+// build's -ffp-contract=off keeps the compiler from fusing them). What can
+// still differ from the reference (a subnormal or NaN partial sum) the caller
+// detects.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "arch/matmul_kernel.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -27,7 +31,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // kRows results of `a` columns i0 .. i0 + kRows - 1 against two vectors of
 // `b` columns from j0: kRows x 2 accumulators live in registers for all K.
-template <std::size_t kRows>
+template <std::size_t kRows, bool kFused>
 HWY_INLINE void Block(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, std::size_t k, std::size_t m,
                       std::size_t n_stride, std::size_t i0, std::size_t j0, float* HWY_RESTRICT out) {
   const hn::ScalableTag<float> d;
@@ -50,8 +54,13 @@ HWY_INLINE void Block(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, 
     HWY_UNROLL(16)
     for (std::size_t r = 0; r < kRows; ++r) {
       const V av = hn::Set(d, ar[r]);
-      acc0[r] = hn::MulAdd(av, b0, acc0[r]);
-      acc1[r] = hn::MulAdd(av, b1, acc1[r]);
+      if constexpr (kFused) {
+        acc0[r] = hn::MulAdd(av, b0, acc0[r]);
+        acc1[r] = hn::MulAdd(av, b1, acc1[r]);
+      } else {
+        acc0[r] = hn::Add(acc0[r], hn::Mul(av, b0));
+        acc1[r] = hn::Add(acc1[r], hn::Mul(av, b1));
+      }
     }
   }
   HWY_UNROLL(16)
@@ -61,8 +70,9 @@ HWY_INLINE void Block(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, 
   }
 }
 
-void MatmulRowOrder(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, std::size_t k, std::size_t m,
-                    std::size_t n_stride, float* HWY_RESTRICT out) {
+template <bool kFused>
+void MatmulRowOrderT(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, std::size_t k, std::size_t m,
+                     std::size_t n_stride, float* HWY_RESTRICT out) {
   const hn::ScalableTag<float> d;
   const std::size_t step = 2 * hn::Lanes(d);
   // Accumulators that fit the register file with the two B vectors and a
@@ -70,40 +80,54 @@ void MatmulRowOrder(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, st
   constexpr std::size_t kRows = HWY_MAX_BYTES >= 64 ? 8 : 6;
   for (std::size_t j0 = 0; j0 < n_stride; j0 += step) {
     std::size_t i0 = 0;
-    for (; i0 + kRows <= m; i0 += kRows) Block<kRows>(a, b, k, m, n_stride, i0, j0, out);
+    for (; i0 + kRows <= m; i0 += kRows) Block<kRows, kFused>(a, b, k, m, n_stride, i0, j0, out);
     // The rest (fewer than 8) in blocks of 4, 2, 1: a lone row is latency-bound.
-    if (i0 + 4 <= m) Block<4>(a, b, k, m, n_stride, i0, j0, out), i0 += 4;
-    if (i0 + 2 <= m) Block<2>(a, b, k, m, n_stride, i0, j0, out), i0 += 2;
-    if (i0 < m) Block<1>(a, b, k, m, n_stride, i0, j0, out);
+    if (i0 + 4 <= m) Block<4, kFused>(a, b, k, m, n_stride, i0, j0, out), i0 += 4;
+    if (i0 + 2 <= m) Block<2, kFused>(a, b, k, m, n_stride, i0, j0, out), i0 += 2;
+    if (i0 < m) Block<1, kFused>(a, b, k, m, n_stride, i0, j0, out);
   }
 }
 
-// bf16 bits to fp32, subnormals as signed zeros; returns false when any
-// value is outside the band in which products stay exact normals (exponent
-// field 0 or 64 .. 190, see numerics.cpp).
-bool WidenBf16(const std::uint16_t* HWY_RESTRICT in, float* HWY_RESTRICT out, std::size_t count) {
+void MatmulRowOrder(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, std::size_t k, std::size_t m,
+                    std::size_t n_stride, float* HWY_RESTRICT out, bool fused) {
+  if (fused) MatmulRowOrderT<true>(a, b, k, m, n_stride, out);
+  else MatmulRowOrderT<false>(a, b, k, m, n_stride, out);
+}
+
+// bf16 (the low half of each word) or fp32 bits to fp32, subnormals as
+// signed zeros; returns false when any value is outside the band in which
+// products stay normal (exponent field 0 or 64 .. 190, see numerics.cpp).
+template <bool kBf16>
+bool WidenWords(const std::uint32_t* HWY_RESTRICT in, float* HWY_RESTRICT out, std::size_t count) {
   const hn::ScalableTag<std::uint32_t> du;
-  const hn::Rebind<std::uint16_t, decltype(du)> d16;
   const hn::Rebind<float, decltype(du)> df;
   const std::size_t lanes = hn::Lanes(du);
   auto outside = hn::FirstN(du, 0);
   std::size_t i = 0;
-  const auto widen = [&](hn::Vec<decltype(du)> bits) {
-    const auto e = hn::And(hn::ShiftRight<7>(bits), hn::Set(du, 0xFFu));
+  const auto widen = [&](hn::Vec<decltype(du)> w) {
+    const auto bits = kBf16 ? hn::ShiftLeft<16>(w) : w;
+    const auto e = hn::And(hn::ShiftRight<23>(bits), hn::Set(du, 0xFFu));
     const auto zero_e = hn::Eq(e, hn::Zero(du));
     outside = hn::Or(outside, hn::AndNot(zero_e, hn::Gt(hn::Sub(e, hn::Set(du, 64u)), hn::Set(du, 126u))));
-    const auto kept = hn::IfThenElse(zero_e, hn::And(bits, hn::Set(du, 0x8000u)), bits);
-    return hn::BitCast(df, hn::ShiftLeft<16>(kept));
+    const auto kept = hn::IfThenElse(zero_e, hn::And(bits, hn::Set(du, 0x80000000u)), bits);
+    return hn::BitCast(df, kept);
   };
-  for (; i + lanes <= count; i += lanes) hn::StoreU(widen(hn::PromoteTo(du, hn::LoadU(d16, in + i))), df, out + i);
+  for (; i + lanes <= count; i += lanes) hn::StoreU(widen(hn::LoadU(du, in + i)), df, out + i);
   bool ok = hn::AllFalse(du, outside);
   for (; i < count; ++i) {
-    const std::uint32_t bits = in[i], e = (bits >> 7) & 0xFFu;
+    const std::uint32_t bits = kBf16 ? in[i] << 16 : in[i], e = (bits >> 23) & 0xFFu;
     ok = ok && !(e != 0 && e - 64u > 126u);
-    const std::uint32_t kept = (bits & (e == 0 ? 0x8000u : 0xFFFFu)) << 16;
+    const std::uint32_t kept = e == 0 ? bits & 0x80000000u : bits;
     std::memcpy(out + i, &kept, sizeof kept);
   }
   return ok;
+}
+
+bool WidenBf16Words(const std::uint32_t* HWY_RESTRICT in, float* HWY_RESTRICT out, std::size_t count) {
+  return WidenWords<true>(in, out, count);
+}
+bool WidenFp32Words(const std::uint32_t* HWY_RESTRICT in, float* HWY_RESTRICT out, std::size_t count) {
+  return WidenWords<false>(in, out, count);
 }
 
 // True when some value is a NaN or a nonzero subnormal: results the
@@ -137,16 +161,21 @@ HWY_AFTER_NAMESPACE();
 namespace tessera::arch {
 
 HWY_EXPORT(MatmulRowOrder);
-HWY_EXPORT(WidenBf16);
+HWY_EXPORT(WidenBf16Words);
+HWY_EXPORT(WidenFp32Words);
 HWY_EXPORT(AnyNanOrSubnormal);
 
 void matmul_row_order(const float* a, const float* b, std::size_t k, std::size_t m, std::size_t n_stride,
-                      float* out) {
-  HWY_DYNAMIC_DISPATCH(MatmulRowOrder)(a, b, k, m, n_stride, out);
+                      float* out, bool fused) {
+  HWY_DYNAMIC_DISPATCH(MatmulRowOrder)(a, b, k, m, n_stride, out, fused);
 }
 
-bool widen_bf16_in_band(const std::uint16_t* in, float* out, std::size_t count) {
-  return HWY_DYNAMIC_DISPATCH(WidenBf16)(in, out, count);
+bool widen_bf16_words_in_band(const std::uint32_t* in, float* out, std::size_t count) {
+  return HWY_DYNAMIC_DISPATCH(WidenBf16Words)(in, out, count);
+}
+
+bool widen_fp32_words_in_band(const std::uint32_t* in, float* out, std::size_t count) {
+  return HWY_DYNAMIC_DISPATCH(WidenFp32Words)(in, out, count);
 }
 
 bool any_nan_or_subnormal(const float* p, std::size_t count) {

@@ -9,7 +9,8 @@
 namespace tessera::arch {
 
 TensorTimingParams tensor_timing_params(const TensorEngineConfig& t) {
-  return {t.rows, t.cols, t.min_initiation_interval_cycles, t.stationary_columns_per_cycle};
+  return {t.rows, t.cols, t.min_initiation_interval_cycles, t.stationary_columns_per_cycle,
+          std::max<std::int64_t>(1, t.fp32_cycles_per_column)};
 }
 
 std::int64_t stationary_beats(const TensorTimingParams& p, std::int64_t m) {
@@ -43,19 +44,25 @@ TensorScheduler::Timing TensorScheduler::issue(const TensorInstr& in, std::int64
     const int target = (load_buffer_ + 1) % kTensorWeightBuffers;
     d = std::max({d, load_last_beat_, last_inject_per_buffer_[target] + load_gap(p_, in.m)});
     load_buffer_ = target;
+    load_fp32_ = in.fp32;
     load_last_beat_ = d + stationary_beats(p_, in.m);
     t.done = load_last_beat_;
   } else {
     if (in.n < 1) throw std::invalid_argument("MultiplyMoving needs n >= 1");
     d = std::max({d, load_last_beat_, stream_last_inject_, last_mm_accept_ + p_.min_initiation_interval});
     last_mm_accept_ = d;
-    stream_last_inject_ = d + in.n;
+    // An fp32 column is injected in the last of its P cycles (te_controller.sv).
+    stream_last_inject_ = d + streaming_cycles(in);
     last_inject_per_buffer_[load_buffer_] = stream_last_inject_;
     t.done = stream_last_inject_ + p_.rows + p_.cols;
   }
   t.accept = d;
   prev_accept_ = d;
   return t;
+}
+
+std::int64_t TensorScheduler::streaming_cycles(const TensorInstr& in) const {
+  return in.n * ((in.fp32 || load_fp32_) ? std::max<std::int64_t>(1, p_.fp32_cycles_per_column) : 1);
 }
 
 TensorSchedule schedule(const TensorTimingParams& p, const std::vector<TensorInstr>& program) {
@@ -65,28 +72,30 @@ TensorSchedule schedule(const TensorTimingParams& p, const std::vector<TensorIns
   TensorScheduler scheduler(p);
   BusyCycles busy;
   for (const TensorInstr& in : program) {
+    const std::int64_t streaming = in.op == TensorOp::MultiplyMoving ? scheduler.streaming_cycles(in) : 0;
     const auto t = scheduler.issue(in, 0);
     s.accept.push_back(t.accept);
     const bool multiply = in.op == TensorOp::MultiplyMoving;
     s.last_write.push_back(multiply ? t.done : -1);
     s.end = std::max(s.end, t.done);
     busy.add(t.accept, t.done);
-    if (multiply) s.multiplying += in.n;
+    if (multiply) s.multiplying += streaming;
   }
   s.busy = busy.cycles();
   return s;
 }
 
 std::int64_t back_to_back_cycles(const TensorTimingParams& p, std::int64_t m, std::int64_t n,
-                                 std::int64_t pairs) {
+                                 std::int64_t pairs, bool fp32) {
   if (pairs < 1) return 0;
   const std::int64_t beats = stationary_beats(p, m);
-  const std::int64_t interval = std::max({beats + 1, n, p.min_initiation_interval});
-  if (pairs > kTensorWeightBuffers && (kTensorWeightBuffers - 1) * interval + 1 < n + load_gap(p, m))
+  const std::int64_t s = fp32 ? n * std::max<std::int64_t>(1, p.fp32_cycles_per_column) : n;
+  const std::int64_t interval = std::max({beats + 1, s, p.min_initiation_interval});
+  if (pairs > kTensorWeightBuffers && (kTensorWeightBuffers - 1) * interval + 1 < s + load_gap(p, m))
     throw std::domain_error("back_to_back_cycles: M = " + std::to_string(m) + ", N = " + std::to_string(n) +
                             " with II = " + std::to_string(p.min_initiation_interval) +
                             " makes loads wait for their buffers; use schedule()");
-  return beats + (pairs - 1) * interval + n + p.rows + p.cols;
+  return beats + (pairs - 1) * interval + s + p.rows + p.cols;
 }
 
 }  // namespace tessera::arch

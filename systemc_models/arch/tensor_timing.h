@@ -14,12 +14,15 @@ struct TensorEngineConfig;
 enum class TensorOp { LoadStationary, MultiplyMoving };
 
 // One tensor-engine instruction, as far as timing goes. LoadStationary uses m
-// (stationary columns); MultiplyMoving uses n (moving columns). K does not
-// change timing.
+// (stationary columns); MultiplyMoving uses n (moving columns). `fp32`: the
+// operand is fp32, and a MultiplyMoving whose moving or stationary operand is
+// takes fp32_cycles_per_column cycles per moving column. K, the other
+// formats and the double-row and MX modes do not change timing.
 struct TensorInstr {
   TensorOp op = TensorOp::LoadStationary;
   std::int64_t m = 0;
   std::int64_t n = 0;
+  bool fp32 = false;
 };
 
 // Weight buffers per PE (te_pkg::WeightBuffers): a LoadStationary fills the
@@ -31,6 +34,7 @@ struct TensorTimingParams {
   std::int64_t cols = 0;
   std::int64_t min_initiation_interval = 1;  // cycles between MultiplyMoving starts
   std::int64_t stationary_columns_per_cycle = 1;  // columns a LoadStationary beat carries (W)
+  std::int64_t fp32_cycles_per_column = 1;  // P: cycles per moving column of an fp32 multiply
 };
 
 // The timing parameters of a config's tensor engine.
@@ -65,7 +69,7 @@ struct TensorSchedule {
   std::vector<std::int64_t> last_write;  // per instruction; -1 for LoadStationary
   std::int64_t end = 0;                  // last PSUM write (or last stationary beat)
   std::int64_t busy = 0;                 // cycles with an instruction in flight (BusyCycles)
-  std::int64_t multiplying = 0;          // cycles injecting moving columns: the sum of N
+  std::int64_t multiplying = 0;          // cycles taking in moving columns: the sum of N (x P for fp32)
 };
 
 TensorSchedule schedule(const TensorTimingParams& p, const std::vector<TensorInstr>& program);
@@ -82,6 +86,9 @@ public:
     std::int64_t done = 0;  // last PSUM write (MultiplyMoving) or last stationary beat
   };
   Timing issue(const TensorInstr& in, std::int64_t earliest);
+  // Cycles a MultiplyMoving of `in` streams for: N, or N x P when it or the
+  // latest LoadStationary is fp32.
+  std::int64_t streaming_cycles(const TensorInstr& in) const;
 
 private:
   TensorTimingParams p_;
@@ -91,15 +98,17 @@ private:
   std::int64_t last_mm_accept_ = -(std::int64_t{1} << 40);
   std::int64_t last_inject_per_buffer_[kTensorWeightBuffers];
   int load_buffer_ = kTensorWeightBuffers - 1;  // buffer of the latest LoadStationary; the first goes to 0
+  bool load_fp32_ = false;                      // the latest LoadStationary's stationary is fp32
 };
 
 // Closed form for `pairs` (LoadStationary[M], MultiplyMoving[N]) pairs offered
-// back to back, with B = ceil(M / W) beats per load:
-//   B + (pairs - 1) * max(B + 1, N, II) + N + Rows + Cols.
+// back to back, with B = ceil(M / W) beats per load and S = N streaming
+// cycles (S = N x P for fp32 operands):
+//   B + (pairs - 1) * max(B + 1, S, II) + S + Rows + Cols.
 // It holds while no load waits for a multiply three pairs back to leave its
-// buffer: 3 * max(B + 1, N, II) + 1 >= N + M - 1 - B, true of every shape on
+// buffer: 3 * max(B + 1, S, II) + 1 >= S + M - 1 - B, true of every shape on
 // every shipped generation (II >= Cols / 2). Throws std::domain_error outside it.
 std::int64_t back_to_back_cycles(const TensorTimingParams& p, std::int64_t m, std::int64_t n,
-                                 std::int64_t pairs);
+                                 std::int64_t pairs, bool fp32 = false);
 
 }  // namespace tessera::arch

@@ -19,8 +19,14 @@ namespace tessera::engines {
 struct TensorCommand {
   enum class Op { LoadStationary, MultiplyMoving };
   Op op = Op::LoadStationary;
-  arch::Bf16Matrix data;            // stationary [K, M] or moving [K, N]
+  // Stationary [K, M] or moving [K, N] as the array takes it (one word per
+  // PE row and column: arch::TensorOperand). Timing-only commands carry the
+  // shape, format and mode with no words.
+  arch::TensorOperand data;
   arch::PsumMode mode = arch::PsumMode::Overwrite;
+  // MultiplyMoving into a bf16 PSUM tile: the write port rounds to bf16
+  // (the receiver applies it; the RTL shows it on ps_bf16_o).
+  bool psum_bf16 = false;
   // MultiplyMoving: receives the array's output [M, N] (each value a column
   // sum started from zero) exactly once; the receiver applies `mode` at PSUM,
   // as the PSUM write port does (accumulate: psum = fp32_add(psum, value)).

@@ -41,7 +41,10 @@ protected:
   bool reports_own_busy() const override { return true; }
 
 private:
-  arch::Bf16Matrix read_bf16(const arch::AccessPattern& ap);
+  // The operand of a LoadStationary / MultiplyMoving / Transpose (a, with its
+  // MX scales in b) as the array takes it; shape, format and mode only in
+  // the timing-only mode.
+  arch::TensorOperand read_operand(const arch::Instruction& in);
   std::uint64_t now_cycle() const;
   sc_core::sc_time issue(TensorCommand& cmd);
   // The PSUM write port: applies `mode` to the array's output at `dst`.
@@ -52,6 +55,8 @@ private:
   std::unique_ptr<TensorDatapath> datapath_;
   std::uint64_t done_cycle_ = 0;  // completion of everything issued so far
   std::uint64_t busy_reported_ = 0;  // datapath busy cycles already added
+  // The latest LoadStationary's format and mode (its words live in the datapath).
+  arch::TensorOperand stationary_shape_;
   TensorStats tensor_stats_;
 };
 

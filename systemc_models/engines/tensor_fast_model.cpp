@@ -20,6 +20,7 @@ public:
     in.op = load ? arch::TensorOp::LoadStationary : arch::TensorOp::MultiplyMoving;
     in.m = load ? static_cast<std::int64_t>(cmd.data.cols) : 0;
     in.n = load ? 0 : static_cast<std::int64_t>(cmd.data.cols);
+    in.fp32 = cmd.data.format == arch::ElementFormat::Fp32;
     const auto t = scheduler_.issue(in, static_cast<std::int64_t>(earliest));
     done_ = std::max(done_, static_cast<std::uint64_t>(t.done));
     busy_.add(t.accept, t.done);
@@ -44,7 +45,7 @@ private:
   arch::TensorScheduler scheduler_;
   arch::BusyCycles busy_;
   bool compute_;
-  arch::Bf16Matrix stationary_;
+  arch::TensorOperand stationary_;
   std::uint64_t done_ = 0;
 };
 
