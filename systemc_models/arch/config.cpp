@@ -403,6 +403,9 @@ public:
     if (c.tensor.mx_rows_per_pe != 0 && c.tensor.rows % kMxRowsPerGroup != 0)
       fail("tensor.mx_rows_per_pe", fmt::format("MX scaling groups span {} partitions; tensor.rows {} is not a multiple",
                                                 kMxRowsPerGroup, c.tensor.rows));
+    if ((c.hbm.channels & (c.hbm.channels - 1)) != 0)
+      fail("hbm.channels", fmt::format("{} is not a power of two (the channel hash takes the address modulo a "
+                                       "polynomial of degree log2(channels))", c.hbm.channels));
     if (c.vector.lanes > c.sbuf.partitions)
       fail("vector.lanes", fmt::format("{} lanes exceed the {} SBUF partitions that feed them", c.vector.lanes,
                                        c.sbuf.partitions));
