@@ -35,8 +35,8 @@ void list_configs(int* exit_code) {
 
 // The resolved figures an architect compares across generations.
 void list_configs_derived(int* exit_code) {
-  fmt::print("{:<16} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>12} {:>9} {:>5} {:>8}\n", "config", "bf16 TF", "fp8 TF",
-             "fp32 TF", "SBUF MiB", "PSUM KiB", "HBM B/clk", "DMA", "engines", "sems", "fidelity");
+  fmt::print("{:<16} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>12} {:>9} {:>5} {:>8}\n", "config", "bf16 TF",
+             "fp8 TF", "mx TF", "fp32 TF", "SBUF MiB", "PSUM KiB", "HBM B/clk", "DMA", "engines", "sems", "fidelity");
   for (const auto& name : arch::list_config_names()) {
     try {
       const auto rc = arch::load_config(name);
@@ -45,8 +45,9 @@ void list_configs_derived(int* exit_code) {
         return it == rc.derived.peak_tflops.end() ? std::string("-") : fmt::format("{:.1f}", it->second);
       };
       const auto& hw = rc.hw;
-      fmt::print("{:<16} {:>9} {:>9} {:>9} {:>9.1f} {:>9.0f} {:>10.1f} {:>7.0f} GB/s {:>9} {:>5} {:>8}\n", name,
-                 peak(arch::TensorDType::Bf16), peak(arch::TensorDType::Fp8E4m3), peak(arch::TensorDType::Fp32),
+      fmt::print("{:<16} {:>9} {:>9} {:>9} {:>9} {:>9.1f} {:>9.0f} {:>10.1f} {:>7.0f} GB/s {:>9} {:>5} {:>8}\n", name,
+                 peak(arch::TensorDType::Bf16), peak(arch::TensorDType::Fp8E4m3), peak(arch::TensorDType::Mx),
+                 peak(arch::TensorDType::Fp32),
                  rc.derived.sbuf_total_mib, rc.derived.psum_total_kib, rc.derived.hbm_bytes_per_tensor_cycle,
                  rc.derived.dma_total_gbps, fmt::format("{}x{}", hw.dma.engines, hw.dma.queues_per_engine),
                  hw.sync.semaphores, hw.simulation.default_fidelity);

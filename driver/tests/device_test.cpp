@@ -103,7 +103,9 @@ TEST(Device, SecondRunInOneProcessIsAClearError) {
 TEST(Device, RtlFidelityOnASizeThatWasNotVerilatedIsAClearError) {
   auto o = tiny_options();
   o.fidelity = arch::Fidelity::Rtl;
-  o.overrides = {{"tensor.rows", "4"}, {"tensor.cols", "4"}, {"tensor.stationary_max_free", "4"}};
+  // MX scaling groups span 8 partitions: a 4-row array has no MX mode.
+  o.overrides = {{"tensor.rows", "4"}, {"tensor.cols", "4"}, {"tensor.stationary_max_free", "4"},
+                 {"tensor.mx_rows_per_pe", "0"}};
   Device dev(o);
   KernelBuilder kb(dev.config(), "empty");
   try {

@@ -80,7 +80,7 @@ TEST(KernelBuilder, DtypeTheEngineCannotRead) {
   kb.memset(x, 1);
   EXPECT_EQ(error_of([&] { kb.matmul(acc, w, x, false); }),
             "matmul(psum 'acc', stationary 'w', moving 'x'): a: fp32 inputs are not supported by this config's tensor "
-            "engine (tensor.rate.fp32 is 0)");
+            "engine (tensor.fp32_cycles_per_column is 0)");
 }
 
 TEST(KernelBuilder, MatmulShapeRules) {

@@ -370,12 +370,17 @@ module te_controller #(
           (cmd_k_i >= 16'd1 && 32'(cmd_k_i) <= Rows && cmd_n_i >= 16'd1), clk_i, rst_ni)
   // A multiply takes words of the stationary's mode: the same elements per
   // word and MX-ness, and formats of one class (bf16, fp32, or narrow).
-  logic mm_narrow, st_narrow;
+  logic mm_narrow, st_narrow, st_mx;
+  fmt_e st_fmt;
+  pack_t st_pack;
+  assign st_fmt = buf_fmt_q[cur_buf_q];
+  assign st_pack = buf_pack_q[cur_buf_q];
+  assign st_mx = buf_mx_q[cur_buf_q];
   assign mm_narrow = cmd_fmt_i != FmtBf16 && cmd_fmt_i != FmtFp32;
-  assign st_narrow = buf_fmt_q[cur_buf_q] != FmtBf16 && buf_fmt_q[cur_buf_q] != FmtFp32;
+  assign st_narrow = st_fmt != FmtBf16 && st_fmt != FmtFp32;
   `ASSERT(MultiplyModeMatchesStationary_A, !(cmd_fire && !is_load) ||
-          (cmd_pack_i == buf_pack_q[cur_buf_q] && cmd_mx_i == buf_mx_q[cur_buf_q] &&
-           (mm_narrow ? st_narrow : cmd_fmt_i == buf_fmt_q[cur_buf_q])), clk_i, rst_ni)
+          (cmd_pack_i == st_pack && cmd_mx_i == st_mx && (mm_narrow ? st_narrow : cmd_fmt_i == st_fmt)),
+          clk_i, rst_ni)
   `ASSERT(FormatKnown_A, !cmd_fire || 32'(cmd_fmt_i) <= 32'(FmtE2m1), clk_i, rst_ni)
   // Ready/valid: a source holds valid until accepted; a held PSUM write keeps
   // its address and mode. The previous cycle's handshake state is kept in

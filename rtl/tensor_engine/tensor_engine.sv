@@ -1,6 +1,8 @@
-// Tensor engine: a weight-stationary bf16 systolic array of Rows x Cols PEs with
+// Tensor engine: a weight-stationary systolic array of Rows x Cols PEs with
 // its controller, computing dst[M, N] (=|+=) stationary[K, M].T @ moving[K, N]
-// into PSUM (docs/tensor-engine.md).
+// into PSUM (docs/tensor-engine.md). Operands are 32-bit PE words: one bf16
+// (low half) or fp32, one fp8 (low byte), two fp8 (double row) or four fp8 /
+// fp4 with an E8M0 scale (MX quad), as te_pkg describes.
 module tensor_engine #(
   parameter int unsigned Rows = 8,     // contraction (partition) dimension K
   parameter int unsigned Cols = 8,     // stationary free dimension M
@@ -18,26 +20,35 @@ module tensor_engine #(
   input  logic [15:0]            cmd_n_i,
   input  logic                   cmd_acc_i,   // accumulate into PSUM (else overwrite)
   input  logic [15:0]            cmd_addr_i,  // PSUM free index of result column 0
+  input  te_pkg::fmt_e           cmd_fmt_i,   // element format of the operand
+  input  te_pkg::pack_t          cmd_pack_i,  // elements per word, log2 (0, 1 double row, 2 MX quad)
+  input  logic                   cmd_mx_i,    // the words carry MX scales
+  input  logic                   cmd_psum_bf16_i,  // MultiplyMoving: the PSUM tile is bf16
   // Configuration: minimum cycles between MultiplyMoving starts, and the
   // stationary columns a beat carries (1 .. LoadCols).
   input  logic [15:0]            cfg_min_ii_i,
   input  logic [15:0]            cfg_ld_cols_i,
+  // Cycles per moving column of a multiply with fp32 operands (0 reads as 1).
+  input  logic [15:0]            cfg_fp32_cycles_i,
 
   // SBUF read stream: stationary[:, jW .. jW+W-1] (W = cfg_ld_cols_i), one
   // group of columns per beat; column jW+i, partition p in [i][p]
   input  logic                   st_valid_i,
   output logic                   st_ready_o,
-  input  logic [LoadCols-1:0][Rows-1:0][15:0] st_data_i,
+  input  logic [LoadCols-1:0][Rows-1:0][31:0] st_data_i,
+  input  logic [LoadCols-1:0][Rows-1:0][7:0]  st_scale_i,  // MX: each word's E8M0 scale
   // SBUF read stream: moving[:, n], one column per beat
   input  logic                   mv_valid_i,
   output logic                   mv_ready_o,
-  input  logic [Rows-1:0][15:0]  mv_data_i,
+  input  logic [Rows-1:0][31:0]  mv_data_i,
+  input  logic [Rows-1:0][7:0]   mv_scale_i,
 
   // PSUM write: dst[:, n] at free index ps_addr_o, partitions where ps_mask_o
   output logic                   ps_valid_o,
   input  logic                   ps_ready_i,
   output logic [15:0]            ps_addr_o,
   output logic                   ps_acc_o,
+  output logic                   ps_bf16_o,   // round the results to bf16 at the write
   output logic [Cols-1:0]        ps_mask_o,
   output logic [Cols-1:0][31:0]  ps_data_o,
 
@@ -51,23 +62,30 @@ module tensor_engine #(
   logic           adv;
   logic           mv_inject, ld_valid;
   te_pkg::buf_t   mv_buf, ld_buf;
+  te_pkg::fmt_e   mv_fmt, mv_st_fmt;
+  te_pkg::pack_t  mv_pack;
+  logic           mv_mx;
   logic [15:0]    mv_k, ld_col, ld_cnt;
 
   te_controller #(.Rows(Rows), .Cols(Cols), .LoadCols(LoadCols)) u_controller (
     .clk_i, .rst_ni,
     .cmd_valid_i, .cmd_ready_o, .cmd_op_i, .cmd_k_i, .cmd_m_i, .cmd_n_i, .cmd_acc_i,
-    .cmd_addr_i, .cfg_min_ii_i, .cfg_ld_cols_i,
+    .cmd_addr_i, .cmd_fmt_i, .cmd_pack_i, .cmd_mx_i, .cmd_psum_bf16_i,
+    .cfg_min_ii_i, .cfg_ld_cols_i, .cfg_fp32_cycles_i,
     .st_valid_i, .st_ready_o, .mv_valid_i, .mv_ready_o,
     .adv_o(adv), .mv_inject_o(mv_inject), .mv_k_o(mv_k), .mv_buf_o(mv_buf),
+    .mv_fmt_o(mv_fmt), .mv_st_fmt_o(mv_st_fmt), .mv_pack_o(mv_pack), .mv_mx_o(mv_mx),
     .ld_valid_o(ld_valid), .ld_col_o(ld_col), .ld_cnt_o(ld_cnt), .ld_buf_o(ld_buf),
-    .ps_valid_o, .ps_ready_i, .ps_addr_o, .ps_acc_o, .ps_mask_o,
+    .ps_valid_o, .ps_ready_i, .ps_addr_o, .ps_acc_o, .ps_bf16_o, .ps_mask_o,
     .busy_o, .perf_instr_o, .perf_busy_o, .perf_stall_o, .perf_mac_o);
 
   te_array #(.Rows(Rows), .Cols(Cols), .LoadCols(LoadCols)) u_array (
     .clk_i, .rst_ni,
     .adv_i(adv),
-    .mv_inject_i(mv_inject), .mv_k_i(mv_k), .mv_buf_i(mv_buf), .mv_data_i,
+    .mv_inject_i(mv_inject), .mv_k_i(mv_k), .mv_buf_i(mv_buf),
+    .mv_fmt_i(mv_fmt), .mv_st_fmt_i(mv_st_fmt), .mv_pack_i(mv_pack), .mv_mx_i(mv_mx),
+    .mv_data_i, .mv_scale_i,
     .ld_valid_i(ld_valid), .ld_col_i(ld_col), .ld_cnt_i(ld_cnt), .ld_buf_i(ld_buf),
-    .ld_data_i(st_data_i),
+    .ld_data_i(st_data_i), .ld_scale_i(st_scale_i),
     .out_data_o(ps_data_o));
 endmodule

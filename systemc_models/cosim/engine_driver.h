@@ -18,6 +18,7 @@
 #include <verilated.h>
 #include <verilated_fst_c.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <deque>
@@ -71,7 +72,25 @@ struct Command {
   int k = 0, m = 0, n = 0;
   bool acc = false;
   int addr = 0;
+  // The operand's format and mode (te_pkg: cmd_fmt_i, cmd_pack_i, cmd_mx_i)
+  // and, for a multiply, whether its PSUM tile is bf16 (cmd_psum_bf16_i).
+  arch::ElementFormat format = arch::ElementFormat::Bf16;
+  int pack = 1;  // 1, 2 or 4 elements per PE word
+  bool mx = false;
+  bool psum_bf16 = false;
 };
+
+// Elements per word as the RTL's cmd_pack_i takes it (log2).
+inline std::uint8_t pack_log2(int pack) { return pack >= 4 ? 2 : pack == 2 ? 1 : 0; }
+
+// The command that carries an operand's format and mode.
+inline Command command_for(Op op, const arch::TensorOperand& d, int addr = 0, bool acc = false,
+                           bool psum_bf16 = false) {
+  const bool load = op == Op::LoadStationary;
+  const int width = static_cast<int>(d.cols);
+  return {op, static_cast<int>(d.rows), load ? width : 0, load ? 0 : width, acc, addr, d.format, d.pack, d.mx,
+          psum_bf16};
+}
 
 // Randomness injected into the ports (all off = an ideal environment).
 struct PortNoise {
@@ -84,6 +103,7 @@ struct PortNoise {
 struct PsumWrite {
   int addr = 0;
   bool acc = false;
+  bool bf16 = false;                   // ps_bf16_o: the tile is bf16
   std::uint64_t cycle = 0;             // cycle() of the step that sampled it
   std::vector<std::uint32_t> values;   // one per column of the array
   std::vector<bool> mask;
@@ -101,6 +121,7 @@ class EngineDriver {
     psum_.assign(static_cast<std::size_t>(cols_) * kPsumDepth, 0);
     model_->cfg_min_ii_i = 1;
     model_->cfg_ld_cols_i = 1;
+    model_->cfg_fp32_cycles_i = 1;
     reset();
   }
   ~EngineDriver() {
@@ -132,8 +153,11 @@ class EngineDriver {
     model_->cfg_ld_cols_i = static_cast<std::uint16_t>(w);
   }
   int load_columns() const { return load_cols_; }
+  // Cycles per moving column of a multiply with fp32 operands (1 .. 65535).
+  void set_fp32_cycles(int cycles) { model_->cfg_fp32_cycles_i = static_cast<std::uint16_t>(std::max(1, cycles)); }
 
-  // PSUM behind the write port: [cols partitions][kPsumDepth fp32].
+  // PSUM behind the write port: [cols partitions][kPsumDepth fp32]; a bf16
+  // write keeps its bf16 bits in the cell's low half.
   static constexpr int kPsumDepth = 4096;
   std::uint32_t psum(int partition, int addr) const {
     return psum_[static_cast<std::size_t>(partition) * kPsumDepth + addr];
@@ -146,26 +170,38 @@ class EngineDriver {
   // (element i * rows + r of a beat is column jW + i, partition r). Rows K..
   // of each beat, and the columns past M of the last, carry `filler`: the
   // engine must never use them.
+  // Words carry a 16-bit filler in both halves, so that it reads as the same
+  // value in bf16 and shows as a non-finite fp32.
   void load_stationary(const arch::Bf16Matrix& st, std::uint16_t filler = 0x7F80) {
-    commands_.push_back({Op::LoadStationary, static_cast<int>(st.rows), static_cast<int>(st.cols), 0,
-                         false, 0});
+    load_stationary(arch::to_operand(st), filler * 0x10001u);
+  }
+  void load_stationary(const arch::TensorOperand& st, std::uint32_t filler = 0x7F807F80u) {
+    commands_.push_back(command_for(Op::LoadStationary, st));
     const std::size_t w = static_cast<std::size_t>(load_cols_);
     for (std::size_t j = 0; j < st.cols; j += w) {
-      std::vector<std::uint16_t> beat(static_cast<std::size_t>(rows_) * kLoadColumns, filler);
+      Beat beat(static_cast<std::size_t>(rows_) * kLoadColumns, filler);
       for (std::size_t i = 0; i < w && j + i < st.cols; ++i)
-        for (std::size_t r = 0; r < st.rows; ++r) beat[i * rows_ + r] = st.at(r, j + i).bits;
+        for (std::size_t r = 0; r < st.rows; ++r) {
+          beat.words[i * rows_ + r] = st.word(r, j + i);
+          if (st.mx) beat.scales[i * rows_ + r] = st.scale(r, j + i);
+        }
       st_beats_.push_back(std::move(beat));
     }
   }
 
   // Queues MultiplyMoving of mv[K, N] into PSUM columns addr .. addr + N - 1.
-  void multiply_moving(const arch::Bf16Matrix& mv, int addr, bool accumulate,
-                       std::uint16_t filler = 0x7FC1) {
-    commands_.push_back({Op::MultiplyMoving, static_cast<int>(mv.rows), 0, static_cast<int>(mv.cols),
-                         accumulate, addr});
+  void multiply_moving(const arch::Bf16Matrix& mv, int addr, bool accumulate, std::uint16_t filler = 0x7FC1) {
+    multiply_moving(arch::to_operand(mv), addr, accumulate, false, filler * 0x10001u);
+  }
+  void multiply_moving(const arch::TensorOperand& mv, int addr, bool accumulate, bool psum_bf16 = false,
+                       std::uint32_t filler = 0x7FC17FC1u) {
+    commands_.push_back(command_for(Op::MultiplyMoving, mv, addr, accumulate, psum_bf16));
     for (std::size_t j = 0; j < mv.cols; ++j) {
-      std::vector<std::uint16_t> beat(rows_, filler);
-      for (std::size_t r = 0; r < mv.rows; ++r) beat[r] = mv.at(r, j).bits;
+      Beat beat(static_cast<std::size_t>(rows_), filler);
+      for (std::size_t r = 0; r < mv.rows; ++r) {
+        beat.words[r] = mv.word(r, j);
+        if (mv.mx) beat.scales[r] = mv.scale(r, j);
+      }
       mv_beats_.push_back(std::move(beat));
     }
   }
@@ -176,7 +212,7 @@ class EngineDriver {
     const bool load = c.op == Op::LoadStationary;
     const int beats = load ? (c.m + load_cols_ - 1) / load_cols_ : c.n;
     auto& q = load ? st_beats_ : mv_beats_;
-    for (int j = 0; j < beats; ++j) q.emplace_back(static_cast<std::size_t>(rows_) * (load ? kLoadColumns : 1), 0);
+    for (int j = 0; j < beats; ++j) q.emplace_back(static_cast<std::size_t>(rows_) * (load ? kLoadColumns : 1), 0u);
   }
 
   // When set, PSUM writes go here instead of the modelled PSUM.
@@ -272,11 +308,15 @@ class EngineDriver {
       m.cmd_n_i = static_cast<std::uint16_t>(c.n);
       m.cmd_acc_i = c.acc;
       m.cmd_addr_i = static_cast<std::uint16_t>(c.addr);
+      m.cmd_fmt_i = static_cast<std::uint8_t>(c.format);
+      m.cmd_pack_i = pack_log2(c.pack);
+      m.cmd_mx_i = c.mx;
+      m.cmd_psum_bf16_i = c.psum_bf16;
     }
     m.st_valid_i = offer_st;
-    if (offer_st) drive_beat(m.st_data_i, st_beats_.front());
+    if (offer_st) drive_beat(m.st_data_i, m.st_scale_i, st_beats_.front());
     m.mv_valid_i = offer_mv;
-    if (offer_mv) drive_beat(m.mv_data_i, mv_beats_.front());
+    if (offer_mv) drive_beat(m.mv_data_i, m.mv_scale_i, mv_beats_.front());
     if (take_write) m.ps_ready_i = coin(noise_.psum_ready);
     m.clk_i = 0;
     m.eval();
@@ -319,9 +359,19 @@ class EngineDriver {
     return std::uniform_real_distribution<double>(0.0, 1.0)(rng_) < p;
   }
 
-  template <class Port>
-  void drive_beat(Port& port, const std::vector<std::uint16_t>& beat) {
-    for (std::size_t i = 0; i < beat.size(); ++i) set_field(port, 16 * static_cast<int>(i), 16, beat[i]);
+  // One operand beat: a 32-bit word and an MX scale per element.
+  struct Beat {
+    Beat(std::size_t n, std::uint32_t filler) : words(n, filler), scales(n, 0) {}
+    std::vector<std::uint32_t> words;
+    std::vector<std::uint8_t> scales;
+  };
+
+  template <class DataPort, class ScalePort>
+  void drive_beat(DataPort& data, ScalePort& scales, const Beat& beat) {
+    for (std::size_t i = 0; i < beat.words.size(); ++i) {
+      set_field(data, 32 * static_cast<int>(i), 32, beat.words[i]);
+      set_field(scales, 8 * static_cast<int>(i), 8, beat.scales[i]);
+    }
   }
 
   void write_psum() {
@@ -331,6 +381,7 @@ class EngineDriver {
       PsumWrite w;
       w.addr = addr;
       w.acc = m.ps_acc_o;
+      w.bf16 = m.ps_bf16_o;
       w.cycle = cycle_;
       w.values.resize(cols_);
       w.mask.resize(cols_);
@@ -346,9 +397,12 @@ class EngineDriver {
       if (!get_field(m.ps_mask_o, c, 1)) continue;
       const std::uint32_t v = get_field(m.ps_data_o, 32 * c, 32);
       std::uint32_t& cell = psum_[static_cast<std::size_t>(c) * kPsumDepth + addr];
-      cell = m.ps_acc_o ? arch::fp32_bits(arch::fp32_add(arch::fp32_from_bits(cell),
-                                                         arch::fp32_from_bits(v)))
-                        : v;
+      if (m.ps_bf16_o) {
+        const arch::PsumMode mode = m.ps_acc_o ? arch::PsumMode::Accumulate : arch::PsumMode::Overwrite;
+        cell = arch::psum_bf16_write(arch::Bf16{static_cast<std::uint16_t>(cell)}, arch::fp32_from_bits(v), mode).bits;
+      } else {
+        cell = m.ps_acc_o ? arch::fp32_bits(arch::fp32_add(arch::fp32_from_bits(cell), arch::fp32_from_bits(v))) : v;
+      }
     }
   }
 
@@ -399,8 +453,8 @@ class EngineDriver {
   std::uint64_t stamp_from_ = 0, stamp_to_ = 0, last_stamp_ = 0;
   bool dumped_ = false;
   std::deque<Command> commands_;
-  std::deque<std::vector<std::uint16_t>> st_beats_;
-  std::deque<std::vector<std::uint16_t>> mv_beats_;
+  std::deque<Beat> st_beats_;
+  std::deque<Beat> mv_beats_;
   std::vector<std::uint32_t> psum_;
   PortNoise noise_;
   int load_cols_ = 1;

@@ -43,6 +43,7 @@ public:
       : driver_(static_cast<int>(timing.rows), static_cast<int>(timing.cols), wave_name), timing_(timing) {
     driver_.set_min_ii(static_cast<int>(timing.min_initiation_interval));
     driver_.set_load_columns(static_cast<int>(timing.stationary_columns_per_cycle));
+    driver_.set_fp32_cycles(static_cast<int>(timing.fp32_cycles_per_column));
     driver_.psum_sink = [this](const PsumWrite& w) { take_write(w); };
     if (trace) {
       // Driver cycle d is core cycle d + offset_; its inputs settle at the
@@ -67,25 +68,26 @@ public:
     if (width < 1 || (load && width > driver_.cols()))
       throw std::runtime_error(fmt::format("the tensor engine RTL cannot take a {} of {} columns",
                                            load ? "LoadStationary" : "MultiplyMoving", width));
-    const bool has_data = !cmd.data.data.empty();
+    const bool has_data = !cmd.data.words.empty();
     const bool acc = cmd.mode == arch::PsumMode::Accumulate;
     records_.push_back({load, 0, 0});
     if (load) {
       if (has_data) driver_.load_stationary(cmd.data);
-      else driver_.command({Op::LoadStationary, k, width, 0, false, 0});
+      else driver_.command(command_for(Op::LoadStationary, cmd.data));
       stationary_m_ = width;
     } else {
       if (stationary_m_ == 0) throw std::runtime_error("MultiplyMoving before any LoadStationary");
       // Every multiply writes from PSUM index 0: the core's PSUM addresses are
       // access patterns the engine applies on delivery, and the engine's
       // controller has no address-dependent rule that would make them matter.
-      if (has_data) driver_.multiply_moving(cmd.data, 0, acc);
-      else driver_.command({Op::MultiplyMoving, k, 0, width, acc, 0});
+      if (has_data) driver_.multiply_moving(cmd.data, 0, acc, cmd.psum_bf16);
+      else driver_.command(command_for(Op::MultiplyMoving, cmd.data, 0, acc, cmd.psum_bf16));
       Pending p;
       p.record = records_.size() - 1;
       p.m = stationary_m_;
       p.n = width;
       p.acc = acc;
+      p.bf16 = cmd.psum_bf16;
       p.left = width;
       p.write_psum = std::move(cmd.write_psum);
       if (p.write_psum) p.out = arch::Fp32Matrix(static_cast<std::size_t>(p.m), static_cast<std::size_t>(width));
@@ -154,6 +156,7 @@ private:
     std::size_t record = 0;
     int m = 0, n = 0, left = 0;
     bool acc = false;
+    bool bf16 = false;
     std::function<void(const arch::Fp32Matrix&)> write_psum;
     arch::Fp32Matrix out;
   };
@@ -214,6 +217,9 @@ private:
     if (w.acc != p.acc)
       throw std::runtime_error(fmt::format("the tensor engine RTL wrote PSUM with accumulate {} for a multiply with "
                                            "accumulate {}", w.acc, p.acc));
+    if (w.bf16 != p.bf16)
+      throw std::runtime_error(fmt::format("the tensor engine RTL wrote a {} PSUM tile for a multiply into a {} one",
+                                           w.bf16 ? "bf16" : "fp32", p.bf16 ? "bf16" : "fp32"));
     for (int c = 0; c < driver_.cols(); ++c) {
       if (w.mask[c] != (c < p.m))
         throw std::runtime_error(fmt::format("the tensor engine RTL's PSUM write mask has partition {} {} for M = {}",
@@ -302,7 +308,8 @@ public:
 private:
   bool take_sample(const engines::TensorCommand& cmd) {
     const auto key = std::make_tuple(cmd.data.rows, stationary_.cols, cmd.data.cols,
-                                     cmd.mode == arch::PsumMode::Accumulate);
+                                     cmd.mode == arch::PsumMode::Accumulate, static_cast<int>(cmd.data.format),
+                                     cmd.data.pack, cmd.data.mx);
     if (shapes_seen_.insert(key).second) {
       ++shapes_;
       since_sample_ = 0;
@@ -337,25 +344,29 @@ private:
     const std::uint64_t start =
         std::max(earliest, rtl_->flush() + static_cast<std::uint64_t>(params_.rows + params_.cols +
                                                                       params_.min_initiation_interval + 2));
-    engines::TensorCommand load{engines::TensorCommand::Op::LoadStationary, stationary_, arch::PsumMode::Overwrite, {}};
+    engines::TensorCommand load{engines::TensorCommand::Op::LoadStationary, stationary_, arch::PsumMode::Overwrite,
+                                false, {}};
     std::optional<arch::Fp32Matrix> rtl_out;
-    engines::TensorCommand mul{engines::TensorCommand::Op::MultiplyMoving, cmd.data, cmd.mode, {}};
+    engines::TensorCommand mul{engines::TensorCommand::Op::MultiplyMoving, cmd.data, cmd.mode, cmd.psum_bf16, {}};
     if (fast_out) mul.write_psum = [&rtl_out](const arch::Fp32Matrix& out) { rtl_out = out; };
     const auto t_load = rtl_->issue(load, start);
     const auto t_mul = rtl_->issue(mul, start);
     const std::uint64_t rtl_done = rtl_->flush();
 
     arch::TensorScheduler formula(params_);
-    const auto f_load = formula.issue({arch::TensorOp::LoadStationary, m, 0}, 0);
-    const auto f_mul = formula.issue({arch::TensorOp::MultiplyMoving, 0, n}, 0);
+    const bool st_fp32 = stationary_.format == arch::ElementFormat::Fp32;
+    const bool mv_fp32 = cmd.data.format == arch::ElementFormat::Fp32;
+    const auto f_load = formula.issue({arch::TensorOp::LoadStationary, m, 0, st_fp32}, 0);
+    const auto f_mul = formula.issue({arch::TensorOp::MultiplyMoving, 0, n, mv_fp32}, 0);
     const std::int64_t rtl_accept = static_cast<std::int64_t>(t_mul.accepted - t_load.accepted);
     const std::int64_t rtl_complete = static_cast<std::int64_t>(rtl_done - t_load.accepted);
     const std::int64_t f_accept = f_mul.accept - f_load.accept;
     const std::int64_t f_complete = f_mul.done - f_load.accept;
     rtl_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
 
-    const std::string shape = fmt::format("MultiplyMoving K={} M={} N={}{}", cmd.data.rows, m, n,
-                                          acc ? " accumulate" : "");
+    const std::string shape =
+        fmt::format("MultiplyMoving K={} M={} N={}{} ({}{}{})", cmd.data.contraction(), m, n, acc ? " accumulate" : "",
+                    cmd.data.mx ? "mx " : "", arch::to_string(cmd.data.format), cmd.data.pack == 2 ? " double row" : "");
     const std::string window = rtl_->wave_window(t_load.accepted, rtl_done);
     std::string waves = window.empty() ? "" : " (waveform: " + window + ")";
     const auto replay = [&] {
@@ -402,8 +413,8 @@ private:
       auto rtl = make_rtl_tensor_datapath(params_, "replay", trace::WaveProbe::RtlTrace{part, 0, UINT64_MAX},
                                           failure_.tensor_period_ps);
       engines::TensorCommand load{engines::TensorCommand::Op::LoadStationary, stationary_, arch::PsumMode::Overwrite,
-                                  {}};
-      engines::TensorCommand mul{engines::TensorCommand::Op::MultiplyMoving, cmd.data, cmd.mode, {}};
+                                  false, {}};
+      engines::TensorCommand mul{engines::TensorCommand::Op::MultiplyMoving, cmd.data, cmd.mode, cmd.psum_bf16, {}};
       rtl->issue(load, start);
       rtl->issue(mul, start);
       done = rtl->flush();
@@ -429,8 +440,9 @@ private:
   SamplingPolicy policy_;
   SampledFailure failure_;
   std::chrono::steady_clock::time_point start_;
-  arch::Bf16Matrix stationary_;
-  std::set<std::tuple<std::size_t, std::size_t, std::size_t, bool>> shapes_seen_;
+  arch::TensorOperand stationary_;
+  // (K, M, N, accumulate, format, elements per word, MX): each format and mode is a shape of its own.
+  std::set<std::tuple<std::size_t, std::size_t, std::size_t, bool, int, int, bool>> shapes_seen_;
   std::int64_t since_sample_ = 0;
   double sampled_ = 0, shapes_ = 0, unsampled_ = 0, rtl_seconds_ = 0;
   struct Stats : trace::Group {
@@ -438,7 +450,7 @@ private:
         : Group(engine, "datapath"),
           sampled(*this, "sampled_instructions", "count", "MultiplyMoving instructions re-executed on the RTL and compared",
                   [&d] { return d.sampled_; }),
-          shapes(*this, "sampled_shapes", "count", "distinct (K, M, N, accumulate) shapes, each sampled at least once",
+          shapes(*this, "sampled_shapes", "count", "distinct (K, M, N, accumulate, format, mode) shapes, each sampled at least once",
                  [&d] { return d.shapes_; }),
           unsampled(*this, "unsampled_instructions", "count", "MultiplyMoving instructions run on the fast model only",
                     [&d] { return d.unsampled_; }),

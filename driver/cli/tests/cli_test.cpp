@@ -39,7 +39,8 @@ TEST(Cli, ListConfigsShowsEveryGenerationWithItsPeak) {
 TEST(Cli, ListConfigsDerivedShowsPeaksPerDtype) {
   const auto r = run("list configs --derived");
   EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("314.6"));  // v4 fp8
+  EXPECT_THAT(r.out, HasSubstr("314.6"));  // v4 MX quad
+  EXPECT_THAT(r.out, HasSubstr("157.3"));  // v3 / v4 fp8 double row
   EXPECT_THAT(r.out, HasSubstr("16x16"));  // v2 DMA engines x queues
 }
 

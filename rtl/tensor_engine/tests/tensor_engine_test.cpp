@@ -113,6 +113,23 @@ class PsumModel {
         cells_[m * depth_ + addr + n] = arch::fp32_bits(dst.at(m, n));
   }
 
+  // Operands of any format; a bf16 PSUM tile keeps bf16 bits in each cell's
+  // low half (the driver's PSUM, engine_driver.h).
+  void matmul(const arch::TensorOperand& st, const arch::TensorOperand& mv, int addr, bool acc, bool bf16) {
+    arch::Fp32Matrix out(st.cols, mv.cols);
+    arch::matmul(st, mv, arch::PsumMode::Overwrite, out);
+    const arch::PsumMode mode = acc ? arch::PsumMode::Accumulate : arch::PsumMode::Overwrite;
+    for (std::size_t m = 0; m < st.cols; ++m)
+      for (std::size_t n = 0; n < mv.cols; ++n) {
+        std::uint32_t& cell = cells_[m * depth_ + addr + n];
+        if (bf16)
+          cell = arch::psum_bf16_write(Bf16::from_bits(static_cast<std::uint16_t>(cell)), out.at(m, n), mode).bits;
+        else
+          cell = acc ? arch::fp32_bits(arch::fp32_add(arch::fp32_from_bits(cell), out.at(m, n)))
+                     : arch::fp32_bits(out.at(m, n));
+      }
+  }
+
   // Every cell, including those no instruction should have touched.
   ::testing::AssertionResult matches(const Driver& d) const {
     int bad = 0;
@@ -144,6 +161,144 @@ void queue_matmul(Driver& d, PsumModel& ref, const Bf16Matrix& st, const Bf16Mat
   d.load_stationary(st);
   d.multiply_moving(mv, addr, acc);
   ref.matmul(st, mv, addr, acc);
+}
+
+// One LoadStationary + MultiplyMoving of operands of any format and mode.
+void queue_matmul(Driver& d, PsumModel& ref, const arch::TensorOperand& st, const arch::TensorOperand& mv, int addr,
+                  bool acc, bool bf16 = false) {
+  d.load_stationary(st);
+  d.multiply_moving(mv, addr, acc, bf16);
+  ref.matmul(st, mv, addr, acc, bf16);
+}
+
+// Elements of a narrow format: mostly values quantised from a normal
+// distribution, some random encodings (NaNs, infinities, subnormals, the
+// extremes among them).
+std::uint32_t random_element(arch::ElementFormat f, std::mt19937& rng, double raw) {
+  if (std::bernoulli_distribution(raw)(rng))
+    return std::uniform_int_distribution<std::uint32_t>(0, f == arch::ElementFormat::Fp4E2m1 ? 15 : 255)(rng);
+  return arch::encode_narrow(f, std::normal_distribution<float>(0.0f, 2.0f)(rng));
+}
+
+// An operand of `rows` partitions and `cols` columns, `pack` elements per
+// word; MX operands get scales around 2^0 with a few extremes and NaNs.
+arch::TensorOperand random_operand(arch::ElementFormat f, int pack, bool mx, std::size_t rows, std::size_t cols,
+                                   std::mt19937& rng, double raw = 0.05) {
+  arch::TensorOperand op(f, pack, mx, rows, cols);
+  const int width = arch::bits_of(f);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < cols; ++c) {
+      std::uint32_t w = 0;
+      if (f == arch::ElementFormat::Fp32) {
+        w = std::bernoulli_distribution(raw)(rng) ? std::uniform_int_distribution<std::uint32_t>()(rng)
+                                                  : arch::fp32_bits(std::normal_distribution<float>(0, 1)(rng));
+      } else if (f == arch::ElementFormat::Bf16) {
+        w = arch::to_bf16(std::normal_distribution<float>(0, 1)(rng)).bits;
+      } else {
+        for (int j = 0; j < pack; ++j) w |= random_element(f, rng, raw) << (width * j);
+      }
+      op.word(r, c) = w;
+      if (mx) {
+        const int pick = std::uniform_int_distribution<int>(0, 39)(rng);
+        op.scales[r * cols + c] = static_cast<std::uint8_t>(pick == 0   ? 0xFF
+                                                            : pick == 1 ? 0
+                                                            : pick == 2 ? 254
+                                                                        : 120 + pick % 16);
+      }
+    }
+  return op;
+}
+
+struct Mode {
+  const char* name;
+  arch::ElementFormat st, mv;
+  int pack;
+  bool mx;
+};
+const Mode kModes[] = {
+    {"fp32", arch::ElementFormat::Fp32, arch::ElementFormat::Fp32, 1, false},
+    {"e4m3", arch::ElementFormat::Fp8E4m3, arch::ElementFormat::Fp8E4m3, 1, false},
+    {"e4m3 x e5m2", arch::ElementFormat::Fp8E4m3, arch::ElementFormat::Fp8E5m2, 1, false},
+    {"e5m2 double row", arch::ElementFormat::Fp8E5m2, arch::ElementFormat::Fp8E5m2, 2, false},
+    {"e5m2 x e4m3 double row", arch::ElementFormat::Fp8E5m2, arch::ElementFormat::Fp8E4m3, 2, false},
+    {"mxfp8 e4m3", arch::ElementFormat::Fp8E4m3, arch::ElementFormat::Fp8E4m3, 4, true},
+    {"mxfp8 e5m2 x e4m3", arch::ElementFormat::Fp8E5m2, arch::ElementFormat::Fp8E4m3, 4, true},
+    {"mxfp4", arch::ElementFormat::Fp4E2m1, arch::ElementFormat::Fp4E2m1, 4, true},
+};
+
+TEST(TensorEngineFormats, EveryFormatAndModeMatchesReference) {
+  std::mt19937 rng(41);
+  for (const Mode& mode : kModes) {
+    WideDriver d(test_name());
+    d.set_fp32_cycles(4);
+    PsumModel ref(d, rng);
+    for (int i = 0; i < 3; ++i) {
+      const int k = i == 0 ? kRows : std::uniform_int_distribution<int>(1, kRows)(rng);
+      const int m = i == 0 ? kCols : std::uniform_int_distribution<int>(1, kCols)(rng);
+      const int n = std::uniform_int_distribution<int>(1, std::min(kNLimit, 40))(rng);
+      const double raw = i == 2 ? 0.3 : 0.02;
+      queue_matmul(d, ref, random_operand(mode.st, mode.pack, mode.mx, k, m, rng, raw),
+                   random_operand(mode.mv, mode.pack, mode.mx, k, n, rng, raw), 7 * i, i > 0);
+    }
+    d.run_until_idle();
+    EXPECT_TRUE(ref.matches(d)) << mode.name;
+  }
+}
+
+TEST(TensorEngineFormats, Bf16PsumRoundsEachWriteAndAccumulatesInFp32) {
+  std::mt19937 rng(42);
+  WideDriver d(test_name());
+  PsumModel ref(d, rng);
+  for (int i = 0; i < 4; ++i)
+    queue_matmul(d, ref, random_operand(arch::ElementFormat::Bf16, 1, false, kRows, kCols, rng),
+                 random_operand(arch::ElementFormat::Bf16, 1, false, kRows, 9, rng), 3, i > 0, true);
+  queue_matmul(d, ref, random_operand(arch::ElementFormat::Fp8E4m3, 2, false, kRows, kCols, rng),
+               random_operand(arch::ElementFormat::Fp8E4m3, 2, false, kRows, 9, rng), 3, true, true);
+  d.run_until_idle();
+  EXPECT_TRUE(ref.matches(d));
+}
+
+TEST(TensorEngineFormats, Fp32TakesItsCyclesPerColumnAndTheRestTheBf16Timing) {
+  // The same program in each mode: only fp32 (either operand) streams slower.
+  std::mt19937 rng(43);
+  for (const int p : {1, 4}) {
+    for (const Mode& mode : kModes) {
+      WideDriver d(test_name());
+      d.set_fp32_cycles(p);
+      d.set_min_ii(4);
+      PsumModel ref(d, rng);
+      std::vector<arch::TensorInstr> prog;
+      const bool fp32 = mode.st == arch::ElementFormat::Fp32;
+      for (int i = 0; i < 5; ++i) {
+        const int n = i % 2 ? kCols + 3 : 2;
+        queue_matmul(d, ref, random_operand(mode.st, mode.pack, mode.mx, kRows, kCols, rng),
+                     random_operand(mode.mv, mode.pack, mode.mx, kRows, n, rng), 0, i > 0);
+        prog.push_back({arch::TensorOp::LoadStationary, kCols, 0, fp32});
+        prog.push_back({arch::TensorOp::MultiplyMoving, 0, n, fp32});
+      }
+      d.run_until_idle();
+      EXPECT_TRUE(ref.matches(d)) << mode.name << " p " << p;
+      arch::TensorTimingParams t = timing(4);
+      t.fp32_cycles_per_column = p;
+      const auto s = arch::schedule(t, prog);
+      const auto t0 = d.accept_edges.front();
+      for (std::size_t i = 0; i < prog.size(); ++i)
+        EXPECT_EQ(d.accept_edges[i] - t0, static_cast<std::uint64_t>(s.accept[i])) << mode.name << " instr " << i;
+      EXPECT_EQ(d.write_edges.back() - t0, static_cast<std::uint64_t>(s.end)) << mode.name << " p " << p;
+      EXPECT_EQ(d.model().perf_busy_o, static_cast<std::uint64_t>(s.busy)) << mode.name;
+      std::int64_t macs = 0;
+      for (const auto& in : prog) macs += in.n * kRows * kCols * mode.pack;
+      EXPECT_EQ(d.model().perf_mac_o, static_cast<std::uint64_t>(macs)) << mode.name;
+    }
+  }
+  // One fp32 multiply alone: N x P streaming cycles.
+  WideDriver d(test_name());
+  d.set_fp32_cycles(4);
+  d.command(command_for(Op::LoadStationary, arch::TensorOperand(arch::ElementFormat::Fp32, 1, false, kRows, kCols)));
+  d.command(command_for(Op::MultiplyMoving, arch::TensorOperand(arch::ElementFormat::Fp32, 1, false, kRows, 16)));
+  d.run_until_idle();
+  const int beats = (kCols + kLoadCols - 1) / kLoadCols;
+  EXPECT_EQ(d.write_edges.back() - d.accept_edges.front(), static_cast<std::uint64_t>(beats + 4 * 16 + kRows + kCols));
 }
 
 TEST(TensorEngine, RandomFullTileMatchesReference) {
