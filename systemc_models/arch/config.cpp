@@ -65,14 +65,17 @@ const std::vector<std::string>& rtl_array_sizes() {
 
 DerivedFigures derive(const HwConfig& cfg) {
   DerivedFigures d;
-  const double pes = static_cast<double>(cfg.tensor.rows * cfg.tensor.cols);
+  const double pes = static_cast<double>(cfg.tensor.rows) * static_cast<double>(cfg.tensor.cols);
   for (const auto& [dtype, rate] : cfg.tensor.rate) {
     // Two FLOPs (multiply, add) per MAC; GHz * 1e9 / 1e12 gives TFLOPS.
     if (rate > 0) d.peak_tflops[dtype] = pes * 2.0 * rate * cfg.tensor.clock_ghz / 1000.0;
   }
-  d.sbuf_total_mib = static_cast<double>(cfg.sbuf.partitions * cfg.sbuf.partition_kib) / 1024.0;
-  d.psum_total_kib = static_cast<double>(cfg.psum.partitions * cfg.psum.banks * cfg.psum.bank_kib);
-  d.psum_bank_fp32_per_partition = cfg.psum.bank_kib * 1024 / 4;
+  // In double: a config being checked may hold any int64 before its limits are.
+  d.sbuf_total_mib = static_cast<double>(cfg.sbuf.partitions) * static_cast<double>(cfg.sbuf.partition_kib) / 1024.0;
+  d.psum_total_kib = static_cast<double>(cfg.psum.partitions) * static_cast<double>(cfg.psum.banks) *
+                     static_cast<double>(cfg.psum.bank_kib);
+  d.psum_bank_fp32_per_partition =
+      static_cast<std::int64_t>(std::min(static_cast<double>(cfg.psum.bank_kib) * 256.0, 9.0e18));
   // GB/s divided by Gcycles/s is bytes per cycle.
   d.hbm_bytes_per_tensor_cycle = cfg.tensor.clock_ghz > 0 ? cfg.hbm.bandwidth_gbps / cfg.tensor.clock_ghz : 0;
   d.dma_total_gbps = static_cast<double>(cfg.dma.engines) * cfg.dma.bytes_per_ns;
@@ -296,8 +299,11 @@ std::optional<std::string> check_range(const FieldSpec& f, const HwConfig& cfg) 
   else if (f.kind() == FieldSpec::Kind::Float) v = std::get<FieldSpec::FloatRef>(f.ref)(c);
   else return std::nullopt;
   const std::string shown = field_value_text(f, cfg);
+  if (f.zero_allowed && v == 0) return std::nullopt;
+  const std::string or_zero = f.zero_allowed ? " (or 0)" : "";
+  if (!f.min_exclusive && v < f.min)
+    return fmt::format("{}: must be at least {}{}, got {}", f.path, f.min, or_zero, shown);
   if (f.min_exclusive && !(v > f.min)) return fmt::format("{}: must be greater than {}, got {}", f.path, f.min, shown);
-  if (!f.min_exclusive && v < f.min) return fmt::format("{}: must be at least {}, got {}", f.path, f.min, shown);
   if (v > f.max) return fmt::format("{}: must be at most {}, got {}", f.path, f.max, shown);
   return std::nullopt;
 }
@@ -325,6 +331,15 @@ public:
   void apply_override(const Override& o) {
     const Source where{fmt::format("--set {}={}", o.key, o.value), 0};
     const FieldSpec* f = find_field(o.key);
+    const auto& sections = schema_sections();
+    if (!f && std::find(sections.begin(), sections.end(), o.key) != sections.end()) {
+      std::vector<std::string> keys;
+      for (const auto& field : schema())
+        if (field.path.rfind(o.key + ".", 0) == 0) keys.push_back(field.path);
+      diags.push_back({where, o.key, fmt::format("'{}' is a section, not a key: set one of its keys ({})", o.key,
+                                                 fmt::join(keys, ", "))});
+      return;
+    }
     if (!f) {
       diags.push_back({where, o.key, fmt::format("unknown key '{}'{}", o.key, did_you_mean(o.key, all_key_paths()))});
       return;
@@ -366,6 +381,8 @@ public:
     if (c.tensor.stationary_max_free > c.tensor.cols)
       fail("tensor.stationary_max_free",
            fmt::format("{} exceeds the array's {} columns", c.tensor.stationary_max_free, c.tensor.cols));
+    // Every product below is of fields already within their limits, far
+    // from overflowing int64.
     const std::int64_t bank_fp32 = c.psum.bank_kib * 1024 / 4;
     if (c.tensor.moving_max_free > bank_fp32)
       fail("tensor.moving_max_free",
@@ -380,6 +397,28 @@ public:
     if (c.vector.lanes > c.sbuf.partitions)
       fail("vector.lanes", fmt::format("{} lanes exceed the {} SBUF partitions that feed them", c.vector.lanes,
                                        c.sbuf.partitions));
+    // The models allocate SBUF and PSUM whole.
+    if (c.sbuf.partitions * c.sbuf.partition_kib > kMaxSbufTotalKib)
+      fail("sbuf.partition_kib", fmt::format("{} partitions of {} KiB make {} MiB of SBUF; at most {} MiB",
+                                             c.sbuf.partitions, c.sbuf.partition_kib,
+                                             c.sbuf.partitions * c.sbuf.partition_kib / 1024, kMaxSbufTotalKib / 1024));
+    if (c.psum.partitions * c.psum.banks * c.psum.bank_kib > kMaxPsumTotalKib)
+      fail("psum.bank_kib", fmt::format("{} partitions of {} banks of {} KiB make {} KiB of PSUM; at most {} KiB",
+                                        c.psum.partitions, c.psum.banks, c.psum.bank_kib,
+                                        c.psum.partitions * c.psum.banks * c.psum.bank_kib, kMaxPsumTotalKib));
+    // The HBM model books time per channel in 64 ns bins; a channel slower
+    // than 1 GB/s would take a bin per few bytes.
+    if (static_cast<double>(c.hbm.channels) > c.hbm.bandwidth_gbps)
+      fail("hbm.channels", fmt::format("{} channels share {} GB/s: each needs at least 1 GB/s", c.hbm.channels,
+                                       c.hbm.bandwidth_gbps));
+    // A DMA engine moves one AXI beat per cycle of its clock; a clock above
+    // 16 GHz (a period under 62.5 ps) would round to nothing on the 1 ps
+    // time grid.
+    if (c.dma.bytes_per_ns > 16.0 * static_cast<double>(c.dma.axi_data_bytes))
+      fail("dma.bytes_per_ns", fmt::format("{} B/ns over a {}-byte AXI bus is a {:.1f} GHz DMA clock; at most 16 GHz "
+                                           "(raise dma.axi_data_bytes)",
+                                           c.dma.bytes_per_ns, c.dma.axi_data_bytes,
+                                           c.dma.bytes_per_ns / static_cast<double>(c.dma.axi_data_bytes)));
   }
 
 private:
