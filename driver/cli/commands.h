@@ -18,5 +18,6 @@ void add_list_command(CLI::App& app, int* exit_code);
 void add_run_command(CLI::App& app, int* exit_code);
 void add_regress_command(CLI::App& app, int* exit_code);
 void add_sweep_command(CLI::App& app, int* exit_code);
+void add_calibrate_command(CLI::App& app, int* exit_code);
 
 }  // namespace tessera::cli

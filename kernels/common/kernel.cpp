@@ -1,6 +1,7 @@
 #include "common/kernel.h"
 
 #include "attention/attention.h"
+#include "calibration/calibration.h"
 #include "conv2d/conv2d.h"
 #include "elementwise/elementwise.h"
 #include "gemm/gemm.h"
@@ -21,7 +22,8 @@ namespace tessera::kernels {
 const std::vector<KernelSpec>& registry() {
   static const std::vector<KernelSpec> all = {gemm_spec(),      elementwise_spec(), transpose_spec(), softmax_spec(),
                                                layernorm_spec(), rmsnorm_spec(),     mlp_spec(),       attention_spec(),
-                                               conv2d_spec(),    reduce_spec(),      cumsum_spec()};
+                                               conv2d_spec(),    reduce_spec(),      cumsum_spec(),
+                                               calib_dma_spec(), calib_matmul_spec(), calib_vector_spec()};
   return all;
 }
 
