@@ -276,7 +276,7 @@ TEST_F(ConfigTest, TopLevelMustBeAMapping) {
   const auto f = write("list.yaml", "- 1\n- 2\n");
   const auto errs = errors_of(f);
   ASSERT_EQ(errs.size(), 1u);
-  EXPECT_THAT(errs[0].str(), HasSubstr("a config must be a mapping"));
+  EXPECT_THAT(errs[0].str(), HasSubstr("not a Tessera config: a config is a mapping"));
 }
 
 TEST_F(ConfigTest, MissingFileIsAnError) {
