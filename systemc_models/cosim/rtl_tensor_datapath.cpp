@@ -130,12 +130,7 @@ public:
 
   std::string name() const override { return fmt::format("rtl {}x{}", driver_.rows(), driver_.cols()); }
 
-  void add_stats(trace::Stats& stats, const std::string& prefix) override {
-    evaluated_stat_ = &stats.counter(prefix + ".rtl_cycles_evaluated", "cycles",
-                                     "tensor-engine RTL clock cycles evaluated");
-    skipped_stat_ = &stats.counter(prefix + ".rtl_cycles_skipped", "cycles",
-                                   "idle tensor-engine cycles jumped over without evaluating the RTL");
-  }
+  void add_stats(trace::Group& engine) override { stats_ = std::make_unique<Stats>(engine, *this); }
 
   const std::vector<RtlCommandRecord>& records() const override { return records_; }
   std::uint64_t cycles_evaluated() const override { return evaluated_; }
@@ -165,7 +160,6 @@ private:
   void step() {
     driver_.step();
     ++evaluated_;
-    if (evaluated_stat_) ++*evaluated_stat_;
   }
 
   void advance_to(std::int64_t earliest) {
@@ -189,7 +183,6 @@ private:
         if (period_ps_ > 0)
           driver_.trace_hold(cycle_ps(static_cast<double>(now())), cycle_ps(static_cast<double>(earliest)));
         skipped_ += static_cast<std::uint64_t>(gap);
-        if (skipped_stat_) *skipped_stat_ += static_cast<double>(gap);
         offset_ += gap;
         return;
       }
@@ -236,8 +229,17 @@ private:
   std::vector<RtlCommandRecord> records_;
   std::uint64_t done_ = 0;
   std::uint64_t evaluated_ = 0, skipped_ = 0;
-  trace::Counter* evaluated_stat_ = nullptr;
-  trace::Counter* skipped_stat_ = nullptr;
+  struct Stats : trace::Group {
+    Stats(trace::Group& engine, const RtlDatapath& d)
+        : Group(engine, "datapath"),
+          evaluated(*this, "rtl_cycles_evaluated", "cycles", "tensor-engine RTL clock cycles evaluated",
+                    [&d] { return static_cast<double>(d.evaluated_); }),
+          skipped(*this, "rtl_cycles_skipped", "cycles",
+                  "idle tensor-engine cycles jumped over without evaluating the RTL",
+                  [&d] { return static_cast<double>(d.skipped_); }) {}
+    trace::Formula evaluated, skipped;
+  };
+  std::unique_ptr<Stats> stats_;
 };
 
 class SampledDatapath final : public engines::TensorDatapath {
@@ -255,7 +257,7 @@ public:
       return fast_->issue(cmd, earliest);
     }
     if (!take_sample(cmd)) {
-      ++*unsampled_;
+      ++unsampled_;
       return fast_->issue(cmd, earliest);
     }
     // The fast model's output, seen on its way to PSUM.
@@ -276,28 +278,20 @@ public:
   std::uint64_t flush() override { return fast_->flush(); }
   std::string name() const override { return "sampled (" + fast_->name() + " checked by " + rtl_->name() + ")"; }
 
-  void add_stats(trace::Stats& stats, const std::string& prefix) override {
-    sampled_ = &stats.counter(prefix + ".sampled_instructions", "count",
-                              "MultiplyMoving instructions re-executed on the RTL and compared");
-    shapes_ = &stats.counter(prefix + ".sampled_shapes", "count",
-                             "distinct (K, M, N, accumulate) shapes, each sampled at least once");
-    unsampled_ = &stats.counter(prefix + ".unsampled_instructions", "count",
-                                "MultiplyMoving instructions run on the fast model only");
-    rtl_seconds_ = &stats.counter(prefix + ".sample_rtl_seconds", "s", "wall time spent re-executing samples on the RTL");
-  }
+  void add_stats(trace::Group& engine) override { stats_ = std::make_unique<Stats>(engine, *this); }
 
 private:
   bool take_sample(const engines::TensorCommand& cmd) {
     const auto key = std::make_tuple(cmd.data.rows, stationary_.cols, cmd.data.cols,
                                      cmd.mode == arch::PsumMode::Accumulate);
     if (shapes_seen_.insert(key).second) {
-      ++*shapes_;
+      ++shapes_;
       since_sample_ = 0;
       return true;
     }
     if (policy_.sample_every < 1 || ++since_sample_ < policy_.sample_every) return false;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    if (rtl_seconds_->value() >= policy_.rtl_budget_percent / 100.0 * elapsed) return false;
+    if (rtl_seconds_ >= policy_.rtl_budget_percent / 100.0 * elapsed) return false;
     since_sample_ = 0;
     return true;
   }
@@ -307,7 +301,7 @@ private:
   // timing rules.
   void check(const engines::TensorCommand& cmd, const arch::Fp32Matrix* fast_out, std::uint64_t earliest) {
     const auto wall = std::chrono::steady_clock::now();
-    ++*sampled_;
+    ++sampled_;
     ++checks_;
     std::optional<arch::Fp32Matrix> faulty;
     if (fast_out && checks_ == failure_.inject_fault_at_sample && !fast_out->data.empty()) {
@@ -339,7 +333,7 @@ private:
     const std::int64_t rtl_complete = static_cast<std::int64_t>(rtl_done - t_load.accepted);
     const std::int64_t f_accept = f_mul.accept - f_load.accept;
     const std::int64_t f_complete = f_mul.done - f_load.accept;
-    *rtl_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
+    rtl_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
 
     const std::string shape = fmt::format("MultiplyMoving K={} M={} N={}{}", cmd.data.rows, m, n,
                                           acc ? " accumulate" : "");
@@ -419,12 +413,21 @@ private:
   arch::Bf16Matrix stationary_;
   std::set<std::tuple<std::size_t, std::size_t, std::size_t, bool>> shapes_seen_;
   std::int64_t since_sample_ = 0;
-  // Own counters until add_stats points them at the run's statistics.
-  trace::Counter own_[4];
-  trace::Counter* sampled_ = &own_[0];
-  trace::Counter* shapes_ = &own_[1];
-  trace::Counter* unsampled_ = &own_[2];
-  trace::Counter* rtl_seconds_ = &own_[3];
+  double sampled_ = 0, shapes_ = 0, unsampled_ = 0, rtl_seconds_ = 0;
+  struct Stats : trace::Group {
+    Stats(trace::Group& engine, const SampledDatapath& d)
+        : Group(engine, "datapath"),
+          sampled(*this, "sampled_instructions", "count", "MultiplyMoving instructions re-executed on the RTL and compared",
+                  [&d] { return d.sampled_; }),
+          shapes(*this, "sampled_shapes", "count", "distinct (K, M, N, accumulate) shapes, each sampled at least once",
+                 [&d] { return d.shapes_; }),
+          unsampled(*this, "unsampled_instructions", "count", "MultiplyMoving instructions run on the fast model only",
+                    [&d] { return d.unsampled_; }),
+          rtl_seconds(*this, "sample_rtl_seconds", "s", "wall time spent re-executing samples on the RTL",
+                      [&d] { return d.rtl_seconds_; }) {}
+    trace::Formula sampled, shapes, unsampled, rtl_seconds;
+  };
+  std::unique_ptr<Stats> stats_;
 };
 
 }  // namespace

@@ -66,8 +66,16 @@ std::string DmaEngineBase::doorbell(std::uint32_t q, std::uint64_t address, std:
   return {};
 }
 
-DmaEngineBase::DmaEngineBase(sc_core::sc_module_name name, std::uint32_t queues)
-    : sc_module(name), socket("socket"), queues_(queues) {
+DmaEngineBase::DmaEngineStats::DmaEngineStats(trace::Stats& stats, const sc_core::sc_object& owner,
+                                              const char* busy_description)
+    : Group(stats, owner),
+      bytes(*this, "bytes", "bytes", "bytes moved"),
+      descriptors(*this, "descriptors", "count", "descriptors completed"),
+      busy_ns(*this, "busy_ns", "ns", busy_description) {}
+
+DmaEngineBase::DmaEngineBase(sc_core::sc_module_name name, std::uint32_t queues, trace::Stats& stats,
+                             const char* busy_description)
+    : sc_module(name), socket("socket"), stats_(stats, *this, busy_description), queues_(queues) {
   const std::string base = basename();
   std::size_t digits = base.size();
   while (digits > 0 && std::isdigit(static_cast<unsigned char>(base[digits - 1]))) --digits;
@@ -82,7 +90,7 @@ void DmaEngineBase::take_turn() {
 }
 
 DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::uint32_t queues)
-    : DmaEngineBase(name, queues),
+    : DmaEngineBase(name, queues, ctx.stats, "time with a descriptor running"),
       ctx_(ctx),
       // The engine moves one data beat per cycle, so its clock is what gives
       // the configured bandwidth.
@@ -90,10 +98,7 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::
       max_outstanding_(static_cast<std::uint32_t>(ctx.cfg.dma.max_outstanding)),
       fetch_ptr_(queues, 0),
       tail_visible_(queues),
-      last_fetched_queue_(queues - 1),
-      bytes_(ctx.stats.counter(std::string(this->name()) + ".bytes", "bytes", "bytes moved")),
-      descriptors_(ctx.stats.counter(std::string(this->name()) + ".descriptors", "count", "descriptors completed")),
-      busy_ns_(ctx.stats.counter(std::string(this->name()) + ".busy_ns", "ns", "time with a descriptor running")) {
+      last_fetched_queue_(queues - 1) {
   // TESSERA_DMA_BRIDGE_LOG=1 prints every memory access with its time, as the
   // RTL bridge does, so the two can be compared line by line.
   log_ = std::getenv("TESSERA_DMA_BRIDGE_LOG") != nullptr;
@@ -147,7 +152,7 @@ void DmaEngine::run() {
     if (next) {
       const sc_time start = sc_time_stamp();
       execute(*next);
-      busy_ns_ += (sc_time_stamp() - start).to_seconds() * 1e9;
+      stats_.busy_ns += (sc_time_stamp() - start).to_seconds() * 1e9;
       continue;
     }
     // A doorbell rung while the engine was busy may still be on its way; its
@@ -256,7 +261,7 @@ void DmaEngine::complete_oldest() {
                                         reinterpret_cast<std::uint8_t*>(&status), 2, at, err);
   write_answered(on_clock(answered));
   completions_.push_back({done.queue, done.index, answered});
-  ++descriptors_;
+  ++stats_.descriptors;
   ++s.descriptors_done;
   s.head = (done.index + 1) % s.ring_size;
   wave_queue(done.queue);
@@ -471,7 +476,7 @@ void DmaEngine::execute(Fetched f) {
     }
   }
 
-  bytes_ += static_cast<double>(total);
+  stats_.bytes += static_cast<double>(total);
   // The completion stage holds one descriptor: this one moves in once its last
   // write beat is out and the previous one has written its status.
   // The stage frees when the previous status write's AW goes out, a cycle

@@ -47,7 +47,8 @@ class DmaEngineBase : public sc_core::sc_module {
 public:
   tlm_utils::simple_initiator_socket<DmaEngineBase> socket;  // to the interconnect
 
-  DmaEngineBase(sc_core::sc_module_name name, std::uint32_t queues);
+  // `busy_description` says what counts as busy for the model.
+  DmaEngineBase(sc_core::sc_module_name name, std::uint32_t queues, trace::Stats& stats, const char* busy_description);
 
   virtual void configure_queue(std::uint32_t queue, std::uint64_t ring_base, std::uint32_t ring_size) = 0;
   // The doorbell: `count` more descriptors, the first at `address`, become
@@ -76,7 +77,16 @@ public:
   };
   const std::vector<Doorbell>& doorbells() const { return doorbells_; }
 
+  // What every DMA engine model counts.
+  struct DmaEngineStats : trace::Group {
+    DmaEngineStats(trace::Stats& stats, const sc_core::sc_object& owner, const char* busy_description);
+    trace::Scalar bytes, descriptors, busy_ns;
+  };
+  const DmaEngineStats& stats() const { return stats_; }
+
 protected:
+  DmaEngineStats stats_;
+
   struct PendingTail {
     sc_core::sc_time visible;
     std::uint32_t queue;
@@ -172,9 +182,6 @@ private:
   bool log_ = false;
   DescriptorSampler* sampler_ = nullptr;
 
-  trace::Counter& bytes_;
-  trace::Counter& descriptors_;
-  trace::Counter& busy_ns_;
 };
 
 }  // namespace tessera::dma

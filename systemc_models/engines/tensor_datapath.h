@@ -49,8 +49,9 @@ public:
   // returns the cycle at which all of it completed.
   virtual std::uint64_t flush() = 0;
   virtual std::string name() const = 0;
-  // Registers the datapath's own statistics under `prefix` (e.g. "core.tensor.datapath").
-  virtual void add_stats(trace::Stats& /*stats*/, const std::string& /*prefix*/) {}
+  // Defines the datapath's own statistics, in a group "datapath" of the
+  // engine's (e.g. "core.tensor.datapath").
+  virtual void add_stats(trace::Group& /*engine*/) {}
 };
 
 // The fast model: arch::matmul for the numbers and the closed-form timing of

@@ -1,6 +1,7 @@
 #include "engines/tensor_engine.h"
 
 #include "engines/operand_io.h"
+#include "trace/sim_time.h"
 #include "memory/partitioned_memory.h"
 
 #include <fmt/format.h>
@@ -11,21 +12,22 @@
 
 namespace tessera::engines {
 
+TensorEngine::TensorStats::TensorStats(trace::Stats& stats, const TensorEngine& owner)
+    : Group(stats, owner),
+      macs(*this, "macs", "count", "multiply-accumulates performed"),
+      matmuls(*this, "matmuls", "count", "MultiplyMoving instructions"),
+      utilisation(*this, "utilisation", "ratio", "MACs / (PEs x cycles until the tensor engine ended)", [this, &owner] {
+        const double pes = static_cast<double>(owner.ctx_.cfg.tensor.rows * owner.ctx_.cfg.tensor.cols);
+        const double cycles = trace::ns(owner.end_time()) / trace::ns(owner.clock_period());
+        return cycles > 0 ? macs.value() / (pes * cycles) : 0.0;
+      }) {}
+
 TensorEngine::TensorEngine(sc_core::sc_module_name name, core::CoreContext& ctx,
                            std::unique_ptr<TensorDatapath> datapath)
     : Engine(name, arch::Engine::Tensor, ctx.cfg.tensor.clock_ghz, ctx),
       datapath_(std::move(datapath)),
-      macs_(ctx.stats.counter(std::string(this->name()) + ".macs", "count", "multiply-accumulates performed")),
-      matmuls_(ctx.stats.counter(std::string(this->name()) + ".matmuls", "count", "MultiplyMoving instructions")) {
-  const double pes = static_cast<double>(ctx.cfg.tensor.rows * ctx.cfg.tensor.cols);
-  const double period_ns = clock_period().to_seconds() * 1e9;
-  const std::string n = this->name();
-  ctx.stats.formula(n + ".utilisation", "ratio", "MACs / (PEs x cycles until the tensor engine ended)",
-                    [this, pes, period_ns] {
-                      const double cycles = end_time().to_seconds() * 1e9 / period_ns;
-                      return cycles > 0 ? macs_.value() / (pes * cycles) : 0.0;
-                    });
-  datapath_->add_stats(ctx.stats, n + ".datapath");
+      tensor_stats_(ctx.stats, *this) {
+  datapath_->add_stats(tensor_stats_);
 }
 
 void TensorEngine::settle() { done_cycle_ = std::max(done_cycle_, datapath_->flush()); }
@@ -97,8 +99,8 @@ sc_core::sc_time TensorEngine::execute(const arch::Instruction& in) {
       const arch::PsumMode mode = in.accumulate() ? arch::PsumMode::Accumulate : arch::PsumMode::Overwrite;
       TensorCommand cmd{TensorCommand::Op::MultiplyMoving, read_bf16(in.a), mode, psum_writer(in.dst, mode)};
       const sc_core::sc_time busy = issue(cmd);
-      macs_ += static_cast<double>(in.a.partition_count) * in.dst.partition_count * in.dst.free_elements();
-      ++matmuls_;
+      tensor_stats_.macs += static_cast<double>(in.a.partition_count) * in.dst.partition_count * in.dst.free_elements();
+      ++tensor_stats_.matmuls;
       return busy;
     }
     case arch::Opcode::Transpose: {

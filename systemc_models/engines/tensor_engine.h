@@ -21,6 +21,13 @@ public:
   TensorEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::unique_ptr<TensorDatapath> datapath);
 
   const TensorDatapath& datapath() const { return *datapath_; }
+
+  struct TensorStats : trace::Group {
+    TensorStats(trace::Stats& stats, const TensorEngine& owner);
+    trace::Scalar macs, matmuls;
+    trace::Formula utilisation;
+  };
+  const TensorStats& tensor_stats() const { return tensor_stats_; }
   TensorDatapath& datapath() { return *datapath_; }
 
 protected:
@@ -39,8 +46,7 @@ private:
 
   std::unique_ptr<TensorDatapath> datapath_;
   std::uint64_t done_cycle_ = 0;  // completion of everything issued so far
-  trace::Counter& macs_;
-  trace::Counter& matmuls_;
+  TensorStats tensor_stats_;
 };
 
 }  // namespace tessera::engines

@@ -7,6 +7,14 @@ namespace tessera::memory {
 using sc_core::sc_time;
 using sc_core::SC_NS;
 
+Hbm::HbmStats::HbmStats(trace::Stats& stats, const sc_core::sc_object& owner)
+    : Group(stats, owner),
+      bytes_read(*this, "bytes_read", "bytes", "bytes read from HBM"),
+      bytes_written(*this, "bytes_written", "bytes", "bytes written to HBM"),
+      bytes_timing_only(*this, "bytes_timing_only", "bytes",
+                        "bytes moved by timing-only (--no-data) accesses, direction not recorded"),
+      transactions(*this, "transactions", "count", "TLM transactions served") {}
+
 Hbm::Hbm(sc_core::sc_module_name name, const arch::HbmConfig& cfg, trace::Stats& stats)
     : sc_module(name),
       socket("socket"),
@@ -17,11 +25,7 @@ Hbm::Hbm(sc_core::sc_module_name name, const arch::HbmConfig& cfg, trace::Stats&
       ns_per_byte_per_channel_(static_cast<double>(cfg.channels) / cfg.bandwidth_gbps),
       bin_capacity_bytes_(cfg.bandwidth_gbps / static_cast<double>(cfg.channels) * kBinNs),
       channel_bins_(static_cast<std::size_t>(cfg.channels)),
-      bytes_read_(stats.counter(std::string(this->name()) + ".bytes_read", "bytes", "bytes read from HBM")),
-      bytes_written_(stats.counter(std::string(this->name()) + ".bytes_written", "bytes", "bytes written to HBM")),
-      bytes_timing_only_(stats.counter(std::string(this->name()) + ".bytes_timing_only", "bytes",
-                                       "bytes moved by timing-only (--no-data) accesses, direction not recorded")),
-      transactions_(stats.counter(std::string(this->name()) + ".transactions", "count", "TLM transactions served")) {
+      stats_(stats, *this) {
   socket.register_b_transport(this, &Hbm::b_transport);
   socket.register_transport_dbg(this, &Hbm::transport_dbg);
 }
@@ -92,15 +96,15 @@ void Hbm::b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) {
     trans.set_response_status(tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE);
     return;
   }
-  ++transactions_;
+  ++stats_.transactions;
   if (trans.is_read()) {
     store_.read(address, trans.get_data_ptr(), length);
-    bytes_read_ += static_cast<double>(length);
+    stats_.bytes_read += static_cast<double>(length);
   } else if (trans.is_write()) {
     store_.write(address, trans.get_data_ptr(), length);
-    bytes_written_ += static_cast<double>(length);
+    stats_.bytes_written += static_cast<double>(length);
   } else {
-    bytes_timing_only_ += static_cast<double>(length);
+    stats_.bytes_timing_only += static_cast<double>(length);
   }
   // The target adds its latency to the initiator's delay and never waits.
   const sc_time start = sc_core::sc_time_stamp() + delay;

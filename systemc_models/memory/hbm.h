@@ -51,6 +51,12 @@ public:
   const std::map<std::int64_t, double>& traffic() const { return traffic_; }
   static constexpr double bin_ns() { return kBinNs; }
 
+  struct HbmStats : trace::Group {
+    HbmStats(trace::Stats& stats, const sc_core::sc_object& owner);
+    trace::Scalar bytes_read, bytes_written, bytes_timing_only, transactions;
+  };
+  const HbmStats& stats() const { return stats_; }
+
 private:
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
   unsigned transport_dbg(tlm::tlm_generic_payload& trans);
@@ -65,10 +71,7 @@ private:
   std::vector<std::map<std::int64_t, double>> channel_bins_;  // bin index -> bytes booked
   bool record_traffic_ = false;
   std::map<std::int64_t, double> traffic_;  // bin index -> bytes
-  trace::Counter& bytes_read_;
-  trace::Counter& bytes_written_;
-  trace::Counter& bytes_timing_only_;
-  trace::Counter& transactions_;
+  HbmStats stats_;
 };
 
 }  // namespace tessera::memory

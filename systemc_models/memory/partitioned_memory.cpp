@@ -7,6 +7,13 @@
 
 namespace tessera::memory {
 
+PartitionedMemory::MemoryStats::MemoryStats(trace::Stats& stats, const sc_core::sc_object& owner)
+    : Group(stats, owner),
+      bytes_read(*this, "bytes_read", "bytes", "bytes read"),
+      bytes_written(*this, "bytes_written", "bytes", "bytes written"),
+      bytes_timing_only(*this, "bytes_timing_only", "bytes",
+                        "bytes moved by timing-only (--no-data) accesses, direction not recorded") {}
+
 PartitionedMemory::PartitionedMemory(sc_core::sc_module_name name, const PartitionedMemoryParams& params,
                                      trace::Stats& stats)
     : sc_module(name),
@@ -16,10 +23,7 @@ PartitionedMemory::PartitionedMemory(sc_core::sc_module_name name, const Partiti
       // calloc: the OS maps zero pages on first touch, so a large SBUF costs
       // only the bytes a kernel uses.
       data_(static_cast<std::uint8_t*>(std::calloc(size_ ? size_ : 1, 1))),
-      bytes_read_(stats.counter(std::string(this->name()) + ".bytes_read", "bytes", "bytes read")),
-      bytes_written_(stats.counter(std::string(this->name()) + ".bytes_written", "bytes", "bytes written")),
-      bytes_timing_only_(stats.counter(std::string(this->name()) + ".bytes_timing_only", "bytes",
-                                       "bytes moved by timing-only (--no-data) accesses, direction not recorded")) {
+      stats_(stats, *this) {
   if (!data_)
     throw MemoryError(fmt::format("{}: cannot allocate {} bytes ({} partitions of {} bytes)", this->name(), size_,
                                   p_.partitions, p_.partition_bytes));
@@ -65,7 +69,7 @@ void PartitionedMemory::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc
       if (!be || be[i % be_len] == TLM_BYTE_ENABLED) mem[i] = trans.get_data_ptr()[i];
     count_write(length);
   } else {
-    bytes_timing_only_ += static_cast<double>(length);
+    stats_.bytes_timing_only += static_cast<double>(length);
   }
   delay += transfer_time(offset, length);
   trans.set_response_status(tlm::TLM_OK_RESPONSE);

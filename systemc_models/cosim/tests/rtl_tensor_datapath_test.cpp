@@ -161,7 +161,7 @@ public:
   }
   std::uint64_t flush() override { return inner_->flush(); }
   std::string name() const override { return inner_->name(); }
-  void add_stats(trace::Stats& s, const std::string& p) override { inner_->add_stats(s, p); }
+  void add_stats(trace::Group& engine) override { inner_->add_stats(engine); }
   json log = json::array();
 
 private:
