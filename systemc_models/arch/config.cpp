@@ -455,6 +455,9 @@ public:
     // Every product below is of fields already within their limits, far
     // from overflowing int64.
     const std::int64_t bank_fp32 = c.psum.bank_kib * 1024 / 4;
+    if (c.tensor.stationary_columns_per_cycle > c.tensor.cols)
+      fail("tensor.stationary_columns_per_cycle",
+           fmt::format("{} exceeds the array's {} columns", c.tensor.stationary_columns_per_cycle, c.tensor.cols));
     if (c.tensor.moving_max_free > bank_fp32)
       fail("tensor.moving_max_free",
            fmt::format("{} fp32 results per partition do not fit a PSUM bank of {} KiB ({} fp32)",
