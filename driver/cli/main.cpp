@@ -28,6 +28,7 @@ int sc_main(int argc, char** argv) {
   tessera::cli::add_regress_command(app, &exit_code);
   tessera::cli::add_sweep_command(app, &exit_code);
   tessera::cli::add_calibrate_command(app, &exit_code);
+  tessera::cli::add_compare_command(app, &exit_code);
   // A first word that is no command is named as such (CLI11 would only say
   // that a subcommand is required).
   std::vector<std::string> names;

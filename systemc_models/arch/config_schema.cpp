@@ -98,7 +98,7 @@ std::vector<FieldSpec> build_schema() {
   s.push_back(field("hbm.capacity_gib", TSR_REF(IntRef, c.hbm.capacity_gib), "GiB", "Device memory this core can address").at_least(1).at_most(kHbmWindowGib));
   s.push_back(field("hbm.bandwidth_gbps", TSR_REF(FloatRef, c.hbm.bandwidth_gbps), "GB/s", "Bandwidth this core sees (1e9 bytes/s)").at_least(1).at_most(100000));
   s.push_back(field("hbm.latency_ns", TSR_REF(FloatRef, c.hbm.latency_ns), "ns", "Read latency").at_least(0).at_most(1e6));
-  s.push_back(field("hbm.channels", TSR_REF(IntRef, c.hbm.channels), "channels", "Independent channels, interleaved; each carries at least 1 GB/s").at_least(1).at_most(1024));
+  s.push_back(field("hbm.channels", TSR_REF(IntRef, c.hbm.channels), "channels", "Independent channels; addresses are hashed over them (a power of two); each carries at least 1 GB/s").at_least(1).at_most(256));
 
   s.push_back(field("dma.engines", TSR_REF(IntRef, c.dma.engines), "engines", "DMA engines per core").at_least(1).at_most(64));
   s.push_back(field("dma.queues_per_engine", TSR_REF(IntRef, c.dma.queues_per_engine), "queues", "Descriptor queues per engine").at_least(1).at_most(64));
