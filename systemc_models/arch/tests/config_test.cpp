@@ -359,7 +359,7 @@ TEST(ConfigSchema, RulesBoundMemoriesChannelsAndTheDmaClock) {
               ::testing::HasSubstr("sbuf.partition_kib: 1024 partitions of 2048 KiB make 2048 MiB of SBUF; at most 256 MiB"));
   EXPECT_THAT(error_of({"psum.partitions=1024", "psum.banks=64", "psum.bank_kib=64"}),
               ::testing::HasSubstr("psum.bank_kib: 1024 partitions of 64 banks of 64 KiB"));
-  EXPECT_THAT(error_of({"hbm.channels=1024"}), ::testing::HasSubstr("hbm.channels: 1024 channels share 16 GB/s"));
+  EXPECT_THAT(error_of({"hbm.channels=32"}), ::testing::HasSubstr("hbm.channels: 32 channels share 16 GB/s"));
   EXPECT_THAT(error_of({"dma.bytes_per_ns=4000"}), ::testing::HasSubstr("dma.bytes_per_ns: 4000 B/ns over a"));
   EXPECT_THAT(error_of({"hbm.capacity_gib=16385"}), ::testing::HasSubstr("hbm.capacity_gib: must be at most 16384"));
   EXPECT_THAT(error_of({"tensor.rate.fp32=0.001"}), ::testing::HasSubstr("must be at least 0.0625 (or 0)"));
