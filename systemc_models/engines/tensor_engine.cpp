@@ -26,7 +26,7 @@ TensorEngine::TensorStats::TensorStats(trace::Stats& stats, const TensorEngine& 
 
 TensorEngine::TensorEngine(sc_core::sc_module_name name, core::CoreContext& ctx,
                            std::unique_ptr<TensorDatapath> datapath)
-    : Engine(name, arch::Engine::Tensor, ctx.cfg.tensor.clock_ghz, ctx),
+    : Engine(name, arch::Engine::Tensor, ctx.cfg.tensor.clock_ghz, ctx, {"weights"}),
       datapath_(std::move(datapath)),
       tensor_stats_(ctx.stats, *this) {
   datapath_->add_stats(tensor_stats_);
@@ -34,14 +34,13 @@ TensorEngine::TensorEngine(sc_core::sc_module_name name, core::CoreContext& ctx,
 
 void TensorEngine::settle() {
   done_cycle_ = std::max(done_cycle_, datapath_->flush());
-  report_busy(false);
+  report_busy();
 }
 
-void TensorEngine::report_busy(bool at_issue) {
+void TensorEngine::report_busy() {
   const std::uint64_t busy = std::max(busy_reported_, datapath_->busy_cycles());
-  // At issue even a hidden instruction (a load under a multiply) adds its
-  // zero-length slice to the trace, so that every instruction shows there.
-  if (at_issue || busy > busy_reported_) add_busy(cycles(static_cast<double>(busy - busy_reported_)));
+  // The trace draws each instruction's own work at issue (issue()).
+  if (busy > busy_reported_) count_busy(cycles(static_cast<double>(busy - busy_reported_)));
   busy_reported_ = busy;
 }
 
@@ -124,11 +123,20 @@ sc_core::sc_time TensorEngine::issue(TensorCommand& cmd) {
   const std::uint64_t now = now_cycle();
   const TensorTiming t = datapath_->issue(cmd, now);
   done_cycle_ = std::max(done_cycle_, t.completed);
-  report_busy(true);
+  report_busy();
+  // In traces, each instruction from the cycle the datapath accepted it:
+  // moving columns stream N cycles through the array (N x fp32_cycles_per_column
+  // for fp32); weights load on a lane of their own (a load overlaps the
+  // multiplies before it) until the last is in, which both datapaths know at issue.
+  const sc_core::sc_time accepted = clock_period() * static_cast<double>(t.accepted);
   if (cmd.op == TensorCommand::Op::MultiplyMoving) {
     const bool fp32 = cmd.data.format == arch::ElementFormat::Fp32 || stationary_shape_.format == arch::ElementFormat::Fp32;
     const double per_column = fp32 ? static_cast<double>(std::max<std::int64_t>(1, ctx_.cfg.tensor.fp32_cycles_per_column)) : 1.0;
-    tensor_stats_.multiplying_ns += trace::ns(cycles(static_cast<double>(cmd.data.cols) * per_column));
+    const sc_core::sc_time streaming = cycles(static_cast<double>(cmd.data.cols) * per_column);
+    trace_work(accepted, streaming, 0);
+    tensor_stats_.multiplying_ns += trace::ns(streaming);
+  } else {
+    trace_work(accepted, cycles(static_cast<double>(t.completed - t.accepted)), kWeightsLane);
   }
   // The sequencer may issue the next instruction the cycle after this one was accepted.
   return cycles(static_cast<double>(t.accepted + 1 - now));
