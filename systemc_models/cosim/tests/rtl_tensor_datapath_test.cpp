@@ -449,6 +449,233 @@ TEST(RtlTensorDatapath, DmaFedPipelineIsIdenticalInEveryFidelity) {
   EXPECT_EQ(run_dma_pipeline(arch::Fidelity::Sampled)["dma_sampled"], 3);
 }
 
+// Every format and mode through the whole engine (SBUF reads, the instruction
+// flags and scale tiles, PSUM writes): fp8 double row, MXFP8 and MXFP4 with
+// scale tiles, fp32 at its quarter rate, bf16 PSUM accumulation. The SBUF
+// bytes are written here from operands built word by word, so the layout the
+// engine reads (formats.md) is checked against this independent statement of
+// it; results against arch::matmul; rtl and sampled against tlm to the cycle.
+struct FormatsPipeline {
+  // SBUF byte offsets: operands 256 bytes apart; scale tiles after them.
+  static constexpr std::uint32_t kDrSt = 0, kDrMv = 256, kMxSt = 512, kMxMv = 768, kMxSc = 1024, kMxMvSc = 1280,
+                                 kF4St = 1536, kF4Mv = 1792, kF4Sc = 2048, kF4MvSc = 2304, kF32St = 2560,
+                                 kF32Mv = 2816, kBfSt = 3328, kBfMv = 3584;
+  // PSUM: one region per matmul.
+  static constexpr std::uint32_t kPDr = 0, kPMx = 1024, kPF4 = 2048, kPF32 = 3072, kPBf = 3584;
+  static constexpr int kN = 12;
+  arch::TensorOperand dr_st, dr_mv, mx_st, mx_mv, f4_st, f4_mv, f32_st, f32_mv, bf_st, bf_mv0, bf_mv1;
+
+  static arch::TensorOperand random(arch::ElementFormat f, int pack, bool mx, std::size_t cols, std::mt19937& rng) {
+    arch::TensorOperand op(f, pack, mx, 8, cols);
+    std::normal_distribution<float> value(0.0f, 2.0f);
+    for (std::size_t r = 0; r < 8; ++r)
+      for (std::size_t c = 0; c < cols; ++c) {
+        std::uint32_t w = 0;
+        if (f == arch::ElementFormat::Fp32) w = arch::fp32_bits(value(rng));
+        else if (f == arch::ElementFormat::Bf16) w = arch::to_bf16(value(rng)).bits;
+        else
+          for (int j = 0; j < pack; ++j) w |= std::uint32_t{arch::encode_narrow(f, value(rng))} << (arch::bits_of(f) * j);
+        op.word(r, c) = w;
+        if (mx) op.scales[r * cols + c] = static_cast<std::uint8_t>(124 + (r / 8 + c) % 7);
+      }
+    return op;
+  }
+
+  FormatsPipeline() {
+    std::mt19937 rng(47);
+    using F = arch::ElementFormat;
+    dr_st = random(F::Fp8E4m3, 2, false, 8, rng);
+    dr_mv = random(F::Fp8E5m2, 2, false, kN, rng);
+    mx_st = random(F::Fp8E4m3, 4, true, 8, rng);
+    mx_mv = random(F::Fp8E5m2, 4, true, kN, rng);
+    f4_st = random(F::Fp4E2m1, 4, true, 8, rng);
+    f4_mv = random(F::Fp4E2m1, 4, true, kN, rng);
+    f32_st = random(F::Fp32, 1, false, 8, rng);
+    f32_mv = random(F::Fp32, 1, false, kN, rng);
+    bf_st = random(F::Bf16, 1, false, 8, rng);
+    bf_mv0 = random(F::Bf16, 1, false, kN, rng);
+    bf_mv1 = random(F::Bf16, 1, false, kN, rng);
+  }
+
+  // A double-row operand: its outer free dimension holds the halves, byte h
+  // of each word at column c of half h; the rest one word of `bytes` bytes
+  // per column; an MX operand's scales in partition 0 (8 partitions are one
+  // scaling group) at `scales`.
+  static void put(NeuronCore& core, const arch::TensorOperand& op, std::uint32_t offset, std::uint32_t scales = 0) {
+    const std::size_t bytes = op.pack == 2 ? 1 : op.format == arch::ElementFormat::Fp4E2m1 ? 2
+                              : op.format == arch::ElementFormat::Bf16                  ? 2
+                                                                                        : 4;
+    for (std::size_t r = 0; r < op.rows; ++r)
+      for (std::size_t c = 0; c < op.cols; ++c) {
+        const std::uint32_t w = op.word(r, c);
+        if (op.pack == 2) {
+          for (std::size_t h = 0; h < 2; ++h) *core.sbuf().at(r, offset + h * op.cols + c, 1) = static_cast<std::uint8_t>(w >> (8 * h));
+        } else {
+          std::memcpy(core.sbuf().at(r, offset + c * bytes, bytes), &w, bytes);
+        }
+        if (op.mx) *core.sbuf().at(arch::mx_scale_partition(r), scales + c, 1) = op.scale(r, c);
+      }
+  }
+
+  void place(NeuronCore& core) const {
+    put(core, dr_st, kDrSt);
+    put(core, dr_mv, kDrMv);
+    put(core, mx_st, kMxSt, kMxSc);
+    put(core, mx_mv, kMxMv, kMxMvSc);
+    put(core, f4_st, kF4St, kF4Sc);
+    put(core, f4_mv, kF4Mv, kF4MvSc);
+    put(core, f32_st, kF32St);
+    put(core, f32_mv, kF32Mv);
+    put(core, bf_st, kBfSt);
+    put(core, bf_mv0, kBfMv);
+    put(core, bf_mv1, kBfMv + 2 * kN);
+  }
+
+  static arch::Instruction tensor(Opcode op, DType t, std::uint32_t src, std::uint32_t cols, bool double_row,
+                                  std::int64_t scales = -1) {
+    arch::Instruction in;
+    in.opcode = op;
+    in.a = arch::tile(Memory::Sbuf, t, 0, 8, src, cols);
+    if (double_row) {
+      in.flags |= arch::kFlagDoubleRow;
+      in.a.num_dims = 2;
+      in.a.size = {2, cols, 0, 0};
+      in.a.stride = {static_cast<std::int32_t>(cols), 1, 0, 0};
+    }
+    if (scales >= 0) in.b = arch::tile(Memory::Sbuf, DType::Uint8, 0, 1, static_cast<std::uint32_t>(scales), cols);
+    return in;
+  }
+  static arch::Instruction multiply(arch::Instruction in, DType psum, std::uint32_t dst, bool acc) {
+    if (acc) in.flags |= arch::kFlagAccumulate;
+    in.dst = arch::tile(Memory::Psum, psum, 0, 8, dst, kN);
+    return in;
+  }
+
+  void load(NeuronCore& core) const {
+    Stream te(arch::Engine::Tensor);
+    const auto L = Opcode::LoadStationary;
+    const auto M = Opcode::MultiplyMoving;
+    te.add(tensor(L, DType::Fp8E4m3, kDrSt, 8, true))
+        .add(multiply(tensor(M, DType::Fp8E5m2, kDrMv, kN, true), DType::Fp32, kPDr, false));
+    te.add(tensor(L, DType::Fp8E4m3x4, kMxSt, 8, false, kMxSc))
+        .add(multiply(tensor(M, DType::Fp8E5m2x4, kMxMv, kN, false, kMxMvSc), DType::Fp32, kPMx, false));
+    te.add(tensor(L, DType::Fp4E2m1x4, kF4St, 8, false, kF4Sc))
+        .add(multiply(tensor(M, DType::Fp4E2m1x4, kF4Mv, kN, false, kF4MvSc), DType::Fp32, kPF4, false));
+    te.add(tensor(L, DType::Fp32, kF32St, 8, false))
+        .add(multiply(tensor(M, DType::Fp32, kF32Mv, kN, false), DType::Fp32, kPF32, false));
+    te.add(tensor(L, DType::Bf16, kBfSt, 8, false))
+        .add(multiply(tensor(M, DType::Bf16, kBfMv, kN, false), DType::Bf16, kPBf, false))
+        .add(multiply(tensor(M, DType::Bf16, kBfMv + 2 * kN, kN, false), DType::Bf16, kPBf, true));
+    te.end();
+    core.load_program(arch::Engine::Tensor, te.bytes);
+  }
+
+  json expected() const {
+    json out;
+    const auto fp32 = [](const arch::TensorOperand& st, const arch::TensorOperand& mv) {
+      Fp32Matrix m(8, kN);
+      arch::matmul(st, mv, arch::PsumMode::Overwrite, m);
+      return Pipeline::bits(m);
+    };
+    out["dr"] = fp32(dr_st, dr_mv);
+    out["mx"] = fp32(mx_st, mx_mv);
+    out["f4"] = fp32(f4_st, f4_mv);
+    out["f32"] = fp32(f32_st, f32_mv);
+    Fp32Matrix a(8, kN), b(8, kN);
+    arch::matmul(bf_st, bf_mv0, arch::PsumMode::Overwrite, a);
+    arch::matmul(bf_st, bf_mv1, arch::PsumMode::Overwrite, b);
+    json bf = json::array();
+    for (std::size_t i = 0; i < a.data.size(); ++i) {
+      const arch::Bf16 first = arch::psum_bf16_write(arch::Bf16{}, a.data[i], arch::PsumMode::Overwrite);
+      bf.push_back(arch::psum_bf16_write(first, b.data[i], arch::PsumMode::Accumulate).bits);
+    }
+    out["bf16"] = bf;
+    return out;
+  }
+
+  static json results(NeuronCore& core) {
+    json out;
+    out["dr"] = Pipeline::region(core, true, 8, kN, kPDr);
+    out["mx"] = Pipeline::region(core, true, 8, kN, kPMx);
+    out["f4"] = Pipeline::region(core, true, 8, kN, kPF4);
+    out["f32"] = Pipeline::region(core, true, 8, kN, kPF32);
+    json bf = json::array();
+    for (std::size_t p = 0; p < 8; ++p)
+      for (std::size_t c = 0; c < kN; ++c) {
+        std::uint16_t v = 0;
+        std::memcpy(&v, core.psum().at(p, kPBf + 2 * c, 2), 2);
+        bf.push_back(v);
+      }
+    out["bf16"] = bf;
+    return out;
+  }
+};
+
+json run_formats(arch::Fidelity fidelity) {
+  const std::string text = test_support::run_in_child([fidelity] {
+    const FormatsPipeline p;
+    trace::Stats stats;
+    core::CoreOptions o;
+    o.fidelity = fidelity;
+    Recorder* recorder = nullptr;
+    RtlTensorDatapath* rtl = nullptr;
+    o.tensor_datapath = [&](const arch::HwConfig&, arch::Fidelity f) -> std::unique_ptr<engines::TensorDatapath> {
+      if (f == arch::Fidelity::Tlm) {
+        auto r = std::make_unique<Recorder>(engines::make_fast_tensor_datapath(timing()));
+        recorder = r.get();
+        return r;
+      }
+      if (f == arch::Fidelity::Rtl) {
+        auto r = make_rtl_tensor_datapath(timing());
+        rtl = r.get();
+        return r;
+      }
+      return make_sampled_tensor_datapath(engines::make_fast_tensor_datapath(timing()),
+                                          make_rtl_tensor_datapath(timing()), timing(), {1, 100});
+    };
+    NeuronCore core("core", tiny(), stats, o);
+    p.place(core);
+    p.load(core);
+    const auto r = core.run();
+    json out;
+    out["ok"] = r.ok();
+    out["message"] = r.message;
+    out["end_ns"] = r.end_time.to_seconds() * 1e9;
+    out["results"] = FormatsPipeline::results(core);
+    json cmds = json::array();
+    if (recorder) cmds = recorder->log;
+    if (rtl)
+      for (const auto& c : rtl->records()) cmds.push_back({{"accepted", c.accepted}, {"completed", c.completed}});
+    out["commands"] = cmds;
+    out["stats"] = stats.to_json();
+    return out.dump();
+  });
+  if (text.rfind("exception: ", 0) == 0) throw std::runtime_error(text);
+  return json::parse(text);
+}
+
+TEST(RtlTensorDatapath, EveryFormatAndModeMatchesTheReferenceInEveryFidelity) {
+  const json expect = FormatsPipeline().expected();
+  const json tlm = run_formats(arch::Fidelity::Tlm);
+  const json rtl = run_formats(arch::Fidelity::Rtl);
+  const json sampled = run_formats(arch::Fidelity::Sampled);
+  ASSERT_TRUE(tlm["ok"].get<bool>()) << tlm["message"];
+  ASSERT_TRUE(rtl["ok"].get<bool>()) << rtl["message"];
+  ASSERT_TRUE(sampled["ok"].get<bool>()) << sampled["message"];
+  for (const auto& [name, bits] : expect.items()) {
+    EXPECT_EQ(tlm["results"][name], bits) << "tlm " << name;
+    EXPECT_EQ(rtl["results"][name], bits) << "rtl " << name;
+    EXPECT_EQ(sampled["results"][name], bits) << "sampled " << name;
+  }
+  ASSERT_EQ(rtl["commands"].size(), 11u);
+  ASSERT_EQ(tlm["commands"], rtl["commands"]);
+  EXPECT_EQ(rtl["end_ns"], tlm["end_ns"]);
+  EXPECT_EQ(sampled["end_ns"], tlm["end_ns"]);
+  EXPECT_EQ(sampled["stats"]["core.tensor.datapath.sampled_instructions"], 6);
+  // MACs: double row 2, MX 4 contraction rows per PE and column.
+  EXPECT_EQ(tlm["stats"]["core.tensor.macs"], 8 * 8 * FormatsPipeline::kN * (2 + 4 + 4 + 1 + 1 + 1));
+}
+
 TEST(RtlTensorDatapath, ASizeWithoutAVerilatedModelSaysHowToAddIt) {
   try {
     make_rtl_tensor_datapath({8, 16, 1, 1});
