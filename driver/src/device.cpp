@@ -8,6 +8,7 @@
 #include "cosim/rtl_tensor_datapath.h"
 #include "cosim/waves.h"
 #include "tessera/kernel_builder.h"
+#include "trace/sim_time.h"
 
 #include <fmt/format.h>
 
@@ -87,9 +88,9 @@ void finish_trace(trace::Timeline& timeline, const Program& program, core::Neuro
     const dma::DmaEngineBase& engine = core.dma().engine(e);
     std::map<std::pair<std::uint32_t, std::uint32_t>, double> visible;  // (queue, index) -> doorbell landed
     for (const auto& d : engine.doorbells())
-      for (std::uint32_t i = 0; i < d.count; ++i) visible[{d.queue, d.first + i}] = d.visible.to_seconds() * 1e9;
+      for (std::uint32_t i = 0; i < d.count; ++i) visible[{d.queue, d.first + i}] = trace::ns(d.visible);
     std::map<std::uint32_t, std::vector<std::pair<std::uint32_t, double>>> done;  // queue -> (index, end)
-    for (const auto& c : engine.completions()) done[c.queue].emplace_back(c.index, c.done.to_seconds() * 1e9);
+    for (const auto& c : engine.completions()) done[c.queue].emplace_back(c.index, trace::ns(c.done));
     for (auto& [q, list] : done) {
       std::sort(list.begin(), list.end());
       const auto e32 = static_cast<std::uint32_t>(e);
@@ -316,7 +317,7 @@ RunReport Device::run(const Program& program) {
   const core::RunResult r = core.run();
   report.ok = r.ok();
   report.error = r.message;
-  report.time_ns = r.end_time.to_seconds() * 1e9;
+  report.time_ns = trace::ns(r.end_time);
   report.cycles = report.time_ns * resolved_.hw.tensor.clock_ghz;
   report.tensor_utilisation = core.tensor().tensor_stats().utilisation.value();
   const auto bf16 = resolved_.derived.peak_tflops.find(arch::TensorDType::Bf16);
