@@ -25,11 +25,14 @@ DmaSubsystem::DmaTotals::DmaTotals(trace::Stats& stats, const DmaSubsystem& dma)
 
 DmaSubsystem::DmaSubsystem(core::CoreContext& ctx, const DmaEngineFactory& factory) : ctx_(ctx) {
   const auto queues = static_cast<std::uint32_t>(ctx.cfg.dma.queues_per_engine);
+  // The fast engines of the core take same-cycle turns in one order.
+  const auto turns = std::make_shared<DmaTurnOrder>();
   for (std::int64_t e = 0; e < ctx.cfg.dma.engines; ++e) {
     const std::string name = fmt::format("dma{}", e);
     engines_.push_back(factory ? factory(name.c_str(), ctx, queues)
                                : std::make_unique<DmaEngine>(name.c_str(), ctx, queues));
     engines_.back()->set_wave_probe(ctx.waves);
+    if (auto* fast = dynamic_cast<DmaEngine*>(engines_.back().get())) fast->share_turn_order(turns);
   }
   stats_ = std::make_unique<DmaTotals>(ctx.stats, *this);
 }
