@@ -51,6 +51,7 @@ void add_profile_figures(RunReport& report, const Program& program, core::Neuron
   report.hbm_utilisation_percent = 100.0 * report.hbm_bandwidth_gbps / cfg.hbm.bandwidth_gbps;
   const EngineReport& tensor = report.engines[to_string(arch::Engine::Tensor)];
   report.tensor_active_ns = tensor.busy_ns;
+  report.tensor_multiplying_ns = core.tensor().tensor_stats().multiplying_ns.value();
   report.tensor_waiting_ns = tensor.semaphore_wait_ns + tensor.fetch_wait_ns;
   for (std::size_t e = 0; e < core.dma().engines(); ++e)
     report.dma_busy_ns += core.dma().engine(e).stats().busy_ns.value() / static_cast<double>(core.dma().engines());

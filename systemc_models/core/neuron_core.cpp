@@ -39,10 +39,7 @@ NeuronCore::NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, 
   if (options.tensor_datapath) {
     datapath = options.tensor_datapath(cfg, options.fidelity);
   } else if (options.fidelity == arch::Fidelity::Tlm) {
-    datapath = engines::make_fast_tensor_datapath(static_cast<std::uint32_t>(cfg.tensor.rows),
-                                                  static_cast<std::uint32_t>(cfg.tensor.cols),
-                                                  static_cast<std::uint32_t>(cfg.tensor.min_initiation_interval_cycles),
-                                                  !options.no_data);
+    datapath = engines::make_fast_tensor_datapath(arch::tensor_timing_params(cfg.tensor), !options.no_data);
   } else {
     throw std::runtime_error(fmt::format("{} fidelity needs the Verilated tensor engine, which this program does not link",
                                          arch::to_string(options.fidelity)));

@@ -16,6 +16,8 @@ TensorEngine::TensorStats::TensorStats(trace::Stats& stats, const TensorEngine& 
     : Group(stats, owner),
       macs(*this, "macs", "count", "multiply-accumulates performed"),
       matmuls(*this, "matmuls", "count", "MultiplyMoving instructions"),
+      multiplying_ns(*this, "multiplying_ns", "ns",
+                     "time the array takes in moving columns (N cycles per MultiplyMoving): the bound of HFU"),
       utilisation(*this, "utilisation", "ratio", "MACs / (PEs x cycles until the tensor engine ended)", [this, &owner] {
         const double pes = static_cast<double>(owner.ctx_.cfg.tensor.rows * owner.ctx_.cfg.tensor.cols);
         const double cycles = trace::ns(owner.end_time()) / trace::ns(owner.clock_period());
@@ -30,7 +32,18 @@ TensorEngine::TensorEngine(sc_core::sc_module_name name, core::CoreContext& ctx,
   datapath_->add_stats(tensor_stats_);
 }
 
-void TensorEngine::settle() { done_cycle_ = std::max(done_cycle_, datapath_->flush()); }
+void TensorEngine::settle() {
+  done_cycle_ = std::max(done_cycle_, datapath_->flush());
+  report_busy(false);
+}
+
+void TensorEngine::report_busy(bool at_issue) {
+  const std::uint64_t busy = std::max(busy_reported_, datapath_->busy_cycles());
+  // At issue even a hidden instruction (a load under a multiply) adds its
+  // zero-length slice to the trace, so that every instruction shows there.
+  if (at_issue || busy > busy_reported_) add_busy(cycles(static_cast<double>(busy - busy_reported_)));
+  busy_reported_ = busy;
+}
 
 std::function<void(const arch::Fp32Matrix&)> TensorEngine::psum_writer(const arch::AccessPattern& dst,
                                                                        arch::PsumMode mode) {
@@ -84,7 +97,9 @@ sc_core::sc_time TensorEngine::issue(TensorCommand& cmd) {
   const std::uint64_t now = now_cycle();
   const TensorTiming t = datapath_->issue(cmd, now);
   done_cycle_ = std::max(done_cycle_, t.completed);
-  add_busy(cycles(static_cast<double>(cmd.data.cols)));
+  report_busy(true);
+  if (cmd.op == TensorCommand::Op::MultiplyMoving)
+    tensor_stats_.multiplying_ns += trace::ns(cycles(static_cast<double>(cmd.data.cols)));
   // The sequencer may issue the next instruction the cycle after this one was accepted.
   return cycles(static_cast<double>(t.accepted + 1 - now));
 }
