@@ -220,14 +220,15 @@ TEST(Cli, TraceSlicesMatchTheReportsBusyTimes) {
   std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> slices;
   std::set<std::string> counters, categories;
   int flow_starts = 0, flow_ends = 0;
+  std::map<std::uint64_t, double> flow_from, flow_to;  // arrow id -> ts
   bool labelled = false;
   for (const auto& e : trace["traceEvents"]) {
     ASSERT_TRUE(e.contains("ph") && e.contains("pid")) << e.dump();
     const std::string ph = e["ph"];
     if (ph == "M" && e["name"] == "thread_name") thread_name[{e["pid"], e["tid"]}] = e["args"]["name"];
     if (ph == "C") counters.insert(e["name"].get<std::string>());
-    if (ph == "s") ++flow_starts;
-    if (ph == "f") ++flow_ends;
+    if (ph == "s") ++flow_starts, flow_from[e["id"]] = e["ts"];
+    if (ph == "f") ++flow_ends, flow_to[e["id"]] = e["ts"];
     if (ph != "X") continue;
     EXPECT_GE(e["ts"].get<double>(), 0.0);
     EXPECT_GE(e["dur"].get<double>(), 0.0);
@@ -238,10 +239,16 @@ TEST(Cli, TraceSlicesMatchTheReportsBusyTimes) {
       labelled |= e["args"].value("label", std::string()).rfind("C block", 0) == 0;
     }
   }
+  // The tensor engine's slices are at the datapath's accept times: moving
+  // columns streaming through the array on its own track (they add up to
+  // the multiplying time), weight loads on a lane beside it. Its busy time
+  // also counts results draining from the array, which no slice shows.
+  EXPECT_NEAR(busy_us["tensor"] * 1000.0, report["tensor_multiplying_ns"].get<double>(), 1e-3);
+  EXPECT_GT(busy_us["tensor weights"], 0);
   for (const auto& [engine, e] : report["engines"].items()) {
     // The report's dma row is the busiest DMA engine; the trace has a track
     // per queue, whose descriptor slices include time queued behind others.
-    if (engine == "dma") continue;
+    if (engine == "dma" || engine == "tensor") continue;
     const double busy_ns = e["busy_ns"];
     EXPECT_NEAR(busy_us[engine] * 1000.0, busy_ns, 1e-6 * std::max(1.0, busy_ns)) << engine;
   }
@@ -258,6 +265,11 @@ TEST(Cli, TraceSlicesMatchTheReportsBusyTimes) {
   EXPECT_TRUE(labelled);
   EXPECT_GT(flow_starts, 0);
   EXPECT_EQ(flow_starts, flow_ends);
+  // Arrows run forward: from the producer's end to the consumer's start.
+  for (const auto& [id, from] : flow_from) {
+    ASSERT_TRUE(flow_to.count(id)) << id;
+    EXPECT_LT(from, flow_to[id]) << "arrow " << id;
+  }
   // Viewers bind each end of an arrow to the slice around it on its track.
   for (const auto& e : trace["traceEvents"]) {
     if (e["ph"] != "s" && e["ph"] != "f") continue;
