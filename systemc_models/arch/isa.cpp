@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 namespace tessera::arch {
 
@@ -146,14 +147,20 @@ std::vector<std::int64_t> AccessPattern::byte_offsets() const {
 
 std::pair<std::int64_t, std::int64_t> AccessPattern::byte_extent() const {
   // Each dimension adds its extreme index times its stride, on the low or high
-  // side by the stride's sign; no need to walk every element.
-  std::int64_t lo = offset_bytes, hi = offset_bytes;
+  // side by the stride's sign; no need to walk every element. In 128 bits: a
+  // decoded pattern may hold any 32-bit size and stride, whose extent
+  // overflows 64 bits; it is clamped, so that it still reads as out of range.
+  __int128 lo = offset_bytes, hi = offset_bytes;
   const std::int64_t esize = size_of(dtype);
   for (int d = 0; d < num_dims; ++d) {
-    const std::int64_t span = esize * static_cast<std::int64_t>(size[d] == 0 ? 0 : size[d] - 1) * stride[d];
+    const __int128 span = static_cast<__int128>(esize) * (size[d] == 0 ? 0 : size[d] - 1) * stride[d];
     (span < 0 ? lo : hi) += span;
   }
-  return {lo, hi + esize};
+  const auto clamp = [](__int128 v) {
+    return static_cast<std::int64_t>(std::clamp<__int128>(v, std::numeric_limits<std::int64_t>::min(),
+                                                          std::numeric_limits<std::int64_t>::max()));
+  };
+  return {clamp(lo), clamp(hi + esize)};
 }
 
 std::string AccessPattern::str() const {
