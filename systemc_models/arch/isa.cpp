@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 namespace tessera::arch {
 
@@ -171,14 +172,20 @@ std::vector<std::int64_t> AccessPattern::byte_offsets() const {
 
 std::pair<std::int64_t, std::int64_t> AccessPattern::byte_extent() const {
   // Each dimension adds its extreme index times its stride, on the low or high
-  // side by the stride's sign; no need to walk every element.
-  std::int64_t lo = offset_bytes, hi = offset_bytes;
+  // side by the stride's sign; no need to walk every element. In 128 bits: a
+  // decoded pattern may hold any 32-bit size and stride, whose extent
+  // overflows 64 bits; it is clamped, so that it still reads as out of range.
+  __int128 lo = offset_bytes, hi = offset_bytes;
   const std::int64_t esize = size_of(dtype);
   for (int d = 0; d < num_dims; ++d) {
-    const std::int64_t span = esize * static_cast<std::int64_t>(size[d] == 0 ? 0 : size[d] - 1) * stride[d];
+    const __int128 span = static_cast<__int128>(esize) * (size[d] == 0 ? 0 : size[d] - 1) * stride[d];
     (span < 0 ? lo : hi) += span;
   }
-  return {lo, hi + esize};
+  const auto clamp = [](__int128 v) {
+    return static_cast<std::int64_t>(std::clamp<__int128>(v, std::numeric_limits<std::int64_t>::min(),
+                                                          std::numeric_limits<std::int64_t>::max()));
+  };
+  return {clamp(lo), clamp(hi + esize)};
 }
 
 std::string AccessPattern::str() const {
@@ -282,7 +289,7 @@ std::vector<std::uint8_t> encode(const Instruction& in) {
   put<std::uint32_t>(h + 24, in.value);
   put<std::uint16_t>(h + 28, in.dma_queue);
   put<std::uint64_t>(h + 32, in.address);
-  put<std::uint16_t>(h + 40, static_cast<std::uint16_t>(out.size()));
+  put<std::uint16_t>(h + kInstrLengthOffset, static_cast<std::uint16_t>(out.size()));
   std::size_t at = kInstrHeaderBytes;
   for (int i = 0; i < 4; ++i) {
     if (!ops[i]->valid()) continue;
@@ -319,10 +326,11 @@ Instruction decode(const std::vector<std::uint8_t>& bytes, std::size_t& pos) {
   in.value = get<std::uint32_t>(h + 24);
   in.dma_queue = get<std::uint16_t>(h + 28);
   in.address = get<std::uint64_t>(h + 32);
-  const std::size_t length = get<std::uint16_t>(h + 40);
+  const std::size_t length = encoded_length(h);
   const std::size_t operands = static_cast<std::size_t>(__builtin_popcount(mask));
   if (length != kInstrHeaderBytes + operands * kOperandBytes)
-    throw IsaError(fmt::format("byte {}: length {} does not match {} operands", pos + 40, length, operands));
+    throw IsaError(fmt::format("byte {}: length {} does not match {} operands", pos + kInstrLengthOffset, length,
+                               operands));
   if (pos + length > bytes.size())
     throw IsaError(fmt::format("byte {}: truncated instruction ({} of {} bytes)", pos, bytes.size() - pos, length));
   AccessPattern* ops[] = {&in.dst, &in.a, &in.b, &in.c};

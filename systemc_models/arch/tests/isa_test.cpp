@@ -3,11 +3,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 
 namespace tessera::arch {
 namespace {
 
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -105,6 +107,10 @@ TEST(Isa, EncodedSizeIsHeaderPlusOperands) {
   Instruction end;
   end.opcode = Opcode::End;
   EXPECT_EQ(encode(end).size(), kInstrHeaderBytes);
+  // The header says how long the instruction is, for a sequencer to fetch it whole.
+  const auto bytes = encode(matmul(8, 8, 64));
+  EXPECT_EQ(encoded_length(bytes.data()), bytes.size());
+  EXPECT_EQ(encoded_length(encode(end).data()), kInstrHeaderBytes);
 }
 
 TEST(Isa, DisassemblesEveryField) {
@@ -209,6 +215,24 @@ TEST(Isa, AccessPatternOffsetsFollowStridesInnermostFastest) {
   EXPECT_THAT(ap.byte_offsets(), ElementsAre(100, 98, 96, 120, 118, 116));
   EXPECT_EQ(ap.byte_extent(), (std::pair<std::int64_t, std::int64_t>(96, 122)));
   EXPECT_EQ(ap.free_elements(), 6u);
+}
+
+// A decoded pattern may hold any 32-bit sizes and strides (the ISA fuzzer
+// found one whose extent overflowed 64 bits): the extent saturates and the
+// instruction is refused as out of range.
+TEST(Isa, HugePatternsSaturateTheirExtentAndAreRefused) {
+  AccessPattern ap = tile(Memory::Sbuf, DType::Fp32, 0, 1, 0, 1);
+  ap.num_dims = 4;
+  ap.size = {0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu};
+  ap.stride = {0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF};
+  EXPECT_EQ(ap.byte_extent().second, std::numeric_limits<std::int64_t>::max());
+  ap.stride = {-0x7FFFFFFF - 1, -0x7FFFFFFF - 1, -0x7FFFFFFF - 1, -0x7FFFFFFF - 1};
+  EXPECT_EQ(ap.byte_extent().first, std::numeric_limits<std::int64_t>::min());
+  Instruction in;
+  in.engine = Engine::Vector;
+  in.opcode = Opcode::Memset;
+  in.dst = ap;
+  EXPECT_THAT(validate(in, tiny()), Contains(HasSubstr("fall outside")));
 }
 
 TEST(Isa, LegalInstructionsValidate) {
