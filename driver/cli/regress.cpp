@@ -72,7 +72,7 @@ Suite load_suite(const std::string& path) {
   std::set<std::string> ids;
   for (const YAML::Node& t : root["tests"]) {
     std::set<std::string> allowed = kSettings;
-    for (const char* k : {"name", "kernel", "variants", "configs", "shapes"}) allowed.insert(k);
+    for (const char* k : {"name", "kernel", "variants", "configs", "shapes", "params"}) allowed.insert(k);
     check_keys(path, t, allowed, "a test");
     for (const char* k : {"name", "kernel", "configs"})
       if (!t[k]) fail(path, t, fmt::format("a test needs '{}'", k));
@@ -103,19 +103,43 @@ Suite load_suite(const std::string& path) {
     } else {
       shapes.emplace_back();
     }
+    // Tunable parameters: one mapping for every job, or a list of them crossed
+    // with the shapes.
+    std::vector<std::map<std::string, std::string>> param_sets;
+    if (const YAML::Node p = t["params"]) {
+      const auto one = [&](const YAML::Node& m) {
+        if (!m.IsMap()) fail(path, m, "params must be a mapping NAME: VALUE (or a list of them)");
+        std::map<std::string, std::string> set;
+        for (auto it = m.begin(); it != m.end(); ++it) {
+          if (!it->second.IsScalar()) fail(path, it->second, fmt::format("param '{}' must be a value", it->first.Scalar()));
+          set[it->first.Scalar()] = it->second.Scalar();
+        }
+        param_sets.push_back(set);
+      };
+      if (p.IsSequence())
+        for (const auto& m : p) one(m);
+      else
+        one(p);
+    } else {
+      param_sets.emplace_back();
+    }
     for (const auto& v : variants)
       for (const auto& c : configs)
-        for (const auto& s : shapes) {
-          Job j = base;
-          j.variant = v;
-          j.config = c;
-          j.shape = s;
-          std::string shape_text;
-          for (const auto& [k, x] : s) shape_text += fmt::format("{}{}{}", shape_text.empty() ? "" : "_", k, x);
-          j.id = fmt::format("{}/{}/{}{}", j.test, v.empty() ? "default" : v, c, shape_text.empty() ? "" : "/" + shape_text);
-          if (!ids.insert(j.id).second) fail(path, t, fmt::format("job '{}' appears twice", j.id));
-          suite.jobs.push_back(j);
-        }
+        for (const auto& s : shapes)
+          for (const auto& ps : param_sets) {
+            Job j = base;
+            j.variant = v;
+            j.config = c;
+            j.shape = s;
+            j.params = ps;
+            std::string shape_text, param_text;
+            for (const auto& [k, x] : s) shape_text += fmt::format("{}{}{}", shape_text.empty() ? "" : "_", k, x);
+            for (const auto& [k, x] : ps) param_text += fmt::format("{}{}{}", param_text.empty() ? "" : "_", k, x);
+            j.id = fmt::format("{}/{}/{}{}{}", j.test, v.empty() ? "default" : v, c,
+                               shape_text.empty() ? "" : "/" + shape_text, param_text.empty() ? "" : "/" + param_text);
+            if (!ids.insert(j.id).second) fail(path, t, fmt::format("job '{}' appears twice", j.id));
+            suite.jobs.push_back(j);
+          }
   }
   return suite;
 }
@@ -166,10 +190,12 @@ nlohmann::json make_baseline(const std::vector<JobResult>& results) {
 
 nlohmann::json to_json(const JobResult& r, const std::string& suite) {
   const Job& j = r.job;
-  return {{"suite", suite},       {"id", j.id},           {"test", j.test},         {"kernel", j.kernel},
-          {"variant", j.variant}, {"config", j.config},   {"fidelity", j.fidelity}, {"shape", j.shape},
-          {"seed", j.seed},       {"status", r.status},   {"message", r.message},   {"wall_seconds", r.wall_seconds},
-          {"report", r.report}};
+  nlohmann::json out = {{"suite", suite},       {"id", j.id},           {"test", j.test},         {"kernel", j.kernel},
+                        {"variant", j.variant}, {"config", j.config},   {"fidelity", j.fidelity}, {"shape", j.shape},
+                        {"seed", j.seed},       {"status", r.status},   {"message", r.message},
+                        {"wall_seconds", r.wall_seconds}, {"report", r.report}};
+  if (!j.params.empty()) out["params"] = j.params;
+  return out;
 }
 
 JobResult result_from_json(const nlohmann::json& j, std::string* suite) {
@@ -181,6 +207,7 @@ JobResult result_from_json(const nlohmann::json& j, std::string* suite) {
   r.job.config = j.value("config", std::string());
   r.job.fidelity = j.value("fidelity", std::string());
   r.job.shape = j.value("shape", std::map<std::string, std::int64_t>());
+  r.job.params = j.value("params", std::map<std::string, std::string>());
   r.job.seed = j.value("seed", std::uint64_t{1});
   r.status = j.at("status");
   r.message = j.value("message", std::string());

@@ -31,9 +31,7 @@ TEST_P(GemmTest, MatchesTheReference) {
   o.config = c.config;
   o.fidelity = arch::Fidelity::Tlm;
   Device dev(o);
-  const KernelSpec* spec = find_kernel("gemm");
-  ASSERT_NE(spec, nullptr);
-  auto k = spec->make(dev, resolve_shape(*spec, {{"M", c.M}, {"N", c.N}, {"K", c.K}}), variant, 7);
+  auto k = instantiate(dev, {"gemm", variant, {{"M", c.M}, {"N", c.N}, {"K", c.K}}, {}, 7}).kernel;
   const RunReport r = dev.run(k->build());
   ASSERT_TRUE(r.ok) << r.error;
   const NumericsCheck check = k->check();
@@ -80,8 +78,7 @@ nlohmann::json run_gemm(const std::string& variant, const Case& c, arch::Fidelit
     o.config = c.config;
     o.fidelity = fidelity;
     Device dev(o);
-    const KernelSpec* spec = find_kernel("gemm");
-    auto k = spec->make(dev, resolve_shape(*spec, {{"M", c.M}, {"N", c.N}, {"K", c.K}}), variant, 7);
+    auto k = instantiate(dev, {"gemm", variant, {{"M", c.M}, {"N", c.N}, {"K", c.K}}, {}, 7}).kernel;
     const RunReport r = dev.run(k->build());
     const NumericsCheck check = r.ok ? k->check() : NumericsCheck{};
     return nlohmann::json{{"ok", r.ok},
