@@ -1,5 +1,6 @@
 // tessera: the one command line of the testbench (see docs/cli.md).
 #include "commands.h"
+#include "files.h"
 
 #include "common/kernel.h"
 #include "tessera/kernel_builder.h"
@@ -61,6 +62,7 @@ int sc_main(int argc, char** argv) {
   tessera::cli::add_run_command(app, &exit_code);
   tessera::cli::add_regress_command(app, &exit_code);
   tessera::cli::add_sweep_command(app, &exit_code);
+  tessera::cli::add_calibrate_command(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -69,6 +71,15 @@ int sc_main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);
+    return tessera::cli::kExitBadInput;
+  } catch (const tessera::cli::FileError& e) {
+    // A file that cannot be read or written, by its name.
+    std::cerr << "tessera: " << e.what() << '\n';
+    return tessera::cli::kExitBadInput;
+  } catch (const std::exception& e) {
+    // Anything else a command let through, rather than SystemC's report of
+    // an uncaught exception.
+    std::cerr << "tessera: " << e.what() << '\n';
     return tessera::cli::kExitBadInput;
   }
   return exit_code;

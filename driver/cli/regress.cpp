@@ -144,12 +144,6 @@ Suite load_suite(const std::string& path) {
   return suite;
 }
 
-bool parse_shard(const std::string& text, int* index, int* count) {
-  char rest = 0;
-  return std::sscanf(text.c_str(), "%d/%d%c", index, count, &rest) == 2 && *count >= 1 && *index >= 1 &&
-         *index <= *count;
-}
-
 std::vector<Job> select(const Suite& suite, const std::string& group, const std::string& filter, int index, int count) {
   std::vector<Job> jobs;
   for (const Job& j : suite.jobs) {
@@ -159,21 +153,18 @@ std::vector<Job> select(const Suite& suite, const std::string& group, const std:
   }
   // Sorted by id, then every count-th: the same split on every machine.
   std::sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) { return a.id < b.id; });
-  std::vector<Job> shard;
-  for (std::size_t i = 0; i < jobs.size(); ++i)
-    if (static_cast<int>(i % static_cast<std::size_t>(count)) == index - 1) shard.push_back(jobs[i]);
-  return shard;
+  return runner::shard_of(jobs, index, count);
 }
 
 void compare_to_baseline(std::vector<JobResult>& results, const nlohmann::json& baseline) {
   for (JobResult& r : results) {
-    if (r.status != "pass" || !baseline.contains(r.job.id)) continue;
+    if (r.status != Status::Pass || !baseline.contains(r.job.id)) continue;
     const double was = baseline[r.job.id].value("time_ns", 0.0);
     const double now = r.report.value("time_ns", 0.0);
     if (was <= 0) continue;
     const double delta = 100.0 * (now - was) / was;
     if (std::abs(delta) > r.job.tolerance_percent) {
-      r.status = delta > 0 ? "slower" : "faster";
+      r.status = delta > 0 ? Status::Slower : Status::Faster;
       r.message = fmt::format("time {:.1f} ns against baseline {:.1f} ns ({:+.2f}%, tolerance {}%)", now, was, delta,
                               r.job.tolerance_percent);
     }
@@ -186,35 +177,6 @@ nlohmann::json make_baseline(const std::vector<JobResult>& results) {
     if (r.report.contains("time_ns"))
       b[r.job.id] = {{"time_ns", r.report["time_ns"]}, {"cycles", r.report["cycles"]}};
   return b;
-}
-
-nlohmann::json to_json(const JobResult& r, const std::string& suite) {
-  const Job& j = r.job;
-  nlohmann::json out = {{"suite", suite},       {"id", j.id},           {"test", j.test},         {"kernel", j.kernel},
-                        {"variant", j.variant}, {"config", j.config},   {"fidelity", j.fidelity}, {"shape", j.shape},
-                        {"seed", j.seed},       {"status", r.status},   {"message", r.message},
-                        {"wall_seconds", r.wall_seconds}, {"report", r.report}};
-  if (!j.params.empty()) out["params"] = j.params;
-  return out;
-}
-
-JobResult result_from_json(const nlohmann::json& j, std::string* suite) {
-  JobResult r;
-  r.job.id = j.at("id");
-  r.job.test = j.value("test", std::string());
-  r.job.kernel = j.value("kernel", std::string());
-  r.job.variant = j.value("variant", std::string());
-  r.job.config = j.value("config", std::string());
-  r.job.fidelity = j.value("fidelity", std::string());
-  r.job.shape = j.value("shape", std::map<std::string, std::int64_t>());
-  r.job.params = j.value("params", std::map<std::string, std::string>());
-  r.job.seed = j.value("seed", std::uint64_t{1});
-  r.status = j.at("status");
-  r.message = j.value("message", std::string());
-  r.wall_seconds = j.value("wall_seconds", 0.0);
-  r.report = j.value("report", nlohmann::json::object());
-  if (suite) *suite = j.value("suite", *suite);
-  return r;
 }
 
 namespace {
@@ -246,7 +208,7 @@ std::string junit_xml(const std::string& suite, const std::vector<JobResult>& re
   int failures = 0;
   double time = 0;
   for (const auto& r : results) {
-    failures += r.status != "pass";
+    failures += r.status != Status::Pass;
     time += r.wall_seconds;
   }
   std::string out = fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n"
@@ -255,10 +217,10 @@ std::string junit_xml(const std::string& suite, const std::vector<JobResult>& re
   for (const auto& r : results) {
     out += fmt::format("    <testcase classname=\"{}.{}\" name=\"{}\" time=\"{:.3f}\"", xml_escape(suite),
                        xml_escape(r.job.test), xml_escape(r.job.id), r.wall_seconds);
-    if (r.status == "pass") {
+    if (r.status == Status::Pass) {
       out += "/>\n";
     } else {
-      out += fmt::format(">\n      <failure type=\"{}\" message=\"{}\"/>\n    </testcase>\n", r.status,
+      out += fmt::format(">\n      <failure type=\"{}\" message=\"{}\"/>\n    </testcase>\n", to_string(r.status),
                          xml_escape(r.message));
     }
   }
@@ -283,7 +245,7 @@ std::string shape_text(const Job& j) {
 double sim_rate(double sim_ns, double wall_s) { return wall_s > 0 ? sim_ns / wall_s : 0; }
 
 std::string cell(const JobResult& r) {
-  const std::string status = r.status == "pass" ? "ok" : "**" + r.status + "**";
+  const std::string status = r.status == Status::Pass ? "ok" : fmt::format("**{}**", to_string(r.status));
   if (!r.report.contains("time_ns")) return status;
   return fmt::format("{} {} / {:.0f} / {:.1f}%", status, format_time(r.report.value("time_ns", 0.0)),
                      r.report.value("cycles", 0.0), r.report.value("hfu_percent", 0.0));
@@ -295,7 +257,7 @@ std::string summary_markdown(const std::string& suite, const std::vector<JobResu
   std::size_t passed = 0;
   double sim_ns = 0, wall = 0;
   for (const auto& r : results) {
-    passed += r.status == "pass";
+    passed += r.status == Status::Pass;
     sim_ns += r.report.value("time_ns", 0.0);
     wall += r.wall_seconds;
   }
@@ -347,7 +309,7 @@ std::string summary_markdown(const std::string& suite, const std::vector<JobResu
 
   std::map<std::string, std::vector<const JobResult*>> buckets;
   for (const auto& r : results)
-    if (r.status != "pass") buckets[r.status + ": " + normalise(r.message)].push_back(&r);
+    if (r.status != Status::Pass) buckets[fmt::format("{}: {}", to_string(r.status), normalise(r.message))].push_back(&r);
   if (!buckets.empty()) {
     out += "\n## Failures by cause\n\n";
     for (const auto& [cause, rs] : buckets) {
@@ -370,7 +332,7 @@ std::string summary_markdown(const std::string& suite, const std::vector<JobResu
     out += "\n## All jobs\n\n| job | status | time | cycles | HFU % | wall (s) | simulated ns per wall s |\n"
            "|---|---|---|---|---|---|---|\n";
     for (const auto& r : results)
-      out += fmt::format("| {} | {} | {} | {:.0f} | {:.2f} | {:.2f} | {:.0f} |\n", r.job.id, r.status,
+      out += fmt::format("| {} | {} | {} | {:.0f} | {:.2f} | {:.2f} | {:.0f} |\n", r.job.id, to_string(r.status),
                          format_time(r.report.value("time_ns", 0.0)), r.report.value("cycles", 0.0),
                          r.report.value("hfu_percent", 0.0), r.wall_seconds,
                          sim_rate(r.report.value("time_ns", 0.0), r.wall_seconds));
@@ -395,15 +357,15 @@ std::string Progress::line() const {
 
 void Progress::job_done(const JobResult& r) {
   ++done_;
-  passed_ += r.status == "pass";
+  passed_ += r.status == Status::Pass;
   if (!live_) {
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    fmt::print(out_, "[{}/{}] {} {} ({:.1f} s; {} passed, {} failed, {:.0f} s elapsed)\n", done_, total_, r.status,
+    fmt::print(out_, "[{}/{}] {} {} ({:.1f} s; {} passed, {} failed, {:.0f} s elapsed)\n", done_, total_, to_string(r.status),
                r.job.id, r.wall_seconds, passed_, done_ - passed_, elapsed);
   } else {
     // A failure stays on screen above the redrawn line.
-    if (r.status != "pass")
-      fmt::print(out_, "\r\033[K{} {}: {}\n", r.status, r.job.id, r.message.substr(0, r.message.find('\n')));
+    if (r.status != Status::Pass)
+      fmt::print(out_, "\r\033[K{} {}: {}\n", to_string(r.status), r.job.id, r.message.substr(0, r.message.find('\n')));
     fmt::print(out_, "\r\033[K{}", line());
   }
   std::fflush(out_);

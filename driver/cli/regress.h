@@ -4,6 +4,8 @@
 // results, JUnit XML, a Markdown summary and baselines.
 #pragma once
 
+#include "job.h"
+
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -16,20 +18,9 @@
 
 namespace tessera::cli::regress {
 
-struct Job {
-  std::string id;  // test/variant/config/shape, unique in the suite
-  std::string test, kernel, variant, config, fidelity;
-  std::map<std::string, std::int64_t> shape;
-  std::map<std::string, std::string> params;  // tunable parameters (tessera run --param)
-  std::uint64_t seed = 1;
-  double timeout_s = 600;
-  double tolerance_percent = 2;  // allowed time change against the baseline
-  std::vector<std::string> groups;
-  std::vector<std::string> overrides;  // config overrides, "key=value" (tessera run --set)
-  bool no_data = false;                // timing only (tessera run --no-data)
-  std::string file;  // where the job's test is written, for errors
-  int line = 0;
-};
+using runner::Job;
+using runner::JobResult;
+using runner::Status;
 
 struct Suite {
   std::string name;  // file stem
@@ -47,21 +38,6 @@ Suite load_suite(const std::string& path);
 // Jobs of `group` (all when empty) whose id matches the glob `filter` (all
 // when empty), then the deterministic shard `index` of `count` (1-based).
 std::vector<Job> select(const Suite& suite, const std::string& group, const std::string& filter, int index, int count);
-
-// "I/N" with 1 <= I <= N, as --shard takes it; false when the text is not that.
-bool parse_shard(const std::string& text, int* index, int* count);
-
-struct JobResult {
-  Job job;
-  std::string status;  // pass, fail, error, crash, timeout, slower, faster
-  std::string message;
-  double wall_seconds = 0;
-  nlohmann::json report = nlohmann::json::object();  // the job's report, when it produced one
-};
-
-nlohmann::json to_json(const JobResult& r, const std::string& suite);
-// The inverse of to_json; `suite` receives the suite's name.
-JobResult result_from_json(const nlohmann::json& j, std::string* suite = nullptr);
 
 // Compares results with a baseline ({id: {time_ns, cycles}}); a job whose
 // time moved beyond its tolerance gets status slower/faster with the delta.

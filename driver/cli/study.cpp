@@ -337,10 +337,7 @@ std::vector<Point> expand(const Study& study) {
 }
 
 std::vector<Point> shard(const std::vector<Point>& points, int index, int count) {
-  std::vector<Point> out;
-  for (std::size_t i = 0; i < points.size(); ++i)
-    if (static_cast<int>(i % static_cast<std::size_t>(count)) == index - 1) out.push_back(points[i]);
-  return out;
+  return runner::shard_of(points, index, count);
 }
 
 namespace {
@@ -397,8 +394,8 @@ std::string results_csv(const Study& study, const std::vector<Point>& points, co
     row.push_back(shape_text(report.contains("shape") ? report["shape"].get<std::map<std::string, std::int64_t>>()
                                                       : p.job.shape,
                              " ", "="));
-    row.push_back(r ? r->status : "not run");
-    const bool ok = r && r->status == "pass";
+    row.push_back(r ? to_string(r->status) : "not run");
+    const bool ok = r && r->status == runner::Status::Pass;
     for (const auto& [name, key] : kFigures)
       row.push_back(ok && report.contains(key) ? fmt::format("{:.6g}", report[key].get<double>()) : "");
     for (const char* field : {"busy_percent", "busy_ns"})
@@ -428,7 +425,7 @@ nlohmann::json results_json(const Study& study, const std::vector<Point>& points
                     {"kernel", p.job.kernel},
                     {"variant", report.value("variant", p.job.variant)},
                     {"shape", report.contains("shape") ? report["shape"] : nlohmann::json(p.job.shape)},
-                    {"status", r ? r->status : "not run"},
+                    {"status", r ? to_string(r->status) : "not run"},
                     {"message", r ? r->message : ""},
                     {"wall_seconds", r ? r->wall_seconds : 0.0},
                     {"report", report}});

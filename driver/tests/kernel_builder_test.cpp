@@ -216,6 +216,49 @@ TEST(KernelBuilder, PitchedDmaLandsRowsAtThePitchAndChecksTheWindow) {
   EXPECT_EQ(d.dst_size[2], 8);
 }
 
+std::size_t descriptors(const Program& p) {
+  std::size_t n = 0;
+  for (const auto& [q, ring] : p.rings) n += ring.size();
+  return n;
+}
+
+TEST(KernelBuilder, LargeCopiesAreSplitOverTheDmaEngines) {
+  const arch::HwConfig& cfg = config("neuroncore-v2");  // 16 DMA engines
+  KernelBuilder kb(cfg, "k");
+  const Tensor a = hbm_tensor("a", 128, 1024, DType::Bf16, 0);   // 256 KiB: 16 pieces of 8 partitions
+  const Tensor b = hbm_tensor("b", 128, 4, DType::Bf16, 1 << 20);  // 1 KiB: one piece
+  const Tile t = kb.sbuf("t", 128, 1024, DType::Bf16), s = kb.sbuf("s", 128, 4, DType::Bf16);
+  kb.dma(t, a.all());
+  kb.dma(s, b.all());
+  const Program p = kb.build();
+  EXPECT_EQ(descriptors(p), static_cast<std::size_t>(cfg.dma.engines) + 1);
+  EXPECT_EQ(p.rings.size(), static_cast<std::size_t>(cfg.dma.engines));
+}
+
+// A copy that breaks a rule throws before placing anything, and the copies
+// after it are split as usual (a copy that threw from one of its pieces used
+// to leave the builder believing it was still splitting, so that no later
+// copy was split).
+TEST(KernelBuilder, ACopyThatThrowsLeavesNothingBehindAndLaterCopiesSplit) {
+  const arch::HwConfig& cfg = config("neuroncore-v2");
+  KernelBuilder kb(cfg, "k");
+  const Tensor a = hbm_tensor("a", 128, 1024, DType::Bf16, 0);
+  const Tensor far = hbm_tensor("far", 128, 16 << 20, DType::Bf16, 1 << 20);  // rows 32 MiB apart
+  const Tile wrong = kb.sbuf("wrong", 128, 1024, DType::Fp32);
+  const Tile t = kb.sbuf("t", 128, 1024, DType::Bf16);
+  EXPECT_THAT(error_of([&] { kb.dma(wrong, a.all()); }), HasSubstr("DMA does not convert"));
+  EXPECT_THAT(error_of([&] { kb.dma(t, far.region(0, 0, 128, 1024)); }),
+              HasSubstr("source stride of 33554432 bytes is outside a descriptor's 0..16 MiB"));
+  kb.dma(t, a.all());
+  kb.memset(wrong, 0);
+  kb.dma(a.all(), t);
+  const Program p = kb.build();
+  EXPECT_EQ(descriptors(p), 2u * static_cast<std::size_t>(cfg.dma.engines));
+  std::size_t triggers = 0;
+  for (const auto& s : p.streams) triggers += count(s, arch::Opcode::DmaTrigger);
+  EXPECT_EQ(triggers, descriptors(p));
+}
+
 TEST(KernelBuilder, LoadedWeightsAreReusedUntilOverwritten) {
   KernelBuilder kb(config("tiny"), "k");
   const Tile w = kb.sbuf("w", 8, 8, DType::Bf16), x = kb.sbuf("x", 8, 16, DType::Bf16);

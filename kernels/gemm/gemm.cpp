@@ -1,5 +1,8 @@
-// GEMM, C[M, N] = A[M, K] @ B[K, N], in the four steps a kernel engineer
-// takes to feed the tensor engine (see README.md beside this file).
+// GEMM, C[M, N] = A[M, K] @ B[K, N]: the four kernels of the public NKI
+// matrix multiplication tutorial (tiled, hoist_load, block_free_dimension,
+// fully_optimized: same loop nests, tile shapes and DMA shapes), and four
+// variants of the same steps written before them (naive, hoisted, blocked_mn,
+// blocked_mnk). docs/gemm.md measures them all.
 #include "gemm/gemm.h"
 #include "common/bounds.h"
 
@@ -105,11 +108,13 @@ std::optional<std::string> gemm_fits(const arch::HwConfig& cfg, const KernelArgs
     const std::int64_t bm = std::min(args.params.integer("bm"), t.mt), bn = std::min(args.params.integer("bn"), t.nt);
     sbuf = t.kt * (bm * t.tm * 2 + bn * t.tn * 2) + 2 * out;
     accumulators = 2;
-  } else {
+  } else if (args.variant == "blocked_mnk") {
     const std::int64_t bm = std::min(args.params.integer("bm"), t.mt), bn = std::min(args.params.integer("bn"), t.nt);
     const std::int64_t bk = std::min(args.params.integer("bk"), t.kt);
     sbuf = 2 * bk * (bm * t.tm * 2 + bn * t.tn * 2) + 2 * out;
     accumulators = 2 * bm * bn;
+  } else {
+    return std::nullopt;  // the tutorial variants size their buffers to fit: the builder's check
   }
   const std::int64_t sbuf_room = cfg.sbuf.partition_kib * 1024;
   if (sbuf > sbuf_room)
@@ -123,11 +128,38 @@ std::optional<std::string> gemm_fits(const arch::HwConfig& cfg, const KernelArgs
   return std::nullopt;
 }
 
+// The tutorial's meta-parameters (nki_matmul_block_free_dimension_ and
+// nki_matmul_fully_optimized_). `buffers`: a tile the tutorial declares inside
+// a loop body is allocated afresh each iteration by the NKI compiler, which
+// may give it several buffers so that iterations overlap; here such a tile
+// rotates through this many copies (fewer when SBUF has no room).
+struct TutorialParams {
+  std::int64_t tiles_in_block_m = 16, tiles_in_block_n = 2, tiles_in_block_k = 8;  // fully_optimized
+  std::int64_t free_block_m = 2, free_block_n = 2;                                 // block_free_dimension
+  std::int64_t buffers = 2;
+};
+
+// The tutorial's meta-parameters as the run resolved them (each read by the
+// variants that take it; the others keep the tutorial's values).
+TutorialParams tutorial_params(const Params& p) {
+  TutorialParams tp;
+  const auto take = [&](const char* name, std::int64_t& field) {
+    if (p.has(name)) field = p.integer(name);
+  };
+  take("tiles_in_block_m", tp.tiles_in_block_m);
+  take("tiles_in_block_n", tp.tiles_in_block_n);
+  take("tiles_in_block_k", tp.tiles_in_block_k);
+  take("free_block_m", tp.free_block_m);
+  take("free_block_n", tp.free_block_n);
+  take("buffers", tp.buffers);
+  return tp;
+}
+
 class Gemm : public KernelInstance {
 public:
   Gemm(Device& dev, const KernelArgs& args)
       : dev_(dev), variant_(args.variant), params_(args.params), M_(args.shape.at("M")), N_(args.shape.at("N")),
-        K_(args.shape.at("K")) {
+        K_(args.shape.at("K")), tp_(tutorial_params(args.params)) {
     const std::uint64_t seed = args.seed;
     // A arrives transposed, [K, M], as NKI's matmul takes it: the contraction
     // dimension lies on partitions without a transpose on chip.
@@ -382,15 +414,222 @@ private:
       }
   }
 
+
+  // --- The NKI matmul tutorial ------------------------------------------------
+  // The kernels of aws-neuron-sdk's matrix multiplication tutorial
+  // (matrix_multiplication_nki_kernels.py), loop for loop. Tiles are TILE_K x
+  // TILE_M = 128 x 128 (lhsT, stationary) and TILE_K x TILE_N = 128 x 512
+  // (rhs, moving) on the real generations; sizes that are not multiples of a
+  // tile or block clip at the edges (the tutorial asserts multiples). C is
+  // fp32 (the tutorial's result takes lhsT's dtype, bf16).
+
+  // Copies of a loop body's tiles that fit SBUF: tp_.buffers, else 1. `per`
+  // is the bytes per partition of one copy of every rotating tile, `fixed`
+  // what the kernel keeps besides.
+  std::int64_t copies_that_fit(std::int64_t per, std::int64_t fixed, const char* variant) const {
+    const std::int64_t budget = dev_.config().sbuf.partition_kib * 1024;
+    for (std::int64_t c = std::max<std::int64_t>(tp_.buffers, 1); c >= 1; --c)
+      if (fixed + c * per <= budget) return c;
+    throw KernelError(fmt::format("gemm {}: its tiles need {} bytes per partition at K={}; SBUF has {}", variant,
+                                  fixed + per, K_, budget));
+  }
+
+  // nki_matmul_tiled_: for m, for n, for k: load one lhsT and one rhs tile,
+  // multiply into PSUM; copy the result to SBUF and store it.
+  void tiled(KernelBuilder& kb) {
+    const Tiling t(dev_.config(), M_, N_, K_);
+    const std::int64_t c = copies_that_fit(t.tm * 2 + t.tn * 2 + t.tn * 4, 0, "tiled");
+    std::vector<Tile> lhs, rhs, res_sb, res_psum;
+    for (std::int64_t i = 0; i < c; ++i) {
+      lhs.push_back(kb.sbuf(fmt::format("lhsT_tile{}", i), t.tk, t.tm, DType::Bf16));
+      rhs.push_back(kb.sbuf(fmt::format("rhs_tile{}", i), t.tk, t.tn, DType::Bf16));
+      res_sb.push_back(kb.sbuf(fmt::format("res_sb{}", i), t.tm, t.tn, DType::Fp32));
+      res_psum.push_back(kb.psum(fmt::format("res_psum{}", i), t.tm, t.tn));
+    }
+    std::size_t kturn = 0, nturn = 0;
+    for (std::int64_t mi = 0; mi < t.mt; ++mi)
+      for (std::int64_t ni = 0; ni < t.nt; ++ni) {
+        const std::int64_t mm = rows_of(mi, t.tm, M_), nn = rows_of(ni, t.tn, N_);
+        kb.label(fmt::format("m{} n{}", mi, ni));
+        const Tile& acc = res_psum[nturn % res_psum.size()];
+        for (std::int64_t ki = 0; ki < t.kt; ++ki, ++kturn) {
+          const std::int64_t kk = rows_of(ki, t.tk, K_);
+          const Tile a = fit(lhs[kturn % lhs.size()], kk, mm), b = fit(rhs[kturn % rhs.size()], kk, nn);
+          kb.dma(a, at_tile(ki * t.tk, mi * t.tm, t));
+          kb.dma(b, b_tile(ki * t.tk, ni * t.tn, t));
+          kb.matmul(fit(acc, mm, nn), a, b, ki > 0);
+        }
+        store(kb, acc, res_sb[nturn++ % res_sb.size()], mi * t.tm, ni * t.tn, mm, nn);
+      }
+  }
+
+  // nki_matmul_hoist_load_: for m, load the K column of lhsT tiles; for n,
+  // load the K column of rhs tiles, then multiply them all into PSUM.
+  void hoist_load(KernelBuilder& kb) {
+    const Tiling t(dev_.config(), M_, N_, K_);
+    const std::int64_t c = copies_that_fit(t.kt * (t.tm + t.tn) * 2 + t.tn * 4, 0, "hoist_load");
+    std::vector<Tile> lhs, rhs, res_sb, res_psum;
+    for (std::int64_t i = 0; i < c; ++i) {
+      lhs.push_back(kb.sbuf(fmt::format("lhsT_tiles{}", i), t.tk, t.kt * t.tm, DType::Bf16));
+      rhs.push_back(kb.sbuf(fmt::format("rhs_tiles{}", i), t.tk, t.kt * t.tn, DType::Bf16));
+      res_sb.push_back(kb.sbuf(fmt::format("res_sb{}", i), t.tm, t.tn, DType::Fp32));
+      res_psum.push_back(kb.psum(fmt::format("res_psum{}", i), t.tm, t.tn));
+    }
+    std::size_t nturn = 0;
+    for (std::int64_t mi = 0; mi < t.mt; ++mi) {
+      const std::int64_t mm = rows_of(mi, t.tm, M_);
+      const Tile& l = lhs[static_cast<std::size_t>(mi) % lhs.size()];
+      kb.label(fmt::format("m{}: lhsT tiles", mi));
+      for (std::int64_t ki = 0; ki < t.kt; ++ki)
+        kb.dma(column(l, ki, t.tm, rows_of(ki, t.tk, K_), mm), at_tile(ki * t.tk, mi * t.tm, t));
+      for (std::int64_t ni = 0; ni < t.nt; ++ni, ++nturn) {
+        const std::int64_t nn = rows_of(ni, t.tn, N_);
+        const Tile& r = rhs[nturn % rhs.size()];
+        kb.label(fmt::format("m{} n{}", mi, ni));
+        for (std::int64_t ki = 0; ki < t.kt; ++ki)
+          kb.dma(column(r, ki, t.tn, rows_of(ki, t.tk, K_), nn), b_tile(ki * t.tk, ni * t.tn, t));
+        const Tile& acc = res_psum[nturn % res_psum.size()];
+        for (std::int64_t ki = 0; ki < t.kt; ++ki) {
+          const std::int64_t kk = rows_of(ki, t.tk, K_);
+          kb.matmul(fit(acc, mm, nn), column(l, ki, t.tm, kk, mm), column(r, ki, t.tn, kk, nn), ki > 0);
+        }
+        store(kb, acc, res_sb[nturn % res_sb.size()], mi * t.tm, ni * t.tn, mm, nn);
+      }
+    }
+  }
+
+  // nki_matmul_block_free_dimension_: blocks of TILES_IN_BLOCK_M x
+  // TILES_IN_BLOCK_N output tiles (2 x 2); the lhsT tiles of a block row and
+  // the rhs tiles of a block column (all of K) are loaded once per block.
+  void block_free_dimension(KernelBuilder& kb) {
+    const Tiling t(dev_.config(), M_, N_, K_);
+    const std::int64_t bm = std::clamp<std::int64_t>(tp_.free_block_m, 1, t.mt);
+    const std::int64_t bn = std::clamp<std::int64_t>(tp_.free_block_n, 1, t.nt);
+    const std::int64_t c = copies_that_fit(t.kt * (bm * t.tm + bn * t.tn) * 2 + t.tn * 4, 0, "block_free_dimension");
+    std::vector<Tile> lhs, rhs, res_sb, res_psum;
+    for (std::int64_t i = 0; i < c; ++i) {
+      lhs.push_back(kb.sbuf(fmt::format("lhsT_tiles{}", i), t.tk, bm * t.kt * t.tm, DType::Bf16));
+      rhs.push_back(kb.sbuf(fmt::format("rhs_tiles{}", i), t.tk, bn * t.kt * t.tn, DType::Bf16));
+      res_sb.push_back(kb.sbuf(fmt::format("result_tmp{}", i), t.tm, t.tn, DType::Fp32));
+      res_psum.push_back(kb.psum(fmt::format("result_tile{}", i), t.tm, t.tn));
+    }
+    std::size_t nturn = 0, tturn = 0;
+    for (std::int64_t m0 = 0, mblock = 0; m0 < t.mt; m0 += bm, ++mblock) {
+      const std::int64_t bms = std::min(bm, t.mt - m0);
+      const Tile& l = lhs[static_cast<std::size_t>(mblock) % lhs.size()];
+      kb.label(fmt::format("M block {}: lhsT tiles", mblock));
+      for (std::int64_t i = 0; i < bms; ++i)
+        for (std::int64_t ki = 0; ki < t.kt; ++ki)
+          kb.dma(column(l, i * t.kt + ki, t.tm, rows_of(ki, t.tk, K_), rows_of(m0 + i, t.tm, M_)),
+                 at_tile(ki * t.tk, (m0 + i) * t.tm, t));
+      for (std::int64_t n0 = 0; n0 < t.nt; n0 += bn, ++nturn) {
+        const std::int64_t bns = std::min(bn, t.nt - n0);
+        const Tile& r = rhs[nturn % rhs.size()];
+        kb.label(fmt::format("M block {}, N block {}", mblock, n0 / bn));
+        for (std::int64_t j = 0; j < bns; ++j)
+          for (std::int64_t ki = 0; ki < t.kt; ++ki)
+            kb.dma(column(r, j * t.kt + ki, t.tn, rows_of(ki, t.tk, K_), rows_of(n0 + j, t.tn, N_)),
+                   b_tile(ki * t.tk, (n0 + j) * t.tn, t));
+        for (std::int64_t i = 0; i < bms; ++i)
+          for (std::int64_t j = 0; j < bns; ++j, ++tturn) {
+            const std::int64_t mm = rows_of(m0 + i, t.tm, M_), nn = rows_of(n0 + j, t.tn, N_);
+            const Tile& acc = res_psum[tturn % res_psum.size()];
+            for (std::int64_t ki = 0; ki < t.kt; ++ki) {
+              const std::int64_t kk = rows_of(ki, t.tk, K_);
+              kb.matmul(fit(acc, mm, nn), column(l, i * t.kt + ki, t.tm, kk, mm),
+                        column(r, j * t.kt + ki, t.tn, kk, nn), ki > 0);
+            }
+            store(kb, acc, res_sb[tturn % res_sb.size()], (m0 + i) * t.tm, (n0 + j) * t.tn, mm, nn);
+          }
+      }
+    }
+  }
+
+  // nki_matmul_fully_optimized_ (TILES_IN_BLOCK_M=16, _N=2, _K=8): for each
+  // N block, result tiles of [TILE_M, BLOCK_N] for the whole of M stay in SBUF
+  // (zeroed first); for each K block, the block's rhs rows are loaded one
+  // [TILE_K, BLOCK_N] DMA per K tile, then for each M block its lhsT rows one
+  // [TILE_K, BLOCK_M] DMA per K tile; every output tile's K block is summed
+  // in PSUM and added into its SBUF result tile (vector engine); the result
+  // tiles leave as [TILE_M, BLOCK_N] stores.
+  void fully_optimized(KernelBuilder& kb) {
+    const Tiling t(dev_.config(), M_, N_, K_);
+    const std::int64_t bm = std::clamp<std::int64_t>(tp_.tiles_in_block_m, 1, t.mt);
+    const std::int64_t bn = std::clamp<std::int64_t>(tp_.tiles_in_block_n, 1, t.nt);
+    const std::int64_t bk = std::clamp<std::int64_t>(tp_.tiles_in_block_k, 1, t.kt);
+    const std::int64_t block_m = bm * t.tm, block_n = bn * t.tn;
+    const std::int64_t result_bytes = t.mt * block_n * 4;
+    const std::int64_t c = copies_that_fit(bk * (block_m + block_n) * 2, result_bytes, "fully_optimized");
+    std::vector<Tile> result;
+    for (std::int64_t i = 0; i < t.mt; ++i)
+      result.push_back(kb.sbuf(fmt::format("result_m_tile{}", i), t.tm, block_n, DType::Fp32));
+    std::vector<Tile> lhs, rhs, res_psum;
+    for (std::int64_t i = 0; i < c; ++i) {
+      rhs.push_back(kb.sbuf(fmt::format("rhs_tiles{}", i), t.tk, bk * block_n, DType::Bf16));
+      lhs.push_back(kb.sbuf(fmt::format("lhsT_tiles{}", i), t.tk, bk * block_m, DType::Bf16));
+    }
+    for (std::int64_t i = 0; i < std::max<std::int64_t>(tp_.buffers, 1); ++i)
+      res_psum.push_back(kb.psum(fmt::format("result_tile{}", i), t.tm, t.tn));
+    std::size_t kturn = 0, mturn = 0, tturn = 0;
+    for (std::int64_t n0 = 0; n0 < t.nt; n0 += bn) {
+      const std::int64_t bns = std::min(bn, t.nt - n0);
+      const std::int64_t width = std::min(block_n, N_ - n0 * t.tn);
+      kb.label(fmt::format("N block {}: zero the result tiles", n0 / bn));
+      for (std::int64_t mi = 0; mi < t.mt; ++mi) kb.memset(fit(result[mi], rows_of(mi, t.tm, M_), width), 0.0f);
+      for (std::int64_t k0 = 0; k0 < t.kt; k0 += bk, ++kturn) {
+        const std::int64_t bks = std::min(bk, t.kt - k0);
+        const Tile& r = rhs[kturn % rhs.size()];
+        kb.label(fmt::format("N block {}, K block {}: rhs", n0 / bn, k0 / bk));
+        for (std::int64_t kt = 0; kt < bks; ++kt)
+          kb.dma(column(r, kt, block_n, rows_of(k0 + kt, t.tk, K_), width),
+                 b_.region((k0 + kt) * t.tk, n0 * t.tn, rows_of(k0 + kt, t.tk, K_), width));
+        for (std::int64_t m0 = 0; m0 < t.mt; m0 += bm, ++mturn) {
+          const std::int64_t bms = std::min(bm, t.mt - m0);
+          const std::int64_t height = std::min(block_m, M_ - m0 * t.tm);
+          const Tile& l = lhs[mturn % lhs.size()];
+          kb.label(fmt::format("N block {}, K block {}, M block {}", n0 / bn, k0 / bk, m0 / bm));
+          for (std::int64_t kt = 0; kt < bks; ++kt)
+            kb.dma(column(l, kt, block_m, rows_of(k0 + kt, t.tk, K_), height),
+                   at_.region((k0 + kt) * t.tk, m0 * t.tm, rows_of(k0 + kt, t.tk, K_), height));
+          for (std::int64_t j = 0; j < bns; ++j)
+            for (std::int64_t i = 0; i < bms; ++i, ++tturn) {
+              const std::int64_t mm = rows_of(m0 + i, t.tm, M_), nn = rows_of(n0 + j, t.tn, N_);
+              const Tile acc = fit(res_psum[tturn % res_psum.size()], mm, nn);
+              for (std::int64_t kt = 0; kt < bks; ++kt) {
+                const std::int64_t kk = rows_of(k0 + kt, t.tk, K_);
+                kb.matmul(acc, l.slice(0, u32(kk), u32(kt * block_m + i * t.tm), u32(mm)),
+                          r.slice(0, u32(kk), u32(kt * block_n + j * t.tn), u32(nn)), kt > 0);
+              }
+              const Tile out = result[m0 + i].slice(0, u32(mm), u32(j * t.tn), u32(nn));
+              kb.tensor_tensor(out, out, acc, arch::AluOp::Add);
+            }
+        }
+      }
+      kb.label(fmt::format("N block {}: store", n0 / bn));
+      for (std::int64_t mi = 0; mi < t.mt; ++mi) {
+        const std::int64_t mm = rows_of(mi, t.tm, M_);
+        kb.dma(c_.region(mi * t.tm, n0 * t.tn, mm, width), fit(result[mi], mm, width));
+      }
+    }
+  }
+
+  // Sub-tile `index` of a row of equal sub-tiles `width` columns wide: rows
+  // [0, rows), columns [index * width, index * width + cols).
+  static Tile column(const Tile& tile, std::int64_t index, std::int64_t width, std::int64_t rows, std::int64_t cols) {
+    return tile.slice(0, u32(rows), u32(index * width), u32(cols));
+  }
+  static std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
+
   Device& dev_;
   std::string variant_;
   Params params_;
   std::int64_t M_, N_, K_;
+  TutorialParams tp_;
   Tensor at_, b_, c_;
   std::vector<float> at_values_, b_values_;
 };
 
-// Step 4 first: it is the default.
+// Step 4 first: it is the default; then the NKI tutorial's four kernels.
 const std::vector<Gemm::Step>& Gemm::steps() {
   static const std::vector<Step> table = {
       {"blocked_mnk", "blocks of bm x bn output tiles, K in blocks of bk tiles, every load double-buffered",
@@ -398,6 +637,12 @@ const std::vector<Gemm::Step>& Gemm::steps() {
       {"naive", "every tile loaded right before its multiply, one buffer each", &Gemm::naive},
       {"hoisted", "loads hoisted out of the K loop, one buffer per K tile", &Gemm::hoisted},
       {"blocked_mn", "blocks of bm x bn output tiles whose A and B tiles (all of K) are loaded once", &Gemm::blocked_mn},
+      {"tiled", "NKI tutorial nki_matmul_tiled_: for m, n, k, one lhsT and one rhs tile each", &Gemm::tiled},
+      {"hoist_load", "NKI tutorial nki_matmul_hoist_load_: a row block's lhsT tiles loaded once", &Gemm::hoist_load},
+      {"block_free_dimension", "NKI tutorial nki_matmul_block_free_dimension_: blocks of the M and N dimensions",
+       &Gemm::block_free_dimension},
+      {"fully_optimized", "NKI tutorial nki_matmul_fully_optimized_: M, N and K blocks, results accumulated in SBUF",
+       &Gemm::fully_optimized},
   };
   return table;
 }
@@ -416,6 +661,7 @@ KernelSpec gemm_spec() {
       return std::string(dim) == "M" ? t.mt : std::string(dim) == "N" ? t.nt : t.kt;
     };
   };
+  const TutorialParams tutorial;
   KernelSpec spec;
   spec.name = "gemm";
   spec.description = "C[M,N] = A[M,K] @ B[K,N]; A given transposed ([K,M]); bf16 in, fp32 out";
@@ -423,7 +669,8 @@ KernelSpec gemm_spec() {
   spec.shape = {{"M", 256, "rows of A and C"}, {"N", 512, "columns of B and C"}, {"K", 256, "contraction"}};
   // Defaults derived as the variants always sized their blocks: blocked_mn
   // from SBUF (B first), blocked_mnk from PSUM banks (bm x bn accumulators,
-  // two sets) and then the largest K block SBUF holds double-buffered.
+  // two sets) and then the largest K block SBUF holds double-buffered. The
+  // tutorial variants' meta-parameters default to the tutorial's values.
   spec.params = {
       TunableParam::integer("bm", 1, 1024, 1, "output tiles along M per block (tiles of the array's stationary width)")
           .derived(blocking(&Blocking::bm))
@@ -438,8 +685,27 @@ KernelSpec gemm_spec() {
           .derived(blocking(&Blocking::bk))
           .useful_up_to(tiles("K"))
           .only_for({"blocked_mnk"}),
+      TunableParam::integer("tiles_in_block_m", 1, 1024, tutorial.tiles_in_block_m, "TILES_IN_BLOCK_M: M tiles per block")
+          .useful_up_to(tiles("M"))
+          .only_for({"fully_optimized"}),
+      TunableParam::integer("tiles_in_block_n", 1, 1024, tutorial.tiles_in_block_n, "TILES_IN_BLOCK_N: N tiles per block")
+          .useful_up_to(tiles("N"))
+          .only_for({"fully_optimized"}),
+      TunableParam::integer("tiles_in_block_k", 1, 1024, tutorial.tiles_in_block_k, "TILES_IN_BLOCK_K: K tiles per block")
+          .useful_up_to(tiles("K"))
+          .only_for({"fully_optimized"}),
+      TunableParam::integer("free_block_m", 1, 1024, tutorial.free_block_m, "M tiles per block of the free dimension")
+          .useful_up_to(tiles("M"))
+          .only_for({"block_free_dimension"}),
+      TunableParam::integer("free_block_n", 1, 1024, tutorial.free_block_n, "N tiles per block of the free dimension")
+          .useful_up_to(tiles("N"))
+          .only_for({"block_free_dimension"}),
+      TunableParam::integer("buffers", 1, 8, tutorial.buffers,
+                            "copies a loop body's tiles rotate through, at most (fewer when SBUF has no room)")
+          .only_for({"tiled", "hoist_load", "block_free_dimension", "fully_optimized"}),
       TunableParam::choice("evacuate", {"vector", "scalar"}, "vector",
-                           "the engine that copies accumulators from PSUM to SBUF"),
+                           "the engine that copies accumulators from PSUM to SBUF")
+          .only_for({"blocked_mnk", "naive", "hoisted", "blocked_mn", "tiled", "hoist_load", "block_free_dimension"}),
   };
   spec.make = [](Device& dev, const KernelArgs& args) { return std::make_unique<Gemm>(dev, args); };
   spec.fits = gemm_fits;

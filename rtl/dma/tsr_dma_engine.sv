@@ -1,5 +1,10 @@
 // DMA engine: Queues descriptor rings served round-robin, one AXI4 manager port.
 //
+// Units: tsr_dma_regs (registers, counters), tsr_dma_fetch (round-robin pick,
+// descriptor fetch), tsr_dma_check (decode rules), tsr_dma_completion
+// (completion stage); this module holds the control, the read slots, the
+// byte buffer, the write queue and the AXI channels.
+//
 // One descriptor moves data at a time. Its source bursts are read (IDs 0 ..
 // MaxOutstanding-1, out of order across IDs) into a byte buffer at positions
 // reserved in stream order; destination bursts are issued once their bytes are
@@ -13,6 +18,7 @@
 // before it reads. See docs/dma.md.
 module tsr_dma_engine
   import tsr_dma_pkg::*;
+  import tsr_dma_unit_pkg::*;
 #(
   parameter int unsigned Queues         = 16,
   parameter int unsigned DataBytes      = 64,    // AXI data width in bytes
@@ -67,20 +73,19 @@ module tsr_dma_engine
   input  logic                 rlast_i,
 
   output logic                 busy_o
-);
-  `include "tsr_assert.svh"
+);  `include "tsr_assert.svh"
 
   localparam int unsigned LaneW         = $clog2(DataBytes);
   localparam int unsigned SlotW         = $clog2(MaxOutstanding);
   localparam int unsigned QW            = (Queues > 1) ? $clog2(Queues) : 1;
-  localparam int unsigned MaxBurstBytes = (256 * DataBytes < 4096) ? 256 * DataBytes : 4096;
+  localparam int unsigned MaxBurstBytes = max_burst_bytes(DataBytes);
   localparam int unsigned BurstW        = $clog2(MaxBurstBytes) + 1;
   localparam int unsigned Rows          = BufBytes / DataBytes;
   localparam int unsigned RowW          = $clog2(Rows);
   localparam int unsigned FetchBeats    = DescBytes / DataBytes;
+  localparam int unsigned WqW           = SlotW + 1;
   localparam logic [IdWidth-1:0] FetchId = IdWidth'(MaxOutstanding);
   localparam logic [IdWidth-1:0] WriteId = '0;
-  localparam int unsigned StatusRowOffset = DescStatusByte / DataBytes * DataBytes;
 
   // ---------------------------------------------------------------------------
   // State
@@ -88,58 +93,54 @@ module tsr_dma_engine
   typedef enum logic [3:0] {
     StIdle, StDecode, StBarrier, StRun, StDrain, StHandoff, StFinish
   } state_e;
-  state_e state_q, state_d;
 
-  // Global registers
-  logic        eng_en_q, eng_en_d;
-  logic [7:0]  rd_limit_q, rd_limit_d, wr_limit_q, wr_limit_d;
-  logic [47:0] win_base_q, win_base_d, win_limit_q, win_limit_d;
+  // The descriptor being run
+  typedef struct packed {
+    state_e                 state;
+    logic [QW-1:0]          qid;      // queue being served
+    logic [23:0]            index;      // its ring index
+    logic [47:0]            desc_addr;  // its ring slot
+    logic [DescBytes*8-1:0] desc;
+    logic                   fetch_err;
+    logic [7:0]             err_code;   // its result
+  } ctl_t;
 
-  // Queue registers
-  logic [Queues-1:0][47:0] q_base_q, q_base_d;
-  logic [Queues-1:0][23:0] q_size_q, q_size_d, q_head_q, q_head_d, q_tail_q, q_tail_d;
-  logic [Queues-1:0][23:0] q_info_q, q_info_d;
-  logic [Queues-1:0][23:0] q_next_q, q_next_d;  // next descriptor to fetch (HEAD: next to complete)
-  logic [Queues-1:0][7:0]  q_code_q, q_code_d;
-  logic [Queues-1:0]       q_en_q, q_en_d, q_err_q, q_err_d, q_last_q, q_last_d;
+  // Stream positions (bytes since the descriptor started) and read slots,
+  // allocated in issue order (slot index = ARID)
+  typedef struct packed {
+    logic [31:0]    rsv;     // reserved by issued reads
+    logic [31:0]    cmt;     // read back, in order, without error
+    logic [31:0]    awp;     // claimed by issued write bursts
+    logic [31:0]    cons;    // sent on W
+    logic           rd_err;
+    logic [SlotW:0] alloc;
+    logic [SlotW:0] retire;
+  } stream_t;
 
-  // Current descriptor
-  logic [QW-1:0]          cur_q_q, cur_q_d;     // queue being served
-  logic [23:0]            cur_idx_q, cur_idx_d; // its ring index
-  logic [QW-1:0]          rr_q, rr_d;           // last queue served
-  logic [47:0]            desc_addr_q, desc_addr_d;
-  logic [DescBytes*8-1:0] desc_q, desc_d;
-  logic                   fetch_err_q, fetch_err_d;
+  typedef struct packed {
+    logic [31:0]       ptr;   // stream position of the next byte
+    logic [BurstW-1:0] len;
+    logic [BurstW-1:0] rem;   // bytes still to come
+    logic [LaneW-1:0]  lane;  // lane of the next byte
+    logic              done;
+    logic              err;
+  } slot_t;
 
-  // Fetch unit: fetches the next descriptor (round-robin over ready queues)
-  // while the current one runs, so a fetch latency is hidden per descriptor.
-  typedef enum logic [1:0] {FbEmpty, FbAr, FbR, FbReady} fb_state_e;
-  fb_state_e              fb_state_q, fb_state_d;
-  logic [QW-1:0]          fb_queue_q, fb_queue_d;
-  logic [23:0]            fb_idx_q, fb_idx_d;
-  logic [47:0]            fb_addr_q, fb_addr_d;
-  logic [DescBytes*8-1:0] fb_desc_q, fb_desc_d;
-  logic [$clog2(FetchBeats+1)-1:0] fb_beat_q, fb_beat_d;
-  logic                   fb_err_q, fb_err_d;    // error response on the fetch
-  logic [7:0]             fb_code_q, fb_code_d;  // ring error found before fetching
-  logic                   fb_drop_q, fb_drop_d;  // host rewound the queue: discard
-  logic [7:0]             err_code_q, err_code_d;  // result of the current descriptor
-  desc_t                  desc;
-  assign desc = desc_t'(desc_q);
+  // The W channel: the burst at the write queue's head, and writes from AW to B
+  typedef struct packed {
+    logic              started;  // its first beat is sent
+    logic [BurstW-1:0] rem;
+    logic [8:0]        beat;
+    logic [8:0]        outstanding;
+  } wside_t;
 
-  // Stream positions (bytes since the descriptor started)
-  logic [31:0] rsv_q, rsv_d;   // reserved by issued reads
-  logic [31:0] cmt_q, cmt_d;   // read back, in order, without error
-  logic [31:0] awp_q, awp_d;   // claimed by issued write bursts
-  logic [31:0] cons_q, cons_d; // sent on W
-  logic        rd_err_q, rd_err_d;
-
-  // Read slots, allocated in issue order; slot index = ARID
-  logic [SlotW:0] alloc_q, alloc_d, retire_q, retire_d;
-  logic [MaxOutstanding-1:0][31:0]       slot_ptr_q, slot_ptr_d;
-  logic [MaxOutstanding-1:0][BurstW-1:0] slot_len_q, slot_len_d, slot_rem_q, slot_rem_d;
-  logic [MaxOutstanding-1:0][LaneW-1:0]  slot_lane_q, slot_lane_d;
-  logic [MaxOutstanding-1:0]             slot_done_q, slot_done_d, slot_err_q, slot_err_d;
+  // AXI hold: once valid, a channel keeps valid and payload until ready
+  typedef struct packed {
+    logic ar;
+    logic aw;
+    logic ar_fetch;       // the held AR is a descriptor fetch
+    logic aw_completion;  // the held AW belongs to the completion unit
+  } hold_t;
 
   // Write bursts issued on AW whose W beats are not all sent
   typedef struct packed {
@@ -148,41 +149,89 @@ module tsr_dma_engine
     logic [BurstW-1:0] bytes;
     logic [31:0]       value;
   } wq_entry_t;
-  localparam int unsigned WqW = SlotW + 1;
-  wq_entry_t [MaxOutstanding-1:0] wq_q, wq_d;
-  logic [WqW-1:0] wq_wr_q, wq_wr_d, wq_rd_q, wq_rd_d;
-  logic           w_started_q, w_started_d;
-  logic [BurstW-1:0] w_rem_q, w_rem_d;
-  logic [8:0]     w_beat_q, w_beat_d;
 
-  // Outstanding writes: their owner, for error attribution (responses in order)
-  logic [MaxOutstanding-1:0][QW-1:0]  tag_q_q, tag_q_d;
-  logic [MaxOutstanding-1:0][23:0]    tag_idx_q, tag_idx_d;
-  logic [WqW-1:0] tag_wr_q, tag_wr_d, tag_rd_q, tag_rd_d;
-  logic [8:0]     out_wr_q, out_wr_d;
+  // The owner of an outstanding write, for error attribution (responses in order)
+  typedef struct packed {
+    logic [QW-1:0] qid;
+    logic [23:0]   index;
+  } owner_t;
 
-  // AXI hold: once valid, a channel keeps valid and payload until ready
-  logic ar_hold_q, ar_hold_d, aw_hold_q, aw_hold_d;
-  logic ar_own_f_q, ar_own_f_d;  // the held AR is a descriptor fetch
-  logic aw_own_p_q, aw_own_p_d;  // the held AW belongs to the completion stage
+  ctl_t                           ctl_q, ctl_d;
+  stream_t                        st_q, st_d;
+  slot_t [MaxOutstanding-1:0]     slot_q, slot_d;
+  wside_t                         w_q, w_d;
+  hold_t                          hold_q, hold_d;
+  desc_t                          desc;
+  assign desc = desc_t'(ctl_q.desc);
 
-  // Write addresses issued and responses received, to tell when the writes of a
-  // descriptor are all acknowledged (responses arrive in order on one ID)
-  logic [31:0] aw_cnt_q, aw_cnt_d, b_cnt_q, b_cnt_d;
+  // ---------------------------------------------------------------------------
+  // Register unit
+  // ---------------------------------------------------------------------------
+  logic                eng_en, rewind;
+  logic [7:0]          rd_lim, wr_lim;
+  logic [47:0]         win_base, win_limit;
+  queue_t [Queues-1:0] queues;
+  logic [QW-1:0]       rewind_queue;
+  logic [Queues-1:0]   q_active;
+  logic                busy, fetch_advance, fail;
+  logic [QW-1:0]       fetch_queue;
+  logic                ar_hs, aw_hs, w_hs, b_hs, r_hs, r_data, r_fetch;
+  logic [BurstW-1:0]   r_bytes, w_bytes;
+  owner_t              b_owner;  // the owner of the write whose response is on B
+  wq_entry_t           w_head;   // the write burst W is sending
+  logic                cmp_valid, cmp_done, cmp_done_last;
+  logic [QW-1:0]       cmp_queue, cmp_done_queue;
+  logic [23:0]         cmp_done_index;
 
-  // Completion stage: one descriptor whose data is sent, waiting for its write
-  // responses before its semaphore and status writes
-  typedef enum logic [1:0] {PWait, PSem, PStatus} p_phase_e;
-  logic          p_valid_q, p_valid_d;
-  p_phase_e      p_phase_q, p_phase_d;
-  logic [QW-1:0] p_queue_q, p_queue_d;
-  logic [23:0]   p_index_q, p_index_d;
-  logic [47:0]   p_desc_addr_q, p_desc_addr_d;
-  logic [47:0]   p_sem_addr_q, p_sem_addr_d;
-  logic [15:0]   p_sem_value_q, p_sem_value_d;
-  logic          p_completion_q, p_completion_d, p_last_q, p_last_d;
-  logic [31:0]   p_seq_q, p_seq_d;  // aw_cnt when its last data burst was issued
-  logic          p_werr_q, p_werr_d;  // one of its writes got an error response
+  tsr_dma_regs #(
+    .Queues(Queues), .DataBytes(DataBytes), .MaxOutstanding(MaxOutstanding)
+  ) u_regs (
+    .clk_i, .rst_ni,
+    .reg_req_i, .reg_we_i, .reg_addr_i, .reg_wdata_i, .reg_rdata_o,
+    .eng_en_o(eng_en), .rd_limit_o(rd_lim), .wr_limit_o(wr_lim),
+    .win_base_o(win_base), .win_limit_o(win_limit), .queues_o(queues),
+    .rewind_o(rewind), .rewind_queue_o(rewind_queue),
+    .wr_err_i(b_hs && bresp_i[1]), .wr_err_queue_i(b_owner.qid),
+    .wr_err_index_i(b_owner.index),
+    .done_i(cmp_done), .done_queue_i(cmp_done_queue), .done_index_i(cmp_done_index),
+    .done_last_i(cmp_done_last),
+    .fetch_i(fetch_advance), .fetch_queue_i(fetch_queue),
+    .fail_i(fail), .fail_queue_i(ctl_q.qid), .fail_index_i(ctl_q.index),
+    .fail_code_i(ctl_q.err_code),
+    .busy_i(busy), .q_active_i(q_active),
+    .rd_bytes_valid_i(r_data && !rresp_i[1]), .rd_bytes_i(32'(r_bytes)),
+    .wr_bytes_valid_i(w_hs && !w_head.imm), .wr_bytes_i(32'(w_bytes)),
+    .stall_i(busy && !r_hs && !w_hs));
+
+  // ---------------------------------------------------------------------------
+  // Fetch unit
+  // ---------------------------------------------------------------------------
+  logic                   fb_ar_req, fb_r_expected, fb_valid, fb_take, fb_err, fb_drop, fb_busy;
+  logic [47:0]            fb_ar_addr, fb_addr;
+  logic [QW-1:0]          fb_queue;
+  logic [23:0]            fb_index;
+  logic [DescBytes*8-1:0] fb_desc;
+  logic [7:0]             fb_code;
+  logic                   ar_fetch;  // the AR channel carries the fetch this cycle
+
+  tsr_dma_fetch #(.Queues(Queues), .DataBytes(DataBytes)) u_fetch (
+    .clk_i, .rst_ni,
+    .eng_en_i(eng_en), .queues_i(queues), .win_base_i(win_base), .win_limit_i(win_limit),
+    .rewind_i(rewind), .rewind_queue_i(rewind_queue),
+    .advance_o(fetch_advance), .advance_queue_o(fetch_queue),
+    .ar_req_o(fb_ar_req), .ar_addr_o(fb_ar_addr), .ar_done_i(ar_hs && ar_fetch),
+    .r_expected_o(fb_r_expected), .r_valid_i(r_fetch), .r_data_i(rdata_i), .r_err_i(rresp_i[1]),
+    .desc_valid_o(fb_valid), .desc_ready_i(fb_take), .queue_o(fb_queue), .index_o(fb_index),
+    .addr_o(fb_addr), .desc_o(fb_desc), .err_o(fb_err), .code_o(fb_code), .drop_o(fb_drop),
+    .busy_o(fb_busy));
+
+  // ---------------------------------------------------------------------------
+  // Descriptor check (combinational on the descriptor being decoded)
+  // ---------------------------------------------------------------------------
+  logic [7:0] check_code;
+  tsr_dma_check u_check (
+    .desc_i(desc), .fetch_err_i(ctl_q.fetch_err), .win_base_i(win_base),
+    .win_limit_i(win_limit), .code_o(check_code));
 
   // ---------------------------------------------------------------------------
   // Walkers
@@ -207,74 +256,8 @@ module tsr_dma_engine
     .burst_bytes_o(dst_bytes), .done_o(dst_done));
 
   // ---------------------------------------------------------------------------
-  // Descriptor checks (combinational on the fetched descriptor)
-  // ---------------------------------------------------------------------------
-  logic [63:0] src_elems, dst_elems;
-  logic [79:0] total_bytes;
-  logic [63:0] src_last, dst_last;
-  logic        any_zero, in_window, malformed;
-
-  function automatic logic [63:0] pattern_last(logic [47:0] base, logic [3:0][15:0] size,
-                                               logic [3:0][23:0] stride, logic [3:0] elog2);
-    logic [63:0] last;
-    last = {16'b0, base} + (64'd1 << elog2) - 64'd1;
-    for (int k = 0; k < 4; k++) begin
-      last = last + ({48'b0, size[k]} - 64'd1) * {40'b0, stride[k]};
-    end
-    return last;
-  endfunction
-
-  function automatic logic in_win(logic [63:0] lo, logic [63:0] hi_incl, logic [47:0] wb,
-                                  logic [47:0] wl);
-    return lo >= {16'b0, wb} && hi_incl < {16'b0, wl} && hi_incl >= lo;
-  endfunction
-
-  always_comb begin
-    src_elems = {48'b0, desc.src_size[0]} * {48'b0, desc.src_size[1]} *
-                {48'b0, desc.src_size[2]} * {48'b0, desc.src_size[3]};
-    dst_elems = {48'b0, desc.dst_size[0]} * {48'b0, desc.dst_size[1]} *
-                {48'b0, desc.dst_size[2]} * {48'b0, desc.dst_size[3]};
-    total_bytes = {16'b0, src_elems} << desc.elem_log2;
-    any_zero = 1'b0;
-    for (int k = 0; k < 4; k++) begin
-      any_zero |= desc.src_size[k] == '0 || desc.dst_size[k] == '0;
-    end
-    malformed = desc.flags[3] || src_elems != dst_elems || total_bytes[79:32] != '0 ||
-                (desc.flags[FlagCompletionBit] && desc.sem_addr[1:0] != 2'b0);
-    src_last = pattern_last(desc.src_addr, desc.src_size, desc.src_stride, desc.elem_log2);
-    dst_last = pattern_last(desc.dst_addr, desc.dst_size, desc.dst_stride, desc.elem_log2);
-    in_window = in_win({16'b0, desc.src_addr}, src_last, win_base_q, win_limit_q) &&
-                in_win({16'b0, desc.dst_addr}, dst_last, win_base_q, win_limit_q) &&
-                (!desc.flags[FlagCompletionBit] ||
-                 in_win({16'b0, desc.sem_addr}, {16'b0, desc.sem_addr} + 64'd3, win_base_q,
-                        win_limit_q));
-  end
-
-  // ---------------------------------------------------------------------------
-  // Round-robin pick among ready queues
-  // ---------------------------------------------------------------------------
-  logic [Queues-1:0] q_ready;
-  logic              pick_valid;
-  logic [QW-1:0]     pick;
-  always_comb begin
-    for (int q = 0; q < Queues; q++) begin
-      q_ready[q] = q_en_q[q] && !q_err_q[q] && q_next_q[q] != q_tail_q[q];
-    end
-    pick_valid = 1'b0;
-    pick = '0;
-    // Scanning downwards lets the nearest ready queue after rr_q win.
-    for (int i = Queues; i >= 1; i--) begin
-      if (q_ready[(32'(rr_q) + i) % Queues]) begin
-        pick_valid = 1'b1;
-        pick = QW'((32'(rr_q) + i) % Queues);
-      end
-    end
-  end
-
-  // ---------------------------------------------------------------------------
   // Channel handshakes and stream arithmetic
   // ---------------------------------------------------------------------------
-  logic ar_hs, aw_hs, w_hs, b_hs, r_hs, r_data, r_fetch;
   assign ar_hs = arvalid_o && arready_i;
   assign aw_hs = awvalid_o && awready_i;
   assign w_hs  = wvalid_o && wready_i;
@@ -284,49 +267,55 @@ module tsr_dma_engine
   assign r_data  = r_hs && rid_i != FetchId;
 
   logic [SlotW-1:0] alloc_idx, retire_idx, r_slot;
-  assign alloc_idx  = alloc_q[SlotW-1:0];
-  assign retire_idx = retire_q[SlotW-1:0];
+  assign alloc_idx  = st_q.alloc[SlotW-1:0];
+  assign retire_idx = st_q.retire[SlotW-1:0];
   assign r_slot     = rid_i[SlotW-1:0];
 
-  logic [7:0] rd_lim, wr_lim;
-  assign rd_lim = (rd_limit_q == '0 || rd_limit_q > 8'(MaxOutstanding)) ? 8'(MaxOutstanding) :
-                                                                            rd_limit_q;
-  assign wr_lim = (wr_limit_q == '0 || wr_limit_q > 8'(MaxOutstanding)) ? 8'(MaxOutstanding) :
-                                                                            wr_limit_q;
-
   logic [SlotW:0] rd_outstanding;
-  logic [WqW-1:0] wq_count;
-  logic           wq_empty, wq_full;
-  assign rd_outstanding = alloc_q - retire_q;
-  assign wq_count = wq_wr_q - wq_rd_q;
-  assign wq_empty = wq_count == '0;
-  assign wq_full  = wq_count == WqW'(MaxOutstanding);
+  assign rd_outstanding = st_q.alloc - st_q.retire;
 
   logic run_phase;   // data bursts may be issued
   logic aborting;    // the current descriptor has failed: issue nothing new
-  assign run_phase = state_q == StRun || state_q == StDrain;
-  assign aborting  = rd_err_q || q_err_q[cur_q_q] || state_q == StDrain;
+  assign run_phase = ctl_q.state == StRun || ctl_q.state == StDrain;
+  assign aborting  = st_q.rd_err || queues[ctl_q.qid].err || ctl_q.state == StDrain;
 
   // Read data beat: bytes it carries and where they go in the stream
   logic [LaneW-1:0]  r_lane;
-  logic [BurstW-1:0] r_bytes;
   logic [31:0]       r_ptr;
+  logic [BurstW-1:0] r_rem;
   always_comb begin
-    r_lane  = slot_lane_q[r_slot];
-    r_ptr   = slot_ptr_q[r_slot];
-    r_bytes = ((BurstW)'(DataBytes) - BurstW'(r_lane) < slot_rem_q[r_slot]) ?
-              (BurstW)'(DataBytes) - BurstW'(r_lane) : slot_rem_q[r_slot];
+    r_lane  = slot_q[r_slot].lane;
+    r_ptr   = slot_q[r_slot].ptr;
+    r_rem   = slot_q[r_slot].rem;
+    r_bytes = ((BurstW)'(DataBytes) - BurstW'(r_lane) < r_rem) ?
+              (BurstW)'(DataBytes) - BurstW'(r_lane) : r_rem;
   end
 
+  // ---------------------------------------------------------------------------
+  // Write queue and owner FIFO: one entry per write from AW until its last W
+  // beat, and until its B response
+  // ---------------------------------------------------------------------------
+  logic      wq_wready, wq_rvalid, w_last, tag_wready;
+  wq_entry_t wq_push;
+  owner_t    tag_push;
+  logic [WqW-1:0] tag_depth;
+
+  tsr_fifo_sync #(.Width($bits(wq_entry_t)), .Depth(MaxOutstanding)) u_wq (
+    .clk_i, .rst_ni,
+    .wvalid_i(aw_hs), .wready_o(wq_wready), .wdata_i(wq_push),
+    .rvalid_o(wq_rvalid), .rready_i(w_hs && w_last), .rdata_o(w_head), .depth_o());
+
+  tsr_fifo_sync #(.Width($bits(owner_t)), .Depth(MaxOutstanding)) u_tag (
+    .clk_i, .rst_ni,
+    .wvalid_i(aw_hs), .wready_o(tag_wready), .wdata_i(tag_push),
+    .rvalid_o(), .rready_i(b_hs), .rdata_o(b_owner), .depth_o(tag_depth));
+
   // Write data beat
-  wq_entry_t         w_head;
   logic [LaneW-1:0]  w_lane;
-  logic [BurstW-1:0] w_rem, w_bytes;
-  logic              w_last;
+  logic [BurstW-1:0] w_rem;
   always_comb begin
-    w_head  = wq_q[wq_rd_q[SlotW-1:0]];
-    w_lane  = w_started_q ? '0 : w_head.lane;
-    w_rem   = w_started_q ? w_rem_q : w_head.bytes;
+    w_lane  = w_q.started ? '0 : w_head.lane;
+    w_rem   = w_q.started ? w_q.rem : w_head.bytes;
     w_bytes = ((BurstW)'(DataBytes) - BurstW'(w_lane) < w_rem) ?
               (BurstW)'(DataBytes) - BurstW'(w_lane) : w_rem;
     w_last  = w_bytes == w_rem;
@@ -355,8 +344,8 @@ module tsr_dma_engine
       wr_pos = r_ptr + 32'(wr_off);
       we     = r_data && BurstW'(wr_off) < r_bytes;
       wbyte  = rdata_i[8 * 32'(LaneW'(32'(r_lane) + 32'(wr_off))) +: 8];
-      rd_off = LaneW'(b) - cons_q[LaneW-1:0];
-      rd_pos = cons_q + 32'(rd_off);
+      rd_off = LaneW'(b) - st_q.cons[LaneW-1:0];
+      rd_pos = st_q.cons + 32'(rd_off);
     end
     always_ff @(posedge clk_i) begin
       if (we) begin
@@ -382,48 +371,81 @@ module tsr_dma_engine
       for (int l = 0; l < DataBytes; l++) begin
         if (l >= 32'(w_lane) && l < 32'(w_lane) + 32'(w_bytes)) begin
           wstrb_o[l] = 1'b1;
-          wdata_o[8 * l +: 8] = bank_rdata[LaneW'(cons_q[LaneW-1:0] - w_lane + LaneW'(l))];
+          wdata_o[8 * l +: 8] = bank_rdata[LaneW'(st_q.cons[LaneW-1:0] - w_lane + LaneW'(l))];
         end
       end
     end
   end
-  assign wvalid_o = !wq_empty;
+  assign wvalid_o = wq_rvalid;
   assign wlast_o  = w_last;
+
+  // ---------------------------------------------------------------------------
+  // Completion unit
+  // ---------------------------------------------------------------------------
+  logic              cmp_aw_req, cmp_handoff, cmp_ready;
+  logic [63:0]       cmp_aw_addr;
+  logic [LaneW-1:0]  cmp_w_lane;
+  logic [BurstW-1:0] cmp_w_bytes;
+  logic [31:0]       cmp_w_value;
+  logic              aw_completion;  // the AW channel carries a completion write this cycle
+
+  tsr_dma_completion #(.Queues(Queues), .DataBytes(DataBytes)) u_completion (
+    .clk_i, .rst_ni,
+    .handoff_valid_i(cmp_handoff), .handoff_ready_o(cmp_ready),
+    .handoff_queue_i(ctl_q.qid), .handoff_index_i(ctl_q.index),
+    .handoff_desc_addr_i(ctl_q.desc_addr), .handoff_sem_addr_i(desc.sem_addr),
+    .handoff_sem_value_i(desc.sem_value),
+    .handoff_completion_i(desc.flags[FlagCompletionBit]),
+    .handoff_last_i(desc.flags[FlagLastBit]),
+    .aw_hs_i(aw_hs), .aw_mine_i(aw_hs && aw_completion), .b_hs_i(b_hs),
+    .b_err_i(b_hs && bresp_i[1]), .b_queue_i(b_owner.qid), .b_index_i(b_owner.index),
+    .aw_req_o(cmp_aw_req), .aw_addr_o(cmp_aw_addr), .w_lane_o(cmp_w_lane),
+    .w_bytes_o(cmp_w_bytes), .w_value_o(cmp_w_value),
+    .valid_o(cmp_valid), .queue_o(cmp_queue),
+    .done_o(cmp_done), .done_queue_o(cmp_done_queue), .done_index_o(cmp_done_index),
+    .done_last_o(cmp_done_last));
 
   // ---------------------------------------------------------------------------
   // AR and AW channels
   // ---------------------------------------------------------------------------
-  logic data_ar_ok, data_aw_ok, p_aw_req, aw_own_p, ar_own_f;
+  logic data_ar_ok, data_aw_ok, cmp_aw_ok;
   always_comb begin
     data_ar_ok = run_phase && src_valid && !aborting &&
                  8'(rd_outstanding) < rd_lim &&
-                 (rsv_q - cons_q) + 32'(src_bytes) <= 32'(BufBytes);
-    data_aw_ok = run_phase && dst_valid && !aborting && !wq_full &&
-                 out_wr_q < 9'(wr_lim) && (cmt_q - awp_q) >= 32'(dst_bytes);
+                 (st_q.rsv - st_q.cons) + 32'(src_bytes) <= 32'(BufBytes);
+    data_aw_ok = run_phase && dst_valid && !aborting && wq_wready &&
+                 w_q.outstanding < 9'(wr_lim) && (st_q.cmt - st_q.awp) >= 32'(dst_bytes);
 
     // A descriptor fetch goes first between data bursts; a held request keeps its owner.
-    ar_own_f  = ar_hold_q ? ar_own_f_q : fb_state_q == FbAr;
-    arvalid_o = ar_hold_q || fb_state_q == FbAr || data_ar_ok;
+    ar_fetch  = hold_q.ar ? hold_q.ar_fetch : fb_ar_req;
+    arvalid_o = hold_q.ar || fb_ar_req || data_ar_ok;
     arid_o    = IdWidth'(alloc_idx);
     araddr_o  = {16'b0, src_addr[47:LaneW], {LaneW{1'b0}}};
     arlen_o   = beats_of(src_addr[LaneW-1:0], src_bytes);
-    if (ar_own_f) begin
+    if (ar_fetch) begin
       arid_o   = FetchId;
-      araddr_o = {16'b0, fb_addr_q};
+      araddr_o = {16'b0, fb_ar_addr};
       arlen_o  = 8'(FetchBeats - 1);
     end
 
-    // The completion stage goes first between bursts; a held request keeps its owner.
-    p_aw_req = p_valid_q && p_phase_q != PWait && !wq_full && out_wr_q < 9'(wr_lim);
-    aw_own_p = aw_hold_q ? aw_own_p_q : p_aw_req;
-    awvalid_o = aw_hold_q || p_aw_req || data_aw_ok;
+    // The completion unit goes first between bursts; a held request keeps its owner.
+    cmp_aw_ok     = cmp_aw_req && wq_wready && w_q.outstanding < 9'(wr_lim);
+    aw_completion = hold_q.aw ? hold_q.aw_completion : cmp_aw_ok;
+    awvalid_o = hold_q.aw || cmp_aw_ok || data_aw_ok;
     awaddr_o  = {16'b0, dst_addr[47:LaneW], {LaneW{1'b0}}};
     awlen_o   = beats_of(dst_addr[LaneW-1:0], dst_bytes);
-    if (aw_own_p) begin
+    if (aw_completion) begin
       awlen_o  = '0;
-      awaddr_o = (p_phase_q == PSem) ? {16'b0, p_sem_addr_q[47:LaneW], {LaneW{1'b0}}} :
-                 {16'b0, p_desc_addr_q[47:LaneW], {LaneW{1'b0}}} + 64'(StatusRowOffset);
+      awaddr_o = cmp_aw_addr;
     end
+
+    // What the write queue and the owner FIFO take on an AW handshake
+    wq_push = wq_entry_t'{imm: aw_completion,
+                lane: aw_completion ? cmp_w_lane : dst_addr[LaneW-1:0],
+                bytes: aw_completion ? cmp_w_bytes : dst_bytes,
+                value: cmp_w_value};
+    tag_push = aw_completion ? owner_t'{qid: cmp_queue, index: cmp_done_index} :
+                               owner_t'{qid: ctl_q.qid, index: ctl_q.index};
   end
   assign arsize_o  = 3'(LaneW);
   assign arburst_o = 2'b01;  // INCR
@@ -433,622 +455,157 @@ module tsr_dma_engine
   assign rready_o  = 1'b1;   // every read has buffer space reserved at issue
   assign bready_o  = 1'b1;
 
-  assign src_ready = ar_hs && !ar_own_f;
-  assign dst_ready = aw_hs && !aw_own_p;
+  assign src_ready = ar_hs && !ar_fetch;
+  assign dst_ready = aw_hs && !aw_completion;
 
   // ---------------------------------------------------------------------------
   // Next state
   // ---------------------------------------------------------------------------
-  logic [QW-1:0] reg_q;
-  logic        reg_is_queue;
-  assign reg_is_queue = reg_addr_i >= RegQueueBase &&
-                        reg_addr_i < RegQueueBase + 12'(Queues * RegQueueStride);
-  assign reg_q = QW'((reg_addr_i - RegQueueBase) >> 5);
-
-  logic desc_done;       // a descriptor finished without error this cycle
-  logic cnt_clear;
-
   always_comb begin
-    state_d      = state_q;
-    eng_en_d     = eng_en_q;
-    rd_limit_d   = rd_limit_q;
-    wr_limit_d   = wr_limit_q;
-    win_base_d   = win_base_q;
-    win_limit_d  = win_limit_q;
-    q_base_d     = q_base_q;
-    q_size_d     = q_size_q;
-    q_head_d     = q_head_q;
-    q_tail_d     = q_tail_q;
-    q_info_d     = q_info_q;
-    q_next_d     = q_next_q;
-    cur_idx_d    = cur_idx_q;
-    aw_own_p_d   = aw_own_p;
-    aw_cnt_d     = aw_cnt_q + 32'(aw_hs);
-    b_cnt_d      = b_cnt_q + 32'(b_hs);
-    p_valid_d    = p_valid_q;
-    p_phase_d    = p_phase_q;
-    p_queue_d    = p_queue_q;
-    p_index_d    = p_index_q;
-    p_desc_addr_d = p_desc_addr_q;
-    p_sem_addr_d = p_sem_addr_q;
-    p_sem_value_d = p_sem_value_q;
-    p_completion_d = p_completion_q;
-    p_last_d     = p_last_q;
-    p_seq_d      = p_seq_q;
-    p_werr_d     = p_werr_q;
-    q_code_d     = q_code_q;
-    q_en_d       = q_en_q;
-    q_err_d      = q_err_q;
-    q_last_d     = q_last_q;
-    cur_q_d      = cur_q_q;
-    rr_d         = rr_q;
-    desc_addr_d  = desc_addr_q;
-    desc_d       = desc_q;
-    fetch_err_d  = fetch_err_q;
-    fb_state_d   = fb_state_q;
-    fb_queue_d   = fb_queue_q;
-    fb_idx_d     = fb_idx_q;
-    fb_addr_d    = fb_addr_q;
-    fb_desc_d    = fb_desc_q;
-    fb_beat_d    = fb_beat_q;
-    fb_err_d     = fb_err_q;
-    fb_code_d    = fb_code_q;
-    fb_drop_d    = fb_drop_q;
-    ar_own_f_d   = ar_own_f;
-    err_code_d   = err_code_q;
-    rsv_d        = rsv_q;
-    cmt_d        = cmt_q;
-    awp_d        = awp_q;
-    cons_d       = cons_q;
-    rd_err_d     = rd_err_q;
-    alloc_d      = alloc_q;
-    retire_d     = retire_q;
-    slot_ptr_d   = slot_ptr_q;
-    slot_len_d   = slot_len_q;
-    slot_rem_d   = slot_rem_q;
-    slot_lane_d  = slot_lane_q;
-    slot_done_d  = slot_done_q;
-    slot_err_d   = slot_err_q;
-    wq_d         = wq_q;
-    wq_wr_d      = wq_wr_q;
-    wq_rd_d      = wq_rd_q;
-    w_started_d  = w_started_q;
-    w_rem_d      = w_rem_q;
-    w_beat_d     = w_beat_q;
-    tag_q_d      = tag_q_q;
-    tag_idx_d    = tag_idx_q;
-    tag_wr_d     = tag_wr_q;
-    tag_rd_d     = tag_rd_q;
-    out_wr_d     = out_wr_q;
-    ar_hold_d    = arvalid_o && !arready_i;
-    aw_hold_d    = awvalid_o && !awready_i;
-    walk_start   = 1'b0;
-    desc_done    = 1'b0;
-    cnt_clear    = 1'b0;
+    ctl_d  = ctl_q;
+    st_d   = st_q;
+    slot_d = slot_q;
+    w_d    = w_q;
+    hold_d = hold_t'{ar: arvalid_o && !arready_i, aw: awvalid_o && !awready_i,
+               ar_fetch: ar_fetch, aw_completion: aw_completion};
+    walk_start  = 1'b0;
+    fb_take     = 1'b0;
+    cmp_handoff = 1'b0;
+    fail        = 1'b0;
 
-    // Register writes
-    if (reg_req_i && reg_we_i) begin
-      if (reg_is_queue) begin
-        unique case ({7'b0, reg_addr_i[4:0]})
-          RegQBaseLo: q_base_d[reg_q][31:0]  = reg_wdata_i;
-          RegQBaseHi: q_base_d[reg_q][47:32] = reg_wdata_i[15:0];
-          RegQSize:   q_size_d[reg_q]        = reg_wdata_i[23:0];
-          RegQHead: begin
-            q_head_d[reg_q] = reg_wdata_i[23:0];
-            q_next_d[reg_q] = reg_wdata_i[23:0];
-            fb_drop_d = fb_drop_q || (fb_state_q != FbEmpty && fb_queue_q == reg_q);
-          end
-          RegQTail:   q_tail_d[reg_q]        = reg_wdata_i[23:0];
-          RegQCtrl: begin
-            q_en_d[reg_q] = reg_wdata_i[0];
-            if (reg_wdata_i[1]) begin
-              q_next_d[reg_q] = q_head_q[reg_q];
-              fb_drop_d = fb_drop_q || (fb_state_q != FbEmpty && fb_queue_q == reg_q);
-              q_err_d[reg_q]  = 1'b0;
-              q_code_d[reg_q] = ErrNone;
-              q_last_d[reg_q] = 1'b0;
-            end
-          end
-          default: ;
-        endcase
-      end else begin
-        unique case (reg_addr_i)
-          RegCtrl: begin
-            eng_en_d   = reg_wdata_i[0];
-            rd_limit_d = reg_wdata_i[15:8];
-            wr_limit_d = reg_wdata_i[23:16];
-          end
-          RegWinBaseLo:  win_base_d[31:0]   = reg_wdata_i;
-          RegWinBaseHi:  win_base_d[47:32]  = reg_wdata_i[15:0];
-          RegWinLimitLo: win_limit_d[31:0]  = reg_wdata_i;
-          RegWinLimitHi: win_limit_d[47:32] = reg_wdata_i[15:0];
-          RegCntClear:   cnt_clear = 1'b1;
-          default: ;
-        endcase
-      end
-    end
-
-    // Read channel: descriptor fetch beats and data beats
-    if (r_fetch) begin
-      fb_desc_d[DataWidth * 32'(fb_beat_q) +: DataWidth] = rdata_i;
-      fb_beat_d = fb_beat_q + 1'b1;
-      fb_err_d  = fb_err_q || rresp_i[1];
-    end
+    // Read channel: data beats
     if (r_data) begin
-      slot_ptr_d[r_slot]  = r_ptr + 32'(r_bytes);
-      slot_rem_d[r_slot]  = slot_rem_q[r_slot] - r_bytes;
-      slot_lane_d[r_slot] = '0;
-      slot_err_d[r_slot]  = slot_err_q[r_slot] || rresp_i[1];
+      slot_d[r_slot].ptr  = r_ptr + 32'(r_bytes);
+      slot_d[r_slot].rem  = r_rem - r_bytes;
+      slot_d[r_slot].lane = '0;
+      slot_d[r_slot].err  = slot_q[r_slot].err || rresp_i[1];
       if (rlast_i) begin
-        slot_done_d[r_slot] = 1'b1;
+        slot_d[r_slot].done = 1'b1;
       end
     end
     // Retire the oldest read in order; only error-free data before any error commits
-    if (rd_outstanding != '0 && slot_done_q[retire_idx]) begin
-      retire_d = retire_q + 1'b1;
-      slot_done_d[retire_idx] = 1'b0;
-      if (slot_err_q[retire_idx] || rd_err_q) begin
-        rd_err_d = 1'b1;
+    if (rd_outstanding != '0 && slot_q[retire_idx].done) begin
+      st_d.retire = st_q.retire + 1'b1;
+      slot_d[retire_idx].done = 1'b0;
+      if (slot_q[retire_idx].err || st_q.rd_err) begin
+        st_d.rd_err = 1'b1;
       end else begin
-        cmt_d = cmt_q + 32'(slot_len_q[retire_idx]);
+        st_d.cmt = st_q.cmt + 32'(slot_q[retire_idx].len);
       end
-      slot_err_d[retire_idx] = 1'b0;
+      slot_d[retire_idx].err = 1'b0;
     end
-    if (ar_hs && !ar_own_f) begin
-      slot_ptr_d[alloc_idx]  = rsv_q;
-      slot_len_d[alloc_idx]  = src_bytes;
-      slot_rem_d[alloc_idx]  = src_bytes;
-      slot_lane_d[alloc_idx] = src_addr[LaneW-1:0];
-      slot_done_d[alloc_idx] = 1'b0;
-      slot_err_d[alloc_idx]  = 1'b0;
-      alloc_d = alloc_q + 1'b1;
-      rsv_d   = rsv_q + 32'(src_bytes);
+    if (ar_hs && !ar_fetch) begin
+      slot_d[alloc_idx] = slot_t'{ptr: st_q.rsv, len: src_bytes, rem: src_bytes,
+                            lane: src_addr[LaneW-1:0], done: 1'b0, err: 1'b0};
+      st_d.alloc = st_q.alloc + 1'b1;
+      st_d.rsv   = st_q.rsv + 32'(src_bytes);
     end
 
-    // Write address: queue the W work and the owner of the response
-    if (aw_hs) begin
-      wq_entry_t e;
-      e.imm   = aw_own_p;
-      e.lane  = !aw_own_p ? dst_addr[LaneW-1:0] :
-                (p_phase_q == PSem) ? p_sem_addr_q[LaneW-1:0] : LaneW'(DescStatusByte);
-      e.bytes = !aw_own_p ? dst_bytes : (p_phase_q == PSem) ? BurstW'(4) : BurstW'(2);
-      e.value = (p_phase_q == PSem) ? {16'b0, p_sem_value_q} :
-                (32'(ErrNone) << StatusCodeLsb) | (32'd1 << StatusDoneBit);
-      wq_d[wq_wr_q[SlotW-1:0]] = e;
-      wq_wr_d = wq_wr_q + 1'b1;
-      if (!aw_own_p) begin
-        awp_d = awp_q + 32'(dst_bytes);
-      end
-      tag_q_d[tag_wr_q[SlotW-1:0]]   = aw_own_p ? p_queue_q : cur_q_q;
-      tag_idx_d[tag_wr_q[SlotW-1:0]] = aw_own_p ? p_index_q : cur_idx_q;
-      tag_wr_d = tag_wr_q + 1'b1;
+    // Write address: the write queue and the owner FIFO take it (above)
+    if (aw_hs && !aw_completion) begin
+      st_d.awp = st_q.awp + 32'(dst_bytes);
     end
     // Write data
     if (w_hs) begin
       if (!w_head.imm) begin
-        cons_d = cons_q + 32'(w_bytes);
+        st_d.cons = st_q.cons + 32'(w_bytes);
       end
-      w_started_d = !w_last;
-      w_rem_d     = w_rem - w_bytes;
-      w_beat_d    = w_last ? '0 : w_beat_q + 1'b1;
-      if (w_last) begin
-        wq_rd_d = wq_rd_q + 1'b1;
-      end
+      w_d.started = !w_last;
+      w_d.rem     = w_rem - w_bytes;
+      w_d.beat    = w_last ? '0 : w_q.beat + 1'b1;
     end
-    // Write response: an error stops the queue that issued the write
-    if (b_hs) begin
-      tag_rd_d = tag_rd_q + 1'b1;
-      if (bresp_i[1] && !q_err_q[tag_q_q[tag_rd_q[SlotW-1:0]]]) begin
-        q_err_d[tag_q_q[tag_rd_q[SlotW-1:0]]]  = 1'b1;
-        q_code_d[tag_q_q[tag_rd_q[SlotW-1:0]]] = ErrWriteResp;
-        q_info_d[tag_q_q[tag_rd_q[SlotW-1:0]]] = tag_idx_q[tag_rd_q[SlotW-1:0]];
-      end
-      if (bresp_i[1] && p_valid_q && tag_q_q[tag_rd_q[SlotW-1:0]] == p_queue_q &&
-          tag_idx_q[tag_rd_q[SlotW-1:0]] == p_index_q) begin
-        p_werr_d = 1'b1;
-      end
-    end
-
-    // Completion stage
-    if (p_valid_q) begin
-      unique case (p_phase_q)
-        PWait: begin
-          // Every write issued up to the descriptor's last burst is acknowledged.
-          if ($signed(b_cnt_q - p_seq_q) >= 0) begin
-            if (p_werr_q) begin
-              p_valid_d = 1'b0;  // stopped: HEAD stays at this descriptor
-            end else begin
-              p_phase_d = p_completion_q ? PSem : PStatus;
-            end
-          end
-        end
-        PSem: if (aw_hs && aw_own_p) p_phase_d = PStatus;
-        PStatus: begin
-          if (aw_hs && aw_own_p) begin
-            p_valid_d = 1'b0;
-            q_head_d[p_queue_q] = (p_index_q + 24'd1 == q_size_q[p_queue_q]) ? '0 :
-                                  p_index_q + 24'd1;
-            desc_done = 1'b1;
-            if (p_last_q) begin
-              q_last_d[p_queue_q] = 1'b1;
-            end
-          end
-        end
-        default: ;
-      endcase
-    end
-    out_wr_d = out_wr_q + 9'(aw_hs) - 9'(b_hs);
-
-    // Fetch unit. Picking a queue moves its fetch pointer; an error rewinds it
-    // to HEAD when the host clears the error.
-    unique case (fb_state_q)
-      FbEmpty: begin
-        if (eng_en_q && pick_valid) begin
-          fb_queue_d = pick;
-          rr_d       = pick;
-          fb_idx_d   = q_next_q[pick];
-          fb_addr_d  = q_base_q[pick] + 48'({q_next_q[pick], 6'b0});
-          fb_beat_d  = '0;
-          fb_err_d   = 1'b0;
-          fb_drop_d  = 1'b0;
-          fb_code_d  = ErrNone;
-          if (q_size_q[pick] == '0 || q_next_q[pick] >= q_size_q[pick] ||
-              q_tail_q[pick] >= q_size_q[pick] || q_base_q[pick][5:0] != '0) begin
-            fb_code_d  = ErrRing;
-            fb_state_d = FbReady;
-          end else if (!in_win({16'b0, q_base_q[pick]},
-                               {16'b0, q_base_q[pick]} + {34'b0, q_size_q[pick], 6'b0} - 64'd1,
-                               win_base_q, win_limit_q)) begin
-            fb_code_d  = ErrAddrWindow;
-            fb_state_d = FbReady;
-          end else begin
-            q_next_d[pick] = (q_next_q[pick] + 24'd1 == q_size_q[pick]) ? '0 :
-                             q_next_q[pick] + 24'd1;
-            fb_state_d = FbAr;
-          end
-        end
-      end
-      FbAr: if (ar_hs && ar_own_f) fb_state_d = FbR;
-      FbR:  if (32'(fb_beat_q) == FetchBeats) fb_state_d = FbReady;
-      default: ;
-    endcase
+    w_d.outstanding = w_q.outstanding + 9'(aw_hs) - 9'(b_hs);
 
     // Control
-    unique case (state_q)
+    unique case (ctl_q.state)
       StIdle: begin
-        if (fb_state_q == FbReady) begin
-          fb_state_d = FbEmpty;
+        if (fb_valid) begin
+          fb_take = 1'b1;
           // A descriptor of a stopped or rewound queue is dropped unrun.
-          if (!fb_drop_q && !q_err_q[fb_queue_q]) begin
-            cur_q_d     = fb_queue_q;
-            cur_idx_d   = fb_idx_q;
-            desc_addr_d = fb_addr_q;
-            desc_d      = fb_desc_q;
-            fetch_err_d = fb_err_q;
-            err_code_d  = fb_code_q;
-            state_d     = (fb_code_q != ErrNone) ? StFinish : StDecode;
+          if (!fb_drop && !queues[fb_queue].err) begin
+            ctl_d = ctl_t'{state: (fb_code != ErrNone) ? StFinish : StDecode, qid: fb_queue,
+                      index: fb_index, desc_addr: fb_addr, desc: fb_desc, fetch_err: fb_err,
+                      err_code: fb_code};
           end
         end
       end
       StDecode: begin
-        rsv_d  = '0;
-        cmt_d  = '0;
-        awp_d  = '0;
-        cons_d = '0;
-        rd_err_d = 1'b0;
-        if (fetch_err_q) begin
-          err_code_d = ErrFetch;
-          state_d    = StFinish;
-        end else if (desc.magic != DescMagic) begin
-          err_code_d = ErrMagic;
-          state_d    = StFinish;
-        end else if (any_zero) begin
-          err_code_d = ErrZeroLength;
-          state_d    = StFinish;
-        end else if (malformed) begin
-          err_code_d = ErrMalformed;
-          state_d    = StFinish;
-        end else if (!in_window) begin
-          err_code_d = ErrAddrWindow;
-          state_d    = StFinish;
+        st_d.rsv    = '0;
+        st_d.cmt    = '0;
+        st_d.awp    = '0;
+        st_d.cons   = '0;
+        st_d.rd_err = 1'b0;
+        if (check_code != ErrNone) begin
+          ctl_d.err_code = check_code;
+          ctl_d.state    = StFinish;
         end else begin
-          walk_start = 1'b1;
-          state_d    = desc.flags[FlagBarrierBit] ? StBarrier : StRun;
+          walk_start  = 1'b1;
+          ctl_d.state = desc.flags[FlagBarrierBit] ? StBarrier : StRun;
         end
       end
-      StBarrier: if (out_wr_q == '0 && !p_valid_q) state_d = StRun;
+      StBarrier: if (w_q.outstanding == '0 && !cmp_valid) ctl_d.state = StRun;
       StRun: begin
         if (aborting) begin
-          state_d = StDrain;
-        end else if (src_done && dst_done && rd_outstanding == '0 && wq_empty) begin
-          state_d = StHandoff;
+          ctl_d.state = StDrain;
+        end else if (src_done && dst_done && rd_outstanding == '0 && !wq_rvalid) begin
+          ctl_d.state = StHandoff;
         end
       end
       StDrain: begin
         // Let issued reads return and issued write bursts send their beats.
-        if (!ar_hold_q && !aw_hold_q && rd_outstanding == '0 && wq_empty) begin
-          err_code_d = q_err_q[cur_q_q] ? q_code_q[cur_q_q] : ErrReadResp;
-          state_d    = StFinish;
+        if (!hold_q.ar && !hold_q.aw && rd_outstanding == '0 && !wq_rvalid) begin
+          ctl_d.err_code = queues[ctl_q.qid].err ? queues[ctl_q.qid].code : ErrReadResp;
+          ctl_d.state    = StFinish;
         end
       end
       StHandoff: begin
-        // Data sent; hand the descriptor to the completion stage once it is free.
-        if (q_err_q[cur_q_q]) begin
-          err_code_d = q_code_q[cur_q_q];
-          state_d    = StFinish;
-        end else if (!p_valid_q) begin
-          p_valid_d      = 1'b1;
-          p_phase_d      = PWait;
-          p_queue_d      = cur_q_q;
-          p_index_d      = cur_idx_q;
-          p_desc_addr_d  = desc_addr_q;
-          p_sem_addr_d   = desc.sem_addr;
-          p_sem_value_d  = desc.sem_value;
-          p_completion_d = desc.flags[FlagCompletionBit];
-          p_last_d       = desc.flags[FlagLastBit];
-          p_seq_d        = aw_cnt_q;
-          p_werr_d       = 1'b0;
-          state_d        = StIdle;
+        // Data sent; hand the descriptor to the completion unit once it is free.
+        if (queues[ctl_q.qid].err) begin
+          ctl_d.err_code = queues[ctl_q.qid].code;
+          ctl_d.state    = StFinish;
+        end else if (cmp_ready) begin
+          cmp_handoff = 1'b1;
+          ctl_d.state = StIdle;
         end
       end
       StFinish: begin
         // A failed descriptor: stop its queue unless an earlier error already did.
-        state_d = StIdle;
-        if (!q_err_q[cur_q_q]) begin
-          q_err_d[cur_q_q]  = 1'b1;
-          q_code_d[cur_q_q] = err_code_q;
-          q_info_d[cur_q_q] = cur_idx_q;
-        end
+        fail        = 1'b1;
+        ctl_d.state = StIdle;
       end
-      default: state_d = StIdle;
+      default: ctl_d.state = StIdle;
     endcase
   end
 
   // ---------------------------------------------------------------------------
-  // Performance counters
+  // Status
   // ---------------------------------------------------------------------------
-  logic [63:0] bytes_rd_q, bytes_rd_d, bytes_wr_q, bytes_wr_d;
-  logic [63:0] cnt_done, cnt_busy, cnt_stall;
-  logic        busy;
-  assign busy = state_q != StIdle || p_valid_q || fb_state_q != FbEmpty || out_wr_q != '0 ||
-                !wq_empty || rd_outstanding != '0;
+  assign busy = ctl_q.state != StIdle || cmp_valid || fb_busy || w_q.outstanding != '0 ||
+                wq_rvalid || rd_outstanding != '0;
   assign busy_o = busy;
-
-  function automatic logic [63:0] sat_add(logic [63:0] a, logic [63:0] b);
-    logic [64:0] s;
-    s = {1'b0, a} + {1'b0, b};
-    return s[64] ? '1 : s[63:0];
-  endfunction
-
   always_comb begin
-    bytes_rd_d = bytes_rd_q;
-    bytes_wr_d = bytes_wr_q;
-    if (cnt_clear) begin
-      bytes_rd_d = '0;
-      bytes_wr_d = '0;
-    end else begin
-      if (r_data && !rresp_i[1]) bytes_rd_d = sat_add(bytes_rd_q, 64'(r_bytes));
-      if (w_hs && !w_head.imm)   bytes_wr_d = sat_add(bytes_wr_q, 64'(w_bytes));
+    for (int q = 0; q < Queues; q++) begin
+      q_active[q] = (ctl_q.state != StIdle && ctl_q.qid == QW'(q)) ||
+                    (cmp_valid && cmp_queue == QW'(q));
     end
   end
-
-  /* verilator lint_off PINCONNECTEMPTY */
-  tsr_counter #(.Width(64)) u_cnt_done (
-    .clk_i, .rst_ni, .clear_i(cnt_clear), .incr_i(desc_done), .count_o(cnt_done),
-    .saturated_o());
-  tsr_counter #(.Width(64)) u_cnt_busy (
-    .clk_i, .rst_ni, .clear_i(cnt_clear), .incr_i(busy), .count_o(cnt_busy), .saturated_o());
-  tsr_counter #(.Width(64)) u_cnt_stall (
-    .clk_i, .rst_ni, .clear_i(cnt_clear), .incr_i(busy && !r_hs && !w_hs),
-    .count_o(cnt_stall), .saturated_o());
-  /* verilator lint_on PINCONNECTEMPTY */
-
-  // ---------------------------------------------------------------------------
-  // Register read
-  // ---------------------------------------------------------------------------
-  logic [31:0] rdata_q, rdata_d;
-  always_comb begin
-    rdata_d = '0;
-    if (reg_req_i && !reg_we_i) begin
-      if (reg_is_queue) begin
-        unique case ({7'b0, reg_addr_i[4:0]})
-          RegQBaseLo:  rdata_d = q_base_q[reg_q][31:0];
-          RegQBaseHi:  rdata_d = {16'b0, q_base_q[reg_q][47:32]};
-          RegQSize:    rdata_d = {8'b0, q_size_q[reg_q]};
-          RegQHead:    rdata_d = {8'b0, q_head_q[reg_q]};
-          RegQTail:    rdata_d = {8'b0, q_tail_q[reg_q]};
-          RegQCtrl:    rdata_d = {31'b0, q_en_q[reg_q]};
-          RegQStatus:  rdata_d = {16'b0, q_code_q[reg_q], 5'b0, q_last_q[reg_q], q_err_q[reg_q],
-                                  (state_q != StIdle && cur_q_q == reg_q) ||
-                                  (p_valid_q && p_queue_q == reg_q)};
-          RegQErrInfo: rdata_d = {8'b0, q_info_q[reg_q]};
-          default: ;
-        endcase
-      end else begin
-        unique case (reg_addr_i)
-          RegId:           rdata_d = 32'h5444_4D41;
-          RegParams:       rdata_d = {8'b0, 8'(MaxOutstanding), 8'(DataBytes), 8'(Queues)};
-          RegCtrl:         rdata_d = {8'b0, wr_limit_q, rd_limit_q, 7'b0, eng_en_q};
-          RegStatus:       rdata_d = {31'b0, busy};
-          RegWinBaseLo:    rdata_d = win_base_q[31:0];
-          RegWinBaseHi:    rdata_d = {16'b0, win_base_q[47:32]};
-          RegWinLimitLo:   rdata_d = win_limit_q[31:0];
-          RegWinLimitHi:   rdata_d = {16'b0, win_limit_q[47:32]};
-          RegBytesRdLo:    rdata_d = bytes_rd_q[31:0];
-          RegBytesRdHi:    rdata_d = bytes_rd_q[63:32];
-          RegBytesWrLo:    rdata_d = bytes_wr_q[31:0];
-          RegBytesWrHi:    rdata_d = bytes_wr_q[63:32];
-          RegDescDoneLo:   rdata_d = cnt_done[31:0];
-          RegDescDoneHi:   rdata_d = cnt_done[63:32];
-          RegBusyCyclesLo: rdata_d = cnt_busy[31:0];
-          RegBusyCyclesHi: rdata_d = cnt_busy[63:32];
-          RegStallCyclesLo: rdata_d = cnt_stall[31:0];
-          RegStallCyclesHi: rdata_d = cnt_stall[63:32];
-          default: ;
-        endcase
-      end
-    end
-  end
-  assign reg_rdata_o = rdata_q;
 
   // ---------------------------------------------------------------------------
   // Registers
   // ---------------------------------------------------------------------------
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      state_q      <= StIdle;
-      eng_en_q     <= 1'b0;
-      rd_limit_q   <= '0;
-      wr_limit_q   <= '0;
-      win_base_q   <= '0;
-      win_limit_q  <= '0;
-      q_base_q     <= '0;
-      q_size_q     <= '0;
-      q_head_q     <= '0;
-      q_tail_q     <= '0;
-      q_info_q     <= '0;
-      q_next_q     <= '0;
-      cur_idx_q    <= '0;
-      aw_own_p_q   <= 1'b0;
-      aw_cnt_q     <= '0;
-      b_cnt_q      <= '0;
-      p_valid_q    <= 1'b0;
-      p_phase_q    <= PWait;
-      p_queue_q    <= '0;
-      p_index_q    <= '0;
-      p_desc_addr_q <= '0;
-      p_sem_addr_q <= '0;
-      p_sem_value_q <= '0;
-      p_completion_q <= 1'b0;
-      p_last_q     <= 1'b0;
-      p_seq_q      <= '0;
-      p_werr_q     <= 1'b0;
-      q_code_q     <= '0;
-      q_en_q       <= '0;
-      q_err_q      <= '0;
-      q_last_q     <= '0;
-      cur_q_q      <= '0;
-      rr_q         <= QW'(Queues - 1);
-      desc_addr_q  <= '0;
-      desc_q       <= '0;
-      fetch_err_q  <= 1'b0;
-      fb_state_q   <= FbEmpty;
-      fb_queue_q   <= '0;
-      fb_idx_q     <= '0;
-      fb_addr_q    <= '0;
-      fb_desc_q    <= '0;
-      fb_beat_q    <= '0;
-      fb_err_q     <= 1'b0;
-      fb_code_q    <= '0;
-      fb_drop_q    <= 1'b0;
-      ar_own_f_q   <= 1'b0;
-      err_code_q   <= '0;
-      rsv_q        <= '0;
-      cmt_q        <= '0;
-      awp_q        <= '0;
-      cons_q       <= '0;
-      rd_err_q     <= 1'b0;
-      alloc_q      <= '0;
-      retire_q     <= '0;
-      slot_ptr_q   <= '0;
-      slot_len_q   <= '0;
-      slot_rem_q   <= '0;
-      slot_lane_q  <= '0;
-      slot_done_q  <= '0;
-      slot_err_q   <= '0;
-      wq_q         <= '0;
-      wq_wr_q      <= '0;
-      wq_rd_q      <= '0;
-      w_started_q  <= 1'b0;
-      w_rem_q      <= '0;
-      w_beat_q     <= '0;
-      tag_q_q      <= '0;
-      tag_idx_q    <= '0;
-      tag_wr_q     <= '0;
-      tag_rd_q     <= '0;
-      out_wr_q     <= '0;
-      ar_hold_q    <= 1'b0;
-      aw_hold_q    <= 1'b0;
-      bytes_rd_q   <= '0;
-      bytes_wr_q   <= '0;
-      rdata_q      <= '0;
+      ctl_q  <= '0;
+      st_q   <= '0;
+      slot_q <= '0;
+      w_q    <= '0;
+      hold_q <= '0;
     end else begin
-      state_q      <= state_d;
-      eng_en_q     <= eng_en_d;
-      rd_limit_q   <= rd_limit_d;
-      wr_limit_q   <= wr_limit_d;
-      win_base_q   <= win_base_d;
-      win_limit_q  <= win_limit_d;
-      q_base_q     <= q_base_d;
-      q_size_q     <= q_size_d;
-      q_head_q     <= q_head_d;
-      q_tail_q     <= q_tail_d;
-      q_info_q     <= q_info_d;
-      q_next_q     <= q_next_d;
-      cur_idx_q    <= cur_idx_d;
-      aw_own_p_q   <= aw_own_p_d;
-      aw_cnt_q     <= aw_cnt_d;
-      b_cnt_q      <= b_cnt_d;
-      p_valid_q    <= p_valid_d;
-      p_phase_q    <= p_phase_d;
-      p_queue_q    <= p_queue_d;
-      p_index_q    <= p_index_d;
-      p_desc_addr_q <= p_desc_addr_d;
-      p_sem_addr_q <= p_sem_addr_d;
-      p_sem_value_q <= p_sem_value_d;
-      p_completion_q <= p_completion_d;
-      p_last_q     <= p_last_d;
-      p_seq_q      <= p_seq_d;
-      p_werr_q     <= p_werr_d;
-      q_code_q     <= q_code_d;
-      q_en_q       <= q_en_d;
-      q_err_q      <= q_err_d;
-      q_last_q     <= q_last_d;
-      cur_q_q      <= cur_q_d;
-      rr_q         <= rr_d;
-      desc_addr_q  <= desc_addr_d;
-      desc_q       <= desc_d;
-      fetch_err_q  <= fetch_err_d;
-      fb_state_q   <= fb_state_d;
-      fb_queue_q   <= fb_queue_d;
-      fb_idx_q     <= fb_idx_d;
-      fb_addr_q    <= fb_addr_d;
-      fb_desc_q    <= fb_desc_d;
-      fb_beat_q    <= fb_beat_d;
-      fb_err_q     <= fb_err_d;
-      fb_code_q    <= fb_code_d;
-      fb_drop_q    <= fb_drop_d;
-      ar_own_f_q   <= ar_own_f_d;
-      err_code_q   <= err_code_d;
-      rsv_q        <= rsv_d;
-      cmt_q        <= cmt_d;
-      awp_q        <= awp_d;
-      cons_q       <= cons_d;
-      rd_err_q     <= rd_err_d;
-      alloc_q      <= alloc_d;
-      retire_q     <= retire_d;
-      slot_ptr_q   <= slot_ptr_d;
-      slot_len_q   <= slot_len_d;
-      slot_rem_q   <= slot_rem_d;
-      slot_lane_q  <= slot_lane_d;
-      slot_done_q  <= slot_done_d;
-      slot_err_q   <= slot_err_d;
-      wq_q         <= wq_d;
-      wq_wr_q      <= wq_wr_d;
-      wq_rd_q      <= wq_rd_d;
-      w_started_q  <= w_started_d;
-      w_rem_q      <= w_rem_d;
-      w_beat_q     <= w_beat_d;
-      tag_q_q      <= tag_q_d;
-      tag_idx_q    <= tag_idx_d;
-      tag_wr_q     <= tag_wr_d;
-      tag_rd_q     <= tag_rd_d;
-      out_wr_q     <= out_wr_d;
-      ar_hold_q    <= ar_hold_d;
-      aw_hold_q    <= aw_hold_d;
-      bytes_rd_q   <= bytes_rd_d;
-      bytes_wr_q   <= bytes_wr_d;
-      rdata_q      <= rdata_d;
+      ctl_q  <= ctl_d;
+      st_q   <= st_d;
+      slot_q <= slot_d;
+      w_q    <= w_d;
+      hold_q <= hold_d;
     end
   end
 
@@ -1078,10 +635,10 @@ module tsr_dma_engine
     end
   end
 
-  // The engine uses one write ID, reads only the error bit of a response (OKAY and
-  // EXOKAY alike), and leaves the status field of a fetched descriptor alone.
+  // The engine uses one write ID and reads only the error bit of a response
+  // (OKAY and EXOKAY alike).
   logic unused;
-  assign unused = ^{bresp_i[0], rresp_i[0], desc.status, total_bytes[31:0]};
+  assign unused = ^{bresp_i[0], rresp_i[0]};
   `ASSERT(BidIsWriteId_A, !bvalid_i || bid_i == WriteId, clk_i, rst_ni)
 
   `ASSERT_INIT(DataBytesPow2_A, DataBytes >= 4 && DataBytes <= 64 &&
@@ -1092,8 +649,8 @@ module tsr_dma_engine
                                     (BufBytes & (BufBytes - 1)) == 0)
   `ASSERT_INIT(QueuesFit_A, Queues >= 1 && Queues <= 64)
 
-  `ASSERT(ArStable_A, !ar_hold_q || (arvalid_o && ar_payload == ar_payload_q), clk_i, rst_ni)
-  `ASSERT(AwStable_A, !aw_hold_q || (awvalid_o && aw_payload == aw_payload_q), clk_i, rst_ni)
+  `ASSERT(ArStable_A, !hold_q.ar || (arvalid_o && ar_payload == ar_payload_q), clk_i, rst_ni)
+  `ASSERT(AwStable_A, !hold_q.aw || (awvalid_o && aw_payload == aw_payload_q), clk_i, rst_ni)
   `ASSERT(WStable_A, !w_hold_q || (wvalid_o && w_payload == w_payload_q), clk_i, rst_ni)
   `ASSERT(ArNo4KCross_A, !arvalid_o ||
           {1'b0, araddr_o[11:0]} + (13'(arlen_o) + 13'd1) * 13'(DataBytes) <= 13'd4096,
@@ -1102,19 +659,21 @@ module tsr_dma_engine
           {1'b0, awaddr_o[11:0]} + (13'(awlen_o) + 13'd1) * 13'(DataBytes) <= 13'd4096,
           clk_i, rst_ni)
   `ASSERT(WlastOnLastBeat_A, !wvalid_o ||
-          wlast_o == (w_beat_q == {1'b0, beats_of(w_head.lane, w_head.bytes)}), clk_i, rst_ni)
+          wlast_o == (w_q.beat == {1'b0, beats_of(w_head.lane, w_head.bytes)}), clk_i, rst_ni)
   `ASSERT(WStrbNonZero_A, !wvalid_o || wstrb_o != '0, clk_i, rst_ni)
+  `ASSERT(AwHasRoom_A, !aw_hs || (wq_wready && tag_wready), clk_i, rst_ni)
+  `ASSERT(TagsMatchOutstanding_A, 9'(tag_depth) == w_q.outstanding, clk_i, rst_ni)
   `ASSERT(RidKnown_A, !rvalid_i || rid_i == FetchId || rid_i < IdWidth'(MaxOutstanding),
           clk_i, rst_ni)
-  `ASSERT(RFetchOnlyWhenFetching_A, !r_fetch || fb_state_q == FbR, clk_i, rst_ni)
-  `ASSERT(RDataForLiveSlot_A, !r_data || (!slot_done_q[r_slot] && slot_rem_q[r_slot] != '0),
+  `ASSERT(RFetchOnlyWhenFetching_A, !r_fetch || fb_r_expected, clk_i, rst_ni)
+  `ASSERT(RDataForLiveSlot_A, !r_data || (!slot_q[r_slot].done && r_rem != '0),
           clk_i, rst_ni)
-  `ASSERT(RlastMatchesLength_A, !r_data || rlast_i == (slot_rem_q[r_slot] == r_bytes),
+  `ASSERT(RlastMatchesLength_A, !r_data || rlast_i == (r_rem == r_bytes),
           clk_i, rst_ni)
-  `ASSERT(BNotUnexpected_A, !bvalid_i || out_wr_q != '0, clk_i, rst_ni)
-  `ASSERT(CommitBeforeWrite_A, cons_q <= cmt_q && awp_q <= cmt_q && cmt_q <= rsv_q,
-          clk_i, rst_ni)
-  `ASSERT(BufferNeverOverfull_A, rsv_q - cons_q <= 32'(BufBytes), clk_i, rst_ni)
+  `ASSERT(BNotUnexpected_A, !bvalid_i || w_q.outstanding != '0, clk_i, rst_ni)
+  `ASSERT(CommitBeforeWrite_A, st_q.cons <= st_q.cmt && st_q.awp <= st_q.cmt &&
+          st_q.cmt <= st_q.rsv, clk_i, rst_ni)
+  `ASSERT(BufferNeverOverfull_A, st_q.rsv - st_q.cons <= 32'(BufBytes), clk_i, rst_ni)
   `ASSERT_KNOWN(AwValidKnown_A, awvalid_o, clk_i, rst_ni)
   `ASSERT_KNOWN(WValidKnown_A, wvalid_o, clk_i, rst_ni)
   `ASSERT_KNOWN(ArValidKnown_A, arvalid_o, clk_i, rst_ni)

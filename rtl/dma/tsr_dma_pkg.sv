@@ -25,6 +25,7 @@ package tsr_dma_pkg;
   localparam int unsigned FlagLastBit = 0;  // Last descriptor of a transfer: sets the queue's LAST_SEEN status bit when done
   localparam int unsigned FlagBarrierBit = 1;  // Do not read until every earlier write of this engine is acknowledged
   localparam int unsigned FlagCompletionBit = 2;  // After every write of this descriptor is acknowledged, write sem_value to sem_addr
+  localparam logic [3:0] FlagsKnown = 4'h7;  // any other flag bit is reserved: MALFORMED
   localparam int unsigned StatusDoneBit = 0;
   localparam int unsigned StatusCodeLsb = 8;
   localparam int unsigned DescStatusByte = 62;

@@ -19,6 +19,8 @@ enum DmaFlag : std::uint8_t {
   kDmaFlagBarrier = 1u << 1,  // Do not read until every earlier write of this engine is acknowledged
   kDmaFlagCompletion = 1u << 2,  // After every write of this descriptor is acknowledged, write sem_value to sem_addr
 };
+// Every defined flag; any other flag bit is reserved and makes a descriptor MALFORMED.
+inline constexpr std::uint8_t kDmaFlagsKnown = 0x7;
 
 enum class DmaError : std::uint8_t {
   kNone = 0,  // No error

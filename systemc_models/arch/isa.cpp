@@ -51,6 +51,7 @@ const char* to_string(Memory m) {
     case Memory::None: return "none";
     case Memory::Sbuf: return "sbuf";
     case Memory::Psum: return "psum";
+    case Memory::Hbm: return "hbm";
   }
   return "?";
 }
@@ -377,6 +378,10 @@ struct Checker {
   // Rules every operand obeys, whatever the opcode.
   void operand(const char* role, const AccessPattern& ap) {
     if (!ap.valid()) return;
+    if (ap.memory != Memory::Sbuf && ap.memory != Memory::Psum) {
+      fail(fmt::format("{}: engines read and write SBUF and PSUM only, not {}", role, to_string(ap.memory)));
+      return;
+    }
     if (ap.partition_count == 0) fail(fmt::format("{}: partition count is 0", role));
     if (ap.start_partition + ap.partition_count > partitions_of(ap.memory))
       fail(fmt::format("{}: partitions {}..{} exceed the {} {} partitions", role, ap.start_partition,

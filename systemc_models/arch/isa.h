@@ -26,7 +26,10 @@ const char* to_string(DType t);
 std::uint32_t size_of(DType t);
 std::optional<DType> parse_dtype(const std::string& text);
 
-enum class Memory : std::uint8_t { None = 0, Sbuf = 1, Psum = 2 };
+// Where data lives. Instruction operands are in SBUF or PSUM (None: the
+// operand is absent); HBM is reached by DMA only, so an operand in it is a
+// broken rule (validate) and does not decode.
+enum class Memory : std::uint8_t { None = 0, Sbuf = 1, Psum = 2, Hbm = 3 };
 const char* to_string(Memory m);
 
 inline constexpr int kMaxFreeDims = 4;

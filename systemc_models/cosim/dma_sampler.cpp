@@ -1,6 +1,7 @@
 #include "cosim/dma_sampler.h"
 
 #include "cosim/rtl_dma_engine.h"
+#include "arch/dma_descriptor_check.h"
 #include "dma/dma_engine.h"
 #include "dma/dma_pattern.h"
 
@@ -108,6 +109,9 @@ void DmaSampler::executed(const dma::ExecutedDescriptor& d) {
   const std::uint64_t ring = reference_->ring_base(), ring_end = ring + kRingSlots * arch::kDmaDescriptorBytes;
   const auto touches_ring = [&](std::uint64_t base, const std::array<std::uint16_t, 4>& size,
                                 const std::array<std::uint32_t, 4>& stride) {
+    // Every byte a side touches lies in [base, last]: most sides are nowhere near the ring.
+    if (base >= ring_end || arch::dma_pattern_last_byte(base, size, stride, d.descriptor.elem_log2) < ring)
+      return false;
     for (const dma::Run& r : dma::pattern_runs(base, size, stride, d.descriptor.elem_log2))
       if (r.address < ring_end && r.address + r.bytes > ring) return true;
     return false;

@@ -1,5 +1,6 @@
 #include "dma/dma_engine.h"
 
+#include "arch/dma_descriptor_check.h"
 #include "dma/dma_pattern.h"
 
 #include <fmt/format.h>
@@ -268,21 +269,8 @@ void DmaEngine::execute(Fetched f) {
   bool err = false;
   if (f.error) return fail(q, f.index, arch::DmaError::kFetch, "descriptor fetch failed");
   const arch::DmaDescriptor d = arch::unpack(f.raw);
-  if (d.magic != arch::kDmaDescriptorMagic)
-    return fail(q, f.index, arch::DmaError::kMagic,
-                fmt::format("magic byte 0x{:02x}, not 0x{:02x}", d.magic, arch::kDmaDescriptorMagic));
-  for (int i = 0; i < 4; ++i)
-    if (d.src_size[i] == 0 || d.dst_size[i] == 0)
-      return fail(q, f.index, arch::DmaError::kZeroLength, fmt::format("dimension {} has size 0", i));
-  const auto count = [](const std::array<std::uint16_t, 4>& sz) {
-    return std::uint64_t{sz[0]} * sz[1] * sz[2] * sz[3];
-  };
+  if (const arch::DmaCheck c = arch::check(d); !c.ok()) return fail(q, f.index, c.code, c.detail);
   const std::uint64_t elem = 1ull << d.elem_log2;
-  if (count(d.src_size) != count(d.dst_size))
-    return fail(q, f.index, arch::DmaError::kMalformed,
-                fmt::format("source has {} elements, destination {}", count(d.src_size), count(d.dst_size)));
-  if ((d.flags & arch::kDmaFlagCompletion) && d.sem_addr % 4 != 0)
-    return fail(q, f.index, arch::DmaError::kMalformed, "semaphore address not 4-byte aligned");
 
   const auto src = bursts(pattern_runs(d.src_addr, d.src_size, d.src_stride, d.elem_log2), max_burst_bytes(beat));
   const auto dst = bursts(pattern_runs(d.dst_addr, d.dst_size, d.dst_stride, d.elem_log2), max_burst_bytes(beat));
@@ -292,7 +280,7 @@ void DmaEngine::execute(Fetched f) {
         return fail(q, f.index, arch::DmaError::kAddrWindow,
                     fmt::format("bytes 0x{:x}..0x{:x} are outside the device address map", r.address,
                                 r.address + r.bytes - 1));
-  const std::uint64_t total = count(d.src_size) * elem;
+  const std::uint64_t total = arch::dma_elements(d.src_size) * elem;
   // Timing-only runs move no bytes: TLM_IGNORE_COMMAND costs the same time.
   const bool data = !ctx_.no_data;
   std::vector<std::uint8_t> buffer(data ? total : 0);

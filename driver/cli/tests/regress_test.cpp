@@ -18,6 +18,7 @@
 #include <set>
 #include <thread>
 #include <sys/resource.h>
+#include <fcntl.h>
 #include <sys/wait.h>
 
 namespace tessera::cli::regress {
@@ -99,7 +100,7 @@ TEST(RegressBaseline, SlowerAndFasterBeyondToleranceFail) {
   std::vector<JobResult> r(3);
   for (auto& x : r) {
     x.job = j;
-    x.status = "pass";
+    x.status = Status::Pass;
   }
   r[1].job.id = "b";
   r[2].job.id = "c";
@@ -108,19 +109,19 @@ TEST(RegressBaseline, SlowerAndFasterBeyondToleranceFail) {
   r[2].report = {{"time_ns", 900.0}, {"cycles", 9.0}};
   const nlohmann::json base = {{"a", {{"time_ns", 1005.0}}}, {"b", {{"time_ns", 1000.0}}}, {"c", {{"time_ns", 1000.0}}}};
   compare_to_baseline(r, base);
-  EXPECT_EQ(r[0].status, "pass");
-  EXPECT_EQ(r[1].status, "slower");
+  EXPECT_EQ(r[0].status, Status::Pass);
+  EXPECT_EQ(r[1].status, Status::Slower);
   EXPECT_THAT(r[1].message, HasSubstr("+10.00%"));
-  EXPECT_EQ(r[2].status, "faster");
+  EXPECT_EQ(r[2].status, Status::Faster);
   EXPECT_EQ(make_baseline(r)["b"]["time_ns"], 1100.0);
 }
 
 TEST(RegressOutput, JunitHasOneTestcasePerJobAndEscapes) {
   JobResult ok, bad;
   ok.job.id = "g/x";
-  ok.status = "pass";
+  ok.status = Status::Pass;
   bad.job.id = "g/<y>";
-  bad.status = "fail";
+  bad.status = Status::Fail;
   bad.message = "a & b";
   const std::string xml = junit_xml("suite", {ok, bad});
   EXPECT_THAT(xml, HasSubstr("tests=\"2\" failures=\"1\""));
@@ -219,7 +220,7 @@ namespace tessera::cli::regress {
 namespace {
 
 JobResult result(const std::string& test, const std::string& variant, const std::string& config, std::int64_t m,
-                 const std::string& status, double time_ns, double wall) {
+                 Status status, double time_ns, double wall) {
   JobResult r;
   r.job.test = test;
   r.job.kernel = "gemm";
@@ -230,15 +231,15 @@ JobResult result(const std::string& test, const std::string& variant, const std:
   r.status = status;
   r.wall_seconds = wall;
   r.report = {{"time_ns", time_ns}, {"cycles", time_ns * 1.4}, {"hfu_percent", 12.5}};
-  if (status != "pass") r.message = "numerics mismatch at 3 elements";
+  if (status != Status::Pass) r.message = "numerics mismatch at 3 elements";
   return r;
 }
 
 TEST(RegressOutput, SummaryHasAMatrixPerKernelSlowestJobsAndRatio) {
-  const std::vector<JobResult> rs = {result("g", "naive", "tiny", 8, "pass", 1000, 0.5),
-                                     result("g", "naive", "small", 8, "fail", 2500, 2.0),
-                                     result("g", "hoisted", "tiny", 8, "pass", 800, 0.25),
-                                     result("g", "naive", "tiny", 16, "pass", 4000000, 1.0)};
+  const std::vector<JobResult> rs = {result("g", "naive", "tiny", 8, Status::Pass, 1000, 0.5),
+                                     result("g", "naive", "small", 8, Status::Fail, 2500, 2.0),
+                                     result("g", "hoisted", "tiny", 8, Status::Pass, 800, 0.25),
+                                     result("g", "naive", "tiny", 16, Status::Pass, 4000000, 1.0)};
   const std::string md = summary_markdown("s", rs);
   EXPECT_THAT(md, HasSubstr("# s: 3 of 4 passed"));
   EXPECT_THAT(md, HasSubstr("## gemm"));
@@ -258,11 +259,11 @@ TEST(RegressOutput, SummaryHasAMatrixPerKernelSlowestJobsAndRatio) {
 }
 
 TEST(RegressOutput, ResultsRoundTripThroughJson) {
-  JobResult r = result("g", "naive", "tiny", 8, "crash", 1000, 0.5);
+  JobResult r = result("g", "naive", "tiny", 8, Status::Crash, 1000, 0.5);
   r.job.fidelity = "rtl";
   r.job.seed = 7;
   std::string suite;
-  const JobResult back = result_from_json(to_json(r, "smoke"), &suite);
+  const JobResult back = runner::result_from_json(runner::to_json(r, "smoke"), &suite);
   EXPECT_EQ(suite, "smoke");
   EXPECT_EQ(back.job.id, r.job.id);
   EXPECT_EQ(back.job.kernel, "gemm");
@@ -271,7 +272,7 @@ TEST(RegressOutput, ResultsRoundTripThroughJson) {
   EXPECT_EQ(back.job.fidelity, "rtl");
   EXPECT_EQ(back.job.shape, r.job.shape);
   EXPECT_EQ(back.job.seed, 7u);
-  EXPECT_EQ(back.status, "crash");
+  EXPECT_EQ(back.status, Status::Crash);
   EXPECT_EQ(back.message, r.message);
   EXPECT_EQ(back.report, r.report);
 }
@@ -281,10 +282,10 @@ std::string progress_output(bool live) {
   std::size_t size = 0;
   FILE* out = open_memstream(&buf, &size);
   Progress p(out, 3, live);
-  p.job_done(result("g", "naive", "tiny", 8, "pass", 1000, 0.5));
+  p.job_done(result("g", "naive", "tiny", 8, Status::Pass, 1000, 0.5));
   p.tick("2 RUNNING");
-  p.job_done(result("g", "naive", "small", 8, "fail", 1000, 0.5));
-  p.job_done(result("g", "hoisted", "tiny", 8, "pass", 1000, 0.5));
+  p.job_done(result("g", "naive", "small", 8, Status::Fail, 1000, 0.5));
+  p.job_done(result("g", "hoisted", "tiny", 8, Status::Pass, 1000, 0.5));
   p.finish();
   std::fclose(out);
   std::string text(buf, size);
@@ -482,6 +483,163 @@ TEST(RegressSlurm, BadCombinationsAreRefused) {
   text.clear();
   EXPECT_EQ(run_binary("regress --rerun-failed /nonexistent", &text), 2);
   EXPECT_THAT(text, HasSubstr("add --slurm"));
+}
+
+// The folder of another flow's --slurm run (a sweep's) is refused by name,
+// not misread as a suite's.
+TEST(RegressSlurm, AnotherFlowsFolderIsRefused) {
+  const fs::path out = fs::temp_directory_path() / "tessera_regress_sweep_folder";
+  fs::remove_all(out);
+  fs::create_directories(out / "slurm");
+  std::ofstream(out / "slurm" / "plan.json")
+      << R"({"runner": "sweep", "study": "/nowhere/s.yaml", "study_name": "s", "kernels": [], "shards": 2,
+            "points": 4, "out": ")" << out.string() << R"(", "scheduling": {}})";
+  for (const std::string& args : std::vector<std::string>{"regress --rerun-failed " + out.string() + " --slurm",
+                                 "regress merge --plan " + out.string()}) {
+    std::string text;
+    EXPECT_EQ(run_binary(args, &text), 2) << args;
+    EXPECT_THAT(text, HasSubstr("this is the folder of a 'tessera sweep --slurm' run, not of a regress")) << args;
+  }
+  fs::remove_all(out);
+}
+
+}  // namespace
+}  // namespace tessera::cli::regress
+
+namespace tessera::cli::regress {
+namespace {
+
+// A runner started in the background (its own process group, as a shell
+// job is), its output in a file.
+struct Background {
+  pid_t pid = 0;
+  fs::path log;
+};
+
+Background start_runner(const std::vector<std::string>& args, const std::string& name) {
+  Background b;
+  b.log = fs::temp_directory_path() / (name + ".log");
+  std::vector<std::string> all = {TESSERA_BIN};
+  all.insert(all.end(), args.begin(), args.end());
+  b.pid = fork();
+  if (b.pid == 0) {
+    setpgid(0, 0);
+    setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_DIR "/configs", 1);
+    const int fd = open(b.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return b;
+}
+
+// The `tessera run` processes writing under `dir`.
+std::vector<pid_t> jobs_under(const fs::path& dir) {
+  std::vector<pid_t> pids;
+  for (const auto& p : fs::directory_iterator("/proc")) {
+    std::ifstream in(p.path() / "cmdline");
+    const std::string args((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (args.find(std::string("run") + '\0') != std::string::npos && args.find(dir.string()) != std::string::npos)
+      pids.push_back(std::stoi(p.path().filename().string()));
+  }
+  return pids;
+}
+
+std::vector<pid_t> wait_for_jobs(const fs::path& dir, std::size_t n) {
+  for (int tries = 0; tries < 600; ++tries) {
+    const auto pids = jobs_under(dir);
+    if (pids.size() >= n) return pids;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return {};
+}
+
+bool all_gone(const std::vector<pid_t>& pids) {
+  for (int tries = 0; tries < 200; ++tries) {
+    if (std::all_of(pids.begin(), pids.end(), [](pid_t p) {
+          // A zombie is gone for this purpose: it runs nothing.
+          std::ifstream in(fmt::format("/proc/{}/stat", p));
+          std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+          return stat.empty() || stat.find(") Z") != std::string::npos;
+        }))
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+const char* kSlowSuite =
+    "defaults: {fidelity: tlm}\n"
+    "tests:\n"
+    "  - {name: quick, kernel: gemm, configs: tiny, shapes: [{M: 8, N: 64, K: 8}]}\n"
+    "  - {name: slow, kernel: gemm, configs: neuroncore-v2, variants: [naive, hoisted, blocked_mnk],\n"
+    "     shapes: [{M: 2048, N: 4096, K: 4096}]}\n";
+
+// Ctrl-C (SIGINT to the runner's process group) stops the running jobs,
+// writes the results with the unfinished jobs interrupted, exits 130.
+TEST(RegressInterrupt, CtrlCStopsTheJobsAndWritesPartialResults) {
+  const fs::path suite = write_suite("slow", kSlowSuite);
+  const fs::path out = fs::temp_directory_path() / "tessera_regress_interrupt";
+  fs::remove_all(out);
+  const Background b = start_runner({"regress", suite.string(), "-j", "2", "--out", out.string()}, "interrupt");
+  const auto pids = wait_for_jobs(out / "jobs", 2);
+  ASSERT_EQ(pids.size(), 2u) << "the slow jobs never started";
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  kill(-b.pid, SIGINT);
+  int raw = 0;
+  waitpid(b.pid, &raw, 0);
+  const std::string log(std::istreambuf_iterator<char>(std::ifstream(b.log).rdbuf()), {});
+  ASSERT_TRUE(WIFEXITED(raw)) << log;
+  EXPECT_EQ(WEXITSTATUS(raw), 130) << log;
+  EXPECT_TRUE(all_gone(pids)) << "a job outlived the interrupt";
+  const auto results = nlohmann::json::parse(std::ifstream(out / "results.json"));
+  ASSERT_EQ(results.size(), 4u);
+  int interrupted = 0;
+  for (const auto& r : results) interrupted += r["status"] == "interrupted";
+  EXPECT_GE(interrupted, 2) << results.dump(1);
+  EXPECT_THAT(std::string(std::istreambuf_iterator<char>(std::ifstream(out / "junit.xml").rdbuf()), {}),
+              HasSubstr("<failure type=\"interrupted\""));
+  EXPECT_THAT(log, HasSubstr("interrupted"));
+  fs::remove_all(out);
+}
+
+// A second Ctrl-C kills the jobs and the runner at once.
+TEST(RegressInterrupt, SecondCtrlCKillsAtOnce) {
+  const fs::path suite = write_suite("slow", kSlowSuite);
+  const fs::path out = fs::temp_directory_path() / "tessera_regress_interrupt2";
+  fs::remove_all(out);
+  const Background b = start_runner({"regress", suite.string(), "-j", "2", "--out", out.string()}, "interrupt2");
+  const auto pids = wait_for_jobs(out / "jobs", 2);
+  ASSERT_EQ(pids.size(), 2u);
+  // The jobs ignore nothing, but the two signals come before they could stop.
+  kill(b.pid, SIGINT);
+  kill(b.pid, SIGINT);
+  const auto t0 = std::chrono::steady_clock::now();
+  int raw = 0;
+  waitpid(b.pid, &raw, 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+  EXPECT_TRUE(WIFSIGNALED(raw) || (WIFEXITED(raw) && WEXITSTATUS(raw) == 130));
+  EXPECT_TRUE(all_gone(pids));
+  fs::remove_all(out);
+}
+
+// A runner killed outright (SIGKILL: no handler runs) takes its jobs with it.
+TEST(RegressInterrupt, JobsDieWithAKilledRunner) {
+  const fs::path suite = write_suite("slow", kSlowSuite);
+  const fs::path out = fs::temp_directory_path() / "tessera_regress_killed";
+  fs::remove_all(out);
+  const Background b = start_runner({"regress", suite.string(), "-j", "2", "--out", out.string()}, "killed");
+  const auto pids = wait_for_jobs(out / "jobs", 2);
+  ASSERT_EQ(pids.size(), 2u);
+  kill(b.pid, SIGKILL);
+  int raw = 0;
+  waitpid(b.pid, &raw, 0);
+  EXPECT_TRUE(all_gone(pids)) << "a job was orphaned";
+  fs::remove_all(out);
 }
 
 }  // namespace

@@ -146,7 +146,7 @@ TEST_F(StudyTest, CsvAndJsonHoldEveryPointWithItsFigures) {
   for (std::size_t i = 0; i < points.size(); ++i) {
     regress::JobResult r;
     r.job = points[i].job;
-    r.status = i == 1 ? "fail" : "pass";
+    r.status = i == 1 ? runner::Status::Fail : runner::Status::Pass;
     r.message = i == 1 ? "numerics mismatch" : "";
     r.report = {{"variant", points[i].job.variant.empty() ? "blocked_mnk" : points[i].job.variant},
                 {"shape", {{"M", 32}, {"N", 64}, {"K", 32}}},

@@ -96,8 +96,6 @@ public:
   const arch::HwConfig& config() const { return cfg_; }
 
 private:
-  void dma_to_tile(const Tile& dst, const View& src, std::uint32_t pitch);
-
   struct Impl;
   const arch::HwConfig& cfg_;
   std::unique_ptr<Impl> impl_;

@@ -33,8 +33,8 @@ arch::HwConfig config(const std::string& name) {
 TEST(Registry, EveryLibraryKernelRegistersItselfInNameOrder) {
   std::vector<std::string> names;
   for (const auto& k : registry()) names.push_back(k.name);
-  EXPECT_THAT(names, ElementsAre("attention", "conv2d", "cumsum", "elementwise", "gemm", "layernorm", "mlp", "reduce",
-                                 "rmsnorm", "softmax", "transpose"));
+  EXPECT_THAT(names, ElementsAre("attention", "calib_dma", "calib_matmul", "calib_vector", "conv2d", "cumsum",
+                                 "elementwise", "gemm", "layernorm", "mlp", "reduce", "rmsnorm", "softmax", "transpose"));
   for (const auto& k : registry()) {
     EXPECT_TRUE(k.origin.empty()) << k.name;
     for (const auto& v : k.variants) EXPECT_FALSE(v.description.empty()) << k.name << " " << v.name;
@@ -46,7 +46,8 @@ TEST(Registry, AnUnknownVariantIsAnErrorNamingTheChoicesNeverTheDefault) {
   const KernelSpec& gemm = kernel_named("gemm");
   EXPECT_EQ(gemm.variant("").name, "blocked_mnk");
   EXPECT_EQ(error_of([&] { gemm.variant("fastest"); }),
-            "kernel 'gemm' has no variant 'fastest' (variants: blocked_mnk, naive, hoisted, blocked_mn)");
+            "kernel 'gemm' has no variant 'fastest' (variants: blocked_mnk, naive, hoisted, blocked_mn, tiled, "
+            "hoist_load, block_free_dimension, fully_optimized)");
   EXPECT_THAT(error_of([&] { kernel_named("transpose").variant("dmaa"); }), HasSubstr("did you mean 'dma'?"));
   EXPECT_THAT(error_of([] { kernel_named("gem"); }), HasSubstr("unknown kernel 'gem' (kernels: attention, "));
 }

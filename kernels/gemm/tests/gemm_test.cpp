@@ -2,6 +2,7 @@
 // generation (tlm), each run in its own process; results within the
 // documented fp32-accumulation bound of the double reference.
 #include "common/kernel.h"
+#include "tessera/kernel_builder.h"
 
 #include "testing/child_process.h"
 
@@ -60,7 +61,8 @@ std::string case_name(const ::testing::TestParamInfo<std::tuple<std::string, Cas
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, GemmTest,
-                         ::testing::Combine(::testing::Values("naive", "hoisted", "blocked_mn", "blocked_mnk"),
+                         ::testing::Combine(::testing::Values("naive", "hoisted", "blocked_mn", "blocked_mnk", "tiled",
+                                                              "hoist_load", "block_free_dimension", "fully_optimized"),
                                             ::testing::ValuesIn(kCases)),
                          case_name);
 
@@ -112,8 +114,31 @@ const Case kRtlCases[] = {
 };
 
 INSTANTIATE_TEST_SUITE_P(Shapes, GemmRtlTest,
-                         ::testing::Combine(::testing::Values("naive", "blocked_mnk"), ::testing::ValuesIn(kRtlCases)),
+                         ::testing::Combine(::testing::Values("naive", "blocked_mnk", "fully_optimized"),
+                                            ::testing::ValuesIn(kRtlCases)),
                          case_name);
+
+// The tutorial's last kernel keeps a whole N block of results for all of M in
+// SBUF; when they cannot fit, the error says so and how much they need.
+TEST(Gemm, FullyOptimizedSaysWhenItsResultTilesDoNotFit) {
+  const std::string text = test_support::run_in_child([&] {
+    setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_CONFIG_DIR, 1);
+    DeviceOptions o;
+    o.config = "tiny";
+    o.fidelity = arch::Fidelity::Tlm;
+    o.no_data = true;
+    Device dev(o);
+    auto k = instantiate(dev, {"gemm", "fully_optimized", {{"M", 320}, {"N", 128}, {"K", 8}}, {}, 7}).kernel;
+    try {
+      k->build();
+    } catch (const KernelError& e) {
+      return std::string(e.what());
+    }
+    return std::string("built");
+  });
+  EXPECT_NE(text.find("gemm fully_optimized: its tiles need"), std::string::npos) << text;
+  EXPECT_NE(text.find("SBUF has 16384"), std::string::npos) << text;
+}
 
 }  // namespace
 }  // namespace tessera::kernels

@@ -2,6 +2,7 @@
 // buffer) so that every pointer wraps often, driven against the AXI4 memory
 // model and checked byte for byte against the reference copy.
 #include "Vdma_small.h"
+#include "arch/dma_descriptor_check.h"
 #include "dma_harness.h"
 
 #include <gtest/gtest.h>
@@ -395,6 +396,9 @@ void expect_queue_error(Fixture& f, const DmaDescriptor& bad, DmaError code, Add
   ASSERT_TRUE(f.bench.run_until_idle(400000)) << "engine hung after " << to_string(code);
 
   EXPECT_EQ(f.queue_error(1), code) << "got " << to_string(f.queue_error(1));
+  // The decode rules the C++ layers share say the same of the descriptor alone.
+  if (code == DmaError::kMagic || code == DmaError::kZeroLength || code == DmaError::kMalformed)
+    EXPECT_EQ(arch::check(bad).code, code) << arch::check(bad).detail;
   EXPECT_EQ(f.queue_status(1) & 2, 2u);
   EXPECT_EQ(f.bench.read_reg(reg::queue(1, reg::kQErrInfo)), bad_index);
   EXPECT_EQ(f.head(1), bad_index) << "queue 1 must stop at the failing descriptor";

@@ -56,7 +56,7 @@ TEST_F(ConfigTest, NeuronCoreV2PeakIs91Point8Tflops) {
 }
 
 // Every shipped generation's derived figures, against the public numbers they
-// were written from (../shared/reference/neuroncore.md).
+// were written from (docs/sources.md).
 TEST_F(ConfigTest, DerivedFiguresOfEveryShippedConfig) {
   struct Expect {
     const char* name;

@@ -186,6 +186,15 @@ TEST(Isa, MalformedEncodingsAreErrorsNamingTheByte) {
   bad[kInstrHeaderBytes + 2] = 5;  // five free dimensions
   pos = 0;
   EXPECT_THROW(decode(bad, pos), IsaError);
+  bad = bytes;
+  bad[kInstrHeaderBytes] = static_cast<std::uint8_t>(Memory::Hbm);  // engines do not reach HBM
+  pos = 0;
+  try {
+    decode(bad, pos);
+    ADD_FAILURE() << "an HBM operand decoded";
+  } catch (const IsaError& e) {
+    EXPECT_STREQ(e.what(), "byte 48: operand memory 3 is not sbuf (1) or psum (2)");
+  }
 }
 
 TEST(Isa, AccessPatternOffsetsFollowStridesInnermostFastest) {
@@ -241,6 +250,10 @@ TEST(Isa, ValidationNamesEachBrokenRule) {
   tt.b = tile(Memory::Sbuf, DType::Fp32, 0, 8, 64, 8);
   tt.dst = tile(Memory::Sbuf, DType::Fp32, 0, 8, 128, 16);
   EXPECT_EQ(problems(tt), "dst [8 x 16] and b [8 x 8] differ in shape");
+  Instruction from_hbm = tt;
+  from_hbm.b = from_hbm.a;
+  from_hbm.a.memory = Memory::Hbm;
+  EXPECT_EQ(problems(from_hbm), "a: engines read and write SBUF and PSUM only, not hbm");
 
   Instruction gp;
   gp.engine = Engine::GpSimd;

@@ -7,6 +7,7 @@
 #include "cosim/rtl_tensor_datapath.h"
 
 #include "arch/dma_descriptor.h"
+#include "arch/dma_descriptor_check.h"
 #include "arch/numerics.h"
 #include "core/neuron_core.h"
 #include "testing/dma_programs.h"
@@ -17,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -596,6 +598,78 @@ TEST(RtlDma, TransferBeyondTheAddressMapIsAWindowError) {
   EXPECT_THAT(r.message, HasSubstr("core.dma0.q0 descriptor 0"));
   EXPECT_THAT(r.message, HasSubstr("addr_window"));
 }
+
+// Every kind of descriptor the decode rules reject, each run on the fast model
+// and on the RTL (one simulation per process, so one model per test): both stop
+// the queue with the code arch::check gives, or, for the address window, which
+// arch::check leaves to its caller, with ADDR_WINDOW.
+struct MalformedCase {
+  const char* name;
+  std::function<void(arch::DmaDescriptor&)> edit;
+  arch::DmaError code;
+};
+
+const std::vector<MalformedCase>& malformed_cases() {
+  static const std::vector<MalformedCase> cases = {
+      {"magic", [](arch::DmaDescriptor& d) { d.magic = 0x5D; }, arch::DmaError::kMagic},
+      {"zero_source_size", [](arch::DmaDescriptor& d) { d.src_size[2] = 0; }, arch::DmaError::kZeroLength},
+      {"zero_destination_size", [](arch::DmaDescriptor& d) { d.dst_size[0] = 0; }, arch::DmaError::kZeroLength},
+      {"zero_size_before_malformed",
+       [](arch::DmaDescriptor& d) {
+         d.src_size[3] = 0;
+         d.flags |= 8;
+       },
+       arch::DmaError::kZeroLength},
+      {"reserved_flag", [](arch::DmaDescriptor& d) { d.flags |= 8; }, arch::DmaError::kMalformed},
+      {"element_counts_differ", [](arch::DmaDescriptor& d) { d.dst_size[1] = 4; }, arch::DmaError::kMalformed},
+      {"four_gibibytes",
+       [](arch::DmaDescriptor& d) {
+         d.elem_log2 = 0;
+         d.src_size = d.dst_size = {256, 256, 256, 256};  // exactly 2^32 bytes
+         d.src_stride = d.dst_stride = {1, 0, 0, 0};
+       },
+       arch::DmaError::kMalformed},
+      {"semaphore_unaligned", [](arch::DmaDescriptor& d) { d.sem_addr += 2; }, arch::DmaError::kMalformed},
+      {"outside_the_address_map", [](arch::DmaDescriptor& d) { d.dst_addr = arch::kSemaphoreBase + 0x10000; },
+       arch::DmaError::kAddrWindow},
+  };
+  return cases;
+}
+
+class RtlDmaMalformed : public ::testing::TestWithParam<std::tuple<std::size_t, bool>> {};
+
+TEST_P(RtlDmaMalformed, StopsTheQueueWithTheSharedCode) {
+  const auto [which, use_rtl] = GetParam();
+  const MalformedCase& c = malformed_cases()[which];
+  trace::Stats stats;
+  NeuronCore core("core", tiny(), stats, use_rtl ? rtl_options() : core::CoreOptions{});
+  const auto& map = core.address_map();
+  const auto good = tile_descriptor(0, 16, map.sbuf_address(0, 0), 1024, 8, 8, 1, map.semaphore_address(1));
+  auto bad = good;
+  c.edit(bad);
+  if (c.code != arch::DmaError::kAddrWindow) EXPECT_EQ(arch::check(bad).code, c.code) << arch::check(bad).detail;
+  const std::uint64_t base = core.place(ring_of({good, bad}, 32));
+  core.configure_dma_queue(0, 1, base, 32);
+  Stream sync(arch::Engine::Sync);
+  sync.add(trigger(0, 1, base, 2)).wait(1, 2).end();
+  core.load_program(arch::Engine::Sync, sync.bytes);
+  const auto r = core.run();
+  ASSERT_EQ(r.status, core::RunResult::Status::Error) << r.message;
+  EXPECT_THAT(r.message, HasSubstr("core.dma0.q1 descriptor 1"));
+  EXPECT_THAT(r.message, HasSubstr(arch::to_string(c.code)));
+  EXPECT_EQ(core.dma().engine(0).queue(1).error, c.code) << arch::to_string(core.dma().engine(0).queue(1).error);
+  // The fast model stops the run when it decodes the bad descriptor, which may
+  // be before the good one's status write; neither model gets past the bad one.
+  EXPECT_LE(core.dma().engine(0).queue(1).head, 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, RtlDmaMalformed,
+                         ::testing::Combine(::testing::Range<std::size_t>(0, malformed_cases().size()),
+                                            ::testing::Bool()),
+                         [](const auto& info) {
+                           return std::string(malformed_cases()[std::get<0>(info.param)].name) +
+                                  (std::get<1>(info.param) ? "_rtl" : "_fast");
+                         });
 
 TEST(RtlDma, UnbuiltParameterSetIsAClearError) {
   arch::HwConfig cfg = tiny();

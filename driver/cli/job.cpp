@@ -1,0 +1,73 @@
+#include "job.h"
+
+#include <cstdio>
+
+namespace tessera::cli::runner {
+namespace {
+
+struct StatusName {
+  Status status;
+  const char* name;
+};
+
+constexpr StatusName kStatusNames[] = {
+    {Status::Pass, "pass"},       {Status::Fail, "fail"},       {Status::Error, "error"},
+    {Status::Crash, "crash"},     {Status::Timeout, "timeout"}, {Status::Slower, "slower"},
+    {Status::Faster, "faster"},   {Status::Missing, "missing"}, {Status::Infeasible, "infeasible"},
+    {Status::Interrupted, "interrupted"},
+};
+
+}  // namespace
+
+const char* to_string(Status s) {
+  for (const auto& n : kStatusNames)
+    if (n.status == s) return n.name;
+  return "?";
+}
+
+std::optional<Status> parse_status(const std::string& text) {
+  for (const auto& n : kStatusNames)
+    if (text == n.name) return n.status;
+  return std::nullopt;
+}
+
+nlohmann::json to_json(const JobResult& r, const std::string& suite) {
+  const Job& j = r.job;
+  nlohmann::json out = {{"suite", suite},       {"id", j.id},           {"test", j.test},
+                        {"kernel", j.kernel},   {"variant", j.variant}, {"config", j.config},
+                        {"fidelity", j.fidelity}, {"shape", j.shape},   {"seed", j.seed},
+                        {"status", to_string(r.status)}, {"message", r.message},
+                        {"wall_seconds", r.wall_seconds}, {"report", r.report}};
+  if (!j.params.empty()) out["params"] = j.params;
+  return out;
+}
+
+JobResult result_from_json(const nlohmann::json& j, std::string* suite) {
+  JobResult r;
+  r.job.id = j.at("id");
+  r.job.test = j.value("test", std::string());
+  r.job.kernel = j.value("kernel", std::string());
+  r.job.variant = j.value("variant", std::string());
+  r.job.config = j.value("config", std::string());
+  r.job.fidelity = j.value("fidelity", std::string());
+  r.job.shape = j.value("shape", std::map<std::string, std::int64_t>());
+  r.job.params = j.value("params", std::map<std::string, std::string>());
+  r.job.seed = j.value("seed", std::uint64_t{1});
+  const std::string status = j.at("status");
+  const auto s = parse_status(status);
+  if (!s) throw nlohmann::json::other_error::create(501, "unknown job status '" + status + "'", &j);
+  r.status = *s;
+  r.message = j.value("message", std::string());
+  r.wall_seconds = j.value("wall_seconds", 0.0);
+  r.report = j.value("report", nlohmann::json::object());
+  if (suite) *suite = j.value("suite", *suite);
+  return r;
+}
+
+bool parse_shard(const std::string& text, int* index, int* count) {
+  char rest = 0;
+  return std::sscanf(text.c_str(), "%d/%d%c", index, count, &rest) == 2 && *count >= 1 && *index >= 1 &&
+         *index <= *count;
+}
+
+}  // namespace tessera::cli::runner

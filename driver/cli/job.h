@@ -1,0 +1,77 @@
+// One job of a flow (a regression suite's kernel x variant x config x shape,
+// a study's grid point, a tuning candidate): what `tessera run` runs, and the
+// result it leaves. Every flow of the sharded runner (runner.h) speaks these.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tessera::cli::runner {
+
+struct Job {
+  std::string id;  // unique in its flow; also its folder name (with '/' as '.')
+  std::string test, kernel, variant, config, fidelity;
+  std::map<std::string, std::int64_t> shape;
+  std::map<std::string, std::string> params;  // tunable parameters (tessera run --param)
+  std::uint64_t seed = 1;
+  double timeout_s = 600;
+  double tolerance_percent = 2;  // allowed time change against the baseline
+  std::vector<std::string> groups;
+  std::vector<std::string> overrides;  // config overrides, "key=value" (tessera run --set)
+  bool no_data = false;                // timing only (tessera run --no-data)
+  std::string file;  // where the job's test is written, for errors
+  int line = 0;
+};
+
+// How a job ended. The names (to_string) are what results.json, junit.xml
+// and the summaries show.
+enum class Status {
+  Pass,         // ran; numerics and time as expected
+  Fail,         // the run failed: exit 1 (simulation error, deadlock, numerics)
+  Error,        // bad input for this job: exit 2 (a kernel rule broken)
+  Crash,        // killed by a signal
+  Timeout,      // past its timeout_s, killed
+  Slower,       // time beyond tolerance against the baseline
+  Faster,
+  Missing,      // a Slurm shard left no results
+  Infeasible,   // a study point whose kernel does not fit the config: an answer
+  Interrupted,  // the runner was interrupted (Ctrl-C) before the job ended
+};
+
+const char* to_string(Status s);
+// The status of a name as to_string gives it; nullopt for another text.
+std::optional<Status> parse_status(const std::string& text);
+
+struct JobResult {
+  Job job;
+  Status status = Status::Pass;
+  std::string message;
+  double wall_seconds = 0;
+  nlohmann::json report = nlohmann::json::object();  // the job's report, when it produced one
+};
+
+// A job's entry in results.json (and its folder's result.json).
+nlohmann::json to_json(const JobResult& r, const std::string& suite);
+// The inverse of to_json; `suite` receives the suite's name. Throws
+// nlohmann::json::exception on a malformed entry (an unknown status included).
+JobResult result_from_json(const nlohmann::json& j, std::string* suite = nullptr);
+
+// Shard `index` of `count` (1-based) of a flow's jobs (or of anything in job
+// order): every count-th from the index-th, the same split on every machine.
+template <typename T>
+std::vector<T> shard_of(const std::vector<T>& all, int index, int count) {
+  std::vector<T> shard;
+  for (std::size_t i = static_cast<std::size_t>(index - 1); i < all.size(); i += static_cast<std::size_t>(count))
+    shard.push_back(all[i]);
+  return shard;
+}
+
+// "I/N" with 1 <= I <= N, as --shard takes it; false when the text is not that.
+bool parse_shard(const std::string& text, int* index, int* count);
+
+}  // namespace tessera::cli::runner

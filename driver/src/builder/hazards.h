@@ -1,0 +1,92 @@
+// Which earlier operations a new one must wait for: true (read after write),
+// anti (write after read) and output (write after write) dependencies between
+// agents, from the regions each operation reads and writes.
+//
+// Operations are named by their id, which grows in program order; each
+// belongs to an agent (an engine's stream or a DMA queue) that finishes its
+// own operations in order, so only the latest dependency on each other agent
+// matters.
+#pragma once
+
+#include "builder/region.h"
+
+#include <cstdint>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace tessera::builder {
+
+// The live accesses of one on-chip memory, indexed by 2 KiB column buckets so
+// that a query meets only the accesses near its bytes (a large kernel has
+// hundreds of thousands of DMA pieces and a few hundred live tiles).
+class OnChipIndex {
+public:
+  void add_write(const Region& r, int op, int agent);
+  // A newer read of the same bytes by the same agent supersedes the older,
+  // since the agent finishes in order.
+  void add_read(const Region& r, int op, int agent);
+  // Calls f(region, op, agent, is_write) once for each live access overlapping r.
+  template <typename F>
+  void for_each_overlapping(const Region& r, F&& f);
+  // Drops every access that the write `w` covers: later ops order against w.
+  void remove_covered(const Region& w);
+
+private:
+  static constexpr std::uint64_t kBucketBytes = 2048;
+  struct Entry {
+    Region region;
+    int op;
+    int agent;
+    bool is_write;
+    bool alive;
+    std::uint64_t stamp;
+  };
+  struct ReadKey {
+    Region region;
+    int agent;
+    bool operator==(const ReadKey& o) const { return agent == o.agent && region == o.region; }
+  };
+  struct ReadKeyHash {
+    std::size_t operator()(const ReadKey& k) const;
+  };
+  std::size_t add(const Region& r, int op, int agent, bool is_write);
+
+  std::vector<Entry> entries_;
+  std::unordered_map<std::uint64_t, std::vector<std::size_t>> buckets_;
+  std::unordered_map<ReadKey, std::size_t, ReadKeyHash> reads_;
+  std::uint64_t stamp_ = 0;
+};
+
+class HazardTracker {
+public:
+  // The latest op of each other agent that an op of `agent` reading `reads`
+  // and writing `writes` must follow, by agent. agent -1: an op that belongs
+  // to no agent yet (a DMA before its queue is chosen). When
+  // `same_agent_raw` is given, it is set when the op reads what an earlier op
+  // of its own agent wrote.
+  std::vector<int> dependencies(int agent, const RegionList& reads, const RegionList& writes,
+                                bool* same_agent_raw = nullptr);
+  // Records op `op` of `agent` as the latest access of what it reads and writes.
+  void record(int op, int agent, const RegionList& reads, const RegionList& writes);
+
+private:
+  OnChipIndex& on_chip(arch::Memory m) { return on_chip_[m == arch::Memory::Psum ? 1 : 0]; }
+
+  OnChipIndex on_chip_[2];  // SBUF, PSUM
+  // HBM, per tensor: writes exactly, reads summarised as each agent's latest
+  // (a write waits for all of them). Kernels rarely write what they read, and
+  // a large kernel reads tens of thousands of distinct tiles.
+  struct HbmAccess {
+    Region region;
+    int op;
+    int agent;
+  };
+  struct HbmTensor {
+    std::vector<HbmAccess> writes;
+    std::vector<std::pair<int, int>> readers;  // (agent, latest read op)
+  };
+  std::unordered_map<std::uint64_t, HbmTensor> hbm_;
+};
+
+}  // namespace tessera::builder

@@ -1,0 +1,120 @@
+#include "builder/schedule.h"
+
+#include "tessera/kernel_builder.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace tessera::builder {
+
+Schedule::Schedule(const arch::HwConfig& cfg, const arch::AddressMap& map) : cfg_(cfg), map_(map) {}
+
+void Schedule::mark_signal(const std::vector<int>& deps) {
+  for (int d : deps)
+    if (ops_[static_cast<std::size_t>(d)].agent < kFirstQueueAgent) ops_[static_cast<std::size_t>(d)].signal = true;
+}
+
+int Schedule::add_instruction(arch::Engine engine, arch::Instruction in, const RegionList& reads,
+                              const RegionList& writes, int label) {
+  const int agent = static_cast<int>(engine);
+  in.engine = engine;
+  Op op;
+  op.agent = agent;
+  op.in = in;
+  op.label = label;
+  op.waits = hazards_.dependencies(agent, reads, writes);
+  mark_signal(op.waits);
+  const int id = static_cast<int>(ops_.size());
+  ops_.push_back(std::move(op));
+  streams_[static_cast<std::size_t>(agent)].push_back(id);
+  hazards_.record(id, agent, reads, writes);
+  return id;
+}
+
+int Schedule::queue_for(int placer) {
+  // Each queue is fed by one stream only, so its doorbells come in ring order.
+  const auto engines = static_cast<std::uint32_t>(cfg_.dma.engines);
+  for (std::uint32_t tries = 0; tries < engines; ++tries) {
+    const std::uint32_t e = next_engine_of_placer_[static_cast<std::size_t>(placer)]++ % engines;
+    for (std::size_t i = 0; i < queues_.size(); ++i)
+      if (queues_[i].engine == e && queues_[i].owner == placer) return kFirstQueueAgent + static_cast<int>(i);
+    std::uint32_t used = 0;
+    for (const auto& q : queues_) used += q.engine == e;
+    if (used < static_cast<std::uint32_t>(cfg_.dma.queues_per_engine)) {
+      queues_.push_back({e, used, placer, {}});
+      return kFirstQueueAgent + static_cast<int>(queues_.size()) - 1;
+    }
+  }
+  throw KernelError(fmt::format("dma: no free DMA queue for the {} stream ({} engines x {} queues in use)",
+                                to_string(static_cast<arch::Engine>(placer)), cfg_.dma.engines,
+                                cfg_.dma.queues_per_engine));
+}
+
+int Schedule::add_dma(arch::DmaDescriptor d, const Region& read, const Region& write, int label) {
+  const RegionList reads{read}, writes{write};
+  std::vector<int> deps = hazards_.dependencies(-1, reads, writes);
+  int placer = kSyncAgent;
+  int anchor = -1;  // the op to issue the trigger after
+  if (!deps.empty()) {
+    const int latest = *std::max_element(deps.begin(), deps.end());  // ids grow in program order
+    const int agent = ops_[static_cast<std::size_t>(latest)].agent;
+    if (agent < kFirstQueueAgent && agent != kSyncAgent) {
+      placer = agent;
+      anchor = latest;
+    }
+  }
+  const int qagent = queue_for(placer);
+  DmaQueue& q = queues_[static_cast<std::size_t>(qagent - kFirstQueueAgent)];
+  // Ring order is doorbell order: never ring before an earlier trigger of
+  // this queue (ids grow along the placer's stream, as positions do).
+  anchor = std::max(anchor, q.last_anchor);
+  if (placer != kSyncAgent) q.last_anchor = anchor;
+  // Same-queue read-after-write: the queue itself orders it, with a barrier.
+  bool same_queue_raw = false;
+  deps = hazards_.dependencies(qagent, reads, writes, &same_queue_raw);
+  if (same_queue_raw) d.flags |= arch::kDmaFlagBarrier;
+
+  Op desc;
+  desc.agent = qagent;
+  desc.slot = static_cast<std::uint32_t>(q.descriptors.size());
+  desc.label = label;
+  d.flags |= arch::kDmaFlagCompletion;
+  d.sem_addr = map_.semaphore_address(static_cast<std::uint64_t>(qagent));
+  d.sem_value = 1;
+  d.magic = arch::kDmaDescriptorMagic;
+  desc.descriptor = static_cast<int>(descriptors_.size());
+  descriptors_.push_back(d);
+  const int desc_id = static_cast<int>(ops_.size());
+  const std::uint32_t slot = desc.slot;
+  ops_.push_back(std::move(desc));
+  q.descriptors.push_back(desc_id);
+
+  Op trig;
+  trig.agent = placer;
+  trig.in.engine = static_cast<arch::Engine>(placer);
+  trig.in.opcode = arch::Opcode::DmaTrigger;
+  trig.in.dma_engine = static_cast<std::uint16_t>(q.engine);
+  trig.in.dma_queue = static_cast<std::uint16_t>(q.queue);
+  trig.in.address = slot;  // a ring slot until Device places the ring
+  trig.in.value = 1;
+  trig.label = label;
+  for (int dep : deps) {
+    // Ops of the placer's own stream up to the anchor are done by then.
+    if (ops_[static_cast<std::size_t>(dep)].agent == placer) continue;
+    trig.waits.push_back(dep);
+  }
+  mark_signal(trig.waits);
+  const int trig_id = static_cast<int>(ops_.size());
+  ops_.push_back(std::move(trig));
+  if (placer == kSyncAgent || anchor < 0) {
+    // The sync stream holds triggers and waits only: append.
+    streams_[static_cast<std::size_t>(placer)].push_back(trig_id);
+  } else {
+    ops_[static_cast<std::size_t>(anchor)].triggers.push_back(trig_id);
+  }
+  hazards_.record(desc_id, qagent, reads, writes);
+  return desc_id;
+}
+
+}  // namespace tessera::builder
