@@ -2,6 +2,7 @@
 
 #include "arch/numerics.h"
 #include "core/neuron_core.h"
+#include "engines/tensor_engine.h"
 #include "cosim/dma_sampler.h"
 #include "cosim/rtl_dma_engine.h"
 #include "cosim/rtl_tensor_datapath.h"
@@ -22,7 +23,7 @@ namespace tessera {
 namespace {
 
 // The figures a kernel author tunes by (docs/profiling.md).
-void add_profile_figures(RunReport& report, const Program& program, core::NeuronCore& core, const trace::Stats& stats,
+void add_profile_figures(RunReport& report, const Program& program, core::NeuronCore& core,
                          const arch::ResolvedConfig& resolved) {
   const arch::HwConfig& cfg = resolved.hw;
   const double seconds = report.time_ns * 1e-9;
@@ -49,10 +50,10 @@ void add_profile_figures(RunReport& report, const Program& program, core::Neuron
   report.hbm_utilisation_percent = 100.0 * report.hbm_bandwidth_gbps / cfg.hbm.bandwidth_gbps;
   const EngineReport& tensor = report.engines[to_string(arch::Engine::Tensor)];
   report.tensor_active_ns = tensor.busy_ns;
+  report.tensor_multiplying_ns = core.tensor().tensor_stats().multiplying_ns.value();
   report.tensor_waiting_ns = tensor.semaphore_wait_ns + tensor.fetch_wait_ns;
   for (std::size_t e = 0; e < core.dma().engines(); ++e)
-    report.dma_busy_ns += stats.value(std::string(core.dma().engine(e).name()) + ".busy_ns") /
-                          static_cast<double>(core.dma().engines());
+    report.dma_busy_ns += core.dma().engine(e).stats().busy_ns.value() / static_cast<double>(core.dma().engines());
 
   // Stalls by engine and by whom it waited for: DMA queues count as one.
   // The sync engine only rings doorbells and waits for the last DMAs to
@@ -318,26 +319,25 @@ RunReport Device::run(const Program& program) {
   report.error = r.message;
   report.time_ns = r.end_time.to_seconds() * 1e9;
   report.cycles = report.time_ns * resolved_.hw.tensor.clock_ghz;
-  report.tensor_utilisation = stats.value("core.tensor.utilisation");
+  report.tensor_utilisation = core.tensor().tensor_stats().utilisation.value();
   const auto bf16 = resolved_.derived.peak_tflops.find(arch::TensorDType::Bf16);
   if (bf16 != resolved_.derived.peak_tflops.end() && report.time_ns > 0)
     report.hfu_percent = 100.0 * program.matmul_flops / (report.time_ns * 1e-9 * bf16->second * 1e12);
-  report.dma_bytes = stats.value("dma.bytes");
-  report.dma_transfers = stats.value("dma.descriptors");
-  report.dma_average_bytes = stats.value("dma.average_transfer_bytes");
+  const dma::DmaSubsystem::DmaTotals& dma_totals = core.dma().stats();
+  report.dma_bytes = dma_totals.bytes.value();
+  report.dma_transfers = dma_totals.descriptors.value();
+  report.dma_average_bytes = dma_totals.average_transfer_bytes.value();
   for (int e = 0; e < arch::kNumEngines; ++e) {
-    const std::string n = std::string("core.") + to_string(static_cast<arch::Engine>(e));
+    const core::Engine::EngineStats& s = core.engine(static_cast<arch::Engine>(e)).stats();
     report.engines[to_string(static_cast<arch::Engine>(e))] =
-        EngineReport{stats.value(n + ".instructions"), stats.value(n + ".busy_ns"),
-                     stats.value(n + ".semaphore_wait_ns"), stats.value(n + ".fetch_wait_ns"),
-                     stats.value(n + ".memory_stall_ns")};
+        EngineReport{s.instructions.value(), s.busy_ns.value(), s.semaphore_wait_ns.value(), s.fetch_wait_ns.value(),
+                     s.memory_stall_ns.value()};
   }
-  EngineReport dma{stats.value("dma.descriptors"), 0, 0, 0};
-  for (int e = 0; e < resolved_.hw.dma.engines; ++e)
-    if (const std::string n = fmt::format("core.dma{}.busy_ns", e); stats.has(n))
-      dma.busy_ns = std::max(dma.busy_ns, stats.value(n));
+  EngineReport dma{dma_totals.descriptors.value(), 0, 0, 0};
+  for (std::size_t e = 0; e < core.dma().engines(); ++e)
+    dma.busy_ns = std::max(dma.busy_ns, core.dma().engine(e).stats().busy_ns.value());
   report.engines["dma"] = dma;
-  add_profile_figures(report, program, core, stats, resolved_);
+  add_profile_figures(report, program, core, resolved_);
   report.stats = stats.to_json();
   if (timeline) {
     finish_trace(*timeline, program, core, report.time_ns);

@@ -59,6 +59,7 @@ nlohmann::json RunReport::to_json() const {
       {"hbm_peak_gbps", hbm_peak_gbps},
       {"hbm_utilisation_percent", hbm_utilisation_percent},
       {"tensor_active_ns", tensor_active_ns},
+      {"tensor_multiplying_ns", tensor_multiplying_ns},
       {"tensor_waiting_ns", tensor_waiting_ns},
       {"dma_busy_ns", dma_busy_ns},
       {"top_stalls", stalls_json},
@@ -84,8 +85,9 @@ std::string RunReport::summary() const {
   const auto pct = [&](double v) { return time_ns > 0 ? 100.0 * v / time_ns : 0.0; };
   s += fmt::format("  MFU {:.2f}%; {:.2f} of {:.2f} TFLOP/s; arithmetic intensity {:.1f} FLOP/B\n", mfu_percent,
                    achieved_tflops, peak_tflops, arithmetic_intensity);
-  s += fmt::format("  tensor engine active {:.1f}%, waiting {:.1f}%, idle {:.1f}%\n", pct(tensor_active_ns),
-                   pct(tensor_waiting_ns), std::max(0.0, 100.0 - pct(tensor_active_ns) - pct(tensor_waiting_ns)));
+  s += fmt::format("  tensor engine active {:.1f}% (multiplying {:.1f}%), waiting {:.1f}%, idle {:.1f}%\n",
+                   pct(tensor_active_ns), pct(tensor_multiplying_ns), pct(tensor_waiting_ns),
+                   std::max(0.0, 100.0 - pct(tensor_active_ns) - pct(tensor_waiting_ns)));
   s += fmt::format("  DMA {:.3f} MB in {:.0f} transfers (average {:.0f} B); HBM {:.1f} of {:.0f} GB/s ({:.1f}%)\n",
                    dma_bytes / 1e6, dma_transfers, dma_average_bytes, hbm_bandwidth_gbps, hbm_peak_gbps,
                    hbm_utilisation_percent);

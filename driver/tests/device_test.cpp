@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <sstream>
 
 namespace tessera {
 namespace {
@@ -61,7 +62,19 @@ TEST(Device, SmallMatmulThroughHbmMatchesTheReference) {
   EXPECT_EQ(r.dma_transfers, 3);
   // Two waits (the two loads ride different DMA queues), load, multiply, signal, end.
   EXPECT_EQ(r.engines.at("tensor").instructions, 6);
-  EXPECT_THAT(dev.stats_text(), ::testing::HasSubstr("core.tensor.macs"));
+  // stats.txt: one line per statistic, sorted, name padded to 52, value in 18 columns, "# description (unit)".
+  const std::string& text = dev.stats_text();
+  EXPECT_THAT(text, ::testing::HasSubstr("core.tensor.macs                                                   1536 # multiply-accumulates performed (count)\n"
+                                         "core.tensor.matmuls                                                   1 # MultiplyMoving instructions (count)\n"));
+  EXPECT_THAT(text, ::testing::HasSubstr("dma.descriptors                                                       3 # descriptors completed by every DMA engine (count)\n"));
+  std::istringstream lines(text);
+  std::string previous;
+  for (std::string l; std::getline(lines, l);) {
+    EXPECT_THAT(l, ::testing::MatchesRegex("[a-z0-9_.]+ +[-+.e0-9]+ # .+ \\([a-zA-Z/]+\\)")) << l;
+    const std::string name = l.substr(0, l.find(' '));
+    EXPECT_LT(previous, name);
+    previous = name;
+  }
   // The dma row: every descriptor, and the busiest DMA engine's busy time;
   // the report names the engine with the most busy time.
   EXPECT_EQ(r.engines.at("dma").instructions, 3);

@@ -5,6 +5,7 @@
 // blocked_mnk). docs/gemm.md measures them all.
 #include "gemm/gemm.h"
 #include "common/bounds.h"
+#include "common/reference_matmul.h"
 
 #include "arch/numerics.h"
 #include "tessera/kernel_builder.h"
@@ -200,7 +201,7 @@ public:
     return p;
   }
 
-  // Reference in double from the same bf16 inputs. Each element's tolerance is
+  // Reference in double from the same bf16 inputs (reference_matmul). Each element's tolerance is
   // the standard bound for summing K products in fp32 with round-to-nearest:
   // gamma_K * sum_k |a_mk * b_kn|, gamma_K = K u / (1 - K u), u = 2^-24. The
   // products are exact, so only the additions round.
@@ -210,14 +211,11 @@ public:
     NumericsCheck worst;
     worst.correct = true;
     double worst_ratio = -1;
+    const ReferenceProduct ref = reference_matmul(at_values_.data(), b_values_.data(), static_cast<std::size_t>(K_),
+                                                  static_cast<std::size_t>(M_), static_cast<std::size_t>(N_));
     for (std::int64_t m = 0; m < M_; ++m)
       for (std::int64_t n = 0; n < N_; ++n) {
-        double sum = 0, mag = 0;
-        for (std::int64_t k = 0; k < K_; ++k) {
-          const double p = double{at_values_[k * M_ + m]} * b_values_[k * N_ + n];
-          sum += p;
-          mag += std::fabs(p);
-        }
+        const double sum = ref.sum[m * N_ + n], mag = ref.mag[m * N_ + n];
         const double got_v = got[m * N_ + n];
         const double err = std::fabs(got_v - sum), tol = gamma_k * mag;
         const double ratio = tol > 0 ? err / tol : (err > 0 ? INFINITY : 0);

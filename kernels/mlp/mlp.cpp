@@ -12,6 +12,7 @@
 
 #include "arch/numerics.h"
 #include "common/bounds.h"
+#include "common/reference_matmul.h"
 #include "tessera/kernel_builder.h"
 
 #include <fmt/format.h>
@@ -188,16 +189,16 @@ public:
     for (float v : d_) max_wd = std::max(max_wd, std::fabs(double{v}));
     NumericsCheck worst;
     double worst_ratio = -1;
+    // The gate and up projections of every token, x.T @ Wg and x.T @ Wu with
+    // the sums of their products' magnitudes (reference_matmul: the same
+    // double sums, in the same order, as a loop over d).
+    const auto sz = [](std::int64_t v) { return static_cast<std::size_t>(v); };
+    const ReferenceProduct gate = reference_matmul(x_.data(), g_.data(), sz(D_), sz(T_), sz(F_));
+    const ReferenceProduct up = reference_matmul(x_.data(), u_.data(), sz(D_), sz(T_), sz(F_));
     for (std::int64_t t = 0; t < T_; ++t) {
       for (std::int64_t f = 0; f < F_; ++f) {
-        double g = 0, gm = 0, u = 0, um = 0;
-        for (std::int64_t d = 0; d < D_; ++d) {
-          const double xv = x_[d * T_ + t];
-          g += xv * g_[d * F_ + f];
-          gm += std::fabs(xv * g_[d * F_ + f]);
-          u += xv * u_[d * F_ + f];
-          um += std::fabs(xv * u_[d * F_ + f]);
-        }
+        const std::size_t tf = sz(t * F_ + f);
+        const double g = gate.sum[tf], gm = gate.mag[tf], u = up.sum[tf], um = up.mag[tf];
         const double eg = gamma_d * gm, eu = gamma_d * um;
         const double a = act_ref(act_, g);
         const double da = L * eg + 4 * u32 * (std::fabs(g) + eg + std::fabs(a) + L * eg);

@@ -94,6 +94,9 @@ def layout():
     pos = 0
     out = []
     for name, bits, count, desc in DESC_FIELDS:
+        for i in range(count):
+            # pack/unpack move each field as one 64-bit word
+            assert (pos + i * bits) % 8 + bits <= 64, name
         out.append((name, bits, count, pos, desc))
         pos += bits * count
     assert pos == DESC_BYTES * 8, pos
@@ -229,22 +232,25 @@ def gen_cxx():
     L.append("};")
     L.append("")
     L.append("namespace dma_detail {")
+    L.append("// A field spans at most 8 bytes (start bit within its byte + width <= 64), so it")
+    L.append("// is moved as one 64-bit word assembled from those bytes, not bit by bit.")
+    L.append("constexpr std::uint64_t field_mask(unsigned bits) { return bits >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1; }")
+    L.append("constexpr unsigned field_bytes(unsigned lsb, unsigned bits) { return (lsb % 8 + bits + 7) / 8; }")
     L.append("inline void put_bits(std::array<std::uint8_t, kDmaDescriptorBytes>& b, unsigned lsb,")
     L.append("                     unsigned bits, std::uint64_t v) {")
-    L.append("  for (unsigned i = 0; i < bits; ++i) {")
-    L.append("    const unsigned at = lsb + i;")
-    L.append("    const std::uint8_t mask = static_cast<std::uint8_t>(1u << (at % 8));")
-    L.append("    if ((v >> i) & 1u) b[at / 8] |= mask; else b[at / 8] &= static_cast<std::uint8_t>(~mask);")
+    L.append("  const unsigned first = lsb / 8, shift = lsb % 8;")
+    L.append("  const std::uint64_t mask = field_mask(bits) << shift, value = (v << shift) & mask;")
+    L.append("  for (unsigned i = 0; i < field_bytes(lsb, bits); ++i) {")
+    L.append("    const auto keep = static_cast<std::uint8_t>(~(mask >> (8 * i)));")
+    L.append("    b[first + i] = static_cast<std::uint8_t>((b[first + i] & keep) | (value >> (8 * i)));")
     L.append("  }")
     L.append("}")
     L.append("inline std::uint64_t get_bits(const std::array<std::uint8_t, kDmaDescriptorBytes>& b,")
     L.append("                              unsigned lsb, unsigned bits) {")
-    L.append("  std::uint64_t v = 0;")
-    L.append("  for (unsigned i = 0; i < bits; ++i) {")
-    L.append("    const unsigned at = lsb + i;")
-    L.append("    v |= static_cast<std::uint64_t>((b[at / 8] >> (at % 8)) & 1u) << i;")
-    L.append("  }")
-    L.append("  return v;")
+    L.append("  const unsigned first = lsb / 8;")
+    L.append("  std::uint64_t w = 0;")
+    L.append("  for (unsigned i = 0; i < field_bytes(lsb, bits); ++i) w |= std::uint64_t{b[first + i]} << (8 * i);")
+    L.append("  return (w >> (lsb % 8)) & field_mask(bits);")
     L.append("}")
     L.append("}  // namespace dma_detail")
     L.append("")

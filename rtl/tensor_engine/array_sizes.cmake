@@ -4,3 +4,8 @@
 # rtl fidelity know which configs can run on RTL. Add a size here to build it.
 #   8x8: tiny    32x32: small    128x128: neuroncore-v1 .. v4
 set(TESSERA_TENSOR_ARRAY_SIZES "8x8;32x32;128x128" CACHE INTERNAL "")
+
+# The widest stationary beat every build takes, in columns: the RTL's
+# LoadCols parameter and the C++ drivers' port layout. A config's
+# tensor.stationary_columns_per_cycle may be anything from 1 to this on RTL.
+set(TESSERA_TENSOR_LOAD_COLUMNS 4 CACHE INTERNAL "")

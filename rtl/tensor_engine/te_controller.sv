@@ -2,13 +2,16 @@
 // order, streams their operands into the array, and writes results to PSUM.
 //
 // Two units run side by side. The loader takes a LoadStationary's M stationary
-// columns, one beat per cycle, into the weight buffer the latest MultiplyMoving
-// is not using; the streamer injects a MultiplyMoving's N moving columns, one per
-// cycle, multiplying with the buffer of the latest LoadStationary. So the next
-// LoadStationary overlaps the current MultiplyMoving. Dispatch rules, each
-// checked at the edge that accepts the instruction:
-//   LoadStationary: the loader is free (idle, or taking its last beat now) and
-//     the streamer is not going to inject with the target buffer after this edge.
+// columns, W = cfg_ld_cols_i of them per beat and one beat per cycle, into the
+// weight buffer after the latest one's (four buffers, in turn); the streamer
+// injects a MultiplyMoving's N moving columns, one per cycle, multiplying with
+// the buffer of the latest LoadStationary. So the next LoadStationary overlaps
+// the current MultiplyMoving. Dispatch rules, each checked at the edge that
+// accepts the instruction:
+//   LoadStationary: the loader is free (idle, or taking its last beat now), and
+//     the last injection with the target buffer was at least
+//     M - 1 - ceil(M / W) advancing edges ago (and none is to come): a W-wide
+//     load moves through the array faster than the moving wave it follows.
 //   MultiplyMoving: the loader is free (its stationary is complete), the
 //     streamer is free, and MinIi cycles have passed since the last one started.
 // A column injected at edge t is written to PSUM after edge t + Rows + Cols - 1;
@@ -16,7 +19,8 @@
 // engine (adv_o low), so nothing is lost and nothing overtakes.
 module te_controller #(
   parameter int unsigned Rows = 8,
-  parameter int unsigned Cols = 8
+  parameter int unsigned Cols = 8,
+  parameter int unsigned LoadCols = 4
 ) (
   input  logic                   clk_i,
   input  logic                   rst_ni,
@@ -31,6 +35,7 @@ module te_controller #(
   input  logic                   cmd_acc_i,
   input  logic [15:0]            cmd_addr_i,
   input  logic [15:0]            cfg_min_ii_i,
+  input  logic [15:0]            cfg_ld_cols_i,
 
   // Operand stream handshakes (data go straight to the array)
   input  logic                   st_valid_i,
@@ -42,10 +47,11 @@ module te_controller #(
   output logic                   adv_o,
   output logic                   mv_inject_o,
   output logic [15:0]            mv_k_o,
-  output logic                   mv_buf_o,
+  output te_pkg::buf_t           mv_buf_o,
   output logic                   ld_valid_o,
-  output logic [15:0]            ld_col_o,
-  output logic                   ld_buf_o,
+  output logic [15:0]            ld_col_o,   // column of the beat's first element
+  output logic [15:0]            ld_cnt_o,   // columns in the beat
+  output te_pkg::buf_t           ld_buf_o,
 
   // PSUM write control (data come from the array)
   output logic                   ps_valid_o,
@@ -76,11 +82,14 @@ module te_controller #(
 
   // Loader
   logic        ld_active_d, ld_active_q;
-  logic [15:0] ld_left_d, ld_left_q;
+  logic [15:0] ld_left_d, ld_left_q;     // stationary columns still to take
   logic [15:0] ld_col_d, ld_col_q;
-  logic        cur_buf_d, cur_buf_q;     // buffer of the latest LoadStationary
-  logic [15:0] buf_m_d [2];
-  logic [15:0] buf_m_q [2];              // M of each buffer's stationary
+  buf_t        cur_buf_d, cur_buf_q;     // buffer of the latest LoadStationary
+  logic [15:0] buf_m_d [WeightBuffers];
+  logic [15:0] buf_m_q [WeightBuffers];  // M of each buffer's stationary
+  // Advancing edges since the last injection with each buffer (saturating).
+  logic [15:0] since_inj_d [WeightBuffers];
+  logic [15:0] since_inj_q [WeightBuffers];
   // Streamer
   logic        mm_active_d, mm_active_q;
   logic [15:0] mm_left_d, mm_left_q;
@@ -88,7 +97,7 @@ module te_controller #(
   logic        mm_acc_d, mm_acc_q;
   logic [15:0] mm_k_d, mm_k_q;
   logic [15:0] mm_m_d, mm_m_q;
-  logic        mm_buf_d, mm_buf_q;
+  buf_t        mm_buf_d, mm_buf_q;
   logic [15:0] since_mm_d, since_mm_q;   // edges since the last MultiplyMoving started
   // Result tags, one per pipeline stage
   tag_t        tag_d [Latency+1];
@@ -99,6 +108,9 @@ module te_controller #(
   logic cmd_fire, st_fire, mv_fire, ps_fire;
   logic ld_free, mm_free, target_free, ii_ok, is_load;
   tag_t tag_out;
+  buf_t ld_target;
+  logic [15:0] ld_w, beat_cols, ld_beats;
+  int   ld_gap;  // advancing edges the load must trail the last injection with its buffer
 
   assign tag_out = tag_q[Latency];
   assign adv_o = !(tag_out.valid && !ps_ready_i);
@@ -109,9 +121,24 @@ module te_controller #(
   assign mv_fire = mv_valid_i && mv_ready_o;
   assign ps_fire = ps_valid_o && ps_ready_i;
 
-  assign ld_free = !ld_active_q || (ld_left_q == 16'd1 && st_fire);
+  // Columns per beat; out-of-range values (an assertion names them) act as 1
+  // or LoadCols, so the loader always progresses.
+  assign ld_w = (cfg_ld_cols_i == '0) ? 16'd1 :
+                (32'(cfg_ld_cols_i) > LoadCols) ? 16'(LoadCols) : cfg_ld_cols_i;
+  assign beat_cols = (ld_left_q < ld_w) ? ld_left_q : ld_w;
+  assign ld_free = !ld_active_q || (ld_left_q <= ld_w && st_fire);
   assign mm_free = !mm_active_q || (mm_left_q == 16'd1 && mv_fire);
-  assign target_free = mm_free || (mm_buf_q != !cur_buf_q);
+  // Beat j (columns jW .. jW+W-1) writes row r's weights r + 1 edges after it
+  // is taken, at edge >= d + 1 + j + r + 1 for a load accepted at edge d; the
+  // last moving column injected with the buffer at edge t reads PE [r][c] up
+  // to edge t + r + c + 1. So every column is safe when d >= t + c - j - 1 for
+  // all its columns, the largest being M - 1 - ceil(M / W) (the last column).
+  assign ld_target = cur_buf_q + 1'b1;
+  assign ld_beats = 16'((32'(cmd_m_i) + 32'(ld_w) - 1) / 32'(ld_w));
+  assign ld_gap = int'(cmd_m_i) - 1 - int'(ld_beats);
+  assign target_free = (mm_active_q && mm_buf_q == ld_target) ?
+                       (mm_left_q == 16'd1 && mv_fire && ld_gap <= 0) :
+                       (ld_gap <= 0 || int'(since_inj_q[ld_target]) + int'(adv_o) >= ld_gap);
   assign ii_ok = since_mm_q >= cfg_min_ii_i;
   assign is_load = cmd_op_i == OpLoadStationary;
   assign cmd_ready_o = is_load ? (ld_free && target_free) : (ld_free && mm_free && ii_ok);
@@ -131,12 +158,20 @@ module te_controller #(
     mm_m_d = mm_m_q;
     mm_buf_d = mm_buf_q;
     since_mm_d = (since_mm_q == 16'hFFFF) ? since_mm_q : since_mm_q + 16'd1;
+    since_inj_d = since_inj_q;
     mac_d = mac_q;
 
+    if (adv_o) begin
+      for (int unsigned b = 0; b < WeightBuffers; b++) begin
+        if (mv_fire && mm_buf_q == buf_t'(b)) since_inj_d[b] = '0;
+        else if (since_inj_q[b] != 16'hFFFF) since_inj_d[b] = since_inj_q[b] + 16'd1;
+      end
+    end
+
     if (st_fire) begin
-      ld_left_d = ld_left_q - 16'd1;
-      ld_col_d = ld_col_q + 16'd1;
-      if (ld_left_q == 16'd1) ld_active_d = 1'b0;
+      ld_left_d = ld_left_q - beat_cols;
+      ld_col_d = ld_col_q + beat_cols;
+      if (ld_left_q <= ld_w) ld_active_d = 1'b0;
     end
     if (mv_fire) begin
       mm_left_d = mm_left_q - 16'd1;
@@ -149,8 +184,8 @@ module te_controller #(
       ld_active_d = 1'b1;
       ld_left_d = cmd_m_i;
       ld_col_d = '0;
-      cur_buf_d = !cur_buf_q;
-      buf_m_d[!cur_buf_q] = cmd_m_i;
+      cur_buf_d = ld_target;
+      buf_m_d[ld_target] = cmd_m_i;
     end
     if (cmd_fire && !is_load) begin
       mm_active_d = 1'b1;
@@ -178,15 +213,16 @@ module te_controller #(
       ld_active_q <= 1'b0;
       ld_left_q   <= '0;
       ld_col_q    <= '0;
-      cur_buf_q   <= 1'b1;  // the first load goes to buffer 0
+      cur_buf_q   <= buf_t'(WeightBuffers - 1);  // the first load goes to buffer 0
       buf_m_q     <= '{default: '0};
+      since_inj_q <= '{default: 16'hFFFF};
       mm_active_q <= 1'b0;
       mm_left_q   <= '0;
       mm_addr_q   <= '0;
       mm_acc_q    <= 1'b0;
       mm_k_q      <= '0;
       mm_m_q      <= '0;
-      mm_buf_q    <= 1'b0;
+      mm_buf_q    <= '0;
       since_mm_q  <= 16'hFFFF;
       tag_q       <= '{default: '0};
       inflight_q  <= '0;
@@ -197,6 +233,7 @@ module te_controller #(
       ld_col_q    <= ld_col_d;
       cur_buf_q   <= cur_buf_d;
       buf_m_q     <= buf_m_d;
+      since_inj_q <= since_inj_d;
       mm_active_q <= mm_active_d;
       mm_left_q   <= mm_left_d;
       mm_addr_q   <= mm_addr_d;
@@ -217,6 +254,7 @@ module te_controller #(
   assign mv_buf_o = mm_buf_q;
   assign ld_valid_o = st_fire;
   assign ld_col_o = ld_col_q;
+  assign ld_cnt_o = beat_cols;
   assign ld_buf_o = cur_buf_q;
 
   // PSUM write
@@ -247,6 +285,7 @@ module te_controller #(
   // Instruction fields in range.
   `ASSERT(LoadShape_A, !(cmd_fire && is_load) ||
           (cmd_m_i >= 16'd1 && 32'(cmd_m_i) <= Cols), clk_i, rst_ni)
+  `ASSERT(LoadColsInRange_A, cfg_ld_cols_i >= 16'd1 && 32'(cfg_ld_cols_i) <= LoadCols, clk_i, rst_ni)
   `ASSERT(MultiplyShape_A, !(cmd_fire && !is_load) ||
           (cmd_k_i >= 16'd1 && 32'(cmd_k_i) <= Rows && cmd_n_i >= 16'd1), clk_i, rst_ni)
   // Ready/valid: a source holds valid until accepted; a held PSUM write keeps
@@ -283,5 +322,6 @@ module te_controller #(
           mm_buf_q != cur_buf_q, clk_i, rst_ni)
   `ASSERT_KNOWN(CmdReadyKnown_A, cmd_ready_o, clk_i, rst_ni)
   `ASSERT_KNOWN(PsValidKnown_A, ps_valid_o, clk_i, rst_ni)
-  `ASSERT_INIT(SizesInRange_A, Rows >= 1 && Cols >= 1 && Rows <= 1024 && Cols <= 1024)
+  `ASSERT_INIT(SizesInRange_A, Rows >= 1 && Cols >= 1 && Rows <= 1024 && Cols <= 1024 &&
+               LoadCols >= 1 && LoadCols <= Cols)
 endmodule

@@ -13,6 +13,15 @@ package te_pkg;
     OpMultiplyMoving = 1'b1
   } te_op_e;
 
+  // Stationary weights held per PE. A LoadStationary fills the buffer after the
+  // latest one's, so it may load while the multiplies of up to three earlier
+  // stationaries are still in the array: with a load path several columns
+  // wide, that is what lets the next load overlap a short multiply (the
+  // number is not public; docs/tensor-engine.md, "Timing", says why four).
+  localparam int unsigned WeightBuffers = 4;
+  localparam int unsigned BufWidth = 2;
+  typedef logic [BufWidth-1:0] buf_t;
+
   localparam logic [31:0] Fp32Nan   = 32'h7FC0_0000;
   // The partial sum that enters the top row. -0 + p == p for every p, so the
   // column sum starts from the first product, as the reference's does.

@@ -377,6 +377,9 @@ public:
       fail("tensor.stationary_max_free",
            fmt::format("{} exceeds the array's {} columns", c.tensor.stationary_max_free, c.tensor.cols));
     const std::int64_t bank_fp32 = c.psum.bank_kib * 1024 / 4;
+    if (c.tensor.stationary_columns_per_cycle > c.tensor.cols)
+      fail("tensor.stationary_columns_per_cycle",
+           fmt::format("{} exceeds the array's {} columns", c.tensor.stationary_columns_per_cycle, c.tensor.cols));
     if (c.tensor.moving_max_free > bank_fp32)
       fail("tensor.moving_max_free",
            fmt::format("{} fp32 results per partition do not fit a PSUM bank of {} KiB ({} fp32)",

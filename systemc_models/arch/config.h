@@ -31,6 +31,7 @@ struct TensorEngineConfig {
   std::int64_t stationary_max_free = 0;
   std::int64_t moving_max_free = 0;
   std::int64_t min_initiation_interval_cycles = 0;
+  std::int64_t stationary_columns_per_cycle = 0;  // LoadStationary load path width (fast LoadStationary)
   std::int64_t fixed_overhead_cycles = 0;
 };
 

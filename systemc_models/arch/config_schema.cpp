@@ -44,6 +44,8 @@ std::vector<FieldSpec> build_schema() {
                     "MultiplyMoving free size limit (N); its fp32 results must fit one PSUM bank").at_least(1));
   s.push_back(field("tensor.min_initiation_interval_cycles", TSR_REF(IntRef, c.tensor.min_initiation_interval_cycles), "cycles",
                     "Shortest MultiplyMoving issue interval: an N-column matmul takes max(N, this)").at_least(1).def("64"));
+  s.push_back(field("tensor.stationary_columns_per_cycle", TSR_REF(IntRef, c.tensor.stationary_columns_per_cycle), "columns",
+                    "LoadStationary load path width: stationary columns taken per cycle (a load of M columns takes ceil(M / this) cycles); at most tensor.cols").at_least(1).at_most(1024).def("4"));
   s.push_back(field("tensor.fixed_overhead_cycles", TSR_REF(IntRef, c.tensor.fixed_overhead_cycles), "cycles",
                     "Sequencer cost of issuing one tensor instruction").at_least(0).def("0"));
 

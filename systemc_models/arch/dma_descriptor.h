@@ -113,22 +113,25 @@ struct DmaDescriptor {
 };
 
 namespace dma_detail {
+// A field spans at most 8 bytes (start bit within its byte + width <= 64), so it
+// is moved as one 64-bit word assembled from those bytes, not bit by bit.
+constexpr std::uint64_t field_mask(unsigned bits) { return bits >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1; }
+constexpr unsigned field_bytes(unsigned lsb, unsigned bits) { return (lsb % 8 + bits + 7) / 8; }
 inline void put_bits(std::array<std::uint8_t, kDmaDescriptorBytes>& b, unsigned lsb,
                      unsigned bits, std::uint64_t v) {
-  for (unsigned i = 0; i < bits; ++i) {
-    const unsigned at = lsb + i;
-    const std::uint8_t mask = static_cast<std::uint8_t>(1u << (at % 8));
-    if ((v >> i) & 1u) b[at / 8] |= mask; else b[at / 8] &= static_cast<std::uint8_t>(~mask);
+  const unsigned first = lsb / 8, shift = lsb % 8;
+  const std::uint64_t mask = field_mask(bits) << shift, value = (v << shift) & mask;
+  for (unsigned i = 0; i < field_bytes(lsb, bits); ++i) {
+    const auto keep = static_cast<std::uint8_t>(~(mask >> (8 * i)));
+    b[first + i] = static_cast<std::uint8_t>((b[first + i] & keep) | (value >> (8 * i)));
   }
 }
 inline std::uint64_t get_bits(const std::array<std::uint8_t, kDmaDescriptorBytes>& b,
                               unsigned lsb, unsigned bits) {
-  std::uint64_t v = 0;
-  for (unsigned i = 0; i < bits; ++i) {
-    const unsigned at = lsb + i;
-    v |= static_cast<std::uint64_t>((b[at / 8] >> (at % 8)) & 1u) << i;
-  }
-  return v;
+  const unsigned first = lsb / 8;
+  std::uint64_t w = 0;
+  for (unsigned i = 0; i < field_bytes(lsb, bits); ++i) w |= std::uint64_t{b[first + i]} << (8 * i);
+  return (w >> (lsb % 8)) & field_mask(bits);
 }
 }  // namespace dma_detail
 

@@ -1,5 +1,9 @@
 #include "arch/numerics.h"
 
+#include "arch/matmul_kernel.h"
+
+#include <algorithm>
+
 #include <cmath>
 #include <vector>
 #if defined(__SSE__)
@@ -81,59 +85,62 @@ float dot_rows(const Bf16* a, std::size_t a_stride, const Bf16* b, std::size_t b
 
 namespace {
 
-// True when a bf16 value is zero or a normal whose products with any other
-// such value stay normal and finite: |x| in [2^-63, 2^64).
-bool in_safe_band(Bf16 v) {
-  const unsigned e = (v.bits >> 7) & 0xFFu;
-  return (v.bits & 0x7FFFu) == 0 || (e >= 64 && e <= 190);
-}
-
-// matmul with the machine's own fp32 arithmetic. It equals the reference
-// whenever every operand, product and partial sum is a normal number (or
-// zero) and no NaN arises: then each step is one IEEE round-to-nearest-even
-// operation on normals in both. Inputs in the safe band give normal
-// products; the x86 flags catch a NaN made on the way (invalid) and a
-// subnormal partial sum fed to the next addition (denormal operand); results
-// are screened last. Returns false, leaving dst unspecified, when any check
-// fails: the caller then computes the tile exactly.
+// matmul with the machine's own fp32 arithmetic, in the reference's order
+// (matmul_kernel.cpp: fused multiply-adds, which for exact products round as
+// the reference's additions do). It equals the reference whenever every
+// product is an exact normal number or zero, every partial sum fed to the next
+// addition is normal or zero and no NaN arises. Inputs in the safe band give
+// such products (the band below); the x86 flags catch a NaN made on the way (invalid: inf -
+// inf after an overflow) and a subnormal partial sum fed to the next addition
+// (denormal operand, which FMA raises for its addend too); results are
+// screened last for a subnormal or NaN. Returns false, leaving dst
+// unspecified, when any check fails: the caller then computes the tile
+// exactly. Infinities from overflowing sums match the reference as they are.
 bool matmul_native(const Bf16Matrix& st, const Bf16Matrix& mv, PsumMode mode, Fp32Matrix& dst) {
-  for (const Bf16 v : st.data)
-    if (!in_safe_band(v)) return false;
-  for (const Bf16 v : mv.data)
-    if (!in_safe_band(v)) return false;
+#if defined(__SSE__)
+  const std::size_t k = st.rows, m = st.cols, n = mv.cols;
   if (mode == PsumMode::Accumulate)
     for (const float v : dst.data)
       if (!std::isfinite(v) || (v != 0.0f && std::fabs(v) < kSmallestNormal)) return false;
-  const std::size_t k = st.rows, m = st.cols, n = mv.cols;
-  std::vector<float> a(st.data.size()), b(mv.data.size()), acc(n);
-  for (std::size_t i = 0; i < a.size(); ++i) a[i] = to_float(st.data[i]);
-  for (std::size_t i = 0; i < b.size(); ++i) b[i] = to_float(mv.data[i]);
-#if defined(__SSE__)
+  // Scratch reused across calls: a matmul per instruction must not allocate.
+  thread_local std::vector<float> a, b, out;
+  const std::size_t stride = (n + kMatmulColumnMultiple - 1) / kMatmulColumnMultiple * kMatmulColumnMultiple;
+  a.resize(k * m);
+  b.resize(k * stride);
+  // Every input must be zero, subnormal (read as a signed zero, as the
+  // reference flushes it) or a normal whose products with any other such value
+  // stay normal and finite, |x| in [2^-63, 2^64).
+  static_assert(sizeof(Bf16) == sizeof(std::uint16_t), "Bf16 is its bits");
+  const auto bits = [](const Bf16* v) { return reinterpret_cast<const std::uint16_t*>(v); };
+  if (!widen_bf16_in_band(bits(st.data.data()), a.data(), k * m)) return false;
+  for (std::size_t r = 0; r < k; ++r) {
+    if (!widen_bf16_in_band(bits(&mv.data[r * n]), &b[r * stride], n)) return false;
+    std::fill(b.begin() + static_cast<std::ptrdiff_t>(r * stride + n),
+              b.begin() + static_cast<std::ptrdiff_t>((r + 1) * stride), 0.0f);
+  }
+  // Results straight into dst when its rows need no padding.
+  const bool direct = mode == PsumMode::Overwrite && stride == n;
+  if (!direct) out.resize(m * stride);
   constexpr unsigned kInvalid = 0x1, kDenormalOperand = 0x2;
   const unsigned csr = _mm_getcsr();
   _mm_setcsr(csr & ~0x3Fu);  // clear the sticky exception flags
-#endif
-  for (std::size_t i = 0; i < m; ++i) {
-    // Each result sums its products in row order, as the array does.
-    const float a0 = a[i];
-    for (std::size_t j = 0; j < n; ++j) acc[j] = a0 * b[j];
-    for (std::size_t r = 1; r < k; ++r) {
-      const float ar = a[r * m + i];
-      const float* br = &b[r * n];
-      for (std::size_t j = 0; j < n; ++j) acc[j] = acc[j] + ar * br[j];
-    }
-    for (std::size_t j = 0; j < n; ++j) dst.at(i, j) = mode == PsumMode::Accumulate ? dst.at(i, j) + acc[j] : acc[j];
+  matmul_row_order(a.data(), b.data(), k, m, stride, direct ? dst.data.data() : out.data());
+  for (std::size_t i = 0; i < m && !direct; ++i) {
+    const float* row = &out[i * stride];
+    float* d = &dst.data[i * n];
+    if (mode == PsumMode::Accumulate)
+      for (std::size_t j = 0; j < n; ++j) d[j] = d[j] + row[j];
+    else
+      std::copy(row, row + n, d);
   }
-#if defined(__SSE__)
   const unsigned flags = _mm_getcsr() & 0x3Fu;
   _mm_setcsr(csr);
   if (flags & (kInvalid | kDenormalOperand)) return false;
+  return !any_nan_or_subnormal(dst.data.data(), dst.data.size());
 #else
+  (void)st, (void)mv, (void)mode, (void)dst;
   return false;  // no way to see the flags: always take the exact path
 #endif
-  for (const float v : dst.data)
-    if (std::isnan(v) || (v != 0.0f && std::fabs(v) < kSmallestNormal)) return false;
-  return true;
 }
 
 }  // namespace

@@ -17,20 +17,21 @@ void CoreContext::fail(const std::string& message) {
   sc_core::sc_stop();
 }
 
+Engine::EngineStats::EngineStats(trace::Stats& stats, const sc_core::sc_object& owner)
+    : Group(stats, owner),
+      instructions(*this, "instructions", "count", "instructions executed"),
+      busy_ns(*this, "busy_ns", "ns", "time executing compute instructions"),
+      semaphore_wait_ns(*this, "semaphore_wait_ns", "ns", "time stalled waiting on a semaphore"),
+      fetch_wait_ns(*this, "fetch_wait_ns", "ns", "time stalled waiting for an instruction fetch"),
+      memory_stall_ns(*this, "memory_stall_ns", "ns", "part of busy time spent on SBUF/PSUM access beyond the compute") {}
+
 Engine::Engine(sc_core::sc_module_name name, arch::Engine kind, double clock_ghz, CoreContext& ctx)
     : sc_module(name),
       fetch("fetch"),
       ctx_(ctx),
       kind_(kind),
       period_(1.0 / clock_ghz, sc_core::SC_NS),
-      instructions_(ctx.stats.counter(std::string(this->name()) + ".instructions", "count", "instructions executed")),
-      busy_ns_(ctx.stats.counter(std::string(this->name()) + ".busy_ns", "ns", "time executing compute instructions")),
-      semaphore_wait_ns_(ctx.stats.counter(std::string(this->name()) + ".semaphore_wait_ns", "ns",
-                                           "time stalled waiting on a semaphore")),
-      fetch_wait_ns_(ctx.stats.counter(std::string(this->name()) + ".fetch_wait_ns", "ns",
-                                       "time stalled waiting for an instruction fetch")),
-      memory_stall_ns_(ctx.stats.counter(std::string(this->name()) + ".memory_stall_ns", "ns",
-                                         "part of busy time spent on SBUF/PSUM access beyond the compute")) {
+      stats_(ctx.stats, *this) {
   SC_THREAD(run);
   if (ctx.timeline) {
     // Stalls on a track of their own: a pipelined engine's busy slices run
@@ -50,12 +51,12 @@ void Engine::set_program(std::uint64_t address, std::uint64_t bytes) {
 sc_time Engine::cycles(double n) const { return period_ * std::ceil(n); }
 
 sc_time Engine::cycles(double n, double memory_stall) {
-  memory_stall_ns_ += (period_ * memory_stall).to_seconds() * 1e9;
+  stats_.memory_stall_ns += (period_ * memory_stall).to_seconds() * 1e9;
   return cycles(n);
 }
 
 void Engine::add_busy(const sc_time& t) {
-  busy_ns_ += t.to_seconds() * 1e9;
+  stats_.busy_ns += t.to_seconds() * 1e9;
   if (!ctx_.timeline || !current_) return;
   // A pipelined engine reports work at issue that the array streams after
   // the work before it: the slice starts when the engine is free.
@@ -148,7 +149,7 @@ void Engine::run() {
       where += ": " + arch::disassemble(in);
       if (fetch_ready > sc_time_stamp()) {
         wave_state(trace::WaveProbe::EngineState::FetchWait);
-        fetch_wait_ns_ += (fetch_ready - sc_time_stamp()).to_seconds() * 1e9;
+        stats_.fetch_wait_ns += (fetch_ready - sc_time_stamp()).to_seconds() * 1e9;
         if (ctx_.timeline)
           ctx_.timeline->slice(stall_track_, sc_time_stamp().to_seconds() * 1e9, (fetch_ready - sc_time_stamp()).to_seconds() * 1e9,
                                "instruction fetch", "fetch");
@@ -160,7 +161,7 @@ void Engine::run() {
       const auto problems = arch::validate(in, ctx_.cfg);
       if (!problems.empty()) throw std::runtime_error(problems.front());
       if (index == 0) first_issue_time_ = sc_time_stamp();
-      ++instructions_;
+      ++stats_.instructions;
       if (ctx_.waves) {
         ctx_.waves->engine_instruction(static_cast<int>(kind_), index, static_cast<std::uint8_t>(in.opcode));
         if (in.opcode <= arch::Opcode::DmaTrigger) wave_state(trace::WaveProbe::EngineState::Control);
@@ -183,7 +184,7 @@ void Engine::run() {
           if (sc_time_stamp() > start) {
             wait_for_clock_edge();
             const double waited = (sc_time_stamp() - start).to_seconds() * 1e9;
-            semaphore_wait_ns_ += waited;
+            stats_.semaphore_wait_ns += waited;
             wait_by_semaphore_[in.sem] += waited;
             if (ctx_.timeline) {
               ctx_.timeline->slice(stall_track_, start.to_seconds() * 1e9, waited,

@@ -32,6 +32,12 @@ public:
   // Time stalled on each semaphore (by semaphore index), in ns: the stall reasons.
   const std::map<std::uint16_t, double>& semaphore_wait_by_semaphore() const { return wait_by_semaphore_; }
 
+  struct EngineStats : trace::Group {
+    EngineStats(trace::Stats& stats, const sc_core::sc_object& owner);
+    trace::Scalar instructions, busy_ns, semaphore_wait_ns, fetch_wait_ns, memory_stall_ns;
+  };
+  const EngineStats& stats() const { return stats_; }
+
 protected:
   // Executes one compute instruction functionally and returns how long the
   // engine is busy with it. Throws std::exception with a message naming the
@@ -100,11 +106,7 @@ private:
   sc_core::sc_time last_slice_start_;
   std::map<std::uint16_t, double> wait_by_semaphore_;
 
-  trace::Counter& instructions_;
-  trace::Counter& busy_ns_;
-  trace::Counter& semaphore_wait_ns_;
-  trace::Counter& fetch_wait_ns_;
-  trace::Counter& memory_stall_ns_;
+  EngineStats stats_;
 };
 
 }  // namespace tessera::core

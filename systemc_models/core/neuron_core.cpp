@@ -6,10 +6,22 @@
 #include "engines/tensor_engine.h"
 #include "engines/vector_engine.h"
 
+#include "trace/sim_time.h"
+
 #include <fmt/format.h>
 
 namespace tessera::core {
 
+
+// Bandwidth used over the whole run (bytes / end time); 1 byte/ns = 1 GB/s.
+NeuronCore::Bandwidth::Bandwidth(trace::Stats& stats, const sc_core::sc_object& memory, const NeuronCore& core,
+                                 std::function<double()> bytes)
+    : Group(stats, memory),
+      used_gbps(*this, "bandwidth_used_gbps", "GB/s", "bytes read and written per second over the run",
+                [&core, bytes = std::move(bytes)] {
+                  const double ns = trace::ns(core.end_time_);
+                  return ns > 0 ? bytes() / ns : 0.0;
+                }) {}
 
 NeuronCore::NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, trace::Stats& stats,
                        const CoreOptions& options)
@@ -27,10 +39,7 @@ NeuronCore::NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, 
   if (options.tensor_datapath) {
     datapath = options.tensor_datapath(cfg, options.fidelity);
   } else if (options.fidelity == arch::Fidelity::Tlm) {
-    datapath = engines::make_fast_tensor_datapath(static_cast<std::uint32_t>(cfg.tensor.rows),
-                                                  static_cast<std::uint32_t>(cfg.tensor.cols),
-                                                  static_cast<std::uint32_t>(cfg.tensor.min_initiation_interval_cycles),
-                                                  !options.no_data);
+    datapath = engines::make_fast_tensor_datapath(arch::tensor_timing_params(cfg.tensor), !options.no_data);
   } else {
     throw std::runtime_error(fmt::format("{} fidelity needs the Verilated tensor engine, which this program does not link",
                                          arch::to_string(options.fidelity)));
@@ -44,16 +53,15 @@ NeuronCore::NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, 
   for (auto& e : engines_)
     if (e) e->fetch.bind(mem_->interconnect->target);
   dma_ = std::make_unique<dma::DmaSubsystem>(*ctx_, options.dma_engine);
-  // Bandwidth used over the whole run (bytes / end time); 1 byte/ns = 1 GB/s.
-  for (const char* mem : {"hbm", "sbuf", "psum"}) {
-    const std::string n = std::string(this->name()) + "." + mem;
-    stats.formula(n + ".bandwidth_used_gbps", "GB/s", std::string("bytes read and written per second over the run"),
-                  [this, &stats, n] {
-                    const double ns = end_time_.to_seconds() * 1e9;
-                    const double bytes = stats.value(n + ".bytes_read") + stats.value(n + ".bytes_written") +
-                                         stats.value(n + ".bytes_timing_only");
-                    return ns > 0 ? bytes / ns : 0.0;
-                  });
+  const auto& hbm = mem_->hbm->stats();
+  bandwidth_.push_back(std::make_unique<Bandwidth>(stats, *mem_->hbm, *this, [&hbm] {
+    return hbm.bytes_read.value() + hbm.bytes_written.value() + hbm.bytes_timing_only.value();
+  }));
+  for (const memory::PartitionedMemory* m : {mem_->sbuf.get(), mem_->psum.get()}) {
+    const auto& s = m->stats();
+    bandwidth_.push_back(std::make_unique<Bandwidth>(stats, *m, *this, [&s] {
+      return s.bytes_read.value() + s.bytes_written.value() + s.bytes_timing_only.value();
+    }));
   }
   for (std::size_t i = 0; i < dma_->engines(); ++i) dma_->engine(i).socket.bind(mem_->interconnect->target);
   ctx_->dma = dma_.get();
@@ -71,6 +79,10 @@ void NeuronCore::configure_dma_queue(std::uint32_t engine, std::uint32_t queue, 
 }
 
 NeuronCore::~NeuronCore() = default;
+
+engines::TensorEngine& NeuronCore::tensor() {
+  return static_cast<engines::TensorEngine&>(engine(arch::Engine::Tensor));
+}
 
 std::uint64_t NeuronCore::place(const std::vector<std::uint8_t>& bytes) {
   const std::uint64_t address = ctx_->map.program_area_base() + program_next_;

@@ -22,6 +22,10 @@
 #include <string>
 #include <vector>
 
+namespace tessera::engines {
+class TensorEngine;
+}
+
 namespace tessera::core {
 
 struct RunResult {
@@ -74,6 +78,7 @@ public:
   memory::PartitionedMemory& psum() { return *mem_->psum; }
   Semaphores& semaphores() { return *mem_->semaphores; }
   Engine& engine(arch::Engine e) { return *engines_.at(static_cast<std::size_t>(e)); }
+  engines::TensorEngine& tensor();
   dma::DmaSubsystem& dma() { return *dma_; }
   CoreContext& context() { return *ctx_; }
   const arch::AddressMap& address_map() const { return ctx_->map; }
@@ -88,6 +93,13 @@ private:
   std::unique_ptr<dma::DescriptorSampler> dma_sampler_;
   std::uint64_t program_next_ = 0;
   sc_core::sc_time end_time_;  // of the last run, for bandwidth statistics
+  // Each memory's bandwidth over the run, in the memory's group.
+  struct Bandwidth : trace::Group {
+    Bandwidth(trace::Stats& stats, const sc_core::sc_object& memory, const NeuronCore& core,
+              std::function<double()> bytes);
+    trace::Formula used_gbps;
+  };
+  std::vector<std::unique_ptr<Bandwidth>> bandwidth_;
 };
 
 }  // namespace tessera::core

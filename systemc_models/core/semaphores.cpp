@@ -6,14 +6,18 @@
 
 namespace tessera::core {
 
+Semaphores::SemaphoreStats::SemaphoreStats(trace::Stats& stats, const sc_core::sc_object& owner)
+    : Group(stats, owner),
+      increments(*this, "increments", "count", "semaphore increments"),
+      waits(*this, "waits", "count", "semaphore waits that blocked") {}
+
 Semaphores::Semaphores(sc_core::sc_module_name name, std::size_t count, sc_core::sc_time wake_latency,
                        trace::Stats& stats)
     : sc_module(name),
       socket("socket"),
       values_(count, 0),
       wake_latency_(wake_latency),
-      increments_(stats.counter(std::string(this->name()) + ".increments", "count", "semaphore increments")),
-      waits_(stats.counter(std::string(this->name()) + ".waits", "count", "semaphore waits that blocked")) {
+      stats_(stats, *this) {
   socket.register_b_transport(this, &Semaphores::b_transport);
   SC_METHOD(apply_due);
   sensitive << delayed_event_;
@@ -39,14 +43,14 @@ void Semaphores::apply_due() {
 
 void Semaphores::increment(std::size_t index, std::uint32_t delta) {
   values_.at(index) += delta;
-  ++increments_;
+  ++stats_.increments;
   if (waves_) waves_->semaphore(index, values_[index]);
   changed_.notify(sc_core::SC_ZERO_TIME);
 }
 
 void Semaphores::wait_at_least(std::size_t index, std::uint32_t target, const std::string& who) {
   if (values_.at(index) >= target) return;
-  ++waits_;
+  ++stats_.waits;
   waiting_[who] = {index, target};
   while (values_[index] < target) sc_core::wait(changed_);
   waiting_.erase(who);

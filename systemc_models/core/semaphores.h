@@ -40,6 +40,12 @@ public:
 
   void set_wave_probe(trace::WaveProbe* probe) { waves_ = probe; }
 
+  struct SemaphoreStats : trace::Group {
+    SemaphoreStats(trace::Stats& stats, const sc_core::sc_object& owner);
+    trace::Scalar increments, waits;
+  };
+  const SemaphoreStats& stats() const { return stats_; }
+
 private:
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
   void apply_due();  // SC_METHOD: applies the delayed increments whose time has come
@@ -55,8 +61,7 @@ private:
   std::map<std::string, Waiter> waiting_;
   std::multimap<sc_core::sc_time, std::pair<std::size_t, std::uint32_t>> delayed_;
   sc_core::sc_event delayed_event_;
-  trace::Counter& increments_;
-  trace::Counter& waits_;
+  SemaphoreStats stats_;
   trace::WaveProbe* waves_ = nullptr;
 };
 

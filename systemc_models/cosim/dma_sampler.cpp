@@ -70,19 +70,21 @@ struct DmaSampler::Shadow : sc_core::sc_module {
   }
 };
 
+DmaSampler::SamplerStats::SamplerStats(trace::Stats& stats, const sc_core::sc_object& owner)
+    : Group(stats, owner),
+      sampled_descriptors(*this, "sampled_descriptors", "count",
+                          "descriptors re-executed on the RTL DMA engine and compared"),
+      sampled_shapes(*this, "sampled_shapes", "count", "distinct descriptor shapes seen (each sampled at least once)"),
+      unsampled_descriptors(*this, "unsampled_descriptors", "count", "descriptors run by the fast model only"),
+      sample_seconds(*this, "sample_seconds", "s",
+                     "wall time while a sample was in flight (an upper bound of the RTL's)") {}
+
 DmaSampler::DmaSampler(sc_core::sc_module_name name, core::CoreContext& core, DmaSamplingPolicy policy,
                        const dma::DmaEngineFactory& reference)
     : sc_module(name),
       core_(core),
       policy_(policy),
-      sampled_(core.stats.counter(std::string(this->name()) + ".sampled_descriptors", "count",
-                                  "descriptors re-executed on the RTL DMA engine and compared")),
-      sampled_shapes_(core.stats.counter(std::string(this->name()) + ".sampled_shapes", "count",
-                                         "distinct descriptor shapes seen (each sampled at least once)")),
-      unsampled_(core.stats.counter(std::string(this->name()) + ".unsampled_descriptors", "count",
-                                    "descriptors run by the fast model only")),
-      sample_seconds_stat_(core.stats.counter(std::string(this->name()) + ".sample_seconds", "s",
-                                              "wall time while a sample was in flight (an upper bound of the RTL's)")) {
+      stats_(core.stats, *this) {
   reference_ = std::make_unique<Shadow>("reference", core.cfg, shadow_stats_, core.no_data, reference);
   fast_ = std::make_unique<Shadow>("fast", core.cfg, shadow_stats_, core.no_data, dma::DmaEngineFactory{});
   SC_THREAD(run);
@@ -99,7 +101,7 @@ void DmaSampler::executed(const dma::ExecutedDescriptor& d) {
   ++offered_;
   const auto beat = static_cast<std::uint32_t>(core_.cfg.dma.axi_data_bytes);
   const bool new_shape = shapes_.insert(shape_key(d.descriptor, core_.map, beat)).second;
-  if (new_shape) ++sampled_shapes_;
+  if (new_shape) ++stats_.sampled_shapes;
   bool take = new_shape;
   if (!take && !in_flight_ && queue_.empty() && offered_ % static_cast<std::uint64_t>(policy_.sample_every) == 0) {
     const double elapsed = std::chrono::duration<double>(now - start_).count();
@@ -126,7 +128,7 @@ void DmaSampler::executed(const dma::ExecutedDescriptor& d) {
                touches_ring(d.descriptor.dst_addr, d.descriptor.dst_size, d.descriptor.dst_stride)))
     take = false;
   if (!take) {
-    ++unsampled_;
+    ++stats_.unsampled_descriptors;
     return;
   }
   queue_.push_back({d, d.data ? *d.data : std::vector<std::uint8_t>{}});
@@ -143,8 +145,8 @@ void DmaSampler::run() {
     in_flight_ = false;
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     sample_seconds_ += s;
-    sample_seconds_stat_ += s;
-    ++sampled_;
+    stats_.sample_seconds += s;
+    ++stats_.sampled_descriptors;
     if (core_.error) return;
   }
 }

@@ -82,10 +82,10 @@ private:
   std::chrono::steady_clock::time_point start_;
   double sample_seconds_ = 0;
 
-  trace::Counter& sampled_;
-  trace::Counter& sampled_shapes_;
-  trace::Counter& unsampled_;
-  trace::Counter& sample_seconds_stat_;
+  struct SamplerStats : trace::Group {
+    SamplerStats(trace::Stats& stats, const sc_core::sc_object& owner);
+    trace::Scalar sampled_descriptors, sampled_shapes, unsampled_descriptors, sample_seconds;
+  } stats_;
 };
 
 // The core's DMA sampler for the sampled fidelity: the Verilated engine of

@@ -5,7 +5,9 @@
 // timing cycle for cycle. The RTL tests and the rtl / sampled fidelities of
 // the core (rtl_tensor_datapath.cpp) share it.
 //
-// Model is one of the Vtensor_engine_<R>x<C> classes; they share port names.
+// Model is one of the Vtensor_engine_<R>x<C> classes; they share port names
+// and the stationary port's width, kLoadColumns columns (the build's
+// TESSERA_TE_LOAD_COLUMNS, rtl/tensor_engine/array_sizes.cmake).
 // TESSERA_WAVES=1 writes an FST of the run, <wave_name>.fst, into
 // TESSERA_WAVES_DIR (default: the working directory); trace_to() writes one
 // on the caller's time axis (tessera run --waves, cosim/waves.h).
@@ -27,7 +29,14 @@
 #include <type_traits>
 #include <vector>
 
+#ifndef TESSERA_TE_LOAD_COLUMNS
+#error "TESSERA_TE_LOAD_COLUMNS comes with the tensor_engine_<size> libraries (rtl/tensor_engine/CMakeLists.txt)"
+#endif
+
 namespace tessera::cosim {
+
+// The widest stationary beat of every Verilated tensor engine, in columns.
+inline constexpr int kLoadColumns = TESSERA_TE_LOAD_COLUMNS;
 
 // Helpers over Verilator's port types: packed ports up to 64 bits are plain
 // integers, wider ones are VlWide arrays of 32-bit words.
@@ -91,6 +100,7 @@ class EngineDriver {
     if (waves && std::string(waves) == "1") open_waves(wave_name);
     psum_.assign(static_cast<std::size_t>(cols_) * kPsumDepth, 0);
     model_->cfg_min_ii_i = 1;
+    model_->cfg_ld_cols_i = 1;
     reset();
   }
   ~EngineDriver() {
@@ -113,6 +123,15 @@ class EngineDriver {
     rng_.seed(seed);
   }
   void set_min_ii(int ii) { model_->cfg_min_ii_i = static_cast<std::uint16_t>(ii); }
+  // Stationary columns per beat, 1 .. kLoadColumns; set before queuing loads.
+  void set_load_columns(int w) {
+    if (w < 1 || w > kLoadColumns)
+      throw std::invalid_argument("the tensor engine RTL takes 1 to " + std::to_string(kLoadColumns) +
+                                  " stationary columns per cycle, not " + std::to_string(w));
+    load_cols_ = w;
+    model_->cfg_ld_cols_i = static_cast<std::uint16_t>(w);
+  }
+  int load_columns() const { return load_cols_; }
 
   // PSUM behind the write port: [cols partitions][kPsumDepth fp32].
   static constexpr int kPsumDepth = 4096;
@@ -123,14 +142,18 @@ class EngineDriver {
     psum_[static_cast<std::size_t>(partition) * kPsumDepth + addr] = bits;
   }
 
-  // Queues LoadStationary of st[K, M]. Rows K.. of each beat carry `filler`:
-  // the engine must never use them.
+  // Queues LoadStationary of st[K, M], load_columns() columns per beat
+  // (element i * rows + r of a beat is column jW + i, partition r). Rows K..
+  // of each beat, and the columns past M of the last, carry `filler`: the
+  // engine must never use them.
   void load_stationary(const arch::Bf16Matrix& st, std::uint16_t filler = 0x7F80) {
     commands_.push_back({Op::LoadStationary, static_cast<int>(st.rows), static_cast<int>(st.cols), 0,
                          false, 0});
-    for (std::size_t j = 0; j < st.cols; ++j) {
-      std::vector<std::uint16_t> beat(rows_, filler);
-      for (std::size_t r = 0; r < st.rows; ++r) beat[r] = st.at(r, j).bits;
+    const std::size_t w = static_cast<std::size_t>(load_cols_);
+    for (std::size_t j = 0; j < st.cols; j += w) {
+      std::vector<std::uint16_t> beat(static_cast<std::size_t>(rows_) * kLoadColumns, filler);
+      for (std::size_t i = 0; i < w && j + i < st.cols; ++i)
+        for (std::size_t r = 0; r < st.rows; ++r) beat[i * rows_ + r] = st.at(r, j + i).bits;
       st_beats_.push_back(std::move(beat));
     }
   }
@@ -150,9 +173,10 @@ class EngineDriver {
   // Queues a bare command (timing tests); operand beats are zeros.
   void command(const Command& c) {
     commands_.push_back(c);
-    const int beats = c.op == Op::LoadStationary ? c.m : c.n;
-    auto& q = c.op == Op::LoadStationary ? st_beats_ : mv_beats_;
-    for (int j = 0; j < beats; ++j) q.emplace_back(rows_, 0);
+    const bool load = c.op == Op::LoadStationary;
+    const int beats = load ? (c.m + load_cols_ - 1) / load_cols_ : c.n;
+    auto& q = load ? st_beats_ : mv_beats_;
+    for (int j = 0; j < beats; ++j) q.emplace_back(static_cast<std::size_t>(rows_) * (load ? kLoadColumns : 1), 0);
   }
 
   // When set, PSUM writes go here instead of the modelled PSUM.
@@ -297,7 +321,7 @@ class EngineDriver {
 
   template <class Port>
   void drive_beat(Port& port, const std::vector<std::uint16_t>& beat) {
-    for (int r = 0; r < rows_; ++r) set_field(port, 16 * r, 16, beat[r]);
+    for (std::size_t i = 0; i < beat.size(); ++i) set_field(port, 16 * static_cast<int>(i), 16, beat[i]);
   }
 
   void write_psum() {
@@ -379,6 +403,7 @@ class EngineDriver {
   std::deque<std::vector<std::uint16_t>> mv_beats_;
   std::vector<std::uint32_t> psum_;
   PortNoise noise_;
+  int load_cols_ = 1;
   std::mt19937 rng_{1};
   std::uint64_t cycle_ = 0;
   bool half_ = false;

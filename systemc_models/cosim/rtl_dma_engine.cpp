@@ -214,16 +214,13 @@ std::unique_ptr<DmaRtlPort> make_dma_rtl_port(const arch::HwConfig& cfg) {
 }
 
 RtlDmaEngine::RtlDmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::uint32_t queues)
-    : DmaEngineBase(name, queues),
+    : DmaEngineBase(name, queues, ctx.stats, "time with STATUS.busy set"),
       ctx_(ctx),
       // The same clock as the fast model: one data beat per cycle gives the configured bandwidth.
       period_(static_cast<double>(ctx.cfg.dma.axi_data_bytes) / ctx.cfg.dma.bytes_per_ns, SC_NS),
       data_bytes_(static_cast<std::uint32_t>(ctx.cfg.dma.axi_data_bytes)),
       fetch_id_(static_cast<std::uint32_t>(ctx.cfg.dma.max_outstanding)),
-      port_(make_dma_rtl_port(ctx.cfg)),
-      bytes_(ctx.stats.counter(std::string(this->name()) + ".bytes", "bytes", "bytes moved")),
-      descriptors_(ctx.stats.counter(std::string(this->name()) + ".descriptors", "count", "descriptors completed")),
-      busy_ns_(ctx.stats.counter(std::string(this->name()) + ".busy_ns", "ns", "time with STATUS.busy set")) {
+      port_(make_dma_rtl_port(ctx.cfg)) {
   if (queues != ctx.cfg.dma.queues_per_engine)
     throw std::runtime_error(fmt::format("{}: {} queues asked, the Verilated build has {}", this->name(), queues,
                                          ctx.cfg.dma.queues_per_engine));
@@ -394,12 +391,12 @@ void RtlDmaEngine::finish_write(WriteBurst& w) {
     const sc_time delay = transport(cmd, addr, w.data.data() + i, len, err);
     w.error |= err;
     latest = std::max(latest, delay);
-    if (is_data) bytes_ += len;
+    if (is_data) stats_.bytes += len;
     if (ring_q >= 0 && !err) {
       dma::QueueState& s = queues_[static_cast<std::size_t>(ring_q)];
       s.head = (index + 1) % s.ring_size;
       ++s.descriptors_done;
-      ++descriptors_;
+      ++stats_.descriptors;
       wave_queue(static_cast<std::uint32_t>(ring_q));
       completions_.push_back({static_cast<std::uint32_t>(ring_q), index, sc_time_stamp() + delay});
     }
@@ -470,7 +467,7 @@ void RtlDmaEngine::step(const RegOp* op) {
 
   port_->cycle(in, out_);
   ++ticks_;
-  if (out_.busy) busy_ns_ += period_.to_seconds() * 1e9;
+  if (out_.busy) stats_.busy_ns += period_.to_seconds() * 1e9;
 
   if (out_.arvalid) accept_read(out_.arid, out_.araddr, out_.arlen + 1);
   if (out_.awvalid) {

@@ -111,9 +111,6 @@ private:
   DmaPortIn in_;
   DmaPortOut out_;
 
-  trace::Counter& bytes_;
-  trace::Counter& descriptors_;
-  trace::Counter& busy_ns_;
 };
 
 // The DMA engine factory for the rtl fidelity; throws if `cfg` needs a

@@ -38,10 +38,11 @@ constexpr std::int64_t kStallLimit = 10'000'000;
 template <class Model>
 class RtlDatapath final : public RtlTensorDatapath {
 public:
-  RtlDatapath(std::uint32_t rows, std::uint32_t cols, std::uint32_t min_ii, const std::string& wave_name,
+  RtlDatapath(const arch::TensorTimingParams& timing, const std::string& wave_name,
               const std::optional<trace::WaveProbe::RtlTrace>& trace, double period_ps)
-      : driver_(static_cast<int>(rows), static_cast<int>(cols), wave_name), min_ii_(min_ii) {
-    driver_.set_min_ii(static_cast<int>(min_ii));
+      : driver_(static_cast<int>(timing.rows), static_cast<int>(timing.cols), wave_name), timing_(timing) {
+    driver_.set_min_ii(static_cast<int>(timing.min_initiation_interval));
+    driver_.set_load_columns(static_cast<int>(timing.stationary_columns_per_cycle));
     driver_.psum_sink = [this](const PsumWrite& w) { take_write(w); };
     if (trace) {
       // Driver cycle d is core cycle d + offset_; its inputs settle at the
@@ -103,9 +104,10 @@ public:
     RtlCommandRecord& r = records_.back();
     r.accepted = static_cast<std::uint64_t>(accepted);
     if (load) {
-      // The RTL signals nothing when weights are in; its rule is M beats from acceptance.
-      r.completed = r.accepted + static_cast<std::uint64_t>(width);
+      // The RTL signals nothing when weights are in; its rule is ceil(M / W) beats from acceptance.
+      r.completed = r.accepted + static_cast<std::uint64_t>(arch::stationary_beats(timing_, width));
       done_ = std::max(done_, r.completed);
+      complete(records_.size() - 1);
     } else {
       last_mm_accept_ = accepted;
     }
@@ -128,14 +130,11 @@ public:
     return done_;
   }
 
+  std::uint64_t busy_cycles() const override { return static_cast<std::uint64_t>(busy_.cycles()); }
+
   std::string name() const override { return fmt::format("rtl {}x{}", driver_.rows(), driver_.cols()); }
 
-  void add_stats(trace::Stats& stats, const std::string& prefix) override {
-    evaluated_stat_ = &stats.counter(prefix + ".rtl_cycles_evaluated", "cycles",
-                                     "tensor-engine RTL clock cycles evaluated");
-    skipped_stat_ = &stats.counter(prefix + ".rtl_cycles_skipped", "cycles",
-                                   "idle tensor-engine cycles jumped over without evaluating the RTL");
-  }
+  void add_stats(trace::Group& engine) override { stats_ = std::make_unique<Stats>(engine, *this); }
 
   const std::vector<RtlCommandRecord>& records() const override { return records_; }
   std::uint64_t cycles_evaluated() const override { return evaluated_; }
@@ -160,12 +159,22 @@ private:
   };
 
   std::int64_t now() const { return static_cast<std::int64_t>(driver_.cycle()) + offset_; }
+
+  // Marks record i complete and adds to the busy cycles every record, in
+  // issue order, up to the first whose completion is still to come.
+  void complete(std::size_t i) {
+    if (done_records_.size() < records_.size()) done_records_.resize(records_.size(), false);
+    done_records_[i] = true;
+    while (busy_next_ < records_.size() && done_records_[busy_next_]) {
+      const RtlCommandRecord& r = records_[busy_next_++];
+      busy_.add(static_cast<std::int64_t>(r.accepted), static_cast<std::int64_t>(r.completed));
+    }
+  }
   std::uint64_t cycle_ps(double cycle) const { return static_cast<std::uint64_t>(std::llround(cycle * period_ps_)); }
 
   void step() {
     driver_.step();
     ++evaluated_;
-    if (evaluated_stat_) ++*evaluated_stat_;
   }
 
   void advance_to(std::int64_t earliest) {
@@ -184,12 +193,11 @@ private:
       earliest = now();
     }
     while (now() < earliest) {
-      if (driver_.idle() && now() >= last_mm_accept_ + static_cast<std::int64_t>(min_ii_)) {
+      if (driver_.idle() && now() >= last_mm_accept_ + timing_.min_initiation_interval) {
         const std::int64_t gap = earliest - now();
         if (period_ps_ > 0)
           driver_.trace_hold(cycle_ps(static_cast<double>(now())), cycle_ps(static_cast<double>(earliest)));
         skipped_ += static_cast<std::uint64_t>(gap);
-        if (skipped_stat_) *skipped_stat_ += static_cast<double>(gap);
         offset_ += gap;
         return;
       }
@@ -219,6 +227,7 @@ private:
     const std::uint64_t completed = static_cast<std::uint64_t>(static_cast<std::int64_t>(w.cycle) + offset_);
     records_[p.record].completed = completed;
     done_ = std::max(done_, completed);
+    complete(p.record);
     auto write_psum = std::move(p.write_psum);
     arch::Fp32Matrix out = std::move(p.out);
     pending_.pop_front();
@@ -227,25 +236,36 @@ private:
 
   EngineDriver<Model> driver_;
   double period_ps_ = 0;  // tensor clock period when tracing on the run's time axis
-  std::uint32_t min_ii_;
+  arch::TensorTimingParams timing_;
   std::int64_t offset_ = 0;
   std::int64_t last_mm_accept_ = -(std::int64_t{1} << 40);
   std::int64_t last_accept_ = -(std::int64_t{1} << 40);
   int stationary_m_ = 0;
   std::deque<Pending> pending_;
   std::vector<RtlCommandRecord> records_;
+  std::vector<bool> done_records_;
+  std::size_t busy_next_ = 0;
+  arch::BusyCycles busy_;
   std::uint64_t done_ = 0;
   std::uint64_t evaluated_ = 0, skipped_ = 0;
-  trace::Counter* evaluated_stat_ = nullptr;
-  trace::Counter* skipped_stat_ = nullptr;
+  struct Stats : trace::Group {
+    Stats(trace::Group& engine, const RtlDatapath& d)
+        : Group(engine, "datapath"),
+          evaluated(*this, "rtl_cycles_evaluated", "cycles", "tensor-engine RTL clock cycles evaluated",
+                    [&d] { return static_cast<double>(d.evaluated_); }),
+          skipped(*this, "rtl_cycles_skipped", "cycles",
+                  "idle tensor-engine cycles jumped over without evaluating the RTL",
+                  [&d] { return static_cast<double>(d.skipped_); }) {}
+    trace::Formula evaluated, skipped;
+  };
+  std::unique_ptr<Stats> stats_;
 };
 
 class SampledDatapath final : public engines::TensorDatapath {
 public:
   SampledDatapath(std::unique_ptr<engines::TensorDatapath> fast, std::unique_ptr<RtlTensorDatapath> rtl,
-                  std::uint32_t rows, std::uint32_t cols, std::uint32_t min_ii, SamplingPolicy policy,
-                  SampledFailure on_failure)
-      : fast_(std::move(fast)), rtl_(std::move(rtl)), params_{rows, cols, min_ii}, policy_(policy),
+                  const arch::TensorTimingParams& timing, SamplingPolicy policy, SampledFailure on_failure)
+      : fast_(std::move(fast)), rtl_(std::move(rtl)), params_(timing), policy_(policy),
         failure_(std::move(on_failure)),
         start_(std::chrono::steady_clock::now()) {}
 
@@ -255,7 +275,7 @@ public:
       return fast_->issue(cmd, earliest);
     }
     if (!take_sample(cmd)) {
-      ++*unsampled_;
+      ++unsampled_;
       return fast_->issue(cmd, earliest);
     }
     // The fast model's output, seen on its way to PSUM.
@@ -274,30 +294,23 @@ public:
   }
 
   std::uint64_t flush() override { return fast_->flush(); }
+  std::uint64_t busy_cycles() const override { return fast_->busy_cycles(); }
   std::string name() const override { return "sampled (" + fast_->name() + " checked by " + rtl_->name() + ")"; }
 
-  void add_stats(trace::Stats& stats, const std::string& prefix) override {
-    sampled_ = &stats.counter(prefix + ".sampled_instructions", "count",
-                              "MultiplyMoving instructions re-executed on the RTL and compared");
-    shapes_ = &stats.counter(prefix + ".sampled_shapes", "count",
-                             "distinct (K, M, N, accumulate) shapes, each sampled at least once");
-    unsampled_ = &stats.counter(prefix + ".unsampled_instructions", "count",
-                                "MultiplyMoving instructions run on the fast model only");
-    rtl_seconds_ = &stats.counter(prefix + ".sample_rtl_seconds", "s", "wall time spent re-executing samples on the RTL");
-  }
+  void add_stats(trace::Group& engine) override { stats_ = std::make_unique<Stats>(engine, *this); }
 
 private:
   bool take_sample(const engines::TensorCommand& cmd) {
     const auto key = std::make_tuple(cmd.data.rows, stationary_.cols, cmd.data.cols,
                                      cmd.mode == arch::PsumMode::Accumulate);
     if (shapes_seen_.insert(key).second) {
-      ++*shapes_;
+      ++shapes_;
       since_sample_ = 0;
       return true;
     }
     if (policy_.sample_every < 1 || ++since_sample_ < policy_.sample_every) return false;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    if (rtl_seconds_->value() >= policy_.rtl_budget_percent / 100.0 * elapsed) return false;
+    if (rtl_seconds_ >= policy_.rtl_budget_percent / 100.0 * elapsed) return false;
     since_sample_ = 0;
     return true;
   }
@@ -307,7 +320,7 @@ private:
   // timing rules.
   void check(const engines::TensorCommand& cmd, const arch::Fp32Matrix* fast_out, std::uint64_t earliest) {
     const auto wall = std::chrono::steady_clock::now();
-    ++*sampled_;
+    ++sampled_;
     ++checks_;
     std::optional<arch::Fp32Matrix> faulty;
     if (fast_out && checks_ == failure_.inject_fault_at_sample && !fast_out->data.empty()) {
@@ -339,7 +352,7 @@ private:
     const std::int64_t rtl_complete = static_cast<std::int64_t>(rtl_done - t_load.accepted);
     const std::int64_t f_accept = f_mul.accept - f_load.accept;
     const std::int64_t f_complete = f_mul.done - f_load.accept;
-    *rtl_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
+    rtl_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
 
     const std::string shape = fmt::format("MultiplyMoving K={} M={} N={}{}", cmd.data.rows, m, n,
                                           acc ? " accumulate" : "");
@@ -386,8 +399,8 @@ private:
     const std::string part = base + ".rtl.fst";
     std::uint64_t done = 0;
     {
-      auto rtl = make_rtl_tensor_datapath(params_.rows, params_.cols, params_.min_initiation_interval, "replay",
-                                          trace::WaveProbe::RtlTrace{part, 0, UINT64_MAX}, failure_.tensor_period_ps);
+      auto rtl = make_rtl_tensor_datapath(params_, "replay", trace::WaveProbe::RtlTrace{part, 0, UINT64_MAX},
+                                          failure_.tensor_period_ps);
       engines::TensorCommand load{engines::TensorCommand::Op::LoadStationary, stationary_, arch::PsumMode::Overwrite,
                                   {}};
       engines::TensorCommand mul{engines::TensorCommand::Op::MultiplyMoving, cmd.data, cmd.mode, {}};
@@ -419,12 +432,21 @@ private:
   arch::Bf16Matrix stationary_;
   std::set<std::tuple<std::size_t, std::size_t, std::size_t, bool>> shapes_seen_;
   std::int64_t since_sample_ = 0;
-  // Own counters until add_stats points them at the run's statistics.
-  trace::Counter own_[4];
-  trace::Counter* sampled_ = &own_[0];
-  trace::Counter* shapes_ = &own_[1];
-  trace::Counter* unsampled_ = &own_[2];
-  trace::Counter* rtl_seconds_ = &own_[3];
+  double sampled_ = 0, shapes_ = 0, unsampled_ = 0, rtl_seconds_ = 0;
+  struct Stats : trace::Group {
+    Stats(trace::Group& engine, const SampledDatapath& d)
+        : Group(engine, "datapath"),
+          sampled(*this, "sampled_instructions", "count", "MultiplyMoving instructions re-executed on the RTL and compared",
+                  [&d] { return d.sampled_; }),
+          shapes(*this, "sampled_shapes", "count", "distinct (K, M, N, accumulate) shapes, each sampled at least once",
+                 [&d] { return d.shapes_; }),
+          unsampled(*this, "unsampled_instructions", "count", "MultiplyMoving instructions run on the fast model only",
+                    [&d] { return d.unsampled_; }),
+          rtl_seconds(*this, "sample_rtl_seconds", "s", "wall time spent re-executing samples on the RTL",
+                      [&d] { return d.rtl_seconds_; }) {}
+    trace::Formula sampled, shapes, unsampled, rtl_seconds;
+  };
+  std::unique_ptr<Stats> stats_;
 };
 
 }  // namespace
@@ -437,13 +459,20 @@ std::vector<std::string> rtl_tensor_sizes() {
   return sizes;
 }
 
-std::unique_ptr<RtlTensorDatapath> make_rtl_tensor_datapath(std::uint32_t rows, std::uint32_t cols,
-                                                            std::uint32_t min_ii, const std::string& wave_name,
+std::unique_ptr<RtlTensorDatapath> make_rtl_tensor_datapath(const arch::TensorTimingParams& timing,
+                                                            const std::string& wave_name,
                                                             const std::optional<trace::WaveProbe::RtlTrace>& trace,
                                                             double period_ps) {
+  const std::int64_t rows = timing.rows, cols = timing.cols;
+  if (timing.stationary_columns_per_cycle < 1 || timing.stationary_columns_per_cycle > kLoadColumns)
+    throw std::runtime_error(fmt::format(
+        "the tensor engine RTL loads 1 to {} stationary columns per cycle, not {} "
+        "(config tensor.stationary_columns_per_cycle; TESSERA_TENSOR_LOAD_COLUMNS in "
+        "rtl/tensor_engine/array_sizes.cmake sets the widest build); or run with --fidelity tlm",
+        kLoadColumns, timing.stationary_columns_per_cycle));
 #define TESSERA_TE_MODEL(R, C, MODEL)                                                                   \
   if (rows == (R) && cols == (C))                                                                       \
-    return std::make_unique<RtlDatapath<MODEL>>(rows, cols, min_ii, wave_name, trace, period_ps);
+    return std::make_unique<RtlDatapath<MODEL>>(timing, wave_name, trace, period_ps);
   TESSERA_TE_MODELS
 #undef TESSERA_TE_MODEL
   std::string built;
@@ -456,38 +485,32 @@ std::unique_ptr<RtlTensorDatapath> make_rtl_tensor_datapath(std::uint32_t rows, 
 
 std::unique_ptr<engines::TensorDatapath> make_sampled_tensor_datapath(std::unique_ptr<engines::TensorDatapath> fast,
                                                                       std::unique_ptr<RtlTensorDatapath> rtl,
-                                                                      std::uint32_t rows, std::uint32_t cols,
-                                                                      std::uint32_t min_ii, SamplingPolicy policy,
-                                                                      SampledFailure on_failure) {
-  return std::make_unique<SampledDatapath>(std::move(fast), std::move(rtl), rows, cols, min_ii, policy,
-                                           std::move(on_failure));
+                                                                      const arch::TensorTimingParams& timing,
+                                                                      SamplingPolicy policy, SampledFailure on_failure) {
+  return std::make_unique<SampledDatapath>(std::move(fast), std::move(rtl), timing, policy, std::move(on_failure));
 }
 
 core::TensorDatapathFactory rtl_tensor_factory(trace::WaveProbe* waves, const std::string& failure_waves_dir) {
   return [waves, failure_waves_dir](const arch::HwConfig& cfg,
                                     arch::Fidelity fidelity) -> std::unique_ptr<engines::TensorDatapath> {
-    const auto rows = static_cast<std::uint32_t>(cfg.tensor.rows);
-    const auto cols = static_cast<std::uint32_t>(cfg.tensor.cols);
-    const auto ii = static_cast<std::uint32_t>(cfg.tensor.min_initiation_interval_cycles);
+    const arch::TensorTimingParams timing = arch::tensor_timing_params(cfg.tensor);
     const double period_ps = 1000.0 / cfg.tensor.clock_ghz;
     const auto trace = [&]() -> std::optional<trace::WaveProbe::RtlTrace> {
       if (!waves) return std::nullopt;
       return waves->rtl_trace("tensor");
     };
     switch (fidelity) {
-      case arch::Fidelity::Tlm: return engines::make_fast_tensor_datapath(rows, cols, ii);
-      case arch::Fidelity::Rtl: return make_rtl_tensor_datapath(rows, cols, ii, "core_tensor", trace(), period_ps);
+      case arch::Fidelity::Tlm: return engines::make_fast_tensor_datapath(timing);
+      case arch::Fidelity::Rtl: return make_rtl_tensor_datapath(timing, "core_tensor", trace(), period_ps);
       case arch::Fidelity::Sampled: {
         SampledFailure on_failure;
         on_failure.waves_dir = failure_waves_dir;
         on_failure.tensor_period_ps = period_ps;
         if (const char* fault = std::getenv("TESSERA_INJECT_SAMPLED_FAULT"))
           on_failure.inject_fault_at_sample = std::atoll(fault);
-        return make_sampled_tensor_datapath(engines::make_fast_tensor_datapath(rows, cols, ii),
-                                            make_rtl_tensor_datapath(rows, cols, ii, "core_tensor_sampled", trace(),
-                                                                     period_ps),
-                                            rows, cols, ii,
-                                            {cfg.simulation.sample_every, cfg.simulation.sample_rtl_budget_percent},
+        return make_sampled_tensor_datapath(engines::make_fast_tensor_datapath(timing),
+                                            make_rtl_tensor_datapath(timing, "core_tensor_sampled", trace(), period_ps),
+                                            timing, {cfg.simulation.sample_every, cfg.simulation.sample_rtl_budget_percent},
                                             on_failure);
       }
     }

@@ -22,7 +22,7 @@ namespace tessera::cosim {
 struct RtlCommandRecord {
   bool load = false;
   std::uint64_t accepted = 0;
-  std::uint64_t completed = 0;  // last PSUM write; for LoadStationary accepted + M
+  std::uint64_t completed = 0;  // last PSUM write; for LoadStationary its last beat
 };
 
 class RtlTensorDatapath : public engines::TensorDatapath {
@@ -42,13 +42,13 @@ public:
 };
 
 // The Verilated engine of a rows x cols array. Throws std::runtime_error
-// naming rtl/tensor_engine/array_sizes.cmake when that size was not built.
+// naming rtl/tensor_engine/array_sizes.cmake when that size was not built, or
+// when the stationary load path is wider than the build's.
 // TESSERA_WAVES=1 writes <wave_name>.fst (see docs/tensor-engine.md).
 // `trace`: writes the RTL's signals there instead, stamped in picoseconds of
 // simulated time (cycle c of the tensor clock at c x period_ps), for
 // tessera run --waves (docs/waves.md).
-std::unique_ptr<RtlTensorDatapath> make_rtl_tensor_datapath(std::uint32_t rows, std::uint32_t cols,
-                                                            std::uint32_t min_initiation_interval,
+std::unique_ptr<RtlTensorDatapath> make_rtl_tensor_datapath(const arch::TensorTimingParams& timing,
                                                             const std::string& wave_name = "core_tensor",
                                                             const std::optional<trace::WaveProbe::RtlTrace>& trace = {},
                                                             double period_ps = 1000);
@@ -85,8 +85,7 @@ struct SampledFailure {
 // counts (the engine's sequencer adds which instruction it was).
 std::unique_ptr<engines::TensorDatapath> make_sampled_tensor_datapath(std::unique_ptr<engines::TensorDatapath> fast,
                                                                       std::unique_ptr<RtlTensorDatapath> rtl,
-                                                                      std::uint32_t rows, std::uint32_t cols,
-                                                                      std::uint32_t min_initiation_interval,
+                                                                      const arch::TensorTimingParams& timing,
                                                                       SamplingPolicy policy,
                                                                       SampledFailure on_failure = {});
 

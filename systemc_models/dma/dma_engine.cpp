@@ -66,8 +66,16 @@ std::string DmaEngineBase::doorbell(std::uint32_t q, std::uint64_t address, std:
   return {};
 }
 
-DmaEngineBase::DmaEngineBase(sc_core::sc_module_name name, std::uint32_t queues)
-    : sc_module(name), socket("socket"), queues_(queues) {
+DmaEngineBase::DmaEngineStats::DmaEngineStats(trace::Stats& stats, const sc_core::sc_object& owner,
+                                              const char* busy_description)
+    : Group(stats, owner),
+      bytes(*this, "bytes", "bytes", "bytes moved"),
+      descriptors(*this, "descriptors", "count", "descriptors completed"),
+      busy_ns(*this, "busy_ns", "ns", busy_description) {}
+
+DmaEngineBase::DmaEngineBase(sc_core::sc_module_name name, std::uint32_t queues, trace::Stats& stats,
+                             const char* busy_description)
+    : sc_module(name), socket("socket"), stats_(stats, *this, busy_description), queues_(queues) {
   const std::string base = basename();
   std::size_t digits = base.size();
   while (digits > 0 && std::isdigit(static_cast<unsigned char>(base[digits - 1]))) --digits;
@@ -81,8 +89,58 @@ void DmaEngineBase::take_turn() {
   turn_ever_ = true;
 }
 
+void DmaTurnOrder::add(std::uint32_t rank) {
+  if (next_.size() <= rank) next_.resize(rank + 1, sc_core::sc_max_time());
+  next_[rank] = sc_time_stamp();
+}
+
+void DmaTurnOrder::next_access(std::uint32_t rank, const sc_time& t) {
+  next_[rank] = t;
+  if (waiting_ > 0 && t > sc_time_stamp()) moved_.notify(SC_ZERO_TIME);
+}
+
+void DmaTurnOrder::wait_for_lower(std::uint32_t rank) {
+  for (;;) {
+    const sc_time now = sc_time_stamp();
+    bool lower_due = false;
+    for (std::uint32_t j = 0; j < rank && !lower_due; ++j) lower_due = next_[j] <= now;
+    if (!lower_due) return;
+    ++waiting_;
+    sc_core::wait(moved_);
+    --waiting_;
+  }
+}
+
+void DmaEngine::share_turn_order(std::shared_ptr<DmaTurnOrder> order) {
+  turns_ = std::move(order);
+  turns_->add(rank());
+}
+
+void DmaEngine::sleep_for(const sc_time& d) {
+  turns_->next_access(rank(), sc_time_stamp() + d);
+  sc_core::wait(d);
+}
+
+void DmaEngine::sleep_for(const sc_time& d, sc_core::sc_event& e) {
+  turns_->next_access(rank(), sc_time_stamp() + d);
+  sc_core::wait(d, e);
+}
+
+void DmaEngine::sleep_on(sc_core::sc_event& e) {
+  turns_->next_access(rank(), sc_core::sc_max_time());
+  sc_core::wait(e);
+}
+
+void DmaEngine::take_turn_in_order() {
+  const sc_time now = sc_time_stamp();
+  if (turn_at_ == now) return;
+  turns_->next_access(rank(), now);
+  turns_->wait_for_lower(rank());
+  turn_at_ = now;
+}
+
 DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::uint32_t queues)
-    : DmaEngineBase(name, queues),
+    : DmaEngineBase(name, queues, ctx.stats, "time with a descriptor running"),
       ctx_(ctx),
       // The engine moves one data beat per cycle, so its clock is what gives
       // the configured bandwidth.
@@ -90,13 +148,11 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::
       max_outstanding_(static_cast<std::uint32_t>(ctx.cfg.dma.max_outstanding)),
       fetch_ptr_(queues, 0),
       tail_visible_(queues),
-      last_fetched_queue_(queues - 1),
-      bytes_(ctx.stats.counter(std::string(this->name()) + ".bytes", "bytes", "bytes moved")),
-      descriptors_(ctx.stats.counter(std::string(this->name()) + ".descriptors", "count", "descriptors completed")),
-      busy_ns_(ctx.stats.counter(std::string(this->name()) + ".busy_ns", "ns", "time with a descriptor running")) {
+      last_fetched_queue_(queues - 1) {
   // TESSERA_DMA_BRIDGE_LOG=1 prints every memory access with its time, as the
   // RTL bridge does, so the two can be compared line by line.
   log_ = std::getenv("TESSERA_DMA_BRIDGE_LOG") != nullptr;
+  share_turn_order(std::make_shared<DmaTurnOrder>());
   SC_THREAD(run);
 }
 
@@ -147,22 +203,22 @@ void DmaEngine::run() {
     if (next) {
       const sc_time start = sc_time_stamp();
       execute(*next);
-      busy_ns_ += (sc_time_stamp() - start).to_seconds() * 1e9;
+      stats_.busy_ns += (sc_time_stamp() - start).to_seconds() * 1e9;
       continue;
     }
     // A doorbell rung while the engine was busy may still be on its way; its
     // notification can be lost (an sc_event keeps only its earliest pending
     // notification), so wait for its visible time too.
     if (completions_pending_.empty()) {
-      if (pending_.empty()) sc_core::wait(doorbell_event_);
-      else sc_core::wait(pending_.front().visible - sc_time_stamp(), doorbell_event_);
+      if (pending_.empty()) sleep_on(doorbell_event_);
+      else sleep_for(pending_.front().visible - sc_time_stamp(), doorbell_event_);
       continue;
     }
     // Nothing to fetch: finish the completion stage, unless a doorbell comes first.
     const sc_time due = completion_time();
     const sc_time until = pending_.empty() ? due : std::min(due, pending_.front().visible);
     if (until > sc_time_stamp()) {
-      sc_core::wait(until - sc_time_stamp(), doorbell_event_);
+      sleep_for(until - sc_time_stamp(), doorbell_event_);
       if (sc_time_stamp() < due) continue;
     }
     complete_oldest();
@@ -180,14 +236,17 @@ void DmaEngine::fail(std::uint32_t q, std::uint32_t index, arch::DmaError code, 
 
 sc_time DmaEngine::transport_at(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t* data,
                                 std::uint32_t length, sc_time at, bool& error) {
-  if (at > sc_time_stamp()) sc_core::wait(at - sc_time_stamp());
-  take_turn();
-  tlm::tlm_generic_payload t;
+  if (at > sc_time_stamp()) sleep_for(at - sc_time_stamp());
+  take_turn_in_order();
+  tlm::tlm_generic_payload& t = payload_;
   t.set_command(cmd);
   t.set_address(address);
   t.set_data_ptr(data);
   t.set_data_length(length);
   t.set_streaming_width(length);
+  t.set_byte_enable_ptr(nullptr);
+  t.set_byte_enable_length(0);
+  t.set_dmi_allowed(false);
   t.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
   sc_time delay = SC_ZERO_TIME;
   socket->b_transport(t, delay);
@@ -256,7 +315,7 @@ void DmaEngine::complete_oldest() {
                                         reinterpret_cast<std::uint8_t*>(&status), 2, at, err);
   write_answered(on_clock(answered));
   completions_.push_back({done.queue, done.index, answered});
-  ++descriptors_;
+  ++stats_.descriptors;
   ++s.descriptors_done;
   s.head = (done.index + 1) % s.ring_size;
   wave_queue(done.queue);
@@ -272,8 +331,10 @@ void DmaEngine::execute(Fetched f) {
   if (const arch::DmaCheck c = arch::check(d); !c.ok()) return fail(q, f.index, c.code, c.detail);
   const std::uint64_t elem = 1ull << d.elem_log2;
 
-  const auto src = bursts(pattern_runs(d.src_addr, d.src_size, d.src_stride, d.elem_log2), max_burst_bytes(beat));
-  const auto dst = bursts(pattern_runs(d.dst_addr, d.dst_size, d.dst_stride, d.elem_log2), max_burst_bytes(beat));
+  std::vector<Run>& src = scratch_.src;
+  std::vector<Run>& dst = scratch_.dst;
+  pattern_bursts(d.src_addr, d.src_size, d.src_stride, d.elem_log2, max_burst_bytes(beat), src);
+  pattern_bursts(d.dst_addr, d.dst_size, d.dst_stride, d.elem_log2, max_burst_bytes(beat), dst);
   for (const auto* side : {&src, &dst})
     for (const Run& r : *side)
       if (ctx_.map.region_of(r.address, r.bytes) == arch::Region::None)
@@ -283,7 +344,8 @@ void DmaEngine::execute(Fetched f) {
   const std::uint64_t total = arch::dma_elements(d.src_size) * elem;
   // Timing-only runs move no bytes: TLM_IGNORE_COMMAND costs the same time.
   const bool data = !ctx_.no_data;
-  std::vector<std::uint8_t> buffer(data ? total : 0);
+  std::vector<std::uint8_t>& buffer = scratch_.buffer;
+  buffer.assign(data ? total : 0, 0);
   std::uint8_t scratch[arch::kDmaDescriptorBytes];
   const tlm::tlm_command read_cmd = data ? tlm::TLM_READ_COMMAND : tlm::TLM_IGNORE_COMMAND;
   const tlm::tlm_command write_cmd = data ? tlm::TLM_WRITE_COMMAND : tlm::TLM_IGNORE_COMMAND;
@@ -304,11 +366,23 @@ void DmaEngine::execute(Fetched f) {
   // every write of the engine (completion writes too) is acknowledged; the
   // fetch unit goes on meanwhile.
   const bool barrier = (d.flags & arch::kDmaFlagBarrier) != 0;
-  std::vector<sc_time> last_beat(src.size()), ready_at(src.size());
-  std::vector<std::uint32_t> read_beats(src.size());
-  std::vector<char> delivered(src.size(), 0);
-  std::vector<std::uint64_t> read_end(src.size());  // stream offset after each read burst
+  std::vector<sc_time>& last_beat = scratch_.last_beat;
+  std::vector<sc_time>& ready_at = scratch_.ready_at;
+  std::vector<sc_time>& retired = scratch_.retired;  // retire(k) of the final prefix
+  std::vector<std::uint32_t>& read_beats = scratch_.read_beats;
+  std::vector<char>& delivered = scratch_.delivered;
+  std::vector<std::uint64_t>& read_end = scratch_.read_end;  // stream offset after each read burst
+  last_beat.assign(src.size(), SC_ZERO_TIME);
+  ready_at.assign(src.size(), SC_ZERO_TIME);
+  retired.assign(src.size(), SC_ZERO_TIME);
+  read_beats.assign(src.size(), 0);
+  delivered.assign(src.size(), 0);
+  read_end.assign(src.size(), 0);
   std::size_t ri = 0, wi = 0;
+  // Bursts [0, placed) are delivered: their last beats are final, and so is
+  // retired[k] for them. The others are placed again on each call.
+  std::size_t placed = 0;
+  std::size_t need = 0;  // the read bursts the next write burst waits for: [0, need]
   sc_time next_read = data_start, r_channel = data_start, last_w = data_start;
   // The R channel carries whole bursts, the one whose data came back first
   // next (as the bridge does). A burst's place is final once it has started:
@@ -321,8 +395,9 @@ void DmaEngine::execute(Fetched f) {
   bool fetch_on_r = false;
   std::size_t fetch_after = 0;  // data bursts issued before the fetch
   const auto place = [&]() {
-    std::vector<std::size_t> open;
-    for (std::size_t i = 0; i < ri; ++i)
+    std::vector<std::size_t>& open = scratch_.open;
+    open.clear();
+    for (std::size_t i = placed; i < ri; ++i)
       if (!delivered[i]) open.push_back(i);
     if (fetch_on_r) open.push_back(kFetch);
     const auto ready = [&](std::size_t k) { return k == kFetch ? prefetched_->ready : ready_at[k]; };
@@ -351,46 +426,47 @@ void DmaEngine::execute(Fetched f) {
         r_channel = ch;
       }
     }
+    for (; placed < ri && delivered[placed]; ++placed)
+      retired[placed] = placed == 0 ? last_beat[0] : std::max(last_beat[placed], retired[placed - 1] + cycle);
   };
   // Reads retire in issue order, one per cycle: a burst's data is writable,
   // and its slot reusable, once it and every burst before it have arrived.
   const auto retire = [&](std::size_t k) {
-    sc_time t = last_beat[0];
-    for (std::size_t i = 1; i <= k; ++i) t = std::max(last_beat[i], t + cycle);
+    if (k < placed) return retired[k];
+    sc_time t = placed == 0 ? last_beat[0] : std::max(last_beat[placed], retired[placed - 1] + cycle);
+    for (std::size_t i = placed + 1; i <= k; ++i) t = std::max(last_beat[i], t + cycle);
     return t;
   };
   std::uint64_t read_at = 0, written = 0;
   // Bytes leave the buffer beat by beat as W sends them; a read reserves its
   // bytes at issue and waits for room (the cycle after the beat that made it).
   const std::uint64_t buffer_size = buffer_bytes(max_outstanding_);
-  std::vector<std::pair<sc_time, std::uint64_t>> consumed;  // per W beat: its cycle, bytes sent by then
-  // The W beats of a write burst of `w` whose first beat goes at `start`, as
-  // (cycle, bytes sent by then) after `sent` bytes.
-  const auto w_beats_of = [&](const Run& w, sc_time start, std::uint64_t sent) {
-    std::vector<std::pair<sc_time, std::uint64_t>> out;
-    for (std::uint64_t a = w.address, left = w.bytes; left > 0; start += cycle) {
-      const std::uint64_t n = std::min<std::uint64_t>(left, beat - a % beat);
-      sent += n;
-      out.emplace_back(start, sent);
-      a += n;
-      left -= n;
-    }
-    return out;
+  // The write bursts sent so far, in order; a burst's W beats go one per cycle
+  // from its first, the first beat up to the next bus boundary, then whole beats.
+  std::vector<SentBurst>& consumed = scratch_.sent;
+  consumed.clear();
+  const auto sent_bytes = [&]() -> std::uint64_t { return consumed.empty() ? 0 : consumed.back().sent_after; };
+  // The cycle of the first W beat of `w` (first beat at `start`, `sent` bytes
+  // before it) by which `target` bytes in all have been sent; never if none.
+  const auto beat_with = [&](const Run& w, sc_time start, std::uint64_t sent, std::uint64_t target) {
+    if (sent + w.bytes < target) return sc_core::sc_max_time();
+    const std::uint64_t first = std::min<std::uint64_t>(w.bytes, beat - w.address % beat);
+    if (sent + first >= target) return start;
+    const std::uint64_t more = (target - sent - first + beat - 1) / beat;  // whole beats after the first
+    return start + cycle * static_cast<double>(more);
   };
   // When a read of `bytes` finds room: after the beats already sent, or those
   // of the next write burst, which goes out at `next_write_start` whatever
   // the read does (writes wait only for earlier reads).
   const auto room_at = [&](std::uint64_t bytes, std::size_t next_write, sc_time next_write_start) {
     if (read_at + bytes <= buffer_size) return SC_ZERO_TIME;
-    const std::uint64_t need = read_at + bytes - buffer_size;
-    const auto first_with = [&](const std::vector<std::pair<sc_time, std::uint64_t>>& beats) {
-      return std::lower_bound(beats.begin(), beats.end(), need,
-                              [](const auto& e, std::uint64_t n) { return e.second < n; });
-    };
-    if (const auto it = first_with(consumed); it != consumed.end()) return it->first + cycle;
+    const std::uint64_t room = read_at + bytes - buffer_size;  // bytes that must have left the buffer
+    const auto it = std::lower_bound(consumed.begin(), consumed.end(), room,
+                                     [](const SentBurst& b, std::uint64_t n) { return b.sent_after < n; });
+    if (it != consumed.end()) return beat_with(dst[it->write], it->start, it->sent_before, room) + cycle;
     if (next_write < dst.size() && next_write_start != sc_core::sc_max_time()) {
-      const auto beats = w_beats_of(dst[next_write], next_write_start, consumed.empty() ? 0 : consumed.back().second);
-      if (const auto it = first_with(beats); it != beats.end()) return it->first + cycle;
+      const sc_time t = beat_with(dst[next_write], next_write_start, sent_bytes(), room);
+      if (t != sc_core::sc_max_time()) return t + cycle;
     }
     return sc_core::sc_max_time();
   };
@@ -402,7 +478,6 @@ void DmaEngine::execute(Fetched f) {
     sc_time t_read = never, t_write = never, t_write_start = never, t_complete = never, t_fetch = never;
     std::uint32_t w_beats = 0;
     if (wi < dst.size()) {
-      std::size_t need = 0;
       while (need < ri && read_end[need] < written + dst[wi].bytes) ++need;
       if (need < ri) {
         w_beats = aligned(dst[wi]).second / beat;
@@ -434,7 +509,7 @@ void DmaEngine::execute(Fetched f) {
       complete_oldest();
       if (ctx_.error) return;
     } else if (t_fetch <= std::min(t_read, t_write)) {
-      if (t_fetch > sc_time_stamp()) sc_core::wait(t_fetch - sc_time_stamp());
+      if (t_fetch > sc_time_stamp()) sleep_for(t_fetch - sc_time_stamp());
       apply_due_doorbells();
       const std::int64_t nq = ready_queue(q);
       if (nq >= 0) {
@@ -446,7 +521,8 @@ void DmaEngine::execute(Fetched f) {
       }
     } else if (t_read <= t_write) {
       const auto [lo, len] = aligned(src[ri]);
-      std::vector<std::uint8_t> burst(data ? len : 0);
+      std::vector<std::uint8_t>& burst = scratch_.burst;
+      burst.resize(data ? len : 0);
       const sc_time mem = on_clock(transport_at(read_cmd, lo, data ? burst.data() : scratch, len, t_read, err));
       if (err) return fail(q, f.index, arch::DmaError::kReadResp, fmt::format("read of 0x{:x} failed", src[ri].address));
       if (data) std::memcpy(buffer.data() + read_at, burst.data() + (src[ri].address - lo), src[ri].bytes);
@@ -460,8 +536,7 @@ void DmaEngine::execute(Fetched f) {
       const Run& w = dst[wi];
       w_free_ = t_write + cycle;
       last_w = t_write;
-      for (const auto& b : w_beats_of(w, t_write_start, consumed.empty() ? 0 : consumed.back().second))
-        consumed.push_back(b);
+      consumed.push_back({wi, t_write_start, sent_bytes(), sent_bytes() + w.bytes});
       const sc_time resp = on_clock(
           transport_at(write_cmd, w.address, data ? buffer.data() + written : scratch, w.bytes, t_write, err));
       if (err) return fail(q, f.index, arch::DmaError::kWriteResp, fmt::format("write of 0x{:x} failed", w.address));
@@ -471,7 +546,7 @@ void DmaEngine::execute(Fetched f) {
     }
   }
 
-  bytes_ += static_cast<double>(total);
+  stats_.bytes += static_cast<double>(total);
   // The completion stage holds one descriptor: this one moves in once its last
   // write beat is out and the previous one has written its status.
   // The stage frees when the previous status write's AW goes out, a cycle
@@ -496,7 +571,7 @@ void DmaEngine::execute(Fetched f) {
   if (sampler_)
     sampler_->executed({rank(), q, f.index, queues_[q].ring_base + std::uint64_t{f.index} * arch::kDmaDescriptorBytes, d,
                         data ? &buffer : nullptr});
-  if (handoff > sc_time_stamp()) sc_core::wait(handoff - sc_time_stamp());
+  if (handoff > sc_time_stamp()) sleep_for(handoff - sc_time_stamp());
 }
 
 }  // namespace tessera::dma

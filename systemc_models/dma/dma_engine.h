@@ -20,6 +20,7 @@
 #include "arch/dma_descriptor.h"
 #include "core/core_context.h"
 #include "dma/descriptor_sampler.h"
+#include "dma/dma_pattern.h"
 
 #include <systemc>
 #include <tlm>
@@ -27,6 +28,7 @@
 
 #include <array>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,7 +49,8 @@ class DmaEngineBase : public sc_core::sc_module {
 public:
   tlm_utils::simple_initiator_socket<DmaEngineBase> socket;  // to the interconnect
 
-  DmaEngineBase(sc_core::sc_module_name name, std::uint32_t queues);
+  // `busy_description` says what counts as busy for the model.
+  DmaEngineBase(sc_core::sc_module_name name, std::uint32_t queues, trace::Stats& stats, const char* busy_description);
 
   virtual void configure_queue(std::uint32_t queue, std::uint64_t ring_base, std::uint32_t ring_size) = 0;
   // The doorbell: `count` more descriptors, the first at `address`, become
@@ -76,7 +79,16 @@ public:
   };
   const std::vector<Doorbell>& doorbells() const { return doorbells_; }
 
+  // What every DMA engine model counts.
+  struct DmaEngineStats : trace::Group {
+    DmaEngineStats(trace::Stats& stats, const sc_core::sc_object& owner, const char* busy_description);
+    trace::Scalar bytes, descriptors, busy_ns;
+  };
+  const DmaEngineStats& stats() const { return stats_; }
+
 protected:
+  DmaEngineStats stats_;
+
   struct PendingTail {
     sc_core::sc_time visible;
     std::uint32_t queue;
@@ -90,7 +102,8 @@ protected:
   // Engines that reach memory in the same cycle do so in engine order (engine
   // e after e delta cycles), so that memory sees one order whichever model
   // runs and however SystemC orders its processes: call after reaching the
-  // cycle's time, before any access in it.
+  // cycle's time, before any access in it. The RTL engines use it; the fast
+  // engines keep the same order through DmaTurnOrder, without delta cycles.
   void take_turn();
 
   std::vector<Completion> completions_;
@@ -110,6 +123,27 @@ private:
   bool turn_ever_ = false;
 };
 
+// Same-cycle order between the fast engines of a core, without delta cycles.
+// Engines that reach memory in the same cycle do so in engine order, as with
+// DmaEngineBase::take_turn(), but an engine waits only when a lower-numbered
+// engine may still reach memory in that cycle: every engine publishes the
+// earliest time it may next reach memory before it suspends (its timed wait;
+// a doorbell that wakes it earlier leads to a fetch cycles later, never to an
+// access in the cycle it wakes in).
+class DmaTurnOrder {
+public:
+  void add(std::uint32_t rank);  // an engine that is running now
+  // Engine `rank` reaches memory no earlier than `t` from now on.
+  void next_access(std::uint32_t rank, const sc_core::sc_time& t);
+  // Returns once no engine below `rank` may still reach memory now.
+  void wait_for_lower(std::uint32_t rank);
+
+private:
+  std::vector<sc_core::sc_time> next_;  // by rank; sc_max_time for a rank with no engine
+  sc_core::sc_event moved_;             // an engine's next access moved past now
+  std::uint32_t waiting_ = 0;
+};
+
 class DmaEngine : public DmaEngineBase {
 public:
   SC_HAS_PROCESS(DmaEngine);
@@ -119,6 +153,8 @@ public:
   sc_core::sc_time clock_period() const { return period_; }
   // Sampled fidelity: every descriptor run is offered to `sampler` (not owned).
   void set_sampler(DescriptorSampler* sampler) { sampler_ = sampler; }
+  // The engines of one core share one order (DmaSubsystem); alone, an engine has its own.
+  void share_turn_order(std::shared_ptr<DmaTurnOrder> order);
 
 private:
   // A descriptor read by the fetch unit, which runs one descriptor ahead.
@@ -157,8 +193,36 @@ private:
   sc_core::sc_time transport_at(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t* data,
                                 std::uint32_t length, sc_core::sc_time at, bool& error);
   sc_core::sc_time on_clock(const sc_core::sc_time& t) const;  // the first DMA clock edge at or after t
+  // Every suspension goes through these, so that the turn order knows when
+  // this engine may next reach memory.
+  void sleep_for(const sc_core::sc_time& d);
+  void sleep_for(const sc_core::sc_time& d, sc_core::sc_event& e);
+  void sleep_on(sc_core::sc_event& e);
+  void take_turn_in_order();
+
+  // A write burst whose W beats are scheduled: its index, first beat, and the
+  // descriptor's bytes sent before and after it.
+  struct SentBurst {
+    std::size_t write;
+    sc_core::sc_time start;
+    std::uint64_t sent_before, sent_after;
+  };
+  // execute()'s working storage, kept between descriptors so that a
+  // descriptor allocates nothing once the buffers have grown.
+  struct Scratch {
+    std::vector<Run> src, dst;
+    std::vector<std::uint8_t> buffer, burst;
+    std::vector<sc_core::sc_time> last_beat, ready_at, retired;
+    std::vector<std::uint32_t> read_beats;
+    std::vector<char> delivered;
+    std::vector<std::uint64_t> read_end;
+    std::vector<std::size_t> open;
+    std::vector<SentBurst> sent;
+  };
 
   core::CoreContext& ctx_;
+  Scratch scratch_;
+  tlm::tlm_generic_payload payload_;  // reused by every access
   sc_core::sc_time period_;
   std::uint32_t max_outstanding_;
   std::vector<std::uint32_t> fetch_ptr_;         // per queue: next descriptor to fetch
@@ -171,10 +235,9 @@ private:
   std::deque<sc_core::sc_time> writes_b_;  // B times of the last max_outstanding writes
   bool log_ = false;
   DescriptorSampler* sampler_ = nullptr;
+  std::shared_ptr<DmaTurnOrder> turns_;
+  sc_core::sc_time turn_at_ = sc_core::sc_max_time();  // the time of the turn taken last
 
-  trace::Counter& bytes_;
-  trace::Counter& descriptors_;
-  trace::Counter& busy_ns_;
 };
 
 }  // namespace tessera::dma

@@ -23,6 +23,11 @@ std::vector<Run> pattern_runs(std::uint64_t base, const std::array<std::uint16_t
 // (max_burst_bytes divides 4 KiB, so no burst crosses a 4 KiB page).
 std::vector<Run> bursts(const std::vector<Run>& runs, std::uint32_t max_burst_bytes);
 
+// bursts(pattern_runs(...)) into `out` (cleared first), without the runs in between.
+void pattern_bursts(std::uint64_t base, const std::array<std::uint16_t, 4>& size,
+                    const std::array<std::uint32_t, 4>& stride, std::uint8_t elem_log2, std::uint32_t max_burst_bytes,
+                    std::vector<Run>& out);
+
 // The read-to-write byte buffer of an engine with `max_outstanding` read
 // slots: one 4 KiB (largest) burst per slot, so that reads can stream while
 // writes drain. Every Verilated parameter set is built with it

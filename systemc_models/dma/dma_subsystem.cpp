@@ -4,29 +4,37 @@
 
 namespace tessera::dma {
 
+DmaSubsystem::DmaTotals::DmaTotals(trace::Stats& stats, const DmaSubsystem& dma)
+    : Group(stats, "dma"),
+      bytes(*this, "bytes", "bytes", "bytes moved by every DMA engine",
+            [&dma] {
+              double b = 0;
+              for (const auto& e : dma.engines_) b += e->stats().bytes.value();
+              return b;
+            }),
+      descriptors(*this, "descriptors", "count", "descriptors completed by every DMA engine",
+                  [&dma] {
+                    double n = 0;
+                    for (const auto& e : dma.engines_) n += e->stats().descriptors.value();
+                    return n;
+                  }),
+      average_transfer_bytes(*this, "average_transfer_bytes", "bytes", "bytes per descriptor", [this] {
+        const double n = descriptors.value();
+        return n > 0 ? bytes.value() / n : 0.0;
+      }) {}
+
 DmaSubsystem::DmaSubsystem(core::CoreContext& ctx, const DmaEngineFactory& factory) : ctx_(ctx) {
   const auto queues = static_cast<std::uint32_t>(ctx.cfg.dma.queues_per_engine);
+  // The fast engines of the core take same-cycle turns in one order.
+  const auto turns = std::make_shared<DmaTurnOrder>();
   for (std::int64_t e = 0; e < ctx.cfg.dma.engines; ++e) {
     const std::string name = fmt::format("dma{}", e);
     engines_.push_back(factory ? factory(name.c_str(), ctx, queues)
                                : std::make_unique<DmaEngine>(name.c_str(), ctx, queues));
     engines_.back()->set_wave_probe(ctx.waves);
+    if (auto* fast = dynamic_cast<DmaEngine*>(engines_.back().get())) fast->share_turn_order(turns);
   }
-  ctx.stats.formula("dma.bytes", "bytes", "bytes moved by every DMA engine", [this] {
-    double b = 0;
-    for (std::size_t e = 0; e < engines_.size(); ++e) b += ctx_.stats.value(std::string(engines_[e]->name()) + ".bytes");
-    return b;
-  });
-  ctx.stats.formula("dma.descriptors", "count", "descriptors completed by every DMA engine", [this] {
-    double n = 0;
-    for (std::size_t e = 0; e < engines_.size(); ++e)
-      n += ctx_.stats.value(std::string(engines_[e]->name()) + ".descriptors");
-    return n;
-  });
-  ctx.stats.formula("dma.average_transfer_bytes", "bytes", "bytes per descriptor", [this] {
-    const double n = ctx_.stats.value("dma.descriptors");
-    return n > 0 ? ctx_.stats.value("dma.bytes") / n : 0.0;
-  });
+  stats_ = std::make_unique<DmaTotals>(ctx.stats, *this);
 }
 
 std::string DmaSubsystem::ring(std::uint32_t engine, std::uint32_t queue, std::uint64_t address, std::uint32_t count) {

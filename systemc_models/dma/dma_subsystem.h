@@ -27,9 +27,17 @@ public:
 
   std::string ring(std::uint32_t engine, std::uint32_t queue, std::uint64_t address, std::uint32_t count) override;
 
+  // Totals over every engine, named "dma.*" (outside the model hierarchy).
+  struct DmaTotals : trace::Group {
+    DmaTotals(trace::Stats& stats, const DmaSubsystem& dma);
+    trace::Formula bytes, descriptors, average_transfer_bytes;
+  };
+  const DmaTotals& stats() const { return *stats_; }
+
 private:
   core::CoreContext& ctx_;
   std::vector<std::unique_ptr<DmaEngineBase>> engines_;
+  std::unique_ptr<DmaTotals> stats_;
 };
 
 }  // namespace tessera::dma

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "arch/numerics.h"
+#include "arch/tensor_timing.h"
 #include "trace/stats.h"
 
 #include <cstdint>
@@ -48,15 +49,19 @@ public:
   // Runs the work already issued until every result has been delivered;
   // returns the cycle at which all of it completed.
   virtual std::uint64_t flush() = 0;
+  // Cycles in which at least one command was in flight (accepted and not yet
+  // completed), each counted once (arch::BusyCycles), over the commands whose
+  // completion is known: all of them after flush().
+  virtual std::uint64_t busy_cycles() const = 0;
   virtual std::string name() const = 0;
-  // Registers the datapath's own statistics under `prefix` (e.g. "core.tensor.datapath").
-  virtual void add_stats(trace::Stats& /*stats*/, const std::string& /*prefix*/) {}
+  // Defines the datapath's own statistics, in a group "datapath" of the
+  // engine's (e.g. "core.tensor.datapath").
+  virtual void add_stats(trace::Group& /*engine*/) {}
 };
 
 // The fast model: arch::matmul for the numbers and the closed-form timing of
 // docs/tensor-engine.md for the cycles.
 // `compute` false: timing only (the --no-data mode).
-std::unique_ptr<TensorDatapath> make_fast_tensor_datapath(std::uint32_t rows, std::uint32_t cols,
-                                                          std::uint32_t min_initiation_interval, bool compute = true);
+std::unique_ptr<TensorDatapath> make_fast_tensor_datapath(const arch::TensorTimingParams& timing, bool compute = true);
 
 }  // namespace tessera::engines

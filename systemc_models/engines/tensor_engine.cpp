@@ -1,6 +1,7 @@
 #include "engines/tensor_engine.h"
 
 #include "engines/operand_io.h"
+#include "trace/sim_time.h"
 #include "memory/partitioned_memory.h"
 
 #include <fmt/format.h>
@@ -11,24 +12,38 @@
 
 namespace tessera::engines {
 
+TensorEngine::TensorStats::TensorStats(trace::Stats& stats, const TensorEngine& owner)
+    : Group(stats, owner),
+      macs(*this, "macs", "count", "multiply-accumulates performed"),
+      matmuls(*this, "matmuls", "count", "MultiplyMoving instructions"),
+      multiplying_ns(*this, "multiplying_ns", "ns",
+                     "time the array takes in moving columns (N cycles per MultiplyMoving): the bound of HFU"),
+      utilisation(*this, "utilisation", "ratio", "MACs / (PEs x cycles until the tensor engine ended)", [this, &owner] {
+        const double pes = static_cast<double>(owner.ctx_.cfg.tensor.rows * owner.ctx_.cfg.tensor.cols);
+        const double cycles = trace::ns(owner.end_time()) / trace::ns(owner.clock_period());
+        return cycles > 0 ? macs.value() / (pes * cycles) : 0.0;
+      }) {}
+
 TensorEngine::TensorEngine(sc_core::sc_module_name name, core::CoreContext& ctx,
                            std::unique_ptr<TensorDatapath> datapath)
     : Engine(name, arch::Engine::Tensor, ctx.cfg.tensor.clock_ghz, ctx),
       datapath_(std::move(datapath)),
-      macs_(ctx.stats.counter(std::string(this->name()) + ".macs", "count", "multiply-accumulates performed")),
-      matmuls_(ctx.stats.counter(std::string(this->name()) + ".matmuls", "count", "MultiplyMoving instructions")) {
-  const double pes = static_cast<double>(ctx.cfg.tensor.rows * ctx.cfg.tensor.cols);
-  const double period_ns = clock_period().to_seconds() * 1e9;
-  const std::string n = this->name();
-  ctx.stats.formula(n + ".utilisation", "ratio", "MACs / (PEs x cycles until the tensor engine ended)",
-                    [this, pes, period_ns] {
-                      const double cycles = end_time().to_seconds() * 1e9 / period_ns;
-                      return cycles > 0 ? macs_.value() / (pes * cycles) : 0.0;
-                    });
-  datapath_->add_stats(ctx.stats, n + ".datapath");
+      tensor_stats_(ctx.stats, *this) {
+  datapath_->add_stats(tensor_stats_);
 }
 
-void TensorEngine::settle() { done_cycle_ = std::max(done_cycle_, datapath_->flush()); }
+void TensorEngine::settle() {
+  done_cycle_ = std::max(done_cycle_, datapath_->flush());
+  report_busy(false);
+}
+
+void TensorEngine::report_busy(bool at_issue) {
+  const std::uint64_t busy = std::max(busy_reported_, datapath_->busy_cycles());
+  // At issue even a hidden instruction (a load under a multiply) adds its
+  // zero-length slice to the trace, so that every instruction shows there.
+  if (at_issue || busy > busy_reported_) add_busy(cycles(static_cast<double>(busy - busy_reported_)));
+  busy_reported_ = busy;
+}
 
 std::function<void(const arch::Fp32Matrix&)> TensorEngine::psum_writer(const arch::AccessPattern& dst,
                                                                        arch::PsumMode mode) {
@@ -82,7 +97,9 @@ sc_core::sc_time TensorEngine::issue(TensorCommand& cmd) {
   const std::uint64_t now = now_cycle();
   const TensorTiming t = datapath_->issue(cmd, now);
   done_cycle_ = std::max(done_cycle_, t.completed);
-  add_busy(cycles(static_cast<double>(cmd.data.cols)));
+  report_busy(true);
+  if (cmd.op == TensorCommand::Op::MultiplyMoving)
+    tensor_stats_.multiplying_ns += trace::ns(cycles(static_cast<double>(cmd.data.cols)));
   // The sequencer may issue the next instruction the cycle after this one was accepted.
   return cycles(static_cast<double>(t.accepted + 1 - now));
 }
@@ -97,8 +114,8 @@ sc_core::sc_time TensorEngine::execute(const arch::Instruction& in) {
       const arch::PsumMode mode = in.accumulate() ? arch::PsumMode::Accumulate : arch::PsumMode::Overwrite;
       TensorCommand cmd{TensorCommand::Op::MultiplyMoving, read_bf16(in.a), mode, psum_writer(in.dst, mode)};
       const sc_core::sc_time busy = issue(cmd);
-      macs_ += static_cast<double>(in.a.partition_count) * in.dst.partition_count * in.dst.free_elements();
-      ++matmuls_;
+      tensor_stats_.macs += static_cast<double>(in.a.partition_count) * in.dst.partition_count * in.dst.free_elements();
+      ++tensor_stats_.matmuls;
       return busy;
     }
     case arch::Opcode::Transpose: {

@@ -21,13 +21,23 @@ public:
   TensorEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::unique_ptr<TensorDatapath> datapath);
 
   const TensorDatapath& datapath() const { return *datapath_; }
+
+  struct TensorStats : trace::Group {
+    TensorStats(trace::Stats& stats, const TensorEngine& owner);
+    trace::Scalar macs, matmuls;
+    // The array taking in moving columns (N cycles per MultiplyMoving): the bound of HFU.
+    trace::Scalar multiplying_ns;
+    trace::Formula utilisation;
+  };
+  const TensorStats& tensor_stats() const { return tensor_stats_; }
   TensorDatapath& datapath() { return *datapath_; }
 
 protected:
   sc_core::sc_time execute(const arch::Instruction& in) override;
   sc_core::sc_time work_done_at() const override;
   void settle() override;
-  // Busy = cycles the array streams operands (N per multiply, M per load).
+  // Busy = cycles with an instruction in flight, each cycle counted once
+  // however many instructions overlap in it (TensorDatapath::busy_cycles).
   bool reports_own_busy() const override { return true; }
 
 private:
@@ -36,11 +46,13 @@ private:
   sc_core::sc_time issue(TensorCommand& cmd);
   // The PSUM write port: applies `mode` to the array's output at `dst`.
   std::function<void(const arch::Fp32Matrix&)> psum_writer(const arch::AccessPattern& dst, arch::PsumMode mode);
+  // Adds the busy cycles the datapath has learnt of since the last call.
+  void report_busy(bool at_issue);
 
   std::unique_ptr<TensorDatapath> datapath_;
   std::uint64_t done_cycle_ = 0;  // completion of everything issued so far
-  trace::Counter& macs_;
-  trace::Counter& matmuls_;
+  std::uint64_t busy_reported_ = 0;  // datapath busy cycles already added
+  TensorStats tensor_stats_;
 };
 
 }  // namespace tessera::engines

@@ -11,8 +11,8 @@ namespace {
 // the RTL controller, so that this model and the RTL agree cycle for cycle.
 class FastTensorDatapath : public TensorDatapath {
 public:
-  FastTensorDatapath(std::uint32_t rows, std::uint32_t cols, std::uint32_t min_ii, bool compute)
-      : scheduler_({rows, cols, min_ii}), compute_(compute) {}
+  FastTensorDatapath(const arch::TensorTimingParams& timing, bool compute)
+      : scheduler_(timing), compute_(compute) {}
 
   TensorTiming issue(TensorCommand& cmd, std::uint64_t earliest) override {
     const bool load = cmd.op == TensorCommand::Op::LoadStationary;
@@ -22,6 +22,7 @@ public:
     in.n = load ? 0 : static_cast<std::int64_t>(cmd.data.cols);
     const auto t = scheduler_.issue(in, static_cast<std::int64_t>(earliest));
     done_ = std::max(done_, static_cast<std::uint64_t>(t.done));
+    busy_.add(t.accept, t.done);
     const TensorTiming timing{static_cast<std::uint64_t>(t.accept), static_cast<std::uint64_t>(t.done)};
     if (!compute_) return timing;
     if (load) {
@@ -35,11 +36,13 @@ public:
   }
 
   std::uint64_t flush() override { return done_; }
+  std::uint64_t busy_cycles() const override { return static_cast<std::uint64_t>(busy_.cycles()); }
 
   std::string name() const override { return "fast"; }
 
 private:
   arch::TensorScheduler scheduler_;
+  arch::BusyCycles busy_;
   bool compute_;
   arch::Bf16Matrix stationary_;
   std::uint64_t done_ = 0;
@@ -47,9 +50,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<TensorDatapath> make_fast_tensor_datapath(std::uint32_t rows, std::uint32_t cols,
-                                                          std::uint32_t min_ii, bool compute) {
-  return std::make_unique<FastTensorDatapath>(rows, cols, min_ii, compute);
+std::unique_ptr<TensorDatapath> make_fast_tensor_datapath(const arch::TensorTimingParams& timing, bool compute) {
+  return std::make_unique<FastTensorDatapath>(timing, compute);
 }
 
 }  // namespace tessera::engines

@@ -7,6 +7,14 @@ namespace tessera::memory {
 using sc_core::sc_time;
 using sc_core::SC_NS;
 
+Hbm::HbmStats::HbmStats(trace::Stats& stats, const sc_core::sc_object& owner)
+    : Group(stats, owner),
+      bytes_read(*this, "bytes_read", "bytes", "bytes read from HBM"),
+      bytes_written(*this, "bytes_written", "bytes", "bytes written to HBM"),
+      bytes_timing_only(*this, "bytes_timing_only", "bytes",
+                        "bytes moved by timing-only (--no-data) accesses, direction not recorded"),
+      transactions(*this, "transactions", "count", "TLM transactions served") {}
+
 Hbm::Hbm(sc_core::sc_module_name name, const arch::HbmConfig& cfg, trace::Stats& stats)
     : sc_module(name),
       socket("socket"),
@@ -17,11 +25,8 @@ Hbm::Hbm(sc_core::sc_module_name name, const arch::HbmConfig& cfg, trace::Stats&
       ns_per_byte_per_channel_(static_cast<double>(cfg.channels) / cfg.bandwidth_gbps),
       bin_capacity_bytes_(cfg.bandwidth_gbps / static_cast<double>(cfg.channels) * kBinNs),
       channel_bins_(static_cast<std::size_t>(cfg.channels)),
-      bytes_read_(stats.counter(std::string(this->name()) + ".bytes_read", "bytes", "bytes read from HBM")),
-      bytes_written_(stats.counter(std::string(this->name()) + ".bytes_written", "bytes", "bytes written to HBM")),
-      bytes_timing_only_(stats.counter(std::string(this->name()) + ".bytes_timing_only", "bytes",
-                                       "bytes moved by timing-only (--no-data) accesses, direction not recorded")),
-      transactions_(stats.counter(std::string(this->name()) + ".transactions", "count", "TLM transactions served")) {
+      per_channel_(static_cast<std::size_t>(cfg.channels), 0),
+      stats_(stats, *this) {
   socket.register_b_transport(this, &Hbm::b_transport);
   socket.register_transport_dbg(this, &Hbm::transport_dbg);
 }
@@ -46,28 +51,46 @@ void Hbm::backdoor_write(std::uint64_t address, const std::uint8_t* in, std::uin
   store_.write(address, in, length);
 }
 
+double& Hbm::ChannelBins::at(std::int64_t bin) {
+  if (used.empty()) first = bin;
+  while (bin < first) {
+    used.push_front(0);
+    --first;
+  }
+  const auto i = static_cast<std::size_t>(bin - first);
+  if (i >= used.size()) used.resize(i + 1, 0.0);
+  return used[i];
+}
+
+void Hbm::ChannelBins::drop_before(std::int64_t bin) {
+  while (!used.empty() && first < bin) {
+    used.pop_front();
+    ++first;
+  }
+}
+
 sc_time Hbm::book(std::uint64_t address, std::uint64_t length, const sc_time& start) {
   const std::size_t channels = channel_bins_.size();
-  std::vector<std::uint64_t> per_channel(channels, 0);
   for (std::uint64_t a = address, end = address + length; a < end;) {
     const std::uint64_t granule_end = (a / kInterleaveBytes + 1) * kInterleaveBytes;
     const std::uint64_t n = std::min(end, granule_end) - a;
-    per_channel[(a / kInterleaveBytes) % channels] += n;
+    per_channel_[channel_of(a)] += n;
     a += n;
   }
   const double start_ns = start.to_seconds() * 1e9;
   // Bins before now can take no more requests.
   const auto stale = static_cast<std::int64_t>(sc_core::sc_time_stamp().to_seconds() * 1e9 / kBinNs) - 1;
   double done_ns = start_ns;
+  // Channels in index order, so that a trace's traffic bins add up in one order.
   for (std::size_t c = 0; c < channels; ++c) {
-    if (per_channel[c] == 0) continue;
-    auto& bins = channel_bins_[c];
-    bins.erase(bins.begin(), bins.lower_bound(stale));
-    double left = static_cast<double>(per_channel[c]);
+    if (per_channel_[c] == 0) continue;
+    ChannelBins& bins = channel_bins_[c];
+    bins.drop_before(stale);
+    double left = static_cast<double>(per_channel_[c]);
     std::int64_t b = static_cast<std::int64_t>(start_ns / kBinNs);
     double finish = start_ns;
     while (left > 0) {
-      double& used = bins[b];
+      double& used = bins.at(b);
       const double take = std::min(left, bin_capacity_bytes_ - used);
       used += take;
       left -= take;
@@ -76,7 +99,8 @@ sc_time Hbm::book(std::uint64_t address, std::uint64_t length, const sc_time& st
       ++b;
     }
     // Never faster than streaming the bytes through the channel.
-    done_ns = std::max({done_ns, finish, start_ns + ns_per_byte_per_channel_ * static_cast<double>(per_channel[c])});
+    done_ns = std::max({done_ns, finish, start_ns + ns_per_byte_per_channel_ * static_cast<double>(per_channel_[c])});
+    per_channel_[c] = 0;
   }
   return sc_time(done_ns, SC_NS);
 }
@@ -92,15 +116,15 @@ void Hbm::b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) {
     trans.set_response_status(tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE);
     return;
   }
-  ++transactions_;
+  ++stats_.transactions;
   if (trans.is_read()) {
     store_.read(address, trans.get_data_ptr(), length);
-    bytes_read_ += static_cast<double>(length);
+    stats_.bytes_read += static_cast<double>(length);
   } else if (trans.is_write()) {
     store_.write(address, trans.get_data_ptr(), length);
-    bytes_written_ += static_cast<double>(length);
+    stats_.bytes_written += static_cast<double>(length);
   } else {
-    bytes_timing_only_ += static_cast<double>(length);
+    stats_.bytes_timing_only += static_cast<double>(length);
   }
   // The target adds its latency to the initiator's delay and never waits.
   const sc_time start = sc_core::sc_time_stamp() + delay;

@@ -17,6 +17,7 @@
 #include <tlm>
 #include <tlm_utils/simple_target_socket.h>
 
+#include <deque>
 #include <map>
 #include <vector>
 
@@ -37,6 +38,10 @@ public:
   std::uint64_t size_bytes() const { return size_; }
   const SparseStore& store() const { return store_; }
 
+  // The channel that serves the byte at `address`: consecutive
+  // kInterleaveBytes granules go to consecutive channels.
+  std::size_t channel_of(std::uint64_t address) const { return (address / kInterleaveBytes) % channel_bins_.size(); }
+
   // When a transfer of `length` bytes at `address`, issued at `start`, has
   // moved its last byte; books the channels it uses.
   sc_core::sc_time book(std::uint64_t address, std::uint64_t length, const sc_core::sc_time& start);
@@ -51,6 +56,12 @@ public:
   const std::map<std::int64_t, double>& traffic() const { return traffic_; }
   static constexpr double bin_ns() { return kBinNs; }
 
+  struct HbmStats : trace::Group {
+    HbmStats(trace::Stats& stats, const sc_core::sc_object& owner);
+    trace::Scalar bytes_read, bytes_written, bytes_timing_only, transactions;
+  };
+  const HbmStats& stats() const { return stats_; }
+
 private:
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
   unsigned transport_dbg(tlm::tlm_generic_payload& trans);
@@ -61,14 +72,20 @@ private:
   double bandwidth_gbps_;
   double ns_per_byte_per_channel_;  // kept in ns: a per-byte sc_time would round to the time resolution
   static constexpr double kBinNs = 64;
-  double bin_capacity_bytes_;                                  // per channel per bin
-  std::vector<std::map<std::int64_t, double>> channel_bins_;  // bin index -> bytes booked
+  double bin_capacity_bytes_;  // per channel per bin
+  // One channel's bins from `first` on (bins before now take no more
+  // requests and are dropped); a bin never booked holds 0.
+  struct ChannelBins {
+    std::int64_t first = 0;
+    std::deque<double> used;  // bytes booked in bin first + i
+    double& at(std::int64_t bin);
+    void drop_before(std::int64_t bin);
+  };
+  std::vector<ChannelBins> channel_bins_;
+  std::vector<std::uint64_t> per_channel_;  // book()'s scratch: bytes of the request per channel
   bool record_traffic_ = false;
   std::map<std::int64_t, double> traffic_;  // bin index -> bytes
-  trace::Counter& bytes_read_;
-  trace::Counter& bytes_written_;
-  trace::Counter& bytes_timing_only_;
-  trace::Counter& transactions_;
+  HbmStats stats_;
 };
 
 }  // namespace tessera::memory

@@ -6,16 +6,20 @@
 
 namespace tessera::memory {
 
+PartitionedMemory::MemoryStats::MemoryStats(trace::Stats& stats, const sc_core::sc_object& owner)
+    : Group(stats, owner),
+      bytes_read(*this, "bytes_read", "bytes", "bytes read"),
+      bytes_written(*this, "bytes_written", "bytes", "bytes written"),
+      bytes_timing_only(*this, "bytes_timing_only", "bytes",
+                        "bytes moved by timing-only (--no-data) accesses, direction not recorded") {}
+
 PartitionedMemory::PartitionedMemory(sc_core::sc_module_name name, const PartitionedMemoryParams& params,
                                      trace::Stats& stats)
     : sc_module(name),
       socket("socket"),
       p_(params),
       data_(params.partitions * params.partition_bytes, 0),
-      bytes_read_(stats.counter(std::string(this->name()) + ".bytes_read", "bytes", "bytes read")),
-      bytes_written_(stats.counter(std::string(this->name()) + ".bytes_written", "bytes", "bytes written")),
-      bytes_timing_only_(stats.counter(std::string(this->name()) + ".bytes_timing_only", "bytes",
-                                       "bytes moved by timing-only (--no-data) accesses, direction not recorded")) {
+      stats_(stats, *this) {
   socket.register_b_transport(this, &PartitionedMemory::b_transport);
   socket.register_transport_dbg(this, &PartitionedMemory::transport_dbg);
 }
@@ -58,7 +62,7 @@ void PartitionedMemory::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc
       if (!be || be[i % be_len] == TLM_BYTE_ENABLED) mem[i] = trans.get_data_ptr()[i];
     count_write(length);
   } else {
-    bytes_timing_only_ += static_cast<double>(length);
+    stats_.bytes_timing_only += static_cast<double>(length);
   }
   delay += transfer_time(offset, length);
   trans.set_response_status(tlm::TLM_OK_RESPONSE);

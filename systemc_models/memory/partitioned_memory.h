@@ -40,12 +40,19 @@ public:
   std::uint8_t* at(std::uint64_t partition, std::uint64_t byte, std::uint64_t length);
   const std::uint8_t* at(std::uint64_t partition, std::uint64_t byte, std::uint64_t length) const;
 
+  // Traffic through the socket and the engines' backdoor.
+  struct MemoryStats : trace::Group {
+    MemoryStats(trace::Stats& stats, const sc_core::sc_object& owner);
+    trace::Scalar bytes_read, bytes_written, bytes_timing_only;
+  };
+  const MemoryStats& stats() const { return stats_; }
+
   void count_read(std::uint64_t bytes) {
-    bytes_read_ += static_cast<double>(bytes);
+    stats_.bytes_read += static_cast<double>(bytes);
     if (waves_) waves_->memory_traffic(wave_id_, false, bytes);
   }
   void count_write(std::uint64_t bytes) {
-    bytes_written_ += static_cast<double>(bytes);
+    stats_.bytes_written += static_cast<double>(bytes);
     if (waves_) waves_->memory_traffic(wave_id_, true, bytes);
   }
   void set_wave_probe(trace::WaveProbe* probe, trace::WaveProbe::Memory id) {
@@ -66,9 +73,7 @@ private:
 
   PartitionedMemoryParams p_;
   std::vector<std::uint8_t> data_;
-  trace::Counter& bytes_read_;
-  trace::Counter& bytes_written_;
-  trace::Counter& bytes_timing_only_;
+  MemoryStats stats_;
   trace::WaveProbe* waves_ = nullptr;
   trace::WaveProbe::Memory wave_id_ = trace::WaveProbe::Memory::Sbuf;
 };

@@ -54,7 +54,8 @@ struct RunReport {
   double hbm_bandwidth_gbps = 0;  // achieved over the run
   double hbm_peak_gbps = 0;       // the config's
   double hbm_utilisation_percent = 0;
-  double tensor_active_ns = 0;    // streaming operands through the array
+  double tensor_active_ns = 0;    // an instruction in flight (each cycle once, overlaps included)
+  double tensor_multiplying_ns = 0;  // the array taking in moving columns: what bounds HFU
   double tensor_waiting_ns = 0;   // stalled on semaphores or instruction fetch
   double dma_busy_ns = 0;         // mean over the DMA engines of the time with a descriptor running
   std::vector<Stall> top_stalls;  // the three longest, longest first

@@ -397,8 +397,9 @@ void expect_queue_error(Fixture& f, const DmaDescriptor& bad, DmaError code, Add
 
   EXPECT_EQ(f.queue_error(1), code) << "got " << to_string(f.queue_error(1));
   // The decode rules the C++ layers share say the same of the descriptor alone.
-  if (code == DmaError::kMagic || code == DmaError::kZeroLength || code == DmaError::kMalformed)
+  if (code == DmaError::kMagic || code == DmaError::kZeroLength || code == DmaError::kMalformed) {
     EXPECT_EQ(arch::check(bad).code, code) << arch::check(bad).detail;
+  }
   EXPECT_EQ(f.queue_status(1) & 2, 2u);
   EXPECT_EQ(f.bench.read_reg(reg::queue(1, reg::kQErrInfo)), bad_index);
   EXPECT_EQ(f.head(1), bad_index) << "queue 1 must stop at the failing descriptor";

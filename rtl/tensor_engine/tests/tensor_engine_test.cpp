@@ -33,6 +33,24 @@ using Driver = EngineDriver<TE_MODEL>;
 constexpr int kRows = TE_ROWS;
 constexpr int kCols = TE_COLS;
 constexpr int kNLimit = TE_N_LIMIT;
+// The shipped generations' load path: as wide as the build allows.
+constexpr int kLoadCols = std::min(kLoadColumns, kCols);
+
+arch::TensorTimingParams timing(int ii, int w = kLoadCols) { return {kRows, kCols, ii, w}; }
+
+// Load path widths to try: one column per beat, an odd width that leaves a
+// partial last beat, and the widest.
+std::vector<int> load_widths() {
+  std::vector<int> w{1};
+  if (kLoadCols >= 3) w.push_back(3);
+  if (kLoadCols > 1) w.push_back(kLoadCols);
+  return w;
+}
+
+// A driver with the widest load path (what the shipped configs use).
+struct WideDriver : Driver {
+  explicit WideDriver(const std::string& name, int w = kLoadCols) : Driver(kRows, kCols, name) { set_load_columns(w); }
+};
 
 std::string test_name() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
@@ -130,7 +148,7 @@ void queue_matmul(Driver& d, PsumModel& ref, const Bf16Matrix& st, const Bf16Mat
 
 TEST(TensorEngine, RandomFullTileMatchesReference) {
   std::mt19937 rng(11);
-  Driver d(kRows, kCols, test_name());
+  WideDriver d(test_name());
   PsumModel ref(d, rng);
   for (int i = 0; i < 4; ++i) {
     const int n = std::uniform_int_distribution<int>(1, kNLimit)(rng);
@@ -142,7 +160,7 @@ TEST(TensorEngine, RandomFullTileMatchesReference) {
 
 TEST(TensorEngine, MovingFreeSizeAtTheLimit) {
   std::mt19937 rng(12);
-  Driver d(kRows, kCols, test_name());
+  WideDriver d(test_name());
   PsumModel ref(d, rng);
   queue_matmul(d, ref, random_matrix(kRows, kCols, rng), random_matrix(kRows, kNLimit, rng), 3, false);
   queue_matmul(d, ref, random_matrix(kRows, kCols, rng), random_matrix(kRows, kNLimit, rng), 3, true);
@@ -152,37 +170,75 @@ TEST(TensorEngine, MovingFreeSizeAtTheLimit) {
 
 TEST(TensorEngine, BackToBackWithOverlappedLoadsMatchesScheduleAndReference) {
   // Overlapped LoadStationary: each load streams while the previous multiply
-  // still injects, and writes its buffer behind the wave of the one before.
+  // still injects, and writes its buffer behind the wave of the one before;
+  // six pairs, so that the fifth and sixth loads reuse the first buffers.
   std::mt19937 rng(13);
   const int ii = 4;
+  constexpr int kPairs = 6;
+  for (int w : load_widths())
   for (int n : {1, 2, kCols / 2 + 1, kCols + kRows, kNLimit}) {
     for (int m : {1, kCols}) {
-      Driver d(kRows, kCols, test_name() + "_n" + std::to_string(n) + "_m" + std::to_string(m));
+      WideDriver d(test_name() + "_n" + std::to_string(n) + "_m" + std::to_string(m) + "_w" + std::to_string(w), w);
       d.set_min_ii(ii);
       PsumModel ref(d, rng);
       std::vector<arch::TensorInstr> prog;
-      for (int i = 0; i < 4; ++i) {
+      for (int i = 0; i < kPairs; ++i) {
         const int k = std::uniform_int_distribution<int>(1, kRows)(rng);
         queue_matmul(d, ref, random_matrix(k, m, rng), random_matrix(k, n, rng), (i % 2) * n, i >= 2);
         prog.push_back({arch::TensorOp::LoadStationary, m, 0});
         prog.push_back({arch::TensorOp::MultiplyMoving, 0, n});
       }
       d.run_until_idle();
-      EXPECT_TRUE(ref.matches(d)) << "n " << n << " m " << m;
-      const auto s = arch::schedule({kRows, kCols, ii}, prog);
+      EXPECT_TRUE(ref.matches(d)) << "n " << n << " m " << m << " w " << w;
+      const auto s = arch::schedule(timing(ii, w), prog);
       const auto t0 = d.accept_edges.front();
-      ASSERT_EQ(d.write_edges.size(), static_cast<std::size_t>(4 * n));
-      EXPECT_EQ(d.write_edges.back() - t0, static_cast<std::uint64_t>(s.end)) << "n " << n << " m " << m;
-      EXPECT_EQ(s.end, arch::back_to_back_cycles({kRows, kCols, ii}, m, n, 4));
+      ASSERT_EQ(d.write_edges.size(), static_cast<std::size_t>(kPairs * n));
+      EXPECT_EQ(d.write_edges.back() - t0, static_cast<std::uint64_t>(s.end)) << "n " << n << " m " << m << " w " << w;
+      EXPECT_EQ(s.end, arch::back_to_back_cycles(timing(ii, w), m, n, kPairs));
       for (std::size_t i = 0; i < prog.size(); ++i)
-        EXPECT_EQ(d.accept_edges[i] - t0, static_cast<std::uint64_t>(s.accept[i])) << "instr " << i;
+        EXPECT_EQ(d.accept_edges[i] - t0, static_cast<std::uint64_t>(s.accept[i])) << "instr " << i << " w " << w;
+      EXPECT_EQ(d.model().perf_busy_o, static_cast<std::uint64_t>(s.busy));
     }
+  }
+}
+
+TEST(TensorEngine, WideLoadsWaitForTheMultiplyThatUsedTheirBuffer) {
+  // A multiply of one column, three one-column loads, then a full load into
+  // the multiply's buffer (four buffers in turn): a beat several columns wide
+  // would overtake that multiply's moving wave, still crossing the array,
+  // unless the load waits. The last multiply's results prove it read its own
+  // weights; the schedule must show the wait where there is one.
+  std::mt19937 rng(17);
+  for (int w : load_widths()) {
+    WideDriver d(test_name() + "_w" + std::to_string(w), w);
+    d.set_min_ii(1);
+    PsumModel ref(d, rng);
+    queue_matmul(d, ref, random_matrix(kRows, kCols, rng), random_matrix(kRows, 1, rng), 0, false);
+    for (int i = 0; i < 3; ++i) d.load_stationary(random_matrix(kRows, 1, rng));
+    queue_matmul(d, ref, random_matrix(kRows, kCols, rng), random_matrix(kRows, 2, rng), 4, true);
+    const std::vector<arch::TensorInstr> prog = {
+        {arch::TensorOp::LoadStationary, kCols, 0}, {arch::TensorOp::MultiplyMoving, 0, 1},
+        {arch::TensorOp::LoadStationary, 1, 0},     {arch::TensorOp::LoadStationary, 1, 0},
+        {arch::TensorOp::LoadStationary, 1, 0},     {arch::TensorOp::LoadStationary, kCols, 0},
+        {arch::TensorOp::MultiplyMoving, 0, 2}};
+    d.run_until_idle();
+    EXPECT_TRUE(ref.matches(d)) << "w " << w;
+    const auto s = arch::schedule(timing(1, w), prog);
+    const auto t0 = d.accept_edges.front();
+    for (std::size_t i = 0; i < prog.size(); ++i)
+      EXPECT_EQ(d.accept_edges[i] - t0, static_cast<std::uint64_t>(s.accept[i])) << "instr " << i << " w " << w;
+    // The multiply injected at edge accept[1] + 1; the full load needs
+    // Cols - 1 - ceil(Cols / W) edges after it, more than the three small
+    // loads take (three edges) when that is above 3.
+    const int gap = kCols - 1 - (kCols + w - 1) / w;
+    if (gap > 3) EXPECT_EQ(s.accept[5], s.accept[1] + 1 + gap) << "w " << w;
+    else EXPECT_EQ(s.accept[5], s.accept[4] + 1) << "w " << w;
   }
 }
 
 TEST(TensorEngine, BackpressureAndStarvationLoseNothing) {
   std::mt19937 rng(14);
-  Driver d(kRows, kCols, test_name());
+  WideDriver d(test_name());
   d.set_noise({0.4, 0.7, 0.8}, 99);
   PsumModel ref(d, rng);
   int addr = 0;
@@ -210,17 +266,19 @@ TEST(TensorEngine, ShippedConfigRunsAtItsLimitsAndTiming) {
   EXPECT_TRUE(cfg.derived.rtl_build_available);
   const int ii = static_cast<int>(t.min_initiation_interval_cycles);
   const int m = static_cast<int>(t.stationary_max_free);
+  const arch::TensorTimingParams p = arch::tensor_timing_params(t);
   std::mt19937 rng(31);
   for (int n : {1, static_cast<int>(t.moving_max_free) / 4, static_cast<int>(t.moving_max_free)}) {
     Driver d(kRows, kCols, test_name() + "_n" + std::to_string(n));
     d.set_min_ii(ii);
+    d.set_load_columns(static_cast<int>(t.stationary_columns_per_cycle));
     PsumModel ref(d, rng);
     for (int i = 0; i < 3; ++i)
       queue_matmul(d, ref, random_matrix(kRows, m, rng), random_matrix(kRows, n, rng), 0, i > 0);
     d.run_until_idle();
     EXPECT_TRUE(ref.matches(d)) << "n " << n;
     EXPECT_EQ(d.write_edges.back() - d.accept_edges.front(),
-              static_cast<std::uint64_t>(arch::back_to_back_cycles({kRows, kCols, ii}, m, n, 3)))
+              static_cast<std::uint64_t>(arch::back_to_back_cycles(p, m, n, 3)))
         << "n " << n;
   }
 }
@@ -234,7 +292,7 @@ TEST(TensorEngine, ShapeEdgesMatchReference) {
     for (int m : {1, std::max(1, kCols / 2), kCols - 1, kCols})
       for (int n : {1, 2, kNLimit}) {
         if (k < 1 || m < 1) continue;
-        Driver d(kRows, kCols, test_name());
+        WideDriver d(test_name());
         PsumModel ref(d, rng, kNLimit + 8);
         queue_matmul(d, ref, random_matrix(k, m, rng), random_matrix(k, n, rng), 5, false);
         d.run_until_idle();
@@ -247,7 +305,7 @@ TEST(TensorEngine, UnusedRowsNeverReachTheSum) {
   // Rows at and below K carry infinities and NaNs in both operands; a row that
   // leaked into the column sum would turn it into inf or NaN.
   std::mt19937 rng(22);
-  Driver d(kRows, kCols, test_name());
+  WideDriver d(test_name());
   PsumModel ref(d, rng);
   const int k = std::max(1, kRows / 2);
   d.load_stationary(random_matrix(k, kCols, rng), 0x7F80);
@@ -262,7 +320,7 @@ TEST(TensorEngine, UnusedRowsNeverReachTheSum) {
 
 TEST(TensorEngine, AccumulateChainIntoPsum) {
   std::mt19937 rng(23);
-  Driver d(kRows, kCols, test_name());
+  WideDriver d(test_name());
   PsumModel ref(d, rng);
   const int n = std::min(kNLimit, 24);
   for (int i = 0; i < 8; ++i) {
@@ -276,7 +334,7 @@ TEST(TensorEngine, AccumulateChainIntoPsum) {
 TEST(TensorEngine, SpecialValuesMatchReference) {
   std::mt19937 rng(24);
   for (int trial = 0; trial < 6; ++trial) {
-    Driver d(kRows, kCols, test_name());
+    WideDriver d(test_name());
     PsumModel ref(d, rng);
     const int k = std::uniform_int_distribution<int>(1, kRows)(rng);
     queue_matmul(d, ref, special_matrix(k, kCols, rng), special_matrix(k, 32, rng), 0, trial % 2);
@@ -287,7 +345,7 @@ TEST(TensorEngine, SpecialValuesMatchReference) {
 
 TEST(TensorEngine, OverflowUnderflowAndCancellation) {
   std::mt19937 rng(25);
-  Driver d(kRows, kCols, test_name());
+  WideDriver d(test_name());
   PsumModel ref(d, rng);
   const Bf16 big = Bf16::from_bits(0x7F00);   // 2^127: big x 2 overflows, big + big overflows
   const Bf16 tiny = Bf16::from_bits(0x1F80);  // 2^-64: tiny x tiny underflows
@@ -306,7 +364,7 @@ TEST(TensorEngine, OverflowUnderflowAndCancellation) {
 
 TEST(TensorEngine, SingleInstructionTimingMatchesScheduleForManyShapes) {
   std::mt19937 rng(26);
-  Driver d(kRows, kCols, test_name());
+  WideDriver d(test_name());
   for (int trial = 0; trial < 24; ++trial) {
     const int m = std::uniform_int_distribution<int>(1, kCols)(rng);
     const int n = std::uniform_int_distribution<int>(1, kNLimit)(rng);
@@ -316,15 +374,17 @@ TEST(TensorEngine, SingleInstructionTimingMatchesScheduleForManyShapes) {
     d.command({Op::LoadStationary, k, m, 0, false, 0});
     d.command({Op::MultiplyMoving, k, 0, n, false, 0});
     d.run_until_idle();
-    const auto s = arch::schedule({kRows, kCols, 1}, {{arch::TensorOp::LoadStationary, m, 0},
-                                                      {arch::TensorOp::MultiplyMoving, 0, n}});
+    const auto s = arch::schedule(timing(1), {{arch::TensorOp::LoadStationary, m, 0},
+                                              {arch::TensorOp::MultiplyMoving, 0, n}});
+    const int beats = (m + kLoadCols - 1) / kLoadCols;
     const auto t0 = d.accept_edges.front();
     EXPECT_EQ(d.accept_edges[1] - t0, static_cast<std::uint64_t>(s.accept[1]));
-    EXPECT_EQ(d.write_edges.back() - t0, static_cast<std::uint64_t>(m + n + kRows + kCols))
+    EXPECT_EQ(s.accept[1], beats);
+    EXPECT_EQ(d.write_edges.back() - t0, static_cast<std::uint64_t>(beats + n + kRows + kCols))
         << "m " << m << " n " << n;
-    EXPECT_EQ(s.end, m + n + kRows + kCols);
+    EXPECT_EQ(s.end, beats + n + kRows + kCols);
     // The first write comes Rows + Cols edges after the first injection.
-    EXPECT_EQ(d.write_edges.front() - t0, static_cast<std::uint64_t>(m + 1 + kRows + kCols));
+    EXPECT_EQ(d.write_edges.front() - t0, static_cast<std::uint64_t>(beats + 1 + kRows + kCols));
   }
 }
 
@@ -335,7 +395,8 @@ TEST(TensorEngine, RandomProgramsMatchSchedule) {
   std::mt19937 rng(27);
   for (int trial = 0; trial < 12; ++trial) {
     const int ii = std::uniform_int_distribution<int>(1, 2 * kCols)(rng);
-    Driver d(kRows, kCols, test_name());
+    const int w = std::uniform_int_distribution<int>(1, kLoadCols)(rng);
+    WideDriver d(test_name(), w);
     d.set_min_ii(ii);
     std::vector<arch::TensorInstr> prog;
     for (int i = 0; i < 12; ++i) {
@@ -351,7 +412,7 @@ TEST(TensorEngine, RandomProgramsMatchSchedule) {
       }
     }
     d.run_until_idle();
-    const auto s = arch::schedule({kRows, kCols, ii}, prog);
+    const auto s = arch::schedule(timing(ii, w), prog);
     const auto t0 = d.accept_edges.front();
     std::size_t writes = 0;
     for (std::size_t i = 0; i < prog.size(); ++i) {
@@ -364,11 +425,13 @@ TEST(TensorEngine, RandomProgramsMatchSchedule) {
           << "trial " << trial << " instr " << i;
     }
     EXPECT_EQ(writes, d.write_edges.size());
+    // Busy: each cycle with an instruction in flight, once.
+    EXPECT_EQ(d.model().perf_busy_o, static_cast<std::uint64_t>(s.busy)) << "trial " << trial;
   }
 }
 
 TEST(TensorEngine, NotBackToBackPairsCostTheirSingleTimes) {
-  Driver d(kRows, kCols, test_name());
+  WideDriver d(test_name());
   for (int m : {1, kCols})
     for (int n : {1, kNLimit}) {
       d.accept_edges.clear();
@@ -377,13 +440,13 @@ TEST(TensorEngine, NotBackToBackPairsCostTheirSingleTimes) {
       d.command({Op::MultiplyMoving, kRows, 0, n, false, 0});
       d.run_until_idle();
       EXPECT_EQ(d.write_edges.back() - d.accept_edges.front(),
-                static_cast<std::uint64_t>(m + n + kRows + kCols));
+                static_cast<std::uint64_t>((m + kLoadCols - 1) / kLoadCols + n + kRows + kCols));
     }
 }
 
 TEST(TensorEngine, CountersAndBusy) {
   std::mt19937 rng(28);
-  Driver d(kRows, kCols, test_name());
+  WideDriver d(test_name());
   EXPECT_FALSE(d.model().busy_o);
   PsumModel ref(d, rng);
   queue_matmul(d, ref, random_matrix(kRows, kCols, rng), random_matrix(kRows, 10, rng), 0, false);
@@ -409,6 +472,7 @@ TEST(TensorEngine, RandomProgramsUnderRandomPortNoiseMatchReference) {
     std::uniform_real_distribution<double> p(0.2, 1.0);
     d.set_noise({p(rng), p(rng), p(rng)}, static_cast<std::uint32_t>(trial));
     d.set_min_ii(std::uniform_int_distribution<int>(1, kCols)(rng));
+    d.set_load_columns(std::uniform_int_distribution<int>(1, kLoadCols)(rng));
     PsumModel ref(d, rng);
     for (int i = 0; i < 8; ++i) {
       const int k = std::uniform_int_distribution<int>(1, kRows)(rng);

@@ -78,21 +78,20 @@ int sc_main(int argc, char** argv) {
   const arch::HwConfig cfg = arch::load_config(argv[2]).hw;
   const long rtl_pairs = std::atol(argv[3]), fast_pairs = std::atol(argv[4]);
   const auto rows = static_cast<std::uint32_t>(cfg.tensor.rows), cols = static_cast<std::uint32_t>(cfg.tensor.cols);
-  const auto ii = static_cast<std::uint32_t>(cfg.tensor.min_initiation_interval_cycles);
+  const arch::TensorTimingParams timing = arch::tensor_timing_params(cfg.tensor);
   const cosim::SamplingPolicy policy{cfg.simulation.sample_every, cfg.simulation.sample_rtl_budget_percent};
   for (bool data : {true, false}) {
     for (const char* kind : {"rtl", "sampled", "tlm"}) {
       std::unique_ptr<engines::TensorDatapath> dp;
       long pairs = fast_pairs;
       if (std::string(kind) == "rtl") {
-        dp = cosim::make_rtl_tensor_datapath(rows, cols, ii);
+        dp = cosim::make_rtl_tensor_datapath(timing);
         pairs = rtl_pairs;
       } else if (std::string(kind) == "sampled") {
-        dp = cosim::make_sampled_tensor_datapath(engines::make_fast_tensor_datapath(rows, cols, ii),
-                                                 cosim::make_rtl_tensor_datapath(rows, cols, ii), rows, cols, ii,
-                                                 policy);
+        dp = cosim::make_sampled_tensor_datapath(engines::make_fast_tensor_datapath(timing),
+                                                 cosim::make_rtl_tensor_datapath(timing), timing, policy);
       } else {
-        dp = engines::make_fast_tensor_datapath(rows, cols, ii);
+        dp = engines::make_fast_tensor_datapath(timing);
       }
       const Result r = run(*dp, cfg, pairs, data);
       fmt::print("| {} | {}x{} | {} | {} | {} | {} | {:.3f} | {} |\n", cfg.name, rows, cols, kind,

@@ -160,8 +160,9 @@ public:
     return t;
   }
   std::uint64_t flush() override { return inner_->flush(); }
+  std::uint64_t busy_cycles() const override { return inner_->busy_cycles(); }
   std::string name() const override { return inner_->name(); }
-  void add_stats(trace::Stats& s, const std::string& p) override { inner_->add_stats(s, p); }
+  void add_stats(trace::Group& engine) override { inner_->add_stats(engine); }
   json log = json::array();
 
 private:
@@ -184,6 +185,7 @@ public:
     return inner_->issue(cmd, earliest);
   }
   std::uint64_t flush() override { return inner_->flush(); }
+  std::uint64_t busy_cycles() const override { return inner_->busy_cycles(); }
   std::string name() const override { return "perturbed " + inner_->name(); }
 
 private:
@@ -192,7 +194,7 @@ private:
   int multiplies_ = 0;
 };
 
-std::uint32_t ii() { return static_cast<std::uint32_t>(tiny().tensor.min_initiation_interval_cycles); }
+arch::TensorTimingParams timing() { return arch::tensor_timing_params(tiny().tensor); }
 
 // Runs the pipeline in a child with `fidelity`; returns results, end times,
 // per-command cycles and statistics.
@@ -204,20 +206,19 @@ json run_pipeline(arch::Fidelity fidelity, SamplingPolicy policy = {}) {
     o.fidelity = fidelity;
     Recorder* recorder = nullptr;
     RtlTensorDatapath* rtl = nullptr;
-    o.tensor_datapath = [&](const arch::HwConfig& cfg, arch::Fidelity f) -> std::unique_ptr<engines::TensorDatapath> {
-      const auto rows = static_cast<std::uint32_t>(cfg.tensor.rows), cols = static_cast<std::uint32_t>(cfg.tensor.cols);
+    o.tensor_datapath = [&](const arch::HwConfig&, arch::Fidelity f) -> std::unique_ptr<engines::TensorDatapath> {
       if (f == arch::Fidelity::Tlm) {
-        auto r = std::make_unique<Recorder>(engines::make_fast_tensor_datapath(rows, cols, ii()));
+        auto r = std::make_unique<Recorder>(engines::make_fast_tensor_datapath(timing()));
         recorder = r.get();
         return r;
       }
       if (f == arch::Fidelity::Rtl) {
-        auto r = make_rtl_tensor_datapath(rows, cols, ii());
+        auto r = make_rtl_tensor_datapath(timing());
         rtl = r.get();
         return r;
       }
-      return make_sampled_tensor_datapath(engines::make_fast_tensor_datapath(rows, cols, ii()),
-                                          make_rtl_tensor_datapath(rows, cols, ii()), rows, cols, ii(), policy);
+      return make_sampled_tensor_datapath(engines::make_fast_tensor_datapath(timing()),
+                                          make_rtl_tensor_datapath(timing()), timing(), policy);
     };
     NeuronCore core("core", tiny(), stats, o);
     p.place(core);
@@ -295,8 +296,8 @@ TEST(RtlTensorDatapath, SampledReportsADisagreementNamingTheInstruction) {
     o.fidelity = arch::Fidelity::Sampled;
     o.tensor_datapath = [](const arch::HwConfig&, arch::Fidelity) {
       // The third multiply (#5, the first accumulate of N = 64) is wrong by one bit.
-      return make_sampled_tensor_datapath(std::make_unique<Perturb>(engines::make_fast_tensor_datapath(8, 8, ii()), 2),
-                                          make_rtl_tensor_datapath(8, 8, ii()), 8, 8, ii(), {});
+      return make_sampled_tensor_datapath(std::make_unique<Perturb>(engines::make_fast_tensor_datapath(timing()), 2),
+                                          make_rtl_tensor_datapath(timing()), timing(), {});
     };
     NeuronCore core("core", tiny(), stats, o);
     p.place(core);
@@ -450,7 +451,7 @@ TEST(RtlTensorDatapath, DmaFedPipelineIsIdenticalInEveryFidelity) {
 
 TEST(RtlTensorDatapath, ASizeWithoutAVerilatedModelSaysHowToAddIt) {
   try {
-    make_rtl_tensor_datapath(8, 16, 1);
+    make_rtl_tensor_datapath({8, 16, 1, 1});
     FAIL() << "no error";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("8x16"), std::string::npos) << e.what();

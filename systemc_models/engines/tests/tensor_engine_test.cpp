@@ -78,12 +78,34 @@ TEST(TensorEngine, SemaphoreAfterAMatmulWaitsForItsResults) {
   const auto r = core.run();
   ASSERT_TRUE(r.ok()) << r.message;
   // The closed form of docs/tensor-engine.md for one (LoadStationary[8],
-  // MultiplyMoving[64]) pair: M + N + Rows + Cols cycles, 1 ns each at 1 GHz,
-  // counted from the cycle that accepts the load.
-  const std::int64_t cycles = arch::back_to_back_cycles({8, 8, 4}, 8, 64, 1);
-  EXPECT_EQ(cycles, 8 + 64 + 8 + 8);
+  // MultiplyMoving[64]) pair: ceil(M / W) + N + Rows + Cols cycles (W = 4 on
+  // tiny), 1 ns each at 1 GHz, counted from the cycle that accepts the load.
+  const std::int64_t cycles = arch::back_to_back_cycles(arch::tensor_timing_params(tiny().tensor), 8, 64, 1);
+  EXPECT_EQ(cycles, 2 + 64 + 8 + 8);
   const auto& te_engine = core.engine(arch::Engine::Tensor);
   EXPECT_EQ(r.end_time - te_engine.first_issue_time(), sc_core::sc_time(static_cast<double>(cycles), sc_core::SC_NS));
+  // Busy from the load's acceptance to the last result, once; the array
+  // took in moving columns for 64 of those cycles.
+  EXPECT_EQ(stats.value("core.tensor.busy_ns"), static_cast<double>(cycles));
+  EXPECT_EQ(stats.value("core.tensor.multiplying_ns"), 64.0);
+}
+
+TEST(TensorEngine, BusyCountsOverlappedInstructionsOnce) {
+  // Four pairs back to back: every load after the first is hidden under the
+  // multiply before it, so busy is the closed form's span, not the sum of
+  // the instructions' own times.
+  trace::Stats stats;
+  NeuronCore core("core", tiny(), stats);
+  Stream te(arch::Engine::Tensor);
+  for (int i = 0; i < 4; ++i) te.add(load_stationary(8, 8, 0)).add(multiply(8, 8, 32, 32, 0, i > 0));
+  te.end();
+  core.load_program(arch::Engine::Tensor, te.bytes);
+  const auto r = core.run();
+  ASSERT_TRUE(r.ok()) << r.message;
+  const double span = static_cast<double>(arch::back_to_back_cycles(arch::tensor_timing_params(tiny().tensor), 8, 32, 4));
+  EXPECT_EQ(span, 2 + 3 * 32 + 32 + 8 + 8);
+  EXPECT_EQ(stats.value("core.tensor.busy_ns"), span);
+  EXPECT_EQ(stats.value("core.tensor.multiplying_ns"), 4 * 32.0);
 }
 
 TEST(TensorEngine, TransposeThroughTheArray) {
