@@ -50,6 +50,7 @@ public:
 
   // Whether another round may start.
   bool may_continue() {
+    if (evaluate_.stop && evaluate_.stop()) return stop();
     if (limits_.budget && result_.timed >= limits_.budget) return stop();
     if (limits_.time_s > 0 && std::chrono::duration<double>(Clock::now() - start_).count() >= limits_.time_s)
       return stop();
@@ -83,9 +84,13 @@ public:
     for (std::size_t i = 0; i < to_run.size(); ++i) {
       Outcome o = i < outcomes.size() ? outcomes[i] : Outcome{};
       if (i >= outcomes.size()) o.reason = "no outcome returned";
+      // A run refused by the builder's rules before simulating is pruned too.
+      if (o.kind == Outcome::Kind::Pruned)
+        ++result_.pruned;
+      else
+        ++result_.timed;
       record(to_run[i], o);
     }
-    result_.timed += to_run.size();
     ++result_.rounds;
   }
 

@@ -63,13 +63,17 @@ struct Outcome {
   nlohmann::json report = nlohmann::json::object();  // Timed (and Failed when the run left one)
 };
 
-// How a search checks and times points. `fits` is cheap and runs before
-// anything is simulated (empty when the point fits, else why not); `run`
-// times a batch of fitting points (one round; they may run in parallel) and
-// returns one outcome each, in order, Timed or Failed.
+// How a search checks and times points. `fits` is cheap and runs first, in
+// the search (empty when the point fits, else why not); `run` times a batch
+// of points that passed it (one round; they may run in parallel) and returns
+// one outcome each, in order: Timed, Failed, or Pruned when the run refused
+// the point before simulating it (the builder's rules). Only Timed and
+// Failed count against the budget.
 struct Evaluator {
   std::function<std::optional<std::string>(const Candidate&)> fits;
   std::function<std::vector<Outcome>(const std::vector<Candidate>&)> run;
+  // Whether the search must stop now (an interrupt); unset: never.
+  std::function<bool()> stop;
 };
 
 enum class Strategy {

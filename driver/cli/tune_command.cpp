@@ -12,6 +12,7 @@
 
 #include "arch/config.h"
 #include "common/kernel.h"
+#include "common/tuning_db.h"
 #include "tessera/kernel_builder.h"
 
 #include <fmt/format.h>
@@ -23,6 +24,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 namespace tessera::cli {
 namespace {
@@ -35,10 +37,12 @@ using runner::Status;
 const char* kTune = "tessera tune";
 
 struct TuneOptions {
-  std::string config, kernel, shape, strategy = "auto", out, time, candidates, shard;
-  std::vector<std::string> variants;
+  std::string config, kernel, shape, strategy = "auto", out, time, candidates, shard, db;
+  std::vector<std::string> variants, configs;
   std::size_t budget = 100;
   double timeout_s = 1800;
+  bool update_db = false, all = false, check_db = false, update_times = false;
+  double tolerance_percent = 2, max_time_us = 0;
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool no_plots = false;
   slurm::SubmitOptions submit;
@@ -199,8 +203,12 @@ tune::Outcome outcome_of(const JobResult& r) {
     o.time_ns = r.report.at("time_ns");
     return o;
   }
-  o.kind = tune::Outcome::Kind::Failed;
-  o.reason = fmt::format("{}: {}", to_string(r.status), r.message.substr(0, r.message.find('\n')));
+  // Exit 2 from a run of a checked point: the builder refused it (SBUF or
+  // PSUM overflow, a tile past a limit) when building, before simulating.
+  o.kind = r.status == Status::Error ? tune::Outcome::Kind::Pruned : tune::Outcome::Kind::Failed;
+  o.reason = r.status == Status::Error ? r.message.substr(0, r.message.find('\n'))
+                                       : fmt::format("{}: {}", to_string(r.status),
+                                                     r.message.substr(0, r.message.find('\n')));
   return o;
 }
 
@@ -316,13 +324,48 @@ void print_summary(const TuneOptions& o, const kernels::Shape& shape, const tune
                params_text(top[i]->candidate.params));
 }
 
-int run_tune(const TuneOptions& o) {
-  if (!o.candidates.empty()) return run_candidates(o);
-  if (!o.submit.emit_sbatch.empty() || !o.submit.rerun_failed.empty()) {
-    std::cerr << fmt::format("{}: --emit-sbatch and --rerun-failed do not apply: a search submits round by round "
-                             "and follows each (--slurm)\n", kTune);
-    return kExitBadInput;
+std::string db_path(const TuneOptions& o) {
+  const std::string path = o.db.empty() ? kernels::default_tuning_db_path() : o.db;
+  if (path.empty())
+    throw kernels::TuningDbError("TESSERA_TUNING_DB=none: no tuning database to write or check; name one with --db");
+  return path;
+}
+
+// Stores each searched variant's fastest point in the database.
+void update_db(const TuneOptions& o, const std::string& config_name, const kernels::Shape& shape,
+               const std::vector<tune::Space>& spaces, const tune::SearchResult& r) {
+  const std::string path = db_path(o);
+  kernels::TuningDb db = kernels::TuningDb::load(path);
+  std::size_t stored = 0;
+  for (const auto& sp : spaces) {
+    const tune::Evaluated* best = nullptr;
+    std::size_t timed = 0;
+    for (const auto& e : r.evaluated) {
+      if (e.candidate.variant != sp.variant || e.outcome.kind != tune::Outcome::Kind::Timed) continue;
+      ++timed;
+      if (!best || e.outcome.time_ns < best->outcome.time_ns) best = &e;
+    }
+    // A variant without parameters has nothing to store.
+    if (!best || sp.dims.empty()) continue;
+    kernels::TuningEntry entry;
+    entry.kernel = o.kernel;
+    entry.variant = sp.variant;
+    entry.config = config_name;
+    entry.shape = shape;
+    entry.params = best->candidate.params;
+    entry.time_ns = best->outcome.time_ns;
+    entry.hfu_percent = best->outcome.report.value("hfu_percent", 0.0);
+    entry.strategy = to_string(r.strategy);
+    entry.evaluations = timed;
+    entry.space_size = sp.size();
+    db.put(std::move(entry));
+    ++stored;
   }
+  db.save(path);
+  fmt::print("tuning database: {} entr{} stored in {}\n", stored, stored == 1 ? "y" : "ies", path);
+}
+
+int run_search(const TuneOptions& o) {
   if (o.config.empty() || o.kernel.empty()) {
     std::cerr << fmt::format("{}: --config and --kernel are required\n", kTune);
     return kExitBadInput;
@@ -365,16 +408,21 @@ int run_tune(const TuneOptions& o) {
              o.submit.enabled ? "on Slurm" : fmt::format("{} at a time", o.jobs));
   std::fflush(stdout);
 
-  DeviceOptions device;
-  device.config = o.config;
-  device.fidelity = arch::Fidelity::Tlm;
-  device.no_data = true;
   const CandidateFlow flow;
   bool interrupted = false;
   std::size_t round = 0;
   tune::Evaluator evaluate;
-  evaluate.fits = [&](const tune::Candidate& c) {
-    return kernels::check_fits(device, {o.kernel, c.variant, shape, c.params, 1});
+  // The kernel's analytic check here, before a run is started; the builder's
+  // own rules in each run, which builds the program (in parallel) and exits 2
+  // before simulating when a rule is broken: the point is pruned all the same.
+  evaluate.fits = [&](const tune::Candidate& c) -> std::optional<std::string> {
+    try {
+      const kernels::KernelArgs args = kernels::resolve(spec, resolved.hw, {o.kernel, c.variant, shape, c.params, 1});
+      if (spec.fits) return spec.fits(resolved.hw, args);
+    } catch (const KernelError& e) {
+      return std::string(e.what());
+    }
+    return std::nullopt;
   };
   evaluate.run = [&](const std::vector<tune::Candidate>& batch) {
     std::vector<Job> jobs;
@@ -426,6 +474,7 @@ int run_tune(const TuneOptions& o) {
     }
     return outcomes;
   };
+  evaluate.stop = [&] { return interrupted; };
   const tune::SearchResult r = tune::search(spaces, strategy, limits, evaluate, std::max<std::size_t>(o.jobs, 1) * 8);
 
   // The fastest variant at its default parameters: what a run gets untuned.
@@ -453,7 +502,148 @@ int run_tune(const TuneOptions& o) {
     }
   }
   if (interrupted) return kExitInterrupted;
+  if (o.update_db && r.best()) update_db(o, resolved.hw.name, shape, spaces, r);
   return status;
+}
+
+// --all: a search per kernel, config and shape the database holds, each
+// stored back; --configs adds those generations at every shape of a kernel.
+int run_all(const TuneOptions& o) {
+  const kernels::TuningDb db = kernels::TuningDb::load(db_path(o));
+  std::set<std::tuple<std::string, std::string, std::string>> searches;  // kernel, config, shape text
+  std::map<std::string, std::set<std::string>> shapes;                   // kernel -> shape texts
+  // The variants a kernel has entries for at a shape: those are retuned
+  // (a variant nobody stored stays untuned, as it was).
+  std::map<std::pair<std::string, std::string>, std::set<std::string>> variants;
+  for (const auto& e : db.entries()) {
+    if (!o.kernel.empty() && e.kernel != o.kernel) continue;
+    searches.insert({e.kernel, e.config, shape_text(e.shape)});
+    shapes[e.kernel].insert(shape_text(e.shape));
+    variants[{e.kernel, shape_text(e.shape)}].insert(e.variant);
+  }
+  for (const auto& c : o.configs)
+    for (const auto& [kernel, texts] : shapes)
+      for (const auto& t : texts) searches.insert({kernel, c, t});
+  if (searches.empty()) {
+    std::cerr << fmt::format("{} --all: the tuning database {} holds nothing to retune{}; tune a kernel with "
+                             "--update-db first\n",
+                             kTune, db_path(o), o.kernel.empty() ? "" : " for " + o.kernel);
+    return kExitBadInput;
+  }
+  const fs::path base = o.out.empty() ? fs::path("out") / "tune" / "all" : fs::path(o.out);
+  int status = 0;
+  std::size_t n = 0;
+  for (const auto& [kernel, config, shape] : searches) {
+    TuneOptions one = o;
+    one.all = false;
+    one.update_db = true;
+    one.kernel = kernel;
+    one.config = config;
+    one.shape = shape;
+    if (one.variants.empty()) {
+      const auto& v = variants.at({kernel, shape});
+      one.variants.assign(v.begin(), v.end());
+    }
+    one.out = (base / fmt::format("{}-{}-{}", kernel, config, shape)).string();
+    fmt::print("\n=== {} of {}: {} on {} at {}\n", ++n, searches.size(), kernel, config, shape);
+    std::fflush(stdout);
+    const int s = run_search(one);
+    if (s == kExitInterrupted) return s;
+    status = std::max(status, s);
+  }
+  return status;
+}
+
+// --check-db: each stored point run again; its time against the stored one.
+int run_check_db(const TuneOptions& o) {
+  const std::string path = db_path(o);
+  kernels::TuningDb db = kernels::TuningDb::load(path);
+  std::vector<Job> jobs;
+  std::map<std::string, const kernels::TuningEntry*> entry_of;
+  for (const auto& e : db.entries()) {
+    if (!o.kernel.empty() && e.kernel != o.kernel) continue;
+    if (!o.config.empty() && e.config != o.config) continue;
+    if (o.max_time_us > 0 && e.time_ns > o.max_time_us * 1000) continue;
+    Job j;
+    j.id = fmt::format("{}/{}/{}/{}", e.kernel, e.variant, e.config, shape_text(e.shape));
+    j.test = "tune-check";
+    j.kernel = e.kernel;
+    j.variant = e.variant;
+    j.config = e.config;
+    j.fidelity = "tlm";
+    j.no_data = true;
+    j.shape = e.shape;
+    j.params = e.params;
+    j.timeout_s = o.timeout_s;
+    j.tolerance_percent = o.tolerance_percent;
+    entry_of[j.id] = &e;
+    jobs.push_back(std::move(j));
+  }
+  if (jobs.empty()) {
+    std::cerr << fmt::format("{} --check-db: no entry of {} matches\n", kTune, path);
+    return kExitBadInput;
+  }
+  const fs::path out = o.out.empty() ? fs::path("out") / "tune" / "check" : fs::path(o.out);
+  make_dirs(out);
+  fmt::print("{} --check-db: {} stored point{} of {}, {} at a time\n", kTune, jobs.size(), jobs.size() == 1 ? "" : "s",
+             path, o.jobs);
+  std::fflush(stdout);
+  bool interrupted = false;
+  const auto results = runner::run_here(CandidateFlow(), jobs, o.jobs, out, &interrupted);
+  std::size_t moved = 0, failed = 0;
+  std::vector<kernels::TuningEntry> retimed;
+  fmt::print("\n  {:<62} {:>12} {:>12} {:>8}\n", "entry", "stored (us)", "now (us)", "change");
+  for (const auto& r : results) {
+    const kernels::TuningEntry& e = *entry_of.at(r.job.id);
+    if (r.status != Status::Pass) {
+      ++failed;
+      fmt::print("  {:<62} {:>12.1f} {:>12} {:>8}  {}\n", r.job.id, e.time_ns / 1000, to_string(r.status), "",
+                 r.message.substr(0, r.message.find('\n')));
+      continue;
+    }
+    const double now = r.report.value("time_ns", 0.0);
+    const double change = 100.0 * (now / e.time_ns - 1);
+    const bool out_of = std::abs(change) > o.tolerance_percent;
+    moved += out_of;
+    fmt::print("  {:<62} {:>12.1f} {:>12.1f} {:>+7.2f}%{}\n", r.job.id, e.time_ns / 1000, now / 1000, change,
+               out_of ? "  MOVED" : "");
+    if (out_of) {
+      kernels::TuningEntry n = e;
+      n.time_ns = now;
+      n.hfu_percent = r.report.value("hfu_percent", 0.0);
+      retimed.push_back(n);
+    }
+  }
+  if (interrupted) return kExitInterrupted;
+  if (o.update_times && !retimed.empty()) {
+    for (auto& n : retimed) db.put(n);
+    db.save(path);
+    fmt::print("\n{} entr{} re-timed in {} (their parameters kept; retune with tessera tune --all)\n", retimed.size(),
+               retimed.size() == 1 ? "y" : "ies", path);
+    return failed ? 1 : 0;
+  }
+  if (moved || failed) {
+    fmt::print(stderr,
+               "{} --check-db: {} of {} stored times moved beyond {} % and {} failed: timing changed since they were "
+               "tuned. Re-time them with 'tessera tune --check-db --update-times' (or retune with 'tessera tune --all') "
+               "in the commit that changed the timing.\n",
+               kTune, moved, results.size(), o.tolerance_percent, failed);
+    return 1;
+  }
+  fmt::print("\nevery stored time holds (within {} %)\n", o.tolerance_percent);
+  return 0;
+}
+
+int run_tune(const TuneOptions& o) {
+  if (!o.candidates.empty()) return run_candidates(o);
+  if (!o.submit.emit_sbatch.empty() || !o.submit.rerun_failed.empty()) {
+    std::cerr << fmt::format("{}: --emit-sbatch and --rerun-failed do not apply: a search submits round by round "
+                             "and follows each (--slurm)\n", kTune);
+    return kExitBadInput;
+  }
+  if (o.check_db) return run_check_db(o);
+  if (o.all) return run_all(o);
+  return run_search(o);
 }
 
 }  // namespace
@@ -478,6 +668,18 @@ void add_tune_command(CLI::App& app, int* exit_code) {
   cmd->add_option("-j,--jobs", o->jobs, "Runs at a time (default: the core count)");
   cmd->add_option("--out", o->out, "Output folder (default: out/tune/<kernel>-<config>)");
   cmd->add_flag("--no-plots", o->no_plots, "Write results.json and results.csv only");
+  cmd->add_flag("--update-db", o->update_db,
+                "Store each searched variant's best point in the tuning database (configs/tuning.json, or --db)");
+  cmd->add_option("--db", o->db, "Tuning database file (default: $TESSERA_TUNING_DB, else configs/tuning.json)");
+  cmd->add_flag("--all", o->all,
+                "Retune every kernel, config and shape the database holds (--kernel: one kernel's), storing each");
+  cmd->add_option("--configs", o->configs, "With --all: also tune these configs at every shape of each kernel")
+      ->delimiter(',');
+  cmd->add_flag("--check-db", o->check_db,
+                "Run every stored point again and check its time against the stored one (--kernel, --config filter)");
+  cmd->add_option("--tolerance", o->tolerance_percent, "With --check-db: allowed change, percent")->capture_default_str();
+  cmd->add_option("--max-time-us", o->max_time_us, "With --check-db: only entries whose stored time is at most this");
+  cmd->add_flag("--update-times", o->update_times, "With --check-db: store the new times of entries that moved");
   cmd->add_option("--candidates", o->candidates, "Time the candidates of a round's file (what a Slurm shard runs)");
   cmd->add_option("--shard", o->shard, "With --candidates: the shard I of N (I/N)");
   auto plan = std::make_shared<std::string>();
@@ -504,6 +706,9 @@ void add_tune_command(CLI::App& app, int* exit_code) {
       std::cerr << e.what() << '\n';
       *exit_code = kExitBadInput;
     } catch (const slurm::SlurmError& e) {
+      std::cerr << kTune << ": " << e.what() << '\n';
+      *exit_code = kExitBadInput;
+    } catch (const kernels::TuningDbError& e) {
       std::cerr << kTune << ": " << e.what() << '\n';
       *exit_code = kExitBadInput;
     } catch (const FileError& e) {

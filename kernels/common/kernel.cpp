@@ -1,4 +1,5 @@
 #include "common/kernel.h"
+#include "common/tuning_db.h"
 
 #include "tessera/kernel_builder.h"
 
@@ -394,9 +395,11 @@ Params check_params(const KernelSpec& spec, const std::string& variant_name,
   return out;
 }
 
-Params resolve_params(const KernelSpec& spec, const std::string& variant_name, const arch::HwConfig& config,
-                      const Shape& shape, const Params& given) {
-  const std::string& variant = spec.variant(variant_name).name;
+namespace {
+
+// `given` completed with the kernel's defaults (derived or declared).
+Params complete_params(const KernelSpec& spec, const std::string& variant, const arch::HwConfig& config,
+                       const Shape& shape, const Params& given) {
   Params out = given;
   for (const auto& p : spec.params) {
     if (!p.applies_to(variant) || out.has(p.name)) continue;
@@ -408,6 +411,34 @@ Params resolve_params(const KernelSpec& spec, const std::string& variant_name, c
     }
   }
   return out;
+}
+
+}  // namespace
+
+Params resolve_params(const KernelSpec& spec, const std::string& variant_name, const arch::HwConfig& config,
+                      const Shape& shape, const Params& given) {
+  const std::string& variant = spec.variant(variant_name).name;
+  const TuningEntry* tuned = default_tuning_db().find(spec.name, variant, config.name, shape);
+  if (!tuned) return complete_params(spec, variant, config, shape, given);
+  // The database's point for what the run does not set, then the defaults.
+  Params with_db = given;
+  Params stored;
+  try {
+    stored = check_params(spec, variant, tuned->params);
+  } catch (const KernelError& e) {
+    throw KernelError(fmt::format("{}: the entry of {} {} on {} at {}: {} (retune: tessera tune --config {} --kernel {} "
+                                  "--variant {} --update-db)",
+                                  default_tuning_db_path(), spec.name, variant, config.name, tuned->bucket, e.what(),
+                                  config.name, spec.name, variant));
+  }
+  for (const auto& [name, value] : stored.values())
+    if (!with_db.has(name)) with_db.set(name, value);
+  with_db = complete_params(spec, variant, config, shape, with_db);
+  // An entry tuned at another shape of the bucket may not fit this one: the
+  // kernel's own defaults then.
+  if (spec.fits && tuned->shape != shape && spec.fits(config, KernelArgs{variant, shape, with_db, 1}))
+    return complete_params(spec, variant, config, shape, given);
+  return with_db;
 }
 
 KernelArgs resolve(const KernelSpec& spec, const arch::HwConfig& config, const KernelRequest& request) {

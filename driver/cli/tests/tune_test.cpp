@@ -17,6 +17,9 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
+
+#include "common/tuning_db.h"
 
 namespace tessera::cli::tune {
 namespace {
@@ -211,8 +214,11 @@ TEST_F(TuneTest, TuneCommandPrunesWhatDoesNotFitBeforeRunning) {
   for (const auto& p : doc["points"]) {
     if (p["status"] != "pruned") continue;
     EXPECT_THAT(p["reason"].get<std::string>(), HasSubstr("gemm blocked_mnk"));
-    // A pruned point left no job folder: it never ran.
-    EXPECT_FALSE(fs::exists(out / "jobs" / (p["variant"].get<std::string>())));
+    // blocked_mnk's own fits() pruned it: no run was started for it.
+    std::string key = p["variant"].get<std::string>() + ":";
+    for (const auto& [k, v] : p["params"].items()) key += (key.back() == ':' ? "" : ",") + k + "=" + v.get<std::string>();
+    ASSERT_TRUE(fs::exists(out / "jobs")) << "no job ran at all";
+    EXPECT_FALSE(fs::exists(out / "jobs" / key)) << key;
   }
   fs::remove_all(out);
 }
@@ -256,6 +262,137 @@ TEST_F(TuneTest, CandidatesFileRunsAShardOfARound) {
   EXPECT_EQ(doc["results"][0]["status"], "pass");
   fs::remove_all(dir);
 }
+
+
+// --- the tuning database --------------------------------------------------------
+
+namespace tdb {
+
+using kernels::TuningDb;
+using kernels::TuningEntry;
+
+TEST(TuningDb, BucketsRoundEachDimensionUpToAPowerOfTwo) {
+  EXPECT_EQ(kernels::shape_bucket({{"M", 4096}, {"N", 3000}, {"K", 1}}), "K=1,M=4096,N=4096");
+  EXPECT_EQ(kernels::shape_bucket({{"P", 0}}), "P=0");
+}
+
+TEST(TuningDb, SavesAndLoadsAndReplacesByKey) {
+  const fs::path file = fs::temp_directory_path() / fmt::format("tessera_tuning_db_{}.json", ::getpid());
+  TuningDb db;
+  TuningEntry e;
+  e.kernel = "gemm";
+  e.variant = "blocked_mnk";
+  e.config = "small";
+  e.shape = {{"M", 64}, {"N", 128}, {"K", 128}};
+  e.params = {{"bm", "2"}};
+  e.time_ns = 1000;
+  db.put(e);
+  e.params = {{"bm", "1"}};
+  e.shape = {{"M", 60}, {"N", 128}, {"K", 128}};  // the same bucket: replaces
+  db.put(e);
+  ASSERT_EQ(db.entries().size(), 1u);
+  db.save(file.string());
+  const TuningDb back = TuningDb::load(file.string());
+  ASSERT_EQ(back.entries().size(), 1u);
+  const auto* found = back.find("gemm", "blocked_mnk", "small", {{"M", 33}, {"N", 100}, {"K", 128}});
+  ASSERT_NE(found, nullptr);
+  EXPECT_EQ(found->params.at("bm"), "1");
+  EXPECT_EQ(back.find("gemm", "blocked_mnk", "tiny", {{"M", 33}, {"N", 100}, {"K", 128}}), nullptr);
+  EXPECT_EQ(TuningDb::load((file.string() + ".absent")).entries().size(), 0u);
+  std::ofstream(file) << R"({"entries": [{"kernel": "gemm"}]})";
+  try {
+    TuningDb::load(file.string());
+    ADD_FAILURE() << "a malformed entry was read";
+  } catch (const kernels::TuningDbError& err) {
+    EXPECT_THAT(err.what(), HasSubstr("entry 1"));
+    EXPECT_THAT(err.what(), HasSubstr(file.string()));
+  }
+  fs::remove(file);
+}
+
+// Default runs read the database: what a run sets first, then the stored
+// point, then the derived defaults; a stale entry is an error naming it.
+TEST(TuningDb, DefaultRunsReadTheStoredPoint) {
+  const fs::path file = fs::temp_directory_path() / fmt::format("tessera_tuning_read_{}.json", ::getpid());
+  TuningDb db;
+  TuningEntry e;
+  e.kernel = "gemm";
+  e.variant = "blocked_mnk";
+  e.config = "small";
+  e.shape = {{"M", 64}, {"N", 128}, {"K", 128}};
+  e.params = {{"bm", "1"}, {"bk", "3"}};
+  e.time_ns = 1;
+  db.put(e);
+  e.variant = "blocked_mn";
+  e.params = {{"bogus", "1"}};
+  db.put(e);
+  db.save(file.string());
+  setenv("TESSERA_TUNING_DB", file.c_str(), 1);
+  setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_DIR "/configs", 1);
+  const auto& spec = kernels::kernel_named("gemm");
+  const auto cfg = arch::load_config("small").hw;
+  const kernels::Shape shape{{"M", 64}, {"N", 128}, {"K", 128}};
+  auto p = kernels::resolve_params(spec, "blocked_mnk", cfg, shape, {});
+  EXPECT_EQ(p.integer("bk"), 3);
+  EXPECT_EQ(p.integer("bm"), 1);
+  p = kernels::resolve_params(spec, "blocked_mnk", cfg, shape, {{"bk", std::int64_t{2}}});
+  EXPECT_EQ(p.integer("bk"), 2);  // what the run sets wins
+  EXPECT_EQ(p.choice("evacuate"), "vector");  // not stored: the default
+  try {
+    kernels::resolve_params(spec, "blocked_mn", cfg, shape, {});
+    ADD_FAILURE() << "a stale entry was used";
+  } catch (const tessera::KernelError& err) {
+    EXPECT_THAT(err.what(), HasSubstr(file.string()));
+    EXPECT_THAT(err.what(), HasSubstr("bogus"));
+    EXPECT_THAT(err.what(), HasSubstr("--update-db"));
+  }
+  fs::remove(file);
+}
+
+TEST_F(TuneTest, UpdateDbStoresTheBestAndCheckDbHoldsItThenCatchesADrift) {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("tessera_tune_db_{}", ::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string db = (dir / "tuning.json").string();
+  auto r = run_tessera(fmt::format("tune --config small --kernel gemm --variant blocked_mnk,naive "
+                                   "--shape M=64,N=64,K=128 -j 2 --no-plots --update-db --out {}",
+                                   (dir / "search").string()),
+                       "TESSERA_TUNING_DB=" + db);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const auto search = read_json(dir / "search" / "results.json");
+  auto stored = read_json(db);
+  ASSERT_EQ(stored["entries"].size(), 2u);  // blocked_mnk and naive (evacuate)
+  for (const auto& e : stored["entries"]) {
+    EXPECT_EQ(e["config"], "small");
+    if (e["variant"] == "blocked_mnk") EXPECT_EQ(e["time_ns"], search["best"]["time_ns"]);
+  }
+  r = run_tessera(fmt::format("tune --check-db -j 2 --out {}", (dir / "check").string()), "TESSERA_TUNING_DB=" + db);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("every stored time holds"));
+  // A stored time the model no longer gives.
+  stored["entries"][0]["time_ns"] = stored["entries"][0]["time_ns"].get<double>() * 1.5;
+  std::ofstream(db) << stored.dump();
+  r = run_tessera(fmt::format("tune --check-db -j 2 --out {}", (dir / "check2").string()), "TESSERA_TUNING_DB=" + db);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.out, HasSubstr("MOVED"));
+  EXPECT_THAT(r.err, HasSubstr("--update-times"));
+  r = run_tessera(fmt::format("tune --check-db --update-times -j 2 --out {}", (dir / "check3").string()),
+                  "TESSERA_TUNING_DB=" + db);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  r = run_tessera(fmt::format("tune --check-db -j 2 --out {}", (dir / "check4").string()), "TESSERA_TUNING_DB=" + db);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  // --all retunes what the database holds, here on one more config.
+  r = run_tessera(fmt::format("tune --all --configs tiny --budget 20 -j 2 --no-plots --out {}", (dir / "all").string()),
+                  "TESSERA_TUNING_DB=" + db);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  stored = read_json(db);
+  std::set<std::string> configs;
+  for (const auto& e : stored["entries"]) configs.insert(e["config"].get<std::string>());
+  EXPECT_EQ(configs, (std::set<std::string>{"small", "tiny"}));
+  fs::remove_all(dir);
+}
+
+}  // namespace tdb
 
 }  // namespace
 }  // namespace tessera::cli::tune
