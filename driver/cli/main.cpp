@@ -63,6 +63,7 @@ int sc_main(int argc, char** argv) {
   tessera::cli::add_regress_command(app, &exit_code);
   tessera::cli::add_sweep_command(app, &exit_code);
   tessera::cli::add_calibrate_command(app, &exit_code);
+  tessera::cli::add_compare_command(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -92,10 +92,8 @@ void expand_range(const std::string& file, const YAML::Node& r, Parameter& p) {
   }
 }
 
-Parameter parse_parameter(const std::string& file, const YAML::Node& n) {
-  check_keys(file, n, {"name", "key", "keys", "values", "range"}, "a parameter");
-  Parameter p;
-  p.line = line_of(n);
+// `key:` or `keys:`, with `values:` or `range:`.
+void parse_key_parameter(const std::string& file, const YAML::Node& n, Parameter& p) {
   if (!n["key"] == !n["keys"]) fail(file, n, "a parameter needs exactly one of 'key' and 'keys'");
   p.keys = names(file, n["key"] ? n["key"] : n["keys"], n["key"] ? "key" : "keys");
   for (const auto& key : p.keys)
@@ -115,6 +113,44 @@ Parameter parse_parameter(const std::string& file, const YAML::Node& n) {
     }
   } else {
     expand_range(file, n["range"], p);
+  }
+}
+
+// `configs: [neuroncore-v1, neuroncore-v2+hbm.bandwidth_gbps=820, mine.yaml]`:
+// each value a whole config, in place of the study's base.
+Parameter parse_configs_parameter(const std::string& file, const YAML::Node& n) {
+  Parameter p;
+  p.line = line_of(n);
+  p.configs = true;
+  for (const char* k : {"key", "keys", "values", "range"})
+    if (n[k])
+      fail(file, n[k], fmt::format("a parameter with 'configs' takes no '{}': each of its values is a whole config", k));
+  p.name = n["name"] ? n["name"].Scalar() : "config";
+  const YAML::Node list = n["configs"];
+  if (!list.IsSequence() || list.size() == 0)
+    fail(file, list, fmt::format("parameter '{}': 'configs' must be a non-empty list of config names or files", p.name));
+  const std::string dir = fs::path(file).parent_path().string();
+  for (const auto& v : list) {
+    if (!v.IsScalar()) fail(file, v, fmt::format("parameter '{}': a config must be a name or a file", p.name));
+    try {
+      parse_config_choice(v.Scalar(), dir);
+    } catch (const StudyError& e) {
+      fail(file, v, e.what());
+    }
+    p.values.push_back(v.Scalar());
+    p.value_lines.push_back(line_of(v));
+  }
+  return p;
+}
+
+Parameter parse_parameter(const std::string& file, const YAML::Node& n) {
+  check_keys(file, n, {"name", "key", "keys", "values", "range", "configs"}, "a parameter");
+  Parameter p;
+  p.line = line_of(n);
+  if (n["configs"]) {
+    p = parse_configs_parameter(file, n);
+  } else {
+    parse_key_parameter(file, n, p);
   }
   std::set<std::string> seen;
   for (std::size_t i = 0; i < p.values.size(); ++i)
@@ -203,8 +239,26 @@ std::vector<std::vector<std::size_t>> combinations(const Study& study) {
   return out;
 }
 
+std::string study_dir(const Study& study) {
+  return study.path.empty() ? std::string() : fs::path(study.path).parent_path().string();
+}
+
+// The config a point runs on: the study's base, or a configs parameter's value.
+std::string config_of(const Study& study, const std::vector<std::size_t>& combination) {
+  for (std::size_t i = 0; i < study.parameters.size(); ++i)
+    if (study.parameters[i].configs)
+      return parse_config_choice(study.parameters[i].values[combination[i]], study_dir(study)).config;
+  return study.base;
+}
+
+// The study's fixed overrides, a configs value's own, then the key parameters'.
 std::vector<std::string> overrides_of(const Study& study, const std::vector<std::size_t>& combination) {
-  std::vector<std::string> sets;
+  std::vector<std::string> sets = study.sets;
+  for (std::size_t i = 0; i < study.parameters.size(); ++i)
+    if (study.parameters[i].configs) {
+      const auto choice = parse_config_choice(study.parameters[i].values[combination[i]], study_dir(study));
+      sets.insert(sets.end(), choice.overrides.begin(), choice.overrides.end());
+    }
   for (std::size_t i = 0; i < study.parameters.size(); ++i)
     for (const auto& key : study.parameters[i].keys)
       sets.push_back(key + "=" + study.parameters[i].values[combination[i]]);
@@ -219,6 +273,63 @@ std::string csv_field(const std::string& s) {
 }
 
 }  // namespace
+
+ConfigChoice parse_config_choice(const std::string& text, const std::string& relative_to) {
+  ConfigChoice c;
+  std::size_t at = text.find('+');
+  c.config = text.substr(0, at);
+  if (c.config.empty()) throw StudyError(fmt::format("'{}': no config before its overrides", text));
+  while (at != std::string::npos) {
+    const std::size_t next = text.find('+', at + 1);
+    const std::string set = text.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
+    try {
+      arch::parse_override(set);
+    } catch (const arch::ConfigError& e) {
+      throw StudyError(fmt::format("'{}': override '{}': {}", text, set,
+                                   e.diagnostics().empty() ? e.what() : e.diagnostics().front().message));
+    }
+    c.overrides.push_back(set);
+    at = next;
+  }
+  const fs::path p(c.config);
+  if (p.has_extension() || c.config.find('/') != std::string::npos) {
+    if (p.is_relative() && !relative_to.empty()) c.config = (fs::path(relative_to) / p).string();
+    return c;
+  }
+  const fs::path dir(arch::config_dir());
+  if (!fs::exists(dir / (c.config + ".yaml")) && fs::exists(dir / ("neuroncore-" + c.config + ".yaml")))
+    c.config = "neuroncore-" + c.config;
+  return c;
+}
+
+void check_points(const Study& s) {
+  // Every point must be a config the loader accepts: a value out of its
+  // limits, or a combination the cross-checks refuse, is named here rather
+  // than failing one job in the middle of the sweep.
+  for (const auto& combination : combinations(s)) {
+    std::vector<arch::Override> overrides;
+    for (const auto& set : overrides_of(s, combination)) overrides.push_back(arch::parse_override(set));
+    const std::string config = config_of(s, combination);
+    try {
+      arch::load_config(config, overrides);
+    } catch (const arch::ConfigError& e) {
+      // Blame the last parameter whose value is not its first: the one most
+      // likely to have pushed the config over a limit.
+      int line = s.parameters.front().value_lines[combination.front()];
+      std::vector<std::string> point;
+      for (std::size_t i = 0; i < s.parameters.size(); ++i) {
+        point.push_back(s.parameters[i].name + "=" + s.parameters[i].values[combination[i]]);
+        if (combination[i] != 0) line = s.parameters[i].value_lines[combination[i]];
+      }
+      std::string problems;
+      for (const auto& d : e.diagnostics()) problems += (problems.empty() ? "" : "; ") + d.message;
+      const std::string message =
+          fmt::format("the point {} is not a valid config on {}: {}", fmt::join(point, ", "), config, problems);
+      if (s.path.empty()) throw StudyError(message);  // a study built in memory (tessera compare)
+      fail(s.path, line, message);
+    }
+  }
+}
 
 Study load_study(const std::string& path, const std::set<std::string>& only_kernels) {
   YAML::Node root;
@@ -235,11 +346,12 @@ Study load_study(const std::string& path, const std::set<std::string>& only_kern
   s.path = path;
   s.name = fs::path(path).stem().string();
   if (root["description"]) s.description = root["description"].Scalar();
-  if (!root["base"]) fail(path, root, "a study needs 'base' (the config it varies)");
-  s.base = root["base"].Scalar();
-  // A base given as a file is relative to the study.
-  if (s.base.size() > 5 && s.base.substr(s.base.size() - 5) == ".yaml" && fs::path(s.base).is_relative())
-    s.base = (fs::path(path).parent_path() / s.base).string();
+  if (root["base"]) {
+    s.base = root["base"].Scalar();
+    // A base given as a file is relative to the study.
+    if (s.base.size() > 5 && s.base.substr(s.base.size() - 5) == ".yaml" && fs::path(s.base).is_relative())
+      s.base = (fs::path(path).parent_path() / s.base).string();
+  }
   if (root["fidelity"]) {
     s.fidelity = root["fidelity"].Scalar();
     if (!arch::parse_fidelity(s.fidelity))
@@ -258,6 +370,11 @@ Study load_study(const std::string& path, const std::set<std::string>& only_kern
       if (!keys.insert(k).second) fail(path, n, fmt::format("config key '{}' is varied by two parameters", k));
     s.parameters.push_back(std::move(p));
   }
+  const auto configs = std::count_if(s.parameters.begin(), s.parameters.end(), [](const Parameter& p) { return p.configs; });
+  if (configs > 1) fail(path, root["parameters"], "only one parameter may list whole configs");
+  if (configs == 1 && root["base"])
+    fail(path, root["base"], "a study with a 'configs' parameter takes no 'base': each point runs on its config");
+  if (configs == 0 && !root["base"]) fail(path, root, "a study needs 'base' (the config it varies)");
   if (!root["kernels"] || !root["kernels"].IsSequence() || root["kernels"].size() == 0)
     fail(path, root["kernels"] ? root["kernels"] : root, "a study needs a non-empty list 'kernels'");
   for (const auto& n : root["kernels"]) {
@@ -267,29 +384,7 @@ Study load_study(const std::string& path, const std::set<std::string>& only_kern
   if (s.kernels.empty())
     fail(path, root["kernels"], fmt::format("no kernel of the study is in --kernels {}", fmt::join(only_kernels, ",")));
 
-  // Every point must be a config the loader accepts: a value out of its
-  // limits, or a combination the cross-checks refuse, is named here rather
-  // than failing one job in the middle of the sweep.
-  for (const auto& combination : combinations(s)) {
-    std::vector<arch::Override> overrides;
-    for (const auto& set : overrides_of(s, combination)) overrides.push_back(arch::parse_override(set));
-    try {
-      arch::load_config(s.base, overrides);
-    } catch (const arch::ConfigError& e) {
-      // Blame the last parameter whose value is not its first: the one most
-      // likely to have pushed the config over a limit.
-      int line = s.parameters.front().value_lines[combination.front()];
-      std::vector<std::string> point;
-      for (std::size_t i = 0; i < s.parameters.size(); ++i) {
-        point.push_back(s.parameters[i].name + "=" + s.parameters[i].values[combination[i]]);
-        if (combination[i] != 0) line = s.parameters[i].value_lines[combination[i]];
-      }
-      std::string problems;
-      for (const auto& d : e.diagnostics()) problems += (problems.empty() ? "" : "; ") + d.message;
-      fail(path, line, fmt::format("the point {} is not a valid config on {}: {}", fmt::join(point, ", "), s.base,
-                                   problems));
-    }
-  }
+  check_points(s);
   return s;
 }
 
@@ -316,7 +411,7 @@ std::vector<Point> expand(const Study& study) {
             j.test = study.name;
             j.kernel = k.kernel;
             j.variant = v;
-            j.config = study.base;
+            j.config = config_of(study, combination);
             j.fidelity = study.fidelity;
             j.shape = shape;
             j.params = ps;
@@ -411,7 +506,8 @@ std::string results_csv(const Study& study, const std::vector<Point>& points, co
 
 nlohmann::json results_json(const Study& study, const std::vector<Point>& points, const std::vector<JobResult>& results) {
   nlohmann::json params = nlohmann::json::array();
-  for (const auto& p : study.parameters) params.push_back({{"name", p.name}, {"keys", p.keys}, {"values", p.values}});
+  for (const auto& p : study.parameters)
+    params.push_back({{"name", p.name}, {"keys", p.keys}, {"values", p.values}, {"configs", p.configs}});
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& p : points) {
     const JobResult* r = result_of(results, p.job.id);

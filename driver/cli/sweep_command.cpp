@@ -240,7 +240,8 @@ int run_sweep(const SweepOptions& o) {
   }
   fs::create_directories(out);
   fmt::print("{}: {} point{}{} on {} ({}{}), {} at a time\n", study.name, jobs.size(), jobs.size() == 1 ? "" : "s",
-             count > 1 ? fmt::format(" (shard {} of {})", index, count) : "", study.base, study.fidelity,
+             count > 1 ? fmt::format(" (shard {} of {})", index, count) : "",
+             study.base.empty() ? "each point's config" : study.base, study.fidelity,
              study.no_data ? ", timing only" : "", o.jobs);
   std::fflush(stdout);
   bool interrupted = false;

@@ -390,6 +390,9 @@ public:
     if (c.tensor.cols > c.psum.partitions)
       fail("tensor.cols", fmt::format("{} array columns write as many PSUM partitions, but psum.partitions is {}",
                                       c.tensor.cols, c.psum.partitions));
+    if ((c.hbm.channels & (c.hbm.channels - 1)) != 0)
+      fail("hbm.channels", fmt::format("{} is not a power of two (the channel hash takes the address modulo a "
+                                       "polynomial of degree log2(channels))", c.hbm.channels));
     if (c.vector.lanes > c.sbuf.partitions)
       fail("vector.lanes", fmt::format("{} lanes exceed the {} SBUF partitions that feed them", c.vector.lanes,
                                        c.sbuf.partitions));

@@ -94,7 +94,7 @@ std::vector<FieldSpec> build_schema() {
   s.push_back(field("hbm.capacity_gib", TSR_REF(IntRef, c.hbm.capacity_gib), "GiB", "Device memory this core can address").at_least(1));
   s.push_back(field("hbm.bandwidth_gbps", TSR_REF(FloatRef, c.hbm.bandwidth_gbps), "GB/s", "Bandwidth this core sees (1e9 bytes/s)").above(0));
   s.push_back(field("hbm.latency_ns", TSR_REF(FloatRef, c.hbm.latency_ns), "ns", "Read latency").at_least(0));
-  s.push_back(field("hbm.channels", TSR_REF(IntRef, c.hbm.channels), "channels", "Independent channels, interleaved").at_least(1));
+  s.push_back(field("hbm.channels", TSR_REF(IntRef, c.hbm.channels), "channels", "Independent channels; addresses are hashed over them (a power of two)").at_least(1).at_most(256));
 
   s.push_back(field("dma.engines", TSR_REF(IntRef, c.dma.engines), "engines", "DMA engines per core").at_least(1).at_most(64));
   s.push_back(field("dma.queues_per_engine", TSR_REF(IntRef, c.dma.queues_per_engine), "queues", "Descriptor queues per engine").at_least(1).at_most(64));

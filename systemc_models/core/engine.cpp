@@ -14,6 +14,9 @@ using sc_core::sc_time_stamp;
 
 void CoreContext::fail(const std::string& message) {
   if (!error) error = message;
+  // sc_stop reports "Simulation stopped by user" as an info on stdout, where
+  // it would break `tessera run --json` for the runner that reads it.
+  sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
   sc_core::sc_stop();
 }
 

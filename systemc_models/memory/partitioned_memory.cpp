@@ -40,8 +40,11 @@ sc_core::sc_time PartitionedMemory::transfer_time(std::uint64_t offset, std::uin
   const std::uint64_t first = offset / p_.partition_bytes;
   const std::uint64_t last = (offset + length - 1) / p_.partition_bytes;
   const std::uint64_t lanes_bytes = (last - first + 1) * p_.bytes_per_cycle;
-  const std::uint64_t cycles = p_.access_latency_cycles + (length + lanes_bytes - 1) / lanes_bytes;
-  return p_.clock_period * static_cast<double>(cycles);
+  const sc_core::sc_time latency = p_.clock_period * static_cast<double>(p_.access_latency_cycles);
+  const sc_core::sc_time own = p_.clock_period * static_cast<double>((length + lanes_bytes - 1) / lanes_bytes);
+  if (p_.stream_bytes_per_ns <= 0) return latency + own;
+  const sc_core::sc_time streamed(static_cast<double>(length) / p_.stream_bytes_per_ns, sc_core::SC_NS);
+  return own > streamed ? latency + (own - streamed) : latency;
 }
 
 void PartitionedMemory::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {

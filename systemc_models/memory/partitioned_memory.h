@@ -27,6 +27,13 @@ struct PartitionedMemoryParams {
   sc_core::sc_time clock_period;
   std::uint64_t access_latency_cycles = 0;
   std::uint64_t bytes_per_cycle = 0;  // per partition interface
+  // The rate at which a socket access's bytes stream over the initiator's
+  // bus (a DMA engine: one beat per cycle, dma.bytes_per_ns); 0: not at all.
+  // A write reaches the memory at its last beat, its bytes having arrived at
+  // this rate; a read's beats leave at this rate from its first. Either way
+  // the memory charges only the part of its own transfer time that the
+  // beats do not cover, not the whole burst again after its last beat.
+  double stream_bytes_per_ns = 0;
 };
 
 class PartitionedMemory : public sc_core::sc_module {

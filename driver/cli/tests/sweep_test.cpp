@@ -85,6 +85,44 @@ TEST_F(StudyTest, GridIsTheProductOfParametersTimesKernelRuns) {
                           std::make_pair(std::string("array"), std::string("32"))));
 }
 
+// A parameter of whole configs: each point runs on its config (with the
+// config's own overrides) crossed with the other parameters, and no base.
+TEST_F(StudyTest, AParameterOfWholeConfigsVariesTheGeneration) {
+  const fs::path mine = write_study("mine", "base: tiny\nhbm:\n  bandwidth_gbps: 8\n");
+  const Study s = load_study(write_study("generations",
+                                         "parameters:\n"
+                                         "  - name: generation\n"
+                                         "    configs: [tiny, small+dma.engines=2, mine.yaml]\n"
+                                         "  - key: hbm.bandwidth_gbps\n"
+                                         "    values: [4, 16]\n"
+                                         "kernels: [{kernel: gemm}]\n")
+                                 .string());
+  ASSERT_EQ(s.parameters.size(), 2u);
+  EXPECT_TRUE(s.parameters[0].configs);
+  EXPECT_TRUE(s.parameters[0].keys.empty());
+  const auto points = expand(s);
+  ASSERT_EQ(points.size(), 6u);
+  EXPECT_EQ(points[0].job.config, "tiny");
+  EXPECT_EQ(points[0].job.id, "generation=tiny,hbm.bandwidth_gbps=4/gemm/default");
+  EXPECT_EQ(points[2].job.config, "small");
+  EXPECT_THAT(points[2].job.overrides, ElementsAre("dma.engines=2", "hbm.bandwidth_gbps=4"));
+  EXPECT_EQ(points[4].job.config, mine.string());  // a file beside the study
+  EXPECT_EQ(results_json(s, points, {})["parameters"][0]["configs"], true);
+
+  const std::string kernels = "kernels: [{kernel: gemm}]\n";
+  EXPECT_THAT(error_of("base: tiny\nparameters:\n  - configs: [tiny]\n" + kernels),
+              HasSubstr("bad.yaml:1: a study with a 'configs' parameter takes no 'base'"));
+  EXPECT_THAT(error_of("parameters:\n  - configs: [tiny]\n    key: tensor.rows\n" + kernels),
+              HasSubstr("bad.yaml:3: a parameter with 'configs' takes no 'key'"));
+  EXPECT_THAT(error_of("parameters:\n  - configs: [tiny]\n  - {name: b, configs: [small]}\n" + kernels),
+              HasSubstr("only one parameter may list whole configs"));
+  EXPECT_THAT(error_of("parameters:\n  - configs: [tiny,\n      nosuch]\n" + kernels),
+              HasSubstr("bad.yaml:3: the point config=nosuch is not a valid config on nosuch: unknown config"));
+  EXPECT_THAT(error_of("parameters:\n  - configs: [tiny+tensor.rows]\n" + kernels),
+              HasSubstr("bad.yaml:2: 'tiny+tensor.rows': override 'tensor.rows'"));
+  EXPECT_THAT(error_of("parameters:\n  - configs: []\n" + kernels), HasSubstr("'configs' must be a non-empty list"));
+}
+
 TEST_F(StudyTest, ArithmeticRangesIncludeBothEnds) {
   const Study s = load_study(write_study("range",
                                          "base: small\nfidelity: sampled\nno_data: true\n"

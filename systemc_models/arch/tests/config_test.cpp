@@ -226,6 +226,14 @@ TEST_F(ConfigTest, CrossFieldRulesNameTheFieldToChange) {
   EXPECT_EQ(errs[0].str(), f + ":3: tensor.rows: 16 array rows need as many SBUF partitions, but sbuf.partitions is 8");
 }
 
+TEST_F(ConfigTest, HbmChannelsMustBeAPowerOfTwo) {
+  const auto f = write("channels.yaml", "base: tiny\nhbm:\n  channels: 12\n");
+  const auto errs = errors_of(f);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0].str(), f + ":3: hbm.channels: 12 is not a power of two (the channel hash takes the address "
+                               "modulo a polynomial of degree log2(channels))");
+}
+
 TEST_F(ConfigTest, BaseCycleIsReportedAtTheBaseKey) {
   write("a.yaml", "base: b\n");
   write("b.yaml", "\n\nbase: ./a.yaml\n");
