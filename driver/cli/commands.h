@@ -19,6 +19,7 @@ void add_run_command(CLI::App& app, int* exit_code);
 void add_regress_command(CLI::App& app, int* exit_code);
 void add_sweep_command(CLI::App& app, int* exit_code);
 void add_calibrate_command(CLI::App& app, int* exit_code);
+void add_compare_command(CLI::App& app, int* exit_code);
 void add_tune_command(CLI::App& app, int* exit_code);
 
 }  // namespace tessera::cli

@@ -1,4 +1,5 @@
 #include "commands.h"
+#include "files.h"
 
 #include "arch/config_format.h"
 #include "common/kernel.h"
@@ -10,7 +11,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <charconv>
+#include <limits>
 #include <memory>
+#include <optional>
 
 namespace tessera::cli {
 namespace {
@@ -21,17 +25,55 @@ struct RunOptions {
   std::string waves, waves_window, waves_scope;
   std::vector<std::string> sets;
   bool no_data = false, json = false;
-  std::uint64_t seed = 1;
+  std::string seed = "1";
 };
 
+// A seed is a plain decimal integer that fits 64 bits: "-1", "2^64" or
+// "1e23" would otherwise all wrap or round to the same data.
+std::optional<std::uint64_t> parse_seed(const std::string& text) {
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+// The folders the outputs go to exist and the files can be created, before
+// a simulation that may take long; throws FileError naming the file.
+void check_outputs(const RunOptions& o) {
+  namespace fs = std::filesystem;
+  if (!o.out.empty()) {
+    make_dirs(o.out);
+    for (const char* f : {"report.json", "stats.txt", "config.resolved.yaml"}) check_writable(fs::path(o.out) / f);
+  }
+  if (!o.trace.empty()) {
+    const fs::path trace(o.trace);
+    if (trace.has_parent_path()) make_dirs(trace.parent_path());
+    check_writable(trace);
+  }
+}
+
 int run(const RunOptions& o) {
-  kernels::KernelRequest request{o.kernel, o.variant, kernels::parse_shape(o.shape), {}, o.seed};
+  // Checked here rather than by the option parser, so that a mistyped option
+  // is named first.
+  for (const auto& [value, option] : {std::pair{&o.config, "--config"}, std::pair{&o.kernel, "--kernel"}})
+    if (value->empty()) {
+      std::cerr << fmt::format("tessera run: {} is required (tessera run --help)\n", option);
+      return kExitBadInput;
+    }
+  const std::optional<std::uint64_t> seed = parse_seed(o.seed);
+  if (!seed) {
+    std::cerr << fmt::format("tessera run: --seed {}: expected a whole number from 0 to {}\n", o.seed,
+                             std::numeric_limits<std::uint64_t>::max());
+    return kExitBadInput;
+  }
+  kernels::KernelRequest request{o.kernel, o.variant, kernels::parse_shape(o.shape), {}, *seed};
   for (const auto& text : o.params)
     for (const auto& [name, value] : kernels::parse_param_text(text)) {
       if (request.params.count(name)) throw KernelError(fmt::format("--param: '{}' is given twice", name));
       request.params[name] = value;
     }
-  // Names are checked before the device opens, so that a typo is the error a user sees.
+  // Names are checked before the device opens, so that a typo is the error a
+  // user sees (unknown kernel, variant, parameter or shape: KernelError, exit 2).
   const kernels::KernelSpec& spec = kernels::kernel_named(o.kernel);
   kernels::check_params(spec, o.variant, request.params);
   kernels::resolve_shape(spec, request.shape);
@@ -59,21 +101,20 @@ int run(const RunOptions& o) {
       return kExitBadInput;
     }
   }
+  check_outputs(o);
   Device dev(dev_opts);
   const RunReport report = kernels::run_kernel(dev, request);
 
+  // The report says which data it ran on.
+  nlohmann::json json = report.to_json();
+  json["seed"] = *seed;
   if (!o.out.empty()) {
-    std::filesystem::create_directories(o.out);
-    std::ofstream(std::filesystem::path(o.out) / "report.json") << report.to_json().dump(2) << '\n';
-    std::ofstream(std::filesystem::path(o.out) / "stats.txt") << dev.stats_text();
-    std::ofstream(std::filesystem::path(o.out) / "config.resolved.yaml") << arch::to_annotated_yaml(dev.resolved());
+    write_file(std::filesystem::path(o.out) / "report.json", json.dump(2) + "\n");
+    write_file(std::filesystem::path(o.out) / "stats.txt", dev.stats_text());
+    write_file(std::filesystem::path(o.out) / "config.resolved.yaml", arch::to_annotated_yaml(dev.resolved()));
   }
-  if (!o.trace.empty()) {
-    const std::filesystem::path trace(o.trace);
-    if (trace.has_parent_path()) std::filesystem::create_directories(trace.parent_path());
-    std::ofstream(trace) << dev.trace().dump() << '\n';
-  }
-  if (o.json) std::cout << report.to_json().dump(2) << '\n';
+  if (!o.trace.empty()) write_file(o.trace, dev.trace().dump() + "\n");
+  if (o.json) std::cout << json.dump(2) << '\n';
   else std::cout << report.summary();
   if (!o.waves.empty())
     std::cerr << fmt::format("tessera run: waveform {} (save file {}); open it with: scripts/waves {}\n", o.waves,
@@ -88,8 +129,8 @@ int run(const RunOptions& o) {
 void add_run_command(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand("run", "Run one kernel on one config and report its performance");
-  cmd->add_option("--config", o->config, "Config name or YAML file")->required();
-  cmd->add_option("--kernel", o->kernel, "Kernel name (tessera list kernels)")->required();
+  cmd->add_option("--config", o->config, "Config name or YAML file (required)");
+  cmd->add_option("--kernel", o->kernel, "Kernel name, tessera list kernels (required)");
   cmd->add_option("--variant", o->variant, "Kernel variant (default: the kernel's first)");
   cmd->add_option("--shape", o->shape, "Shape parameters, e.g. M=512,N=1024,K=256 (default: the kernel's)");
   cmd->add_option("--param", o->params,
@@ -97,7 +138,7 @@ void add_run_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--dtype", o->dtype, "Input dtype")->capture_default_str();
   cmd->add_option("--fidelity", o->fidelity, "rtl, sampled or tlm (default: the config's)");
   cmd->add_flag("--no-data", o->no_data, "Timing only: skip the arithmetic (same cycles)");
-  cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed of the random inputs (0 to 2^64-1)")->capture_default_str();
   cmd->add_option("--out", o->out, "Write report.json, stats.txt and config.resolved.yaml here");
   cmd->add_flag("--json", o->json, "Print the report as JSON");
   cmd->add_option("--trace", o->trace,
@@ -118,6 +159,9 @@ void add_run_command(CLI::App& app, int* exit_code) {
       for (const auto& d : e.diagnostics()) std::cerr << d.str() << '\n';
       *exit_code = kExitBadInput;
     } catch (const KernelError& e) {
+      std::cerr << "tessera run: " << e.what() << '\n';
+      *exit_code = kExitBadInput;
+    } catch (const FileError& e) {
       std::cerr << "tessera run: " << e.what() << '\n';
       *exit_code = kExitBadInput;
     } catch (const std::exception& e) {

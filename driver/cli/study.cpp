@@ -1,5 +1,7 @@
 #include "study.h"
 
+#include "yaml_file.h"
+
 #include "arch/config.h"
 #include "arch/config_schema.h"
 #include "common/kernel.h"
@@ -19,8 +21,10 @@ namespace fs = std::filesystem;
 using regress::Job;
 using regress::JobResult;
 
-// A grid larger than this is almost always a typo in a range.
+// A parameter with more values than this, or a grid with more points, is
+// almost always a typo in a range.
 constexpr std::size_t kMaxValues = 1000;
+constexpr std::size_t kMaxPoints = 10000;
 
 int line_of(const YAML::Node& n) { return n.Mark().is_null() ? 0 : n.Mark().line + 1; }
 
@@ -77,6 +81,9 @@ void expand_range(const std::string& file, const YAML::Node& r, Parameter& p) {
   if (!r["step"] == !r["factor"]) fail(file, r, "a range needs exactly one of 'step' and 'factor'");
   const double from = scalar<double>(file, r["from"], "from");
   const double to = scalar<double>(file, r["to"], "to");
+  for (const char* k : {"from", "to", "step", "factor"})
+    if (r[k] && !std::isfinite(scalar<double>(file, r[k], k)))
+      fail(file, r[k], fmt::format("range: '{}' must be a finite number, not {}", k, r[k].Scalar()));
   if (to < from) fail(file, r, fmt::format("range: 'to' ({}) is below 'from' ({})", to, from));
   const bool geometric = static_cast<bool>(r["factor"]);
   const double by = geometric ? scalar<double>(file, r["factor"], "factor") : scalar<double>(file, r["step"], "step");
@@ -92,10 +99,8 @@ void expand_range(const std::string& file, const YAML::Node& r, Parameter& p) {
   }
 }
 
-Parameter parse_parameter(const std::string& file, const YAML::Node& n) {
-  check_keys(file, n, {"name", "key", "keys", "values", "range"}, "a parameter");
-  Parameter p;
-  p.line = line_of(n);
+// `key:` or `keys:`, with `values:` or `range:`.
+void parse_key_parameter(const std::string& file, const YAML::Node& n, Parameter& p) {
   if (!n["key"] == !n["keys"]) fail(file, n, "a parameter needs exactly one of 'key' and 'keys'");
   p.keys = names(file, n["key"] ? n["key"] : n["keys"], n["key"] ? "key" : "keys");
   for (const auto& key : p.keys)
@@ -115,6 +120,44 @@ Parameter parse_parameter(const std::string& file, const YAML::Node& n) {
     }
   } else {
     expand_range(file, n["range"], p);
+  }
+}
+
+// `configs: [neuroncore-v1, neuroncore-v2+hbm.bandwidth_gbps=820, mine.yaml]`:
+// each value a whole config, in place of the study's base.
+Parameter parse_configs_parameter(const std::string& file, const YAML::Node& n) {
+  Parameter p;
+  p.line = line_of(n);
+  p.configs = true;
+  for (const char* k : {"key", "keys", "values", "range"})
+    if (n[k])
+      fail(file, n[k], fmt::format("a parameter with 'configs' takes no '{}': each of its values is a whole config", k));
+  p.name = n["name"] ? n["name"].Scalar() : "config";
+  const YAML::Node list = n["configs"];
+  if (!list.IsSequence() || list.size() == 0)
+    fail(file, list, fmt::format("parameter '{}': 'configs' must be a non-empty list of config names or files", p.name));
+  const std::string dir = fs::path(file).parent_path().string();
+  for (const auto& v : list) {
+    if (!v.IsScalar()) fail(file, v, fmt::format("parameter '{}': a config must be a name or a file", p.name));
+    try {
+      parse_config_choice(v.Scalar(), dir);
+    } catch (const StudyError& e) {
+      fail(file, v, e.what());
+    }
+    p.values.push_back(v.Scalar());
+    p.value_lines.push_back(line_of(v));
+  }
+  return p;
+}
+
+Parameter parse_parameter(const std::string& file, const YAML::Node& n) {
+  check_keys(file, n, {"name", "key", "keys", "values", "range", "configs"}, "a parameter");
+  Parameter p;
+  p.line = line_of(n);
+  if (n["configs"]) {
+    p = parse_configs_parameter(file, n);
+  } else {
+    parse_key_parameter(file, n, p);
   }
   std::set<std::string> seen;
   for (std::size_t i = 0; i < p.values.size(); ++i)
@@ -203,8 +246,26 @@ std::vector<std::vector<std::size_t>> combinations(const Study& study) {
   return out;
 }
 
+std::string study_dir(const Study& study) {
+  return study.path.empty() ? std::string() : fs::path(study.path).parent_path().string();
+}
+
+// The config a point runs on: the study's base, or a configs parameter's value.
+std::string config_of(const Study& study, const std::vector<std::size_t>& combination) {
+  for (std::size_t i = 0; i < study.parameters.size(); ++i)
+    if (study.parameters[i].configs)
+      return parse_config_choice(study.parameters[i].values[combination[i]], study_dir(study)).config;
+  return study.base;
+}
+
+// The study's fixed overrides, a configs value's own, then the key parameters'.
 std::vector<std::string> overrides_of(const Study& study, const std::vector<std::size_t>& combination) {
-  std::vector<std::string> sets;
+  std::vector<std::string> sets = study.sets;
+  for (std::size_t i = 0; i < study.parameters.size(); ++i)
+    if (study.parameters[i].configs) {
+      const auto choice = parse_config_choice(study.parameters[i].values[combination[i]], study_dir(study));
+      sets.insert(sets.end(), choice.overrides.begin(), choice.overrides.end());
+    }
   for (std::size_t i = 0; i < study.parameters.size(); ++i)
     for (const auto& key : study.parameters[i].keys)
       sets.push_back(key + "=" + study.parameters[i].values[combination[i]]);
@@ -220,61 +281,44 @@ std::string csv_field(const std::string& s) {
 
 }  // namespace
 
-Study load_study(const std::string& path, const std::set<std::string>& only_kernels) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::ParserException& e) {
-    throw StudyError(fmt::format("{}:{}: YAML syntax error: {}", path, e.mark.line + 1, e.msg));
-  } catch (const YAML::Exception& e) {
-    throw StudyError(fmt::format("{}: cannot read: {}", path, e.msg));
+ConfigChoice parse_config_choice(const std::string& text, const std::string& relative_to) {
+  ConfigChoice c;
+  std::size_t at = text.find('+');
+  c.config = text.substr(0, at);
+  if (c.config.empty()) throw StudyError(fmt::format("'{}': no config before its overrides", text));
+  while (at != std::string::npos) {
+    const std::size_t next = text.find('+', at + 1);
+    const std::string set = text.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
+    try {
+      arch::parse_override(set);
+    } catch (const arch::ConfigError& e) {
+      throw StudyError(fmt::format("'{}': override '{}': {}", text, set,
+                                   e.diagnostics().empty() ? e.what() : e.diagnostics().front().message));
+    }
+    c.overrides.push_back(set);
+    at = next;
   }
-  check_keys(path, root, {"description", "base", "fidelity", "no_data", "timeout_s", "seed", "parameters", "kernels"},
-             "the study");
-  Study s;
-  s.path = path;
-  s.name = fs::path(path).stem().string();
-  if (root["description"]) s.description = root["description"].Scalar();
-  if (!root["base"]) fail(path, root, "a study needs 'base' (the config it varies)");
-  s.base = root["base"].Scalar();
-  // A base given as a file is relative to the study.
-  if (s.base.size() > 5 && s.base.substr(s.base.size() - 5) == ".yaml" && fs::path(s.base).is_relative())
-    s.base = (fs::path(path).parent_path() / s.base).string();
-  if (root["fidelity"]) {
-    s.fidelity = root["fidelity"].Scalar();
-    if (!arch::parse_fidelity(s.fidelity))
-      fail(path, root["fidelity"], fmt::format("fidelity '{}': expected rtl, sampled or tlm", s.fidelity));
+  const fs::path p(c.config);
+  if (p.has_extension() || c.config.find('/') != std::string::npos) {
+    if (p.is_relative() && !relative_to.empty()) c.config = (fs::path(relative_to) / p).string();
+    return c;
   }
-  if (root["no_data"]) s.no_data = scalar<bool>(path, root["no_data"], "no_data");
-  if (root["timeout_s"]) s.timeout_s = scalar<double>(path, root["timeout_s"], "timeout_s");
-  if (root["seed"]) s.seed = scalar<std::uint64_t>(path, root["seed"], "seed");
-  if (!root["parameters"] || !root["parameters"].IsSequence() || root["parameters"].size() == 0)
-    fail(path, root["parameters"] ? root["parameters"] : root, "a study needs a non-empty list 'parameters'");
-  std::set<std::string> parameter_names, keys;
-  for (const auto& n : root["parameters"]) {
-    Parameter p = parse_parameter(path, n);
-    if (!parameter_names.insert(p.name).second) fail(path, n, fmt::format("parameter '{}' appears twice", p.name));
-    for (const auto& k : p.keys)
-      if (!keys.insert(k).second) fail(path, n, fmt::format("config key '{}' is varied by two parameters", k));
-    s.parameters.push_back(std::move(p));
-  }
-  if (!root["kernels"] || !root["kernels"].IsSequence() || root["kernels"].size() == 0)
-    fail(path, root["kernels"] ? root["kernels"] : root, "a study needs a non-empty list 'kernels'");
-  for (const auto& n : root["kernels"]) {
-    if (!only_kernels.empty() && n.IsMap() && n["kernel"] && !only_kernels.count(n["kernel"].Scalar())) continue;
-    s.kernels.push_back(parse_kernel(path, n));
-  }
-  if (s.kernels.empty())
-    fail(path, root["kernels"], fmt::format("no kernel of the study is in --kernels {}", fmt::join(only_kernels, ",")));
+  const fs::path dir(arch::config_dir());
+  if (!fs::exists(dir / (c.config + ".yaml")) && fs::exists(dir / ("neuroncore-" + c.config + ".yaml")))
+    c.config = "neuroncore-" + c.config;
+  return c;
+}
 
+void check_points(const Study& s) {
   // Every point must be a config the loader accepts: a value out of its
   // limits, or a combination the cross-checks refuse, is named here rather
   // than failing one job in the middle of the sweep.
   for (const auto& combination : combinations(s)) {
     std::vector<arch::Override> overrides;
     for (const auto& set : overrides_of(s, combination)) overrides.push_back(arch::parse_override(set));
+    const std::string config = config_of(s, combination);
     try {
-      arch::load_config(s.base, overrides);
+      arch::load_config(config, overrides);
     } catch (const arch::ConfigError& e) {
       // Blame the last parameter whose value is not its first: the one most
       // likely to have pushed the config over a limit.
@@ -286,10 +330,84 @@ Study load_study(const std::string& path, const std::set<std::string>& only_kern
       }
       std::string problems;
       for (const auto& d : e.diagnostics()) problems += (problems.empty() ? "" : "; ") + d.message;
-      fail(path, line, fmt::format("the point {} is not a valid config on {}: {}", fmt::join(point, ", "), s.base,
-                                   problems));
+      const std::string message =
+          fmt::format("the point {} is not a valid config on {}: {}", fmt::join(point, ", "), config, problems);
+      if (s.path.empty()) throw StudyError(message);  // a study built in memory (tessera compare)
+      fail(s.path, line, message);
     }
   }
+}
+
+Study load_study(const std::string& path, const std::set<std::string>& only_kernels) {
+  YAML::Node root;
+  try {
+    root = load_yaml_file(path);
+  } catch (const YamlFileError& e) {
+    throw StudyError(e.what());
+  }
+  check_keys(path, root, {"description", "base", "fidelity", "no_data", "timeout_s", "seed", "parameters", "kernels"},
+             "the study");
+  Study s;
+  s.path = path;
+  s.name = fs::path(path).stem().string();
+  if (root["description"]) s.description = root["description"].Scalar();
+  if (root["base"]) {
+    s.base = root["base"].Scalar();
+    // A base given as a file is relative to the study.
+    if (s.base.size() > 5 && s.base.substr(s.base.size() - 5) == ".yaml" && fs::path(s.base).is_relative())
+      s.base = (fs::path(path).parent_path() / s.base).string();
+  }
+  if (root["fidelity"]) {
+    s.fidelity = root["fidelity"].Scalar();
+    if (!arch::parse_fidelity(s.fidelity))
+      fail(path, root["fidelity"], fmt::format("fidelity '{}': expected rtl, sampled or tlm", s.fidelity));
+  }
+  if (root["no_data"]) s.no_data = scalar<bool>(path, root["no_data"], "no_data");
+  if (root["timeout_s"]) {
+    s.timeout_s = scalar<double>(path, root["timeout_s"], "timeout_s");
+    if (!std::isfinite(s.timeout_s) || s.timeout_s <= 0 || s.timeout_s > 7 * 86400)
+      fail(path, root["timeout_s"], fmt::format("'timeout_s' must be a number above 0 and at most a week (604800), not {}",
+                                                root["timeout_s"].Scalar()));
+  }
+  if (root["seed"] && (!root["seed"].IsScalar() || !parse_u64(root["seed"].Scalar(), &s.seed)))
+    fail(path, root["seed"], "'seed' must be a whole number from 0 to 2^64-1");
+  if (!root["parameters"] || !root["parameters"].IsSequence() || root["parameters"].size() == 0)
+    fail(path, root["parameters"] ? root["parameters"] : root, "a study needs a non-empty list 'parameters'");
+  std::set<std::string> parameter_names, keys;
+  for (const auto& n : root["parameters"]) {
+    Parameter p = parse_parameter(path, n);
+    if (!parameter_names.insert(p.name).second) fail(path, n, fmt::format("parameter '{}' appears twice", p.name));
+    for (const auto& k : p.keys)
+      if (!keys.insert(k).second) fail(path, n, fmt::format("config key '{}' is varied by two parameters", k));
+    s.parameters.push_back(std::move(p));
+  }
+  const auto configs = std::count_if(s.parameters.begin(), s.parameters.end(), [](const Parameter& p) { return p.configs; });
+  if (configs > 1) fail(path, root["parameters"], "only one parameter may list whole configs");
+  if (configs == 1 && root["base"])
+    fail(path, root["base"], "a study with a 'configs' parameter takes no 'base': each point runs on its config");
+  if (configs == 0 && !root["base"]) fail(path, root, "a study needs 'base' (the config it varies)");
+  if (!root["kernels"] || !root["kernels"].IsSequence() || root["kernels"].size() == 0)
+    fail(path, root["kernels"] ? root["kernels"] : root, "a study needs a non-empty list 'kernels'");
+  for (const auto& n : root["kernels"]) {
+    if (!only_kernels.empty() && n.IsMap() && n["kernel"] && !only_kernels.count(n["kernel"].Scalar())) continue;
+    s.kernels.push_back(parse_kernel(path, n));
+  }
+  if (s.kernels.empty())
+    fail(path, root["kernels"], fmt::format("no kernel of the study is in --kernels {}", fmt::join(only_kernels, ",")));
+
+  // Counted before anything is expanded: a range typo would otherwise make
+  // millions of points to check.
+  double grid = 1;
+  for (const auto& p : s.parameters) grid *= static_cast<double>(p.values.size());
+  double runs = 0;
+  for (const auto& k : s.kernels)
+    runs += static_cast<double>(std::max<std::size_t>(1, k.variants.size()) * std::max<std::size_t>(1, k.shapes.size()) *
+                                std::max<std::size_t>(1, k.params.size()));
+  if (grid * runs > static_cast<double>(kMaxPoints))
+    fail(path, root["parameters"], fmt::format("the study has {:.0f} points ({:.0f} configs x {:.0f} runs each); at most {}",
+                                               grid * runs, grid, runs, kMaxPoints));
+
+  check_points(s);
   return s;
 }
 
@@ -316,7 +434,7 @@ std::vector<Point> expand(const Study& study) {
             j.test = study.name;
             j.kernel = k.kernel;
             j.variant = v;
-            j.config = study.base;
+            j.config = config_of(study, combination);
             j.fidelity = study.fidelity;
             j.shape = shape;
             j.params = ps;
@@ -411,7 +529,8 @@ std::string results_csv(const Study& study, const std::vector<Point>& points, co
 
 nlohmann::json results_json(const Study& study, const std::vector<Point>& points, const std::vector<JobResult>& results) {
   nlohmann::json params = nlohmann::json::array();
-  for (const auto& p : study.parameters) params.push_back({{"name", p.name}, {"keys", p.keys}, {"values", p.values}});
+  for (const auto& p : study.parameters)
+    params.push_back({{"name", p.name}, {"keys", p.keys}, {"values", p.values}, {"configs", p.configs}});
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& p : points) {
     const JobResult* r = result_of(results, p.job.id);

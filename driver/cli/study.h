@@ -1,6 +1,8 @@
 // What-if studies (configs/studies/*.yaml): a base config, parameters to vary
-// (each a list or a range of values for one or more config keys; the grid is
-// their product), the kernels to run at every point, and the fidelity.
+// (each a list or a range of values for one or more config keys, or a list of
+// whole configs; the grid is their product), the kernels to run at every
+// point, and the fidelity. `tessera compare` is a study of one configs
+// parameter, built from its command line.
 // Expanded into regression jobs, run by the regression runner's job
 // machinery, and written as results.csv / results.json for scripts/plot-study.
 #pragma once
@@ -21,11 +23,26 @@ namespace tessera::cli::sweep {
 
 struct Parameter {
   std::string name;                 // its column in the results
-  std::vector<std::string> keys;    // config keys, all set to each value
+  std::vector<std::string> keys;    // config keys, all set to each value (none for a configs parameter)
   std::vector<std::string> values;  // YAML scalar text, in study order
   std::vector<int> value_lines;     // where each value was written
   int line = 0;
+  // Each value is a whole config (a ConfigChoice): the point runs on it
+  // instead of the study's base, so a sweep can vary the generation itself.
+  bool configs = false;
 };
+
+// A whole config as a study value or a `tessera compare` column: a config
+// name or YAML file, then overrides, "neuroncore-v2+hbm.bandwidth_gbps=820".
+// A name that is not a shipped config but neuroncore-NAME is means that one
+// (v1 .. v4).
+struct ConfigChoice {
+  std::string config;
+  std::vector<std::string> overrides;  // "key=value", as tessera run --set takes them
+};
+// `relative_to`: a folder relative files are resolved against (the study's).
+// Throws StudyError naming the text on an empty config or a malformed override.
+ConfigChoice parse_config_choice(const std::string& text, const std::string& relative_to = "");
 
 struct KernelRuns {
   std::string kernel;
@@ -38,7 +55,8 @@ struct KernelRuns {
 struct Study {
   std::string name;  // file stem
   std::string path, description;
-  std::string base;  // config name or file
+  std::string base;  // config name or file (a configs parameter replaces it at each point)
+  std::vector<std::string> sets;  // overrides applied at every point before the parameters' ("key=value")
   std::string fidelity = "tlm";
   bool no_data = false;
   double timeout_s = 1800;
@@ -59,6 +77,11 @@ public:
 // of those kernels and skips the others unchecked: a study may list kernels
 // this build does not have yet.
 Study load_study(const std::string& path, const std::set<std::string>& only_kernels = {});
+
+// Checks that every point of a study's grid is a config the loader accepts
+// (values within limits, cross-checks): the error names the study's file,
+// the value's line, the point and the loader's problems.
+void check_points(const Study& study);
 
 // One run of the grid: the parameter values (in parameter order) and the job.
 struct Point {

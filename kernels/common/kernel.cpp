@@ -335,6 +335,21 @@ Shape resolve_shape(const KernelSpec& spec, const Shape& overrides) {
                                           param->min_value));
     s[k] = v;
   }
+  // Kernels multiply their dimensions in int64: a shape beyond these could
+  // not fit the largest HBM a config may declare anyway (16 TiB).
+  constexpr std::int64_t kMaxDimension = std::int64_t{1} << 24, kMaxElements = std::int64_t{1} << 50;
+  double elements = 1;
+  std::string text;
+  for (const auto& [k, v] : s) {
+    text += fmt::format("{}{}={}", text.empty() ? "" : ",", k, v);
+    if (v > kMaxDimension)
+      throw KernelError(fmt::format("kernel '{}': shape {}={} is beyond the largest dimension, {}", spec.name, k, v,
+                                    kMaxDimension));
+    elements *= static_cast<double>(v);
+  }
+  if (elements > static_cast<double>(kMaxElements))
+    throw KernelError(fmt::format("kernel '{}': shape {} has {:.3g} elements in all, beyond the {:.3g} any HBM could "
+                                  "hold", spec.name, text, elements, static_cast<double>(kMaxElements)));
   return s;
 }
 
@@ -343,7 +358,7 @@ Shape parse_shape(const std::string& text) {
   for (const auto& [name, value] : split_assignments(text, "--shape")) {
     const auto v = parse_integer(value);
     if (!v) throw KernelError(fmt::format("--shape: '{}' is not an integer", value));
-    s[name] = *v;
+    if (!s.emplace(name, *v).second) throw KernelError(fmt::format("--shape: '{}' is given twice", name));
   }
   return s;
 }

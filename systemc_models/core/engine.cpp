@@ -14,6 +14,9 @@ using sc_core::sc_time_stamp;
 
 void CoreContext::fail(const std::string& message) {
   if (!error) error = message;
+  // sc_stop reports "Simulation stopped by user" as an info on stdout, where
+  // it would break `tessera run --json` for the runner that reads it.
+  sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
   sc_core::sc_stop();
 }
 
@@ -25,7 +28,8 @@ Engine::EngineStats::EngineStats(trace::Stats& stats, const sc_core::sc_object& 
       fetch_wait_ns(*this, "fetch_wait_ns", "ns", "time stalled waiting for an instruction fetch"),
       memory_stall_ns(*this, "memory_stall_ns", "ns", "part of busy time spent on SBUF/PSUM access beyond the compute") {}
 
-Engine::Engine(sc_core::sc_module_name name, arch::Engine kind, double clock_ghz, CoreContext& ctx)
+Engine::Engine(sc_core::sc_module_name name, arch::Engine kind, double clock_ghz, CoreContext& ctx,
+               const std::vector<std::string>& lanes)
     : sc_module(name),
       fetch("fetch"),
       ctx_(ctx),
@@ -37,6 +41,9 @@ Engine::Engine(sc_core::sc_module_name name, arch::Engine kind, double clock_ghz
     // Stalls on a track of their own: a pipelined engine's busy slices run
     // ahead of the instruction it is issuing, and so may overlap its waits.
     track_ = ctx.timeline->track("engines", to_string(kind));
+    lane_tracks_.push_back(track_);
+    for (const auto& lane : lanes)
+      lane_tracks_.push_back(ctx.timeline->track("engines", std::string(to_string(kind)) + " " + lane));
     stall_track_ = ctx.timeline->track("engines", std::string(to_string(kind)) + " stalls");
   }
 }
@@ -55,19 +62,29 @@ sc_time Engine::cycles(double n, double memory_stall) {
   return cycles(n);
 }
 
+void Engine::count_busy(const sc_time& t) { stats_.busy_ns += t.to_seconds() * 1e9; }
+
 void Engine::add_busy(const sc_time& t) {
-  stats_.busy_ns += t.to_seconds() * 1e9;
-  if (!ctx_.timeline || !current_) return;
-  // A pipelined engine reports work at issue that the array streams after
-  // the work before it: the slice starts when the engine is free.
+  count_busy(t);
+  // Work reported at issue starts when the engine is free of the work before it.
   const sc_time start = std::max(sc_time_stamp(), track_free_);
   track_free_ = start + t;
-  last_slice_start_ = start;
+  trace_work(start, t, 0);
+}
+
+void Engine::trace_work(const sc_time& start, const sc_time& t, std::size_t lane) {
+  if (!ctx_.timeline || !current_) return;
+  const int track = lane_tracks_.at(lane);
   const double start_ns = start.to_seconds() * 1e9, dur_ns = t.to_seconds() * 1e9;
+  if (start + t >= last_slice_end_) {
+    last_slice_end_ = start + t;
+    last_slice_track_ = track;
+  }
   nlohmann::json args = {{"instruction", arch::disassemble(*current_)}, {"index", current_index_}};
   if (const std::string* label = ctx_.timeline->label(track_, current_index_)) args["label"] = *label;
-  ctx_.timeline->slice(track_, start_ns, dur_ns, arch::to_string(current_->opcode), "instruction", std::move(args));
+  ctx_.timeline->slice(track, start_ns, dur_ns, arch::to_string(current_->opcode), "instruction", std::move(args));
   ctx_.timeline->instruction(track_, current_index_, start_ns, start_ns + dur_ns);
+  ctx_.timeline->instruction_slice(track_, current_index_, track, start_ns);
 }
 
 void Engine::wait_for_clock_edge() {
@@ -190,7 +207,7 @@ void Engine::run() {
               ctx_.timeline->slice(stall_track_, start.to_seconds() * 1e9, waited,
                                    fmt::format("wait sem {} >= {}", in.sem, in.value), "semaphore",
                                    {{"semaphore", in.sem}, {"value", in.value}});
-              ctx_.timeline->wait(in.sem, in.value, stall_track_, start.to_seconds() * 1e9,
+              ctx_.timeline->wait(in.sem, in.value, stall_track_, track_, index, start.to_seconds() * 1e9,
                                   sc_time_stamp().to_seconds() * 1e9);
             }
           }
@@ -199,14 +216,11 @@ void Engine::run() {
         case arch::Opcode::SemIncr:
           drain();
           ctx_.semaphores.increment(in.sem, in.value);
-          if (ctx_.timeline) {
-            // The arrow leaves the work this increment announces: the latest busy slice.
-            const double at = track_free_ > sc_core::SC_ZERO_TIME
-                                  ? trace::Timeline::inside_end(last_slice_start_.to_seconds() * 1e9,
-                                                                track_free_.to_seconds() * 1e9)
-                                  : sc_time_stamp().to_seconds() * 1e9;
-            for (std::uint32_t i = 0; i < in.value; ++i) ctx_.timeline->signal(in.sem, track_, at);
-          }
+          if (ctx_.timeline)
+            // The arrow leaves the work this increment announces: the busy slice
+            // that ended last (none before the engine's first: no arrow).
+            ctx_.timeline->signal(in.sem, in.value, last_slice_track_, last_slice_end_.to_seconds() * 1e9,
+                                  sc_time_stamp().to_seconds() * 1e9);
           break;
         case arch::Opcode::DmaTrigger: {
           drain();

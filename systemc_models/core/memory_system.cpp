@@ -14,13 +14,13 @@ MemorySystem::MemorySystem(const arch::HwConfig& cfg, trace::Stats& stats) : map
       "sbuf",
       memory::PartitionedMemoryParams{map.sbuf_partitions, map.sbuf_partition_bytes, mem_clock,
                                       static_cast<std::uint64_t>(cfg.sbuf.access_latency_cycles),
-                                      static_cast<std::uint64_t>(cfg.sbuf.bytes_per_cycle)},
+                                      static_cast<std::uint64_t>(cfg.sbuf.bytes_per_cycle), cfg.dma.bytes_per_ns},
       stats);
   psum = std::make_unique<memory::PartitionedMemory>(
       "psum",
       memory::PartitionedMemoryParams{map.psum_partitions, map.psum_partition_bytes, mem_clock,
                                       static_cast<std::uint64_t>(cfg.psum.access_latency_cycles),
-                                      static_cast<std::uint64_t>(cfg.sbuf.bytes_per_cycle)},
+                                      static_cast<std::uint64_t>(cfg.sbuf.bytes_per_cycle), cfg.dma.bytes_per_ns},
       stats);
   semaphores = std::make_unique<Semaphores>("semaphores", static_cast<std::size_t>(cfg.sync.semaphores),
                                             sc_time(cfg.sync.latency_ns, SC_NS), stats);

@@ -5,6 +5,8 @@
 #include "cosim/rtl_dma_engine.h"
 
 #include "arch/dma_descriptor.h"
+#include "arch/dma_descriptor_check.h"
+#include "dma/dma_pattern.h"
 
 #include <fmt/format.h>
 #include <verilated.h>
@@ -349,11 +351,36 @@ void RtlDmaEngine::accept_read(std::uint32_t id, std::uint64_t addr, std::uint32
   const tlm::tlm_command cmd = ctx_.no_data && id != fetch_id_ ? tlm::TLM_IGNORE_COMMAND : tlm::TLM_READ_COMMAND;
   const sc_time delay = transport(cmd, addr, r.data.data(), static_cast<std::uint32_t>(r.data.size()), r.error);
   r.ready_cycle = cycle_ + cycles_for(delay);
+  note_walk(id, addr, r.data);
   if (log_)
     std::fprintf(stderr, "%s %.3f AR id %u 0x%llx beats %u ready %.3f\n", name(), sc_time_stamp().to_seconds() * 1e9,
                  id, static_cast<unsigned long long>(addr), beats,
                  (period_ * static_cast<double>(r.ready_cycle)).to_seconds() * 1e9);
   reads_.push_back(std::move(r));
+}
+
+void RtlDmaEngine::note_walk(std::uint32_t id, std::uint64_t addr, const std::vector<std::uint8_t>& data) {
+  if (id != fetch_id_) {
+    if (walking_.empty()) return;
+    Walking& w = walking_.front();
+    if (w.issued++ == 0) starts_.push_back({w.queue, w.index, sc_time_stamp()});
+    if (w.issued == w.reads) walking_.pop_front();
+    return;
+  }
+  for (std::uint32_t q = 0; q < queues_.size(); ++q) {
+    const dma::QueueState& s = queues_[q];
+    if (!s.ring_size || addr < s.ring_base || addr >= s.ring_base + std::uint64_t{s.ring_size} * arch::kDmaDescriptorBytes)
+      continue;
+    if (data.size() < arch::kDmaDescriptorBytes) return;
+    std::array<std::uint8_t, arch::kDmaDescriptorBytes> raw{};
+    std::memcpy(raw.data(), data.data(), raw.size());
+    const arch::DmaDescriptor d = arch::unpack(raw);
+    if (!arch::check(d).ok()) return;  // refused before any data moves
+    std::vector<dma::Run> reads;
+    dma::pattern_bursts(d.src_addr, d.src_size, d.src_stride, d.elem_log2, dma::max_burst_bytes(data_bytes_), reads);
+    walking_.push_back({q, static_cast<std::uint32_t>((addr - s.ring_base) / arch::kDmaDescriptorBytes), reads.size()});
+    return;
+  }
 }
 
 void RtlDmaEngine::finish_write(WriteBurst& w) {

@@ -21,9 +21,6 @@ using sc_core::SC_ZERO_TIME;
 
 namespace {
 
-// Bursts of at most 256 beats that never cross a 4 KiB page.
-std::uint32_t max_burst_bytes(std::uint32_t data_bytes) { return std::min<std::uint32_t>(4096, 256 * data_bytes); }
-
 // Cycle counts of the RTL (rtl/dma/tsr_dma_engine.sv), measured through the
 // AXI4-to-TLM bridge (cosim/, TESSERA_DMA_BRIDGE_LOG): see docs/cosim.md.
 constexpr double kDoorbellToFetch = 2;   // Q_TAIL write to the fetch AR
@@ -531,6 +528,7 @@ void DmaEngine::execute(Fetched f) {
       read_at += src[ri].bytes;
       read_end[ri] = read_at;
       next_read = sc_time_stamp() + cycle;  // one AR per cycle, even when this one went out late
+      if (ri == 0) starts_.push_back({q, f.index, t_read});
       ++ri;
     } else {
       const Run& w = dst[wi];

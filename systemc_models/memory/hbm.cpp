@@ -19,6 +19,7 @@ Hbm::Hbm(sc_core::sc_module_name name, const arch::HbmConfig& cfg, trace::Stats&
     : sc_module(name),
       socket("socket"),
       size_(static_cast<std::uint64_t>(cfg.capacity_gib) << 30),
+      hash_(static_cast<std::uint64_t>(cfg.channels)),
       latency_(cfg.latency_ns, SC_NS),
       bandwidth_gbps_(cfg.bandwidth_gbps),
       // GB/s is bytes per ns; each of the channels carries an equal share.

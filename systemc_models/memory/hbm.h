@@ -1,5 +1,6 @@
 // Device memory (HBM) as a TLM-2.0 target: a sparse backing store, a fixed
-// read latency and a bandwidth shared by interleaved channels.
+// read latency and a bandwidth shared by channels, each 256-byte granule on
+// the channel its address hashes to (memory/channel_hash.h).
 //
 // Initiators run ahead of simulated time (loosely timed), so requests reach
 // the memory out of time order: a DMA engine may book a burst for 2 us from
@@ -10,6 +11,7 @@
 #pragma once
 
 #include "arch/config.h"
+#include "memory/channel_hash.h"
 #include "memory/sparse_store.h"
 #include "trace/stats.h"
 
@@ -25,8 +27,8 @@ namespace tessera::memory {
 
 class Hbm : public sc_core::sc_module {
 public:
-  // Consecutive 256-byte granules go to consecutive channels.
-  static constexpr std::uint64_t kInterleaveBytes = 256;
+  // The unit of the channel hash: a granule is never split between channels.
+  static constexpr std::uint64_t kInterleaveBytes = ChannelHash::kGranuleBytes;
 
   tlm_utils::simple_target_socket<Hbm> socket;
 
@@ -38,9 +40,8 @@ public:
   std::uint64_t size_bytes() const { return size_; }
   const SparseStore& store() const { return store_; }
 
-  // The channel that serves the byte at `address`: consecutive
-  // kInterleaveBytes granules go to consecutive channels.
-  std::size_t channel_of(std::uint64_t address) const { return (address / kInterleaveBytes) % channel_bins_.size(); }
+  // The channel that serves the byte at `address` (a CRC of its granule index).
+  std::size_t channel_of(std::uint64_t address) const { return hash_.channel_of(address); }
 
   // When a transfer of `length` bytes at `address`, issued at `start`, has
   // moved its last byte; books the channels it uses.
@@ -68,6 +69,7 @@ private:
 
   SparseStore store_;
   std::uint64_t size_;
+  ChannelHash hash_;
   sc_core::sc_time latency_;
   double bandwidth_gbps_;
   double ns_per_byte_per_channel_;  // kept in ns: a per-byte sc_time would round to the time resolution

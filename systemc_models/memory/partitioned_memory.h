@@ -11,6 +11,8 @@
 #include <tlm>
 #include <tlm_utils/simple_target_socket.h>
 
+#include <cstdlib>
+#include <memory>
 #include <stdexcept>
 #include <vector>
 
@@ -27,6 +29,13 @@ struct PartitionedMemoryParams {
   sc_core::sc_time clock_period;
   std::uint64_t access_latency_cycles = 0;
   std::uint64_t bytes_per_cycle = 0;  // per partition interface
+  // The rate at which a socket access's bytes stream over the initiator's
+  // bus (a DMA engine: one beat per cycle, dma.bytes_per_ns); 0: not at all.
+  // A write reaches the memory at its last beat, its bytes having arrived at
+  // this rate; a read's beats leave at this rate from its first. Either way
+  // the memory charges only the part of its own transfer time that the
+  // beats do not cover, not the whole burst again after its last beat.
+  double stream_bytes_per_ns = 0;
 };
 
 class PartitionedMemory : public sc_core::sc_module {
@@ -72,7 +81,11 @@ private:
   unsigned transport_dbg(tlm::tlm_generic_payload& trans);
 
   PartitionedMemoryParams p_;
-  std::vector<std::uint8_t> data_;
+  struct Free {
+    void operator()(std::uint8_t* p) const { std::free(p); }
+  };
+  std::uint64_t size_;
+  std::unique_ptr<std::uint8_t[], Free> data_;
   MemoryStats stats_;
   trace::WaveProbe* waves_ = nullptr;
   trace::WaveProbe::Memory wave_id_ = trace::WaveProbe::Memory::Sbuf;

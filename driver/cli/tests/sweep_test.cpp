@@ -85,6 +85,44 @@ TEST_F(StudyTest, GridIsTheProductOfParametersTimesKernelRuns) {
                           std::make_pair(std::string("array"), std::string("32"))));
 }
 
+// A parameter of whole configs: each point runs on its config (with the
+// config's own overrides) crossed with the other parameters, and no base.
+TEST_F(StudyTest, AParameterOfWholeConfigsVariesTheGeneration) {
+  const fs::path mine = write_study("mine", "base: tiny\nhbm:\n  bandwidth_gbps: 8\n");
+  const Study s = load_study(write_study("generations",
+                                         "parameters:\n"
+                                         "  - name: generation\n"
+                                         "    configs: [tiny, small+dma.engines=2, mine.yaml]\n"
+                                         "  - key: hbm.bandwidth_gbps\n"
+                                         "    values: [4, 16]\n"
+                                         "kernels: [{kernel: gemm}]\n")
+                                 .string());
+  ASSERT_EQ(s.parameters.size(), 2u);
+  EXPECT_TRUE(s.parameters[0].configs);
+  EXPECT_TRUE(s.parameters[0].keys.empty());
+  const auto points = expand(s);
+  ASSERT_EQ(points.size(), 6u);
+  EXPECT_EQ(points[0].job.config, "tiny");
+  EXPECT_EQ(points[0].job.id, "generation=tiny,hbm.bandwidth_gbps=4/gemm/default");
+  EXPECT_EQ(points[2].job.config, "small");
+  EXPECT_THAT(points[2].job.overrides, ElementsAre("dma.engines=2", "hbm.bandwidth_gbps=4"));
+  EXPECT_EQ(points[4].job.config, mine.string());  // a file beside the study
+  EXPECT_EQ(results_json(s, points, {})["parameters"][0]["configs"], true);
+
+  const std::string kernels = "kernels: [{kernel: gemm}]\n";
+  EXPECT_THAT(error_of("base: tiny\nparameters:\n  - configs: [tiny]\n" + kernels),
+              HasSubstr("bad.yaml:1: a study with a 'configs' parameter takes no 'base'"));
+  EXPECT_THAT(error_of("parameters:\n  - configs: [tiny]\n    key: tensor.rows\n" + kernels),
+              HasSubstr("bad.yaml:3: a parameter with 'configs' takes no 'key'"));
+  EXPECT_THAT(error_of("parameters:\n  - configs: [tiny]\n  - {name: b, configs: [small]}\n" + kernels),
+              HasSubstr("only one parameter may list whole configs"));
+  EXPECT_THAT(error_of("parameters:\n  - configs: [tiny,\n      nosuch]\n" + kernels),
+              HasSubstr("bad.yaml:3: the point config=nosuch is not a valid config on nosuch: unknown config"));
+  EXPECT_THAT(error_of("parameters:\n  - configs: [tiny+tensor.rows]\n" + kernels),
+              HasSubstr("bad.yaml:2: 'tiny+tensor.rows': override 'tensor.rows'"));
+  EXPECT_THAT(error_of("parameters:\n  - configs: []\n" + kernels), HasSubstr("'configs' must be a non-empty list"));
+}
+
 TEST_F(StudyTest, ArithmeticRangesIncludeBothEnds) {
   const Study s = load_study(write_study("range",
                                          "base: small\nfidelity: sampled\nno_data: true\n"
@@ -458,6 +496,27 @@ TEST_F(StudyTest, SlurmMisuseIsAClearError) {
             2);
   EXPECT_THAT(text, HasSubstr("'sbatch' is not on PATH"));
   fs::remove_all(out);
+}
+
+// Ranges and grids that would not end, or end after millions of points,
+// are refused before anything is expanded.
+TEST_F(StudyTest, UnboundedRangesAndGridsAreRefused) {
+  const std::string head = "base: small\nkernels:\n  - kernel: gemm\nparameters:\n";
+  EXPECT_THAT(error_of(head + "  - key: hbm.bandwidth_gbps\n    range: {from: 1, to: 10, step: .nan}\n"),
+              HasSubstr("bad.yaml:6: range: 'step' must be a finite number, not .nan"));
+  EXPECT_THAT(error_of(head + "  - key: hbm.bandwidth_gbps\n    range: {from: 1, to: 10, factor: .inf}\n"),
+              HasSubstr("range: 'factor' must be a finite number"));
+  EXPECT_THAT(error_of(head + "  - key: hbm.bandwidth_gbps\n    range: {from: 1, to: 1e12, step: 1}\n"),
+              HasSubstr("range gives more than 1000 values"));
+  EXPECT_THAT(error_of(head + "  - key: hbm.bandwidth_gbps\n    range: {from: 16, to: 1015, step: 1}\n"
+                              "  - key: hbm.latency_ns\n    range: {from: 1, to: 1000, step: 1}\n"),
+              HasSubstr("the study has 1000000 points (1000000 configs x 1 runs each); at most 10000"));
+  EXPECT_THAT(error_of(head + "  - {key: hbm.bandwidth_gbps, values: [16]}\ntimeout_s: .nan\n"),
+              HasSubstr("'timeout_s' must be a number above 0"));
+  EXPECT_THAT(error_of(head + "  - {key: hbm.bandwidth_gbps, values: [16]}\nseed: -1\n"),
+              HasSubstr("'seed' must be a whole number"));
+  EXPECT_THAT(error_of(head + "  - {key: hbm.bandwidth_gbps, values: [16], values: [32]}\n"),
+              HasSubstr("duplicate key 'values'"));
 }
 
 }  // namespace

@@ -10,7 +10,9 @@
 #include <systemc>
 #include <tlm_utils/simple_initiator_socket.h>
 
+#include <algorithm>
 #include <cstring>
+#include <stdexcept>
 #include <functional>
 
 namespace tessera {
@@ -92,6 +94,91 @@ TEST(Hbm, OverlappingTransfersShareTheBandwidth) {
   EXPECT_EQ(second, sc_time(356, SC_NS));  // queued behind the first on every channel
 }
 
+// Bytes of `rows` rows of 256 B at `pitch` from `base`, per channel.
+std::vector<int> rows_per_channel(const memory::ChannelHash& h, std::uint64_t base, std::uint64_t pitch, int rows) {
+  std::vector<int> n(h.channels(), 0);
+  for (int i = 0; i < rows; ++i) ++n[h.channel_of(base + static_cast<std::uint64_t>(i) * pitch)];
+  return n;
+}
+
+TEST(ChannelHash, ConsecutiveGranulesCoverEveryChannelOncePerAlignedGroup) {
+  for (const std::uint64_t channels : {1, 2, 4, 16, 64, 256}) {
+    const memory::ChannelHash h(channels);
+    for (const std::uint64_t group : {0ull, 1ull, 7ull, 12345ull, (1ull << 30) + 3}) {
+      const auto n = rows_per_channel(h, group * channels * 256, 256, static_cast<int>(channels));
+      for (std::uint64_t c = 0; c < channels; ++c) ASSERT_EQ(n[c], 1) << channels << " channels, group " << group;
+    }
+  }
+}
+
+// The row pitches kernels use: every power of two from one granule to 1 MiB
+// (a GEMM A tile at M=4096 has rows 8 KiB apart; elementwise on 8192 fp32
+// columns 32 KiB). Plain modulo put every pitch of 4 KiB and more on one of
+// 16 channels.
+TEST(ChannelHash, RowsAtEveryPowerOfTwoPitchSpreadEvenly) {
+  for (const std::uint64_t channels : {2, 4, 16, 256}) {
+    const memory::ChannelHash h(channels);
+    for (std::uint64_t pitch = 256; pitch <= (1u << 20); pitch *= 2) {
+      // `channels` rows from an aligned base: each channel exactly once.
+      for (const std::uint64_t base : {0ull, 3ull << 32, 0x240000000ull}) {
+        const auto n = rows_per_channel(h, base * channels, pitch, static_cast<int>(channels));
+        for (std::uint64_t c = 0; c < channels; ++c) ASSERT_EQ(n[c], 1) << pitch << " B pitch, " << channels << " channels";
+      }
+      // A 128-partition tile from any granule: within 2 rows of even.
+      if (channels > 128) continue;
+      for (const std::uint64_t base : {256ull, 0x12300ull, 0x7fff00ull}) {
+        const auto n = rows_per_channel(h, base, pitch, 128);
+        const auto [lo, hi] = std::minmax_element(n.begin(), n.end());
+        EXPECT_LE(*hi - *lo, 2) << pitch << " B pitch from 0x" << std::hex << base;
+      }
+    }
+  }
+}
+
+// Pitches that are not powers of two (a row of 3 KiB, 6 KiB, 1.5 KiB; odd
+// shapes in tests): spread within a bound over 1,024 rows.
+TEST(ChannelHash, OtherPitchesSpreadWithinABound) {
+  const memory::ChannelHash h(16);
+  for (const std::uint64_t pitch : {768ull, 1536ull, 3072ull, 6144ull, 12288ull, 24576ull, 2304ull, 74ull * 256}) {
+    const auto n = rows_per_channel(h, 0, pitch, 1024);
+    const auto [lo, hi] = std::minmax_element(n.begin(), n.end());
+    // Measured: 56 .. 74 rows per channel at worst (2,304 B); plain modulo gave
+    // 1,536 B rows to 8 channels only and 6,144 B rows to 4.
+    EXPECT_GE(*lo, 48) << pitch;
+    EXPECT_LE(*hi, 80) << pitch;
+  }
+}
+
+TEST(ChannelHash, ChannelCountMustBeAPowerOfTwo) {
+  EXPECT_THROW(memory::ChannelHash(12), std::invalid_argument);
+  EXPECT_THROW(memory::ChannelHash(0), std::invalid_argument);
+  EXPECT_THROW(memory::ChannelHash(512), std::invalid_argument);
+  EXPECT_EQ(memory::ChannelHash(16).polynomial(), 0x3u);  // x^4 + x + 1
+}
+
+// 16 rows of 256 B at an 8 KiB pitch, issued together, take as long as 4 KiB
+// of packed rows: every row on its own channel.
+TEST(Hbm, RowsAtAPowerOfTwoPitchTakeTheBandwidthOfPackedRows) {
+  arch::HbmConfig c = hbm_config();
+  c.channels = 16;
+  trace::Stats stats;
+  memory::Hbm hbm("hbm", c, stats);
+  Initiator init("init");
+  init.socket.bind(hbm.socket);
+  sc_time packed, strided;
+  init.body = [&](Initiator& i) {
+    std::vector<std::uint8_t> buf(256);
+    for (int r = 0; r < 16; ++r)
+      packed = std::max(packed, i.transport(tlm::TLM_READ_COMMAND, 256ull * r, buf.data(), 256).first);
+    sc_core::wait(sc_time(10, sc_core::SC_US));
+    for (int r = 0; r < 16; ++r)
+      strided = std::max(strided, i.transport(tlm::TLM_READ_COMMAND, (1ull << 24) + 8192ull * r, buf.data(), 256).first);
+  };
+  sc_core::sc_start();
+  EXPECT_EQ(packed, sc_time(164, SC_NS));  // 4096 B at 64 B/ns + 100 ns
+  EXPECT_EQ(strided, packed);
+}
+
 TEST(Hbm, OutOfRangeIsAnAddressError) {
   trace::Stats stats;
   memory::Hbm hbm("hbm", hbm_config(), stats);
@@ -126,6 +213,26 @@ TEST(PartitionedMemory, TransferTimeSpreadsOverTouchedPartitions) {
   EXPECT_EQ(four_partitions, sc_time(10 + 256, SC_NS));  // 4 interfaces in parallel
   EXPECT_EQ(sbuf.at(3, 1000, 4)[0], 0xab);
   EXPECT_EQ(stats.value("sbuf.bytes_written"), 5120);
+}
+
+// A DMA burst's bytes stream over the engine's bus one beat per cycle; the
+// memory charges only what its partition interfaces need beyond that.
+TEST(PartitionedMemory, StreamedBytesAreNotChargedTwice) {
+  memory::PartitionedMemoryParams p = sbuf_params();
+  p.stream_bytes_per_ns = 8;  // the interfaces take 4 B/cycle at 1 GHz: half the bus rate
+  trace::Stats stats;
+  memory::PartitionedMemory sbuf("sbuf", p, stats);
+  Initiator init("init");
+  init.socket.bind(sbuf.socket);
+  sc_time one_partition, four_partitions;
+  init.body = [&](Initiator& i) {
+    std::vector<std::uint8_t> buf(4096, 0xab);
+    one_partition = i.transport(tlm::TLM_WRITE_COMMAND, 0, buf.data(), 1024).first;
+    four_partitions = i.transport(tlm::TLM_READ_COMMAND, 1024, buf.data(), 4096).first;
+  };
+  sc_core::sc_start();
+  EXPECT_EQ(one_partition, sc_time(10 + 256 - 128, SC_NS));  // 256 ns at the interface, 128 of them streaming in
+  EXPECT_EQ(four_partitions, sc_time(10, SC_NS));            // faster than the bus: the latency alone
 }
 
 TEST(PartitionedMemory, BackdoorOutsideIsAnErrorNamingTheRange) {
