@@ -51,8 +51,10 @@ install(DIRECTORY "${CMAKE_SOURCE_DIR}/systemc_models/arch" DESTINATION "${TESSE
   FILES_MATCHING PATTERN "*.h" PATTERN "tests" EXCLUDE)
 install(DIRECTORY "${CMAKE_SOURCE_DIR}/kernels/" DESTINATION "${TESSERA_INSTALL_INCLUDEDIR}"
   FILES_MATCHING PATTERN "*.h" PATTERN "tests" EXCLUDE)
+# The tuning database sits beside the generations it was tuned on, so an
+# installed tree's default runs get the same tilings.
 install(DIRECTORY "${CMAKE_SOURCE_DIR}/configs/" DESTINATION "${CMAKE_INSTALL_DATADIR}/tessera/configs"
-  FILES_MATCHING PATTERN "*.yaml")
+  FILES_MATCHING PATTERN "*.yaml" PATTERN "tuning.json")
 
 install(EXPORT TesseraTargets NAMESPACE Tessera:: DESTINATION "${TESSERA_INSTALL_CMAKEDIR}")
 configure_package_config_file("${CMAKE_SOURCE_DIR}/cmake/TesseraConfig.cmake.in"
