@@ -21,6 +21,7 @@ namespace {
 
 struct RunOptions {
   std::string config, kernel, variant, shape, dtype = "bf16", fidelity, out, trace;
+  std::vector<std::string> params;
   std::string waves, waves_window, waves_scope;
   std::vector<std::string> sets;
   bool no_data = false, json = false;
@@ -59,25 +60,23 @@ int run(const RunOptions& o) {
       std::cerr << fmt::format("tessera run: {} is required (tessera run --help)\n", option);
       return kExitBadInput;
     }
-  const kernels::KernelSpec* spec = kernels::find_kernel(o.kernel);
-  if (!spec) {
-    std::string names;
-    for (const auto& k : kernels::registry()) names += (names.empty() ? "" : ", ") + k.name;
-    std::cerr << fmt::format("tessera run: unknown kernel '{}' (kernels: {})\n", o.kernel, names);
-    return kExitBadInput;
-  }
-  const std::string variant = o.variant.empty() ? spec->variants.front() : o.variant;
-  if (std::find(spec->variants.begin(), spec->variants.end(), variant) == spec->variants.end()) {
-    std::cerr << fmt::format("tessera run: kernel '{}' has no variant '{}' (variants: {})\n", o.kernel, variant,
-                             fmt::join(spec->variants, ", "));
-    return kExitBadInput;
-  }
   const std::optional<std::uint64_t> seed = parse_seed(o.seed);
   if (!seed) {
     std::cerr << fmt::format("tessera run: --seed {}: expected a whole number from 0 to {}\n", o.seed,
                              std::numeric_limits<std::uint64_t>::max());
     return kExitBadInput;
   }
+  kernels::KernelRequest request{o.kernel, o.variant, kernels::parse_shape(o.shape), {}, *seed};
+  for (const auto& text : o.params)
+    for (const auto& [name, value] : kernels::parse_param_text(text)) {
+      if (request.params.count(name)) throw KernelError(fmt::format("--param: '{}' is given twice", name));
+      request.params[name] = value;
+    }
+  // Names are checked before the device opens, so that a typo is the error a
+  // user sees (unknown kernel, variant, parameter or shape: KernelError, exit 2).
+  const kernels::KernelSpec& spec = kernels::kernel_named(o.kernel);
+  kernels::check_params(spec, o.variant, request.params);
+  kernels::resolve_shape(spec, request.shape);
   if (o.dtype != "bf16") {
     std::cerr << fmt::format("tessera run: --dtype {}: only bf16 inputs are modelled so far\n", o.dtype);
     return kExitBadInput;
@@ -104,21 +103,7 @@ int run(const RunOptions& o) {
   }
   check_outputs(o);
   Device dev(dev_opts);
-  const kernels::Shape shape = kernels::resolve_shape(*spec, kernels::parse_shape(o.shape));
-  auto instance = spec->make(dev, shape, variant, *seed);
-  const Program program = instance->build();
-
-  RunReport report = dev.run(program);
-  report.variant = variant;
-  report.shape = shape;
-  if (report.ok && !o.no_data) {
-    const kernels::NumericsCheck c = instance->check();
-    report.checked = true;
-    report.correct = c.correct;
-    report.max_abs_error = c.max_abs_error;
-    report.tolerance = c.tolerance;
-    if (!c.correct) report.error = "numerics mismatch: " + c.detail;
-  }
+  const RunReport report = kernels::run_kernel(dev, request);
 
   // The report says which data it ran on.
   nlohmann::json json = report.to_json();
@@ -148,6 +133,8 @@ void add_run_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--kernel", o->kernel, "Kernel name, tessera list kernels (required)");
   cmd->add_option("--variant", o->variant, "Kernel variant (default: the kernel's first)");
   cmd->add_option("--shape", o->shape, "Shape parameters, e.g. M=512,N=1024,K=256 (default: the kernel's)");
+  cmd->add_option("--param", o->params,
+                  "Tunable parameters, e.g. bm=4,bk=8 (repeatable; default: the kernel's; tessera list kernels)");
   cmd->add_option("--dtype", o->dtype, "Input dtype")->capture_default_str();
   cmd->add_option("--fidelity", o->fidelity, "rtl, sampled or tlm (default: the config's)");
   cmd->add_flag("--no-data", o->no_data, "Timing only: skip the arithmetic (same cycles)");

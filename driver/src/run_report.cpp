@@ -36,6 +36,7 @@ nlohmann::json RunReport::to_json() const {
       {"config", config},
       {"fidelity", fidelity},
       {"shape", shape},
+      {"params", params},
       {"ok", ok},
       {"error", error},
       {"time_ns", time_ns},
@@ -73,7 +74,11 @@ nlohmann::json RunReport::to_json() const {
 std::string RunReport::summary() const {
   std::string shape_text;
   for (const auto& [k, v] : shape) shape_text += fmt::format("{}{}={}", shape_text.empty() ? "" : ",", k, v);
-  std::string s = fmt::format("{} {} on {} ({}) shape {}\n", kernel, variant, config, fidelity, shape_text);
+  std::string params_text;
+  for (const auto& [k, v] : params.items())
+    params_text += fmt::format("{}{}={}", params_text.empty() ? "" : ",", k, v.is_string() ? v.get<std::string>() : v.dump());
+  std::string s = fmt::format("{} {} on {} ({}) shape {}{}\n", kernel, variant, config, fidelity, shape_text,
+                              params_text.empty() ? "" : " params " + params_text);
   if (!ok) return s + fmt::format("  FAILED: {}\n", error);
   s += fmt::format("  time {:.3f} us = {:.0f} tensor-engine cycles; HFU {:.2f}%; tensor utilisation {:.2f}%\n",
                    time_ns / 1000.0, cycles, hfu_percent, 100.0 * tensor_utilisation);

@@ -29,6 +29,8 @@ struct Stall {
 struct RunReport {
   std::string kernel, variant, config, fidelity;
   std::map<std::string, std::int64_t> shape;
+  // The kernel's tunable parameters as the run used them (name -> integer or choice).
+  nlohmann::json params = nlohmann::json::object();
   bool ok = false;        // the simulation ran to its end
   std::string error;      // why not
   double time_ns = 0;
