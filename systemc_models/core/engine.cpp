@@ -62,7 +62,11 @@ sc_time Engine::cycles(double n, double memory_stall) {
   return cycles(n);
 }
 
-void Engine::count_busy(const sc_time& t) { stats_.busy_ns += t.to_seconds() * 1e9; }
+void Engine::count_busy(const sc_time& t) {
+  const double ns = t.to_seconds() * 1e9;
+  stats_.busy_ns += ns;
+  if (current_index_ < costs_.size()) costs_[current_index_].busy_ns += ns;
+}
 
 void Engine::add_busy(const sc_time& t) {
   count_busy(t);
@@ -81,7 +85,7 @@ void Engine::trace_work(const sc_time& start, const sc_time& t, std::size_t lane
     last_slice_track_ = track;
   }
   nlohmann::json args = {{"instruction", arch::disassemble(*current_)}, {"index", current_index_}};
-  if (const std::string* label = ctx_.timeline->label(track_, current_index_)) args["label"] = *label;
+  ctx_.timeline->add_origin(track_, current_index_, args);
   ctx_.timeline->slice(track, start_ns, dur_ns, arch::to_string(current_->opcode), "instruction", std::move(args));
   ctx_.timeline->instruction(track_, current_index_, start_ns, start_ns + dur_ns);
   ctx_.timeline->instruction_slice(track_, current_index_, track, start_ns);
@@ -161,12 +165,15 @@ void Engine::run() {
     const std::uint64_t at_byte = pc;
     arch::Instruction in;
     std::string where = fmt::format("{} instruction #{} (byte {})", to_string(kind_), index, at_byte);
+    const std::size_t where_head = where.size();
+    costs_.emplace_back();
     try {
       in = fetch_next(pc, fetch_ready);
       where += ": " + arch::disassemble(in);
       if (fetch_ready > sc_time_stamp()) {
         wave_state(trace::WaveProbe::EngineState::FetchWait);
         stats_.fetch_wait_ns += (fetch_ready - sc_time_stamp()).to_seconds() * 1e9;
+        costs_[index].fetch_wait_ns += (fetch_ready - sc_time_stamp()).to_seconds() * 1e9;
         if (ctx_.timeline)
           ctx_.timeline->slice(stall_track_, sc_time_stamp().to_seconds() * 1e9, (fetch_ready - sc_time_stamp()).to_seconds() * 1e9,
                                "instruction fetch", "fetch");
@@ -203,10 +210,12 @@ void Engine::run() {
             const double waited = (sc_time_stamp() - start).to_seconds() * 1e9;
             stats_.semaphore_wait_ns += waited;
             wait_by_semaphore_[in.sem] += waited;
+            costs_[index].semaphore_wait_ns += waited;
             if (ctx_.timeline) {
+              nlohmann::json args = {{"semaphore", in.sem}, {"value", in.value}, {"index", index}};
+              ctx_.timeline->add_origin(track_, index, args);
               ctx_.timeline->slice(stall_track_, start.to_seconds() * 1e9, waited,
-                                   fmt::format("wait sem {} >= {}", in.sem, in.value), "semaphore",
-                                   {{"semaphore", in.sem}, {"value", in.value}});
+                                   fmt::format("wait sem {} >= {}", in.sem, in.value), "semaphore", std::move(args));
               ctx_.timeline->wait(in.sem, in.value, stall_track_, track_, index, start.to_seconds() * 1e9,
                                   sc_time_stamp().to_seconds() * 1e9);
             }
@@ -240,6 +249,10 @@ void Engine::run() {
         ctx_.timeline->instruction(track_, index, issued.to_seconds() * 1e9, sc_time_stamp().to_seconds() * 1e9);
     } catch (const std::exception& e) {
       wave_state(trace::WaveProbe::EngineState::Done);
+      if (ctx_.origin_of) {
+        const std::string origin = ctx_.origin_of(kind_, index);
+        if (!origin.empty()) where.insert(where_head, " " + origin);
+      }
       ctx_.fail(fmt::format("{}: {}", where, e.what()));
       return;
     }

@@ -9,7 +9,7 @@
 namespace tessera::builder {
 
 Program assemble(const arch::HwConfig& cfg, const Schedule& s, const std::vector<std::string>& label_names,
-                 const std::vector<Allocation>& tiles) {
+                 const Origins& origins, const std::vector<Allocation>& tiles) {
   const auto& ops = s.ops();
   const auto& queues = s.queues();
   const std::size_t agents = kFirstQueueAgent + queues.size();
@@ -28,11 +28,17 @@ Program assemble(const arch::HwConfig& cfg, const Schedule& s, const std::vector
     for (int id : q.descriptors) signal_count[static_cast<std::size_t>(id)] = ops[static_cast<std::size_t>(id)].slot + 1;
 
   Program p;
-  const auto label_of = [&](const Op& op) { return op.label < 0 ? std::string() : label_names[static_cast<std::size_t>(op.label)]; };
+  p.source_files = origins.files();
+  const auto label_of = [&](const Op& op) {
+    const int label = op.origin < 0 ? -1 : origins[op.origin].label;
+    return label < 0 ? std::string() : label_names[static_cast<std::size_t>(label)];
+  };
+  const auto site_of = [&](const Op& op) { return op.origin < 0 ? CallSite{} : origins[op.origin].site; };
   std::vector<Program::OpRef> where(ops.size());  // op id -> its place in the program
   for (int e = 0; e < arch::kNumEngines; ++e) {
     auto& out = p.streams[static_cast<std::size_t>(e)];
     auto& labels = p.labels[static_cast<std::size_t>(e)];
+    auto& sites = p.sites[static_cast<std::size_t>(e)];
     std::map<std::uint16_t, std::uint32_t> waited;  // semaphore -> value already waited for
     const auto wait_for = [&](int dep) {
       const auto sem = static_cast<std::uint16_t>(ops[static_cast<std::size_t>(dep)].agent);
@@ -50,6 +56,7 @@ Program assemble(const arch::HwConfig& cfg, const Schedule& s, const std::vector
       const Op& op = ops[static_cast<std::size_t>(id)];
       for (int dep : op.waits) wait_for(dep);
       labels.resize(out.size(), label_of(op));  // the waits carry the label of what they hold up
+      sites.resize(out.size(), site_of(op));
       where[static_cast<std::size_t>(id)] = {false, static_cast<std::uint32_t>(e), 0, static_cast<std::uint32_t>(out.size())};
       out.push_back(op.in);
       if (op.signal) {
@@ -61,6 +68,7 @@ Program assemble(const arch::HwConfig& cfg, const Schedule& s, const std::vector
         out.push_back(inc);
       }
       labels.resize(out.size(), label_of(op));
+      sites.resize(out.size(), site_of(op));
     };
     for (int id : s.stream(e)) {
       emit_op(id);
@@ -76,15 +84,18 @@ Program assemble(const arch::HwConfig& cfg, const Schedule& s, const std::vector
     end.opcode = arch::Opcode::End;
     out.push_back(end);
     labels.resize(out.size());
+    sites.resize(out.size());
   }
   for (const auto& q : queues) {
     auto& ring = p.rings[{q.engine, q.queue}];
     auto& ring_labels = p.ring_labels[{q.engine, q.queue}];
+    auto& ring_sites = p.ring_sites[{q.engine, q.queue}];
     for (int id : q.descriptors) {
       const Op& op = ops[static_cast<std::size_t>(id)];
       where[static_cast<std::size_t>(id)] = {true, q.engine, q.queue, static_cast<std::uint32_t>(ring.size())};
       ring.push_back(s.descriptor(op));
       ring_labels.push_back(label_of(op));
+      ring_sites.push_back(site_of(op));
     }
   }
   for (int e = 0; e < arch::kNumEngines; ++e) p.semaphore_owners.emplace_back(to_string(static_cast<arch::Engine>(e)));

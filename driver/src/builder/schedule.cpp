@@ -16,13 +16,13 @@ void Schedule::mark_signal(const std::vector<int>& deps) {
 }
 
 int Schedule::add_instruction(arch::Engine engine, arch::Instruction in, const RegionList& reads,
-                              const RegionList& writes, int label) {
+                              const RegionList& writes, int origin) {
   const int agent = static_cast<int>(engine);
   in.engine = engine;
   Op op;
   op.agent = agent;
   op.in = in;
-  op.label = label;
+  op.origin = origin;
   op.waits = hazards_.dependencies(agent, reads, writes);
   mark_signal(op.waits);
   const int id = static_cast<int>(ops_.size());
@@ -51,7 +51,7 @@ int Schedule::queue_for(int placer) {
                                 cfg_.dma.queues_per_engine));
 }
 
-int Schedule::add_dma(arch::DmaDescriptor d, const Region& read, const Region& write, int label) {
+int Schedule::add_dma(arch::DmaDescriptor d, const Region& read, const Region& write, int origin) {
   const RegionList reads{read}, writes{write};
   std::vector<int> deps = hazards_.dependencies(-1, reads, writes);
   int placer = kSyncAgent;
@@ -78,7 +78,7 @@ int Schedule::add_dma(arch::DmaDescriptor d, const Region& read, const Region& w
   Op desc;
   desc.agent = qagent;
   desc.slot = static_cast<std::uint32_t>(q.descriptors.size());
-  desc.label = label;
+  desc.origin = origin;
   d.flags |= arch::kDmaFlagCompletion;
   d.sem_addr = map_.semaphore_address(static_cast<std::uint64_t>(qagent));
   d.sem_value = 1;
@@ -98,7 +98,7 @@ int Schedule::add_dma(arch::DmaDescriptor d, const Region& read, const Region& w
   trig.in.dma_queue = static_cast<std::uint16_t>(q.queue);
   trig.in.address = slot;  // a ring slot until Device places the ring
   trig.in.value = 1;
-  trig.label = label;
+  trig.origin = origin;
   for (int dep : deps) {
     // Ops of the placer's own stream up to the anchor are done by then.
     if (ops_[static_cast<std::size_t>(dep)].agent == placer) continue;

@@ -34,7 +34,7 @@ struct Op {
   std::vector<int> waits;          // ops to wait for first
   bool signal = false;             // instruction: increment the agent's semaphore after it
   std::vector<int> triggers;       // instruction: DMA triggers issued right after it
-  int label = -1;                  // index into the kernel's labels
+  int origin = -1;                 // its label and call site (Origins)
 };
 
 struct DmaQueue {
@@ -50,12 +50,12 @@ public:
 
   // Places a compute instruction at the end of `engine`'s stream. Returns its op id.
   int add_instruction(arch::Engine engine, arch::Instruction in, const RegionList& reads, const RegionList& writes,
-                      int label);
+                      int origin);
   // Places descriptor `d`, which reads `read` and writes `write`, on a DMA
   // queue, and its trigger in the stream of its latest producer (the sync
   // stream when that is a DMA queue or there is none). Returns the
   // descriptor's op id. Throws KernelError when no queue is free.
-  int add_dma(arch::DmaDescriptor d, const Region& read, const Region& write, int label);
+  int add_dma(arch::DmaDescriptor d, const Region& read, const Region& write, int origin);
 
   const std::vector<Op>& ops() const { return ops_; }
   // Op ids of each engine's stream, without the triggers issued after them.
