@@ -1,4 +1,5 @@
 #include "commands.h"
+#include "profile_page.h"
 
 #include "arch/config_format.h"
 #include "common/kernel.h"
@@ -16,7 +17,7 @@ namespace tessera::cli {
 namespace {
 
 struct RunOptions {
-  std::string config, kernel, variant, shape, dtype = "bf16", fidelity, out, trace;
+  std::string config, kernel, variant, shape, dtype = "bf16", fidelity, out, trace, html;
   std::string waves, waves_window, waves_scope;
   std::vector<std::string> sets;
   bool no_data = false, json = false;
@@ -52,7 +53,7 @@ int run(const RunOptions& o) {
     return kExitBadInput;
   }
   if (!o.out.empty()) dev_opts.failure_waves_dir = o.out;
-  dev_opts.trace = !o.trace.empty();
+  dev_opts.trace = !o.trace.empty() || !o.html.empty();
   for (const auto& s : o.sets) dev_opts.overrides.push_back(arch::parse_override(s));
   if (!o.fidelity.empty()) {
     dev_opts.fidelity = arch::parse_fidelity(o.fidelity);
@@ -89,6 +90,13 @@ int run(const RunOptions& o) {
     if (trace.has_parent_path()) std::filesystem::create_directories(trace.parent_path());
     std::ofstream(trace) << dev.trace().dump() << '\n';
   }
+  if (!o.html.empty()) {
+    std::string shape_text;
+    for (const auto& [k, v] : shape) shape_text += fmt::format("{}{}={}", shape_text.empty() ? "" : ",", k, v);
+    const std::string title = fmt::format("{} {} on {} ({}) {}", o.kernel, variant, report.config, report.fidelity,
+                                          shape_text);
+    write_page(o.html, run_page(title, report.to_json(), dev.trace()));
+  }
   if (o.json) std::cout << report.to_json().dump(2) << '\n';
   else std::cout << report.summary();
   if (!o.waves.empty())
@@ -116,6 +124,9 @@ void add_run_command(CLI::App& app, int* exit_code) {
   cmd->add_flag("--json", o->json, "Print the report as JSON");
   cmd->add_option("--trace", o->trace,
                   "Write a timeline of every engine and DMA queue here (Chrome trace-event JSON: Perfetto, chrome://tracing)");
+  cmd->add_option("--html", o->html,
+                  "Write the profile page here: one HTML file that opens with no network (timeline, time by call "
+                  "site and label, stalls, roofline; docs/profiling.md)");
   cmd->add_option("--set", o->sets, "Override a config key: path.to.key=value (repeatable)");
   cmd->add_option("--waves", o->waves, "Write an FST waveform of the run here, and a GTKWave save file beside it "
                                        "(docs/waves.md)");
