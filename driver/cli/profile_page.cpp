@@ -1,7 +1,8 @@
 #include "profile_page.h"
 
+#include "files.h"
+
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
 #include <string_view>
 
@@ -74,10 +75,8 @@ std::string compare_page(const std::string& title, const nlohmann::json& rows, c
 
 void write_page(const std::string& path, const std::string& page) {
   const std::filesystem::path p(path);
-  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
-  std::ofstream out(p, std::ios::binary);
-  out << page;
-  if (!out) throw std::runtime_error("cannot write the profile page " + path);
+  if (p.has_parent_path()) make_dirs(p.parent_path());
+  write_file(p, page);
 }
 
 }  // namespace tessera::cli

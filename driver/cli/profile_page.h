@@ -19,7 +19,7 @@ std::string run_page(const std::string& title, const nlohmann::json& report, con
 // the same order (null where a config did not run).
 std::string compare_page(const std::string& title, const nlohmann::json& rows, const nlohmann::json& reports);
 
-// Writes `page` to `path`, making its folder; throws std::runtime_error
+// Writes `page` to `path`, making its folder; throws FileError (files.h)
 // naming the path when it cannot.
 void write_page(const std::string& path, const std::string& page);
 
