@@ -4,12 +4,12 @@
 #include "core/neuron_core.h"
 #include "arch/dma_descriptor_check.h"
 #include "engines/tensor_engine.h"
-#include "trace/sim_time.h"
 #include "cosim/dma_sampler.h"
 #include "cosim/rtl_dma_engine.h"
 #include "cosim/rtl_tensor_datapath.h"
 #include "cosim/waves.h"
 #include "tessera/kernel_builder.h"
+#include "trace/sim_time.h"
 
 #include <fmt/format.h>
 
@@ -482,7 +482,7 @@ RunReport Device::run(const Program& program) {
   const core::RunResult r = core.run();
   report.ok = r.ok();
   report.error = r.message;
-  report.time_ns = r.end_time.to_seconds() * 1e9;
+  report.time_ns = trace::ns(r.end_time);
   report.cycles = report.time_ns * resolved_.hw.tensor.clock_ghz;
   report.tensor_utilisation = core.tensor().tensor_stats().utilisation.value();
   const auto bf16 = resolved_.derived.peak_tflops.find(arch::TensorDType::Bf16);

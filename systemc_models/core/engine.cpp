@@ -2,6 +2,7 @@
 
 #include "core/semaphores.h"
 #include "memory/hbm.h"
+#include "trace/sim_time.h"
 
 #include <fmt/format.h>
 
@@ -58,12 +59,12 @@ void Engine::set_program(std::uint64_t address, std::uint64_t bytes) {
 sc_time Engine::cycles(double n) const { return period_ * std::ceil(n); }
 
 sc_time Engine::cycles(double n, double memory_stall) {
-  stats_.memory_stall_ns += (period_ * memory_stall).to_seconds() * 1e9;
+  stats_.memory_stall_ns += trace::ns(period_ * memory_stall);
   return cycles(n);
 }
 
 void Engine::count_busy(const sc_time& t) {
-  const double ns = t.to_seconds() * 1e9;
+  const double ns = trace::ns(t);
   stats_.busy_ns += ns;
   if (current_index_ < costs_.size()) costs_[current_index_].busy_ns += ns;
 }
@@ -79,7 +80,7 @@ void Engine::add_busy(const sc_time& t) {
 void Engine::trace_work(const sc_time& start, const sc_time& t, std::size_t lane) {
   if (!ctx_.timeline || !current_) return;
   const int track = lane_tracks_.at(lane);
-  const double start_ns = start.to_seconds() * 1e9, dur_ns = t.to_seconds() * 1e9;
+  const double start_ns = trace::ns(start), dur_ns = trace::ns(t);
   if (start + t >= last_slice_end_) {
     last_slice_end_ = start + t;
     last_slice_track_ = track;
@@ -144,7 +145,7 @@ arch::Instruction Engine::fetch_next(std::uint64_t& pc, sc_time& fetch_ready) {
   if (pc + arch::kInstrHeaderBytes > program_bytes_)
     throw std::runtime_error(fmt::format("stream ends at byte {} without End", program_bytes_));
   fetch_ready = std::max(block_ready(pc), block_ready(pc + arch::kInstrHeaderBytes - 1));
-  const std::uint16_t length = static_cast<std::uint16_t>(stream_[pc + 40] | (stream_[pc + 41] << 8));
+  const std::uint16_t length = arch::encoded_length(stream_.data() + pc);
   if (pc + length > program_bytes_)
     throw std::runtime_error(fmt::format("instruction at byte {} runs past the stream's end", pc));
   if (length > arch::kInstrHeaderBytes) fetch_ready = std::max(fetch_ready, block_ready(pc + length - 1));
@@ -172,10 +173,10 @@ void Engine::run() {
       where += ": " + arch::disassemble(in);
       if (fetch_ready > sc_time_stamp()) {
         wave_state(trace::WaveProbe::EngineState::FetchWait);
-        stats_.fetch_wait_ns += (fetch_ready - sc_time_stamp()).to_seconds() * 1e9;
-        costs_[index].fetch_wait_ns += (fetch_ready - sc_time_stamp()).to_seconds() * 1e9;
+        stats_.fetch_wait_ns += trace::ns(fetch_ready - sc_time_stamp());
+        costs_[index].fetch_wait_ns += trace::ns(fetch_ready - sc_time_stamp());
         if (ctx_.timeline)
-          ctx_.timeline->slice(stall_track_, sc_time_stamp().to_seconds() * 1e9, (fetch_ready - sc_time_stamp()).to_seconds() * 1e9,
+          ctx_.timeline->slice(stall_track_, trace::ns(sc_time_stamp()), trace::ns(fetch_ready - sc_time_stamp()),
                                "instruction fetch", "fetch");
         sc_core::wait(fetch_ready - sc_time_stamp());
       }
@@ -207,17 +208,17 @@ void Engine::run() {
           ctx_.semaphores.wait_at_least(in.sem, in.value, name());
           if (sc_time_stamp() > start) {
             wait_for_clock_edge();
-            const double waited = (sc_time_stamp() - start).to_seconds() * 1e9;
+            const double waited = trace::ns(sc_time_stamp() - start);
             stats_.semaphore_wait_ns += waited;
             wait_by_semaphore_[in.sem] += waited;
             costs_[index].semaphore_wait_ns += waited;
             if (ctx_.timeline) {
               nlohmann::json args = {{"semaphore", in.sem}, {"value", in.value}, {"index", index}};
               ctx_.timeline->add_origin(track_, index, args);
-              ctx_.timeline->slice(stall_track_, start.to_seconds() * 1e9, waited,
+              ctx_.timeline->slice(stall_track_, trace::ns(start), waited,
                                    fmt::format("wait sem {} >= {}", in.sem, in.value), "semaphore", std::move(args));
-              ctx_.timeline->wait(in.sem, in.value, stall_track_, track_, index, start.to_seconds() * 1e9,
-                                  sc_time_stamp().to_seconds() * 1e9);
+              ctx_.timeline->wait(in.sem, in.value, stall_track_, track_, index, trace::ns(start),
+                                  trace::ns(sc_time_stamp()));
             }
           }
           break;
@@ -228,8 +229,8 @@ void Engine::run() {
           if (ctx_.timeline)
             // The arrow leaves the work this increment announces: the busy slice
             // that ended last (none before the engine's first: no arrow).
-            ctx_.timeline->signal(in.sem, in.value, last_slice_track_, last_slice_end_.to_seconds() * 1e9,
-                                  sc_time_stamp().to_seconds() * 1e9);
+            ctx_.timeline->signal(in.sem, in.value, last_slice_track_, trace::ns(last_slice_end_),
+                                  trace::ns(sc_time_stamp()));
           break;
         case arch::Opcode::DmaTrigger: {
           drain();
@@ -246,7 +247,7 @@ void Engine::run() {
         }
       }
       if (ctx_.timeline)
-        ctx_.timeline->instruction(track_, index, issued.to_seconds() * 1e9, sc_time_stamp().to_seconds() * 1e9);
+        ctx_.timeline->instruction(track_, index, trace::ns(issued), trace::ns(sc_time_stamp()));
     } catch (const std::exception& e) {
       wave_state(trace::WaveProbe::EngineState::Done);
       if (ctx_.origin_of) {

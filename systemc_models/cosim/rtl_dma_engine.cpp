@@ -5,6 +5,7 @@
 #include "cosim/rtl_dma_engine.h"
 
 #include "arch/dma_descriptor.h"
+#include "trace/sim_time.h"
 #include "arch/dma_descriptor_check.h"
 #include "dma/dma_pattern.h"
 
@@ -353,9 +354,9 @@ void RtlDmaEngine::accept_read(std::uint32_t id, std::uint64_t addr, std::uint32
   r.ready_cycle = cycle_ + cycles_for(delay);
   note_walk(id, addr, r.data);
   if (log_)
-    std::fprintf(stderr, "%s %.3f AR id %u 0x%llx beats %u ready %.3f\n", name(), sc_time_stamp().to_seconds() * 1e9,
+    std::fprintf(stderr, "%s %.3f AR id %u 0x%llx beats %u ready %.3f\n", name(), trace::ns(sc_time_stamp()),
                  id, static_cast<unsigned long long>(addr), beats,
-                 (period_ * static_cast<double>(r.ready_cycle)).to_seconds() * 1e9);
+                 trace::ns(period_ * static_cast<double>(r.ready_cycle)));
   reads_.push_back(std::move(r));
 }
 
@@ -432,9 +433,9 @@ void RtlDmaEngine::finish_write(WriteBurst& w) {
   w.data_done = true;
   w.ready_cycle = cycle_ + cycles_for(latest);
   if (log_)
-    std::fprintf(stderr, "%s %.3f WLAST 0x%llx beats %u B at %.3f\n", name(), sc_time_stamp().to_seconds() * 1e9,
+    std::fprintf(stderr, "%s %.3f WLAST 0x%llx beats %u B at %.3f\n", name(), trace::ns(sc_time_stamp()),
                  static_cast<unsigned long long>(w.addr), w.beats,
-                 (period_ * static_cast<double>(w.ready_cycle)).to_seconds() * 1e9);
+                 trace::ns(period_ * static_cast<double>(w.ready_cycle)));
 }
 
 void RtlDmaEngine::step(const RegOp* op) {
@@ -442,7 +443,7 @@ void RtlDmaEngine::step(const RegOp* op) {
   // Doorbells that have become visible go out as Q_TAIL writes, one per cycle.
   while (!pending_.empty() && pending_.front().visible <= sc_time_stamp()) {
     const PendingTail& p = pending_.front();
-    if (log_) std::fprintf(stderr, "%s %.3f doorbell q%u tail %u\n", name(), sc_time_stamp().to_seconds() * 1e9, p.queue, p.tail);
+    if (log_) std::fprintf(stderr, "%s %.3f doorbell q%u tail %u\n", name(), trace::ns(sc_time_stamp()), p.queue, p.tail);
     queues_[p.queue].tail = p.tail;
     wave_queue(p.queue);
     reg_ops_.push_back({arch::dma_reg::queue(p.queue, arch::dma_reg::kQTail), p.tail, true});
@@ -494,12 +495,12 @@ void RtlDmaEngine::step(const RegOp* op) {
 
   port_->cycle(in, out_);
   ++ticks_;
-  if (out_.busy) stats_.busy_ns += period_.to_seconds() * 1e9;
+  if (out_.busy) stats_.busy_ns += trace::ns(period_);
 
   if (out_.arvalid) accept_read(out_.arid, out_.araddr, out_.arlen + 1);
   if (out_.awvalid) {
     if (log_)
-      std::fprintf(stderr, "%s %.3f AW 0x%llx beats %u\n", name(), sc_time_stamp().to_seconds() * 1e9,
+      std::fprintf(stderr, "%s %.3f AW 0x%llx beats %u\n", name(), trace::ns(sc_time_stamp()),
                    static_cast<unsigned long long>(out_.awaddr), out_.awlen + 1);
     WriteBurst w;
     w.addr = out_.awaddr;

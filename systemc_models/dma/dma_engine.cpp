@@ -2,6 +2,7 @@
 
 #include "arch/dma_descriptor_check.h"
 #include "dma/dma_pattern.h"
+#include "trace/sim_time.h"
 
 #include <fmt/format.h>
 
@@ -200,7 +201,7 @@ void DmaEngine::run() {
     if (next) {
       const sc_time start = sc_time_stamp();
       execute(*next);
-      stats_.busy_ns += (sc_time_stamp() - start).to_seconds() * 1e9;
+      stats_.busy_ns += trace::ns(sc_time_stamp() - start);
       continue;
     }
     // A doorbell rung while the engine was busy may still be on its way; its
@@ -249,9 +250,9 @@ sc_time DmaEngine::transport_at(tlm::tlm_command cmd, std::uint64_t address, std
   socket->b_transport(t, delay);
   error = t.is_response_error();
   if (log_)
-    std::fprintf(stderr, "%s %.3f %s 0x%llx bytes %u answer %.3f\n", name(), sc_time_stamp().to_seconds() * 1e9,
+    std::fprintf(stderr, "%s %.3f %s 0x%llx bytes %u answer %.3f\n", name(), trace::ns(sc_time_stamp()),
                  cmd == tlm::TLM_WRITE_COMMAND ? "W" : "R", static_cast<unsigned long long>(address), length,
-                 (sc_time_stamp() + delay).to_seconds() * 1e9);
+                 trace::ns(sc_time_stamp() + delay));
   return sc_time_stamp() + delay;
 }
 
