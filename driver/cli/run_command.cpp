@@ -1,5 +1,6 @@
 #include "commands.h"
 #include "files.h"
+#include "profile_page.h"
 
 #include "arch/config_format.h"
 #include "common/kernel.h"
@@ -20,7 +21,7 @@ namespace tessera::cli {
 namespace {
 
 struct RunOptions {
-  std::string config, kernel, variant, shape, dtype = "bf16", fidelity, out, trace;
+  std::string config, kernel, variant, shape, dtype = "bf16", fidelity, out, trace, html;
   std::vector<std::string> params;
   std::string waves, waves_window, waves_scope;
   std::vector<std::string> sets;
@@ -45,10 +46,11 @@ void check_outputs(const RunOptions& o) {
     make_dirs(o.out);
     for (const char* f : {"report.json", "stats.txt", "config.resolved.yaml"}) check_writable(fs::path(o.out) / f);
   }
-  if (!o.trace.empty()) {
-    const fs::path trace(o.trace);
-    if (trace.has_parent_path()) make_dirs(trace.parent_path());
-    check_writable(trace);
+  for (const std::string* file : {&o.trace, &o.html}) {
+    if (file->empty()) continue;
+    const fs::path path(*file);
+    if (path.has_parent_path()) make_dirs(path.parent_path());
+    check_writable(path);
   }
 }
 
@@ -92,7 +94,7 @@ int run(const RunOptions& o) {
     return kExitBadInput;
   }
   if (!o.out.empty()) dev_opts.failure_waves_dir = o.out;
-  dev_opts.trace = !o.trace.empty();
+  dev_opts.trace = !o.trace.empty() || !o.html.empty();
   for (const auto& s : o.sets) dev_opts.overrides.push_back(arch::parse_override(s));
   if (!o.fidelity.empty()) {
     dev_opts.fidelity = arch::parse_fidelity(o.fidelity);
@@ -114,6 +116,13 @@ int run(const RunOptions& o) {
     write_file(std::filesystem::path(o.out) / "config.resolved.yaml", arch::to_annotated_yaml(dev.resolved()));
   }
   if (!o.trace.empty()) write_file(o.trace, dev.trace().dump() + "\n");
+  if (!o.html.empty()) {
+    std::string shape_text;
+    for (const auto& [k, v] : shape) shape_text += fmt::format("{}{}={}", shape_text.empty() ? "" : ",", k, v);
+    const std::string title = fmt::format("{} {} on {} ({}) {}", o.kernel, variant, report.config, report.fidelity,
+                                          shape_text);
+    write_page(o.html, run_page(title, json, dev.trace()));
+  }
   if (o.json) std::cout << json.dump(2) << '\n';
   else std::cout << report.summary();
   if (!o.waves.empty())
@@ -143,6 +152,9 @@ void add_run_command(CLI::App& app, int* exit_code) {
   cmd->add_flag("--json", o->json, "Print the report as JSON");
   cmd->add_option("--trace", o->trace,
                   "Write a timeline of every engine and DMA queue here (Chrome trace-event JSON: Perfetto, chrome://tracing)");
+  cmd->add_option("--html", o->html,
+                  "Write the profile page here: one HTML file that opens with no network (timeline, time by call "
+                  "site and label, stalls, roofline; docs/profiling.md)");
   cmd->add_option("--set", o->sets, "Override a config key: path.to.key=value (repeatable)");
   cmd->add_option("--waves", o->waves, "Write an FST waveform of the run here, and a GTKWave save file beside it "
                                        "(docs/waves.md)");

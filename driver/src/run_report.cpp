@@ -30,6 +30,18 @@ nlohmann::json RunReport::to_json() const {
   for (const auto& st : top_stalls)
     stalls_json.push_back({{"engine", st.engine}, {"reason", st.reason}, {"ns", st.ns},
                            {"percent", time_ns > 0 ? 100.0 * st.ns / time_ns : 0.0}});
+  const auto costs_json = [](const std::vector<SiteCost>& rows, bool labels) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const SiteCost& c : rows) {
+      nlohmann::json row = {{"engine", c.engine}, {"site", c.site}, {"count", c.count}, {"busy_ns", c.busy_ns},
+                            {"waiting_ns", c.waiting_ns}, {"fetch_wait_ns", c.fetch_wait_ns},
+                            {"total_ns", c.total_ns()}, {"waiting_for", c.waiting_for}};
+      if (c.dma_bytes > 0) row["dma_bytes"] = c.dma_bytes;
+      if (labels) row["label"] = c.label;
+      out.push_back(std::move(row));
+    }
+    return out;
+  };
   return {
       {"kernel", kernel},
       {"variant", variant},
@@ -63,6 +75,8 @@ nlohmann::json RunReport::to_json() const {
       {"tensor_waiting_ns", tensor_waiting_ns},
       {"dma_busy_ns", dma_busy_ns},
       {"top_stalls", stalls_json},
+      {"by_site", costs_json(by_site, false)},
+      {"by_label", costs_json(by_label, true)},
       {"checked", checked},
       {"correct", correct},
       {"max_abs_error", max_abs_error},
@@ -101,6 +115,26 @@ std::string RunReport::summary() const {
   for (std::size_t i = 0; i < top_stalls.size(); ++i)
     s += fmt::format("  stall {}: {} {} {:.1f}%\n", i + 1, top_stalls[i].engine, top_stalls[i].reason,
                      pct(top_stalls[i].ns));
+  if (!by_site.empty()) {
+    // The few call sites where most of the time goes; report.json has them all.
+    constexpr std::size_t kRows = 6;
+    std::size_t width = 9;
+    for (std::size_t i = 0; i < std::min(kRows, by_site.size()); ++i)
+      width = std::max(width, by_site[i].site.size());
+    s += fmt::format("  {:<{}} {:<7} {:>6} {:>10} {:>10}  {}\n", "call site", width, "engine", "count", "busy us",
+                     "waiting us", "waiting for");
+    for (std::size_t i = 0; i < std::min(kRows, by_site.size()); ++i) {
+      const SiteCost& c = by_site[i];
+      std::vector<std::pair<double, std::string>> whom;
+      for (const auto& [who, ns] : c.waiting_for) whom.emplace_back(ns, who);
+      std::sort(whom.rbegin(), whom.rend());
+      std::string waits;
+      for (const auto& [ns, who] : whom) waits += fmt::format("{}{} {:.1f}", waits.empty() ? "" : ", ", who, ns / 1000);
+      s += fmt::format("  {:<{}} {:<7} {:>6.0f} {:>10.2f} {:>10.2f}  {}\n", c.site.empty() ? "(none)" : c.site, width,
+                       c.engine, c.count, c.busy_ns / 1000, (c.waiting_ns + c.fetch_wait_ns) / 1000, waits);
+    }
+    if (by_site.size() > kRows) s += fmt::format("  ... {} more call sites in report.json (by_site, by_label)\n", by_site.size() - kRows);
+  }
   if (checked)
     s += fmt::format("  numerics: {} (max abs error {:.3g}, tolerance {:.3g})\n", correct ? "match" : "MISMATCH",
                      max_abs_error, tolerance);

@@ -221,7 +221,7 @@ TEST(Cli, TraceSlicesMatchTheReportsBusyTimes) {
   std::set<std::string> counters, categories;
   int flow_starts = 0, flow_ends = 0;
   std::map<std::uint64_t, double> flow_from, flow_to;  // arrow id -> ts
-  bool labelled = false;
+  bool labelled = false, sited = false;
   for (const auto& e : trace["traceEvents"]) {
     ASSERT_TRUE(e.contains("ph") && e.contains("pid")) << e.dump();
     const std::string ph = e["ph"];
@@ -237,6 +237,7 @@ TEST(Cli, TraceSlicesMatchTheReportsBusyTimes) {
     if (e["cat"] == "instruction") {
       busy_us[thread_name.at({e["pid"], e["tid"]})] += e["dur"].get<double>();
       labelled |= e["args"].value("label", std::string()).rfind("C block", 0) == 0;
+      sited |= e["args"].value("site", std::string()).rfind("kernels/gemm/gemm.cpp:", 0) == 0;
     }
   }
   // The tensor engine's slices are at the datapath's accept times: moving
@@ -263,6 +264,7 @@ TEST(Cli, TraceSlicesMatchTheReportsBusyTimes) {
   for (const auto& [key, name] : thread_name) dma_track |= name.rfind("dma ", 0) == 0;
   EXPECT_TRUE(dma_track);
   EXPECT_TRUE(labelled);
+  EXPECT_TRUE(sited);
   EXPECT_GT(flow_starts, 0);
   EXPECT_EQ(flow_starts, flow_ends);
   // Arrows run forward: from the producer's end to the consumer's start.
