@@ -118,7 +118,9 @@ int run(const RunOptions& o) {
   if (!o.trace.empty()) write_file(o.trace, dev.trace().dump() + "\n");
   if (!o.html.empty()) {
     std::string shape_text;
-    for (const auto& [k, v] : shape) shape_text += fmt::format("{}{}={}", shape_text.empty() ? "" : ",", k, v);
+    for (const auto& [k, v] : request.shape)
+      shape_text += fmt::format("{}{}={}", shape_text.empty() ? "" : ",", k, v);
+    const std::string variant = o.variant.empty() ? std::string("default") : o.variant;
     const std::string title = fmt::format("{} {} on {} ({}) {}", o.kernel, variant, report.config, report.fidelity,
                                           shape_text);
     write_page(o.html, run_page(title, json, dev.trace()));
