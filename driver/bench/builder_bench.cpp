@@ -55,8 +55,11 @@ void build_program(benchmark::State& state, const BuildCase& c) {
     state.SkipWithError(fmt::format("no kernel '{}'", c.kernel).c_str());
     return;
   }
-  auto instance = spec->make(dev, tessera::kernels::resolve_shape(*spec, tessera::kernels::parse_shape(c.shape)),
-                             c.variant, 1);
+  tessera::kernels::KernelArgs args;
+  args.variant = c.variant;
+  args.shape = tessera::kernels::resolve_shape(*spec, tessera::kernels::parse_shape(c.shape));
+  args.seed = 1;
+  auto instance = spec->make(dev, args);
   std::size_t ops = 0, instructions = 0;
   std::int64_t peak = 0, program_bytes = 0;
   std::uint64_t allocations = 0;

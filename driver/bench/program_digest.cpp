@@ -100,8 +100,11 @@ std::string digest_job(const tessera::cli::runner::Job& job) {
     options.no_data = true;  // the program does not depend on the data
     for (const auto& s : job.overrides) options.overrides.push_back(tessera::arch::parse_override(s));
     tessera::Device dev(options);
-    const std::string variant = job.variant.empty() ? spec->variants.front() : job.variant;
-    auto instance = spec->make(dev, tessera::kernels::resolve_shape(*spec, job.shape), variant, job.seed);
+    tessera::kernels::KernelArgs args;
+    args.variant = job.variant.empty() ? spec->variants.front().name : job.variant;
+    args.shape = tessera::kernels::resolve_shape(*spec, job.shape);
+    args.seed = job.seed;
+    auto instance = spec->make(dev, args);
     std::size_t ops = 0;
     const std::uint64_t digest = digest_of(instance->build(), &ops);
     return fmt::format("{} {:016x}", ops, digest);

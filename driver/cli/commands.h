@@ -20,5 +20,6 @@ void add_regress_command(CLI::App& app, int* exit_code);
 void add_sweep_command(CLI::App& app, int* exit_code);
 void add_calibrate_command(CLI::App& app, int* exit_code);
 void add_compare_command(CLI::App& app, int* exit_code);
+void add_tune_command(CLI::App& app, int* exit_code);
 
 }  // namespace tessera::cli

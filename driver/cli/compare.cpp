@@ -26,16 +26,9 @@ std::string stall_text(const Row::Stall& s) { return fmt::format("{} {} {:.1f}%"
 }  // namespace
 
 sweep::Study study_of(const Request& r) {
-  const kernels::KernelSpec* spec = kernels::find_kernel(r.kernel);
-  if (!spec) {
-    std::vector<std::string> names;
-    for (const auto& k : kernels::registry()) names.push_back(k.name);
-    throw KernelError(fmt::format("unknown kernel '{}' (kernels: {})", r.kernel, fmt::join(names, ", ")));
-  }
-  if (!r.variant.empty() && std::find(spec->variants.begin(), spec->variants.end(), r.variant) == spec->variants.end())
-    throw KernelError(fmt::format("kernel '{}' has no variant '{}' (variants: {})", r.kernel, r.variant,
-                                  fmt::join(spec->variants, ", ")));
-  const kernels::Shape shape = kernels::resolve_shape(*spec, kernels::parse_shape(r.shape));
+  const kernels::KernelSpec& spec = kernels::kernel_named(r.kernel);
+  if (!r.variant.empty()) spec.variant(r.variant);  // throws, naming the variants there are
+  const kernels::Shape shape = kernels::resolve_shape(spec, kernels::parse_shape(r.shape));
   if (r.configs.empty()) throw sweep::StudyError("--configs: give at least one config");
   if (!r.fidelity.empty() && !arch::parse_fidelity(r.fidelity))
     throw sweep::StudyError(fmt::format("--fidelity {}: expected rtl, sampled or tlm", r.fidelity));

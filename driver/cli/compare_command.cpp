@@ -2,6 +2,7 @@
 #include "commands.h"
 #include "compare.h"
 #include "files.h"
+#include "profile_page.h"
 #include "runner.h"
 #include "slurm.h"
 
@@ -29,7 +30,7 @@ const char* kCompare = "tessera compare";
 
 struct CompareOptions {
   compare::Request request;
-  std::string out;
+  std::string out, html;
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool json = false, no_plots = false;
 };
@@ -62,7 +63,7 @@ nlohmann::json plan_of(const CompareOptions& o) {
   return {{"kernel", r.kernel},     {"variant", r.variant},   {"shape", r.shape},
           {"configs", r.configs},   {"sets", r.sets},         {"fidelity", r.fidelity},
           {"no_data", r.no_data},   {"seed", r.seed},         {"timeout_s", r.timeout_s},
-          {"no_plots", o.no_plots}, {"json", o.json}};
+          {"no_plots", o.no_plots}, {"json", o.json},       {"html", o.html}};
 }
 
 compare::Request request_of(const nlohmann::json& plan) {
@@ -136,6 +137,19 @@ public:
     write_file(out / "results.csv", sweep::results_csv(study_, points_, results));
     write_file(out / "results.json", all.dump(2) + "\n");
     write_file(out / "compare.csv", compare::csv(rows));
+    if (const std::string html = plan.value("html", ""); !html.empty()) {
+      // Each config's report beside its row, for the page's call-site tables.
+      nlohmann::json reports = nlohmann::json::array();
+      for (const auto& p : points_) {
+        const auto r = std::find_if(results.begin(), results.end(), [&](const JobResult& x) { return x.job.id == p.job.id; });
+        reports.push_back(r == results.end() ? nlohmann::json() : r->report);
+      }
+      const compare::Request req = request_of(plan);
+      const std::string title = fmt::format("{} {} on {}{}{}", req.kernel, req.variant.empty() ? rows.front().variant : req.variant,
+                                            fmt::join(req.configs, ", "), req.shape.empty() ? "" : " ", req.shape);
+      write_page(html, compare_page(title, compare::json(rows), reports));
+      std::cerr << fmt::format("{}: profile page {}\n", kCompare, html);
+    }
     if (plan.value("json", false)) std::cout << compare::json(rows).dump(2) << '\n';
     else std::cout << compare::table(study_, rows);
     int status = 0;
@@ -216,6 +230,7 @@ void add_compare_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--out", o->out, "Output folder (default: out/compare/<kernel>)");
   cmd->add_flag("--json", o->json, "Print the comparison as JSON instead of the table");
   cmd->add_flag("--no-plots", o->no_plots, "Write the tables only (no scripts/plot-study)");
+  cmd->add_option("--html", o->html, "Also write the comparison as a profile page here (one HTML file, no network)");
   cmd->callback([o, exit_code] {
     try {
       *exit_code = run_compare(*o);

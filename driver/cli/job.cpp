@@ -33,10 +33,13 @@ std::optional<Status> parse_status(const std::string& text) {
 
 nlohmann::json to_json(const JobResult& r, const std::string& suite) {
   const Job& j = r.job;
-  return {{"suite", suite},       {"id", j.id},           {"test", j.test},         {"kernel", j.kernel},
-          {"variant", j.variant}, {"config", j.config},   {"fidelity", j.fidelity}, {"shape", j.shape},
-          {"seed", j.seed},       {"status", to_string(r.status)}, {"message", r.message},
-          {"wall_seconds", r.wall_seconds}, {"report", r.report}};
+  nlohmann::json out = {{"suite", suite},       {"id", j.id},           {"test", j.test},
+                        {"kernel", j.kernel},   {"variant", j.variant}, {"config", j.config},
+                        {"fidelity", j.fidelity}, {"shape", j.shape},   {"seed", j.seed},
+                        {"status", to_string(r.status)}, {"message", r.message},
+                        {"wall_seconds", r.wall_seconds}, {"report", r.report}};
+  if (!j.params.empty()) out["params"] = j.params;
+  return out;
 }
 
 JobResult result_from_json(const nlohmann::json& j, std::string* suite) {
@@ -48,6 +51,7 @@ JobResult result_from_json(const nlohmann::json& j, std::string* suite) {
   r.job.config = j.value("config", std::string());
   r.job.fidelity = j.value("fidelity", std::string());
   r.job.shape = j.value("shape", std::map<std::string, std::int64_t>());
+  r.job.params = j.value("params", std::map<std::string, std::string>());
   r.job.seed = j.value("seed", std::uint64_t{1});
   const std::string status = j.at("status");
   const auto s = parse_status(status);

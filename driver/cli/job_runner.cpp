@@ -224,6 +224,11 @@ std::vector<std::string> run_args(const Job& j, const std::string& dir) {
     for (const auto& [k, v] : j.shape) s += fmt::format("{}{}={}", s.empty() ? "" : ",", k, v);
     a.insert(a.end(), {"--shape", s});
   }
+  if (!j.params.empty()) {
+    std::string s;
+    for (const auto& [k, v] : j.params) s += fmt::format("{}{}={}", s.empty() ? "" : ",", k, v);
+    a.insert(a.end(), {"--param", s});
+  }
   for (const auto& set : j.overrides) a.insert(a.end(), {"--set", set});
   if (j.no_data) a.push_back("--no-data");
   return a;

@@ -2,6 +2,7 @@
 
 #include "arch/config.h"
 #include "common/kernel.h"
+#include "tessera/kernel_builder.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -58,24 +59,42 @@ void list_configs_derived(int* exit_code) {
   }
 }
 
-void list_kernels() {
+void list_kernels(bool details) {
   struct Row {
-    std::string name, variants, shape, description;
+    std::string name, variants, shape, params, description;
   };
-  std::vector<Row> rows{{"kernel", "variants (first is default)", "shape (defaults)", "description"}};
+  std::vector<Row> rows{
+      {"kernel", "variants (first is default)", "shape (defaults)", "tunable (defaults)", "description"}};
   for (const auto& k : kernels::registry()) {
-    std::string shape;
+    std::string shape, params;
     for (const auto& p : k.shape) shape += fmt::format("{}{}={}", shape.empty() ? "" : ",", p.name, p.default_value);
-    rows.push_back({k.name, fmt::format("{}", fmt::join(k.variants, ", ")), shape, k.description});
+    for (const auto& p : k.params)
+      params += fmt::format("{}{}={}", params.empty() ? "" : ",", p.name, p.default_text());
+    rows.push_back({k.name, fmt::format("{}", fmt::join(k.variant_names(), ", ")), shape, params.empty() ? "-" : params,
+                    k.origin.empty() ? k.description : fmt::format("{} [{}]", k.description, k.origin)});
   }
-  std::size_t w[3] = {0, 0, 0};  // columns as wide as their longest entry
+  std::size_t w[4] = {0, 0, 0, 0};  // columns as wide as their longest entry
   for (const Row& r : rows) {
     w[0] = std::max(w[0], r.name.size());
     w[1] = std::max(w[1], r.variants.size());
     w[2] = std::max(w[2], r.shape.size());
+    w[3] = std::max(w[3], r.params.size());
   }
   for (const Row& r : rows)
-    fmt::print("{:<{}}  {:<{}}  {:<{}}  {}\n", r.name, w[0], r.variants, w[1], r.shape, w[2], r.description);
+    fmt::print("{:<{}}  {:<{}}  {:<{}}  {:<{}}  {}\n", r.name, w[0], r.variants, w[1], r.shape, w[2], r.params, w[3],
+               r.description);
+  if (!details) return;
+  // Per kernel: what each variant, shape and tunable parameter means, and
+  // each tunable's legal values (what --param and a tuner may set).
+  for (const auto& k : kernels::registry()) {
+    fmt::print("\n{}: {}\n", k.name, k.description);
+    if (!k.origin.empty()) fmt::print("  from {}\n", k.origin);
+    for (const auto& v : k.variants) fmt::print("  variant {}: {}\n", v.name, v.description);
+    for (const auto& p : k.shape) fmt::print("  shape {} (default {}): {}\n", p.name, p.default_value, p.description);
+    for (const auto& p : k.params)
+      fmt::print("  param {} (default {}, legal {}{}): {}\n", p.name, p.default_text(), p.legal_text(),
+                 p.variants.empty() ? "" : fmt::format(", variants {}", fmt::join(p.variants, ", ")), p.description);
+  }
 }
 
 }  // namespace
@@ -90,7 +109,17 @@ void add_list_command(CLI::App& app, int* exit_code) {
     if (*derived) list_configs_derived(exit_code);
     else list_configs(exit_code);
   });
-  list->add_subcommand("kernels", "Registered kernels with variants and shape parameters")->callback(list_kernels);
+  auto details = std::make_shared<bool>(false);
+  CLI::App* kernels = list->add_subcommand("kernels", "Registered kernels: variants, shape and tunable parameters");
+  kernels->add_flag("--details", *details, "Per kernel: what each variant and parameter is, and the legal values");
+  kernels->callback([details, exit_code] {
+    try {
+      list_kernels(*details);
+    } catch (const KernelError& e) {
+      std::cerr << "tessera list: " << e.what() << '\n';
+      *exit_code = kExitBadInput;
+    }
+  });
 }
 
 }  // namespace tessera::cli

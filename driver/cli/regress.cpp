@@ -96,7 +96,7 @@ Suite load_suite(const std::string& path) {
   std::set<std::string> ids;
   for (const YAML::Node& t : root["tests"]) {
     std::set<std::string> allowed = kSettings;
-    for (const char* k : {"name", "kernel", "variants", "configs", "shapes"}) allowed.insert(k);
+    for (const char* k : {"name", "kernel", "variants", "configs", "shapes", "params"}) allowed.insert(k);
     check_keys(path, t, allowed, "a test");
     for (const char* k : {"name", "kernel", "configs"})
       if (!t[k]) fail(path, t, fmt::format("a test needs '{}'", k));
@@ -135,21 +135,45 @@ Suite load_suite(const std::string& path) {
     } else {
       shapes.emplace_back();
     }
+    // Tunable parameters: one mapping for every job, or a list of them crossed
+    // with the shapes.
+    std::vector<std::map<std::string, std::string>> param_sets;
+    if (const YAML::Node p = t["params"]) {
+      const auto one = [&](const YAML::Node& m) {
+        if (!m.IsMap()) fail(path, m, "params must be a mapping NAME: VALUE (or a list of them)");
+        std::map<std::string, std::string> set;
+        for (auto it = m.begin(); it != m.end(); ++it) {
+          if (!it->second.IsScalar()) fail(path, it->second, fmt::format("param '{}' must be a value", it->first.Scalar()));
+          set[it->first.Scalar()] = it->second.Scalar();
+        }
+        param_sets.push_back(set);
+      };
+      if (p.IsSequence())
+        for (const auto& m : p) one(m);
+      else
+        one(p);
+    } else {
+      param_sets.emplace_back();
+    }
     for (const auto& v : variants)
       for (const auto& c : configs)
-        for (const auto& s : shapes) {
-          Job j = base;
-          j.variant = v;
-          j.config = c;
-          j.shape = s;
-          std::string shape_text;
-          for (const auto& [k, x] : s) shape_text += fmt::format("{}{}{}", shape_text.empty() ? "" : "_", k, x);
-          j.id = fmt::format("{}/{}/{}{}", j.test, v.empty() ? "default" : v, c, shape_text.empty() ? "" : "/" + shape_text);
-          if (!ids.insert(j.id).second) fail(path, t, fmt::format("job '{}' appears twice", j.id));
-          if (suite.jobs.size() >= kMaxJobs)
-            fail(path, t, fmt::format("the suite has more than {} jobs", kMaxJobs));
-          suite.jobs.push_back(j);
-        }
+        for (const auto& s : shapes)
+          for (const auto& ps : param_sets) {
+            Job j = base;
+            j.variant = v;
+            j.config = c;
+            j.shape = s;
+            j.params = ps;
+            std::string shape_text, param_text;
+            for (const auto& [k, x] : s) shape_text += fmt::format("{}{}{}", shape_text.empty() ? "" : "_", k, x);
+            for (const auto& [k, x] : ps) param_text += fmt::format("{}{}{}", param_text.empty() ? "" : "_", k, x);
+            j.id = fmt::format("{}/{}/{}{}{}", j.test, v.empty() ? "default" : v, c,
+                               shape_text.empty() ? "" : "/" + shape_text, param_text.empty() ? "" : "/" + param_text);
+            if (!ids.insert(j.id).second) fail(path, t, fmt::format("job '{}' appears twice", j.id));
+            if (suite.jobs.size() >= kMaxJobs)
+              fail(path, t, fmt::format("the suite has more than {} jobs", kMaxJobs));
+            suite.jobs.push_back(j);
+          }
   }
   return suite;
 }

@@ -58,9 +58,11 @@ std::vector<std::string> validate(const regress::Suite& suite) {
       report(j, fmt::format("unknown kernel '{}' (kernels: {})", j.kernel, names));
       continue;
     }
-    if (!j.variant.empty() && std::find(spec->variants.begin(), spec->variants.end(), j.variant) == spec->variants.end())
-      report(j, fmt::format("kernel '{}' has no variant '{}' (variants: {})", j.kernel, j.variant,
-                            fmt::join(spec->variants, ", ")));
+    try {
+      kernels::check_params(*spec, j.variant, j.params);  // the variant too
+    } catch (const KernelError& e) {
+      report(j, e.what());
+    }
     try {
       kernels::resolve_shape(*spec, j.shape);
     } catch (const KernelError& e) {

@@ -1,5 +1,6 @@
 #include "commands.h"
 #include "files.h"
+#include "profile_page.h"
 
 #include "arch/config_format.h"
 #include "common/kernel.h"
@@ -20,7 +21,8 @@ namespace tessera::cli {
 namespace {
 
 struct RunOptions {
-  std::string config, kernel, variant, shape, dtype = "bf16", fidelity, out, trace;
+  std::string config, kernel, variant, shape, dtype = "bf16", fidelity, out, trace, html;
+  std::vector<std::string> params;
   std::string waves, waves_window, waves_scope;
   std::vector<std::string> sets;
   bool no_data = false, json = false;
@@ -44,10 +46,11 @@ void check_outputs(const RunOptions& o) {
     make_dirs(o.out);
     for (const char* f : {"report.json", "stats.txt", "config.resolved.yaml"}) check_writable(fs::path(o.out) / f);
   }
-  if (!o.trace.empty()) {
-    const fs::path trace(o.trace);
-    if (trace.has_parent_path()) make_dirs(trace.parent_path());
-    check_writable(trace);
+  for (const std::string* file : {&o.trace, &o.html}) {
+    if (file->empty()) continue;
+    const fs::path path(*file);
+    if (path.has_parent_path()) make_dirs(path.parent_path());
+    check_writable(path);
   }
 }
 
@@ -59,25 +62,23 @@ int run(const RunOptions& o) {
       std::cerr << fmt::format("tessera run: {} is required (tessera run --help)\n", option);
       return kExitBadInput;
     }
-  const kernels::KernelSpec* spec = kernels::find_kernel(o.kernel);
-  if (!spec) {
-    std::string names;
-    for (const auto& k : kernels::registry()) names += (names.empty() ? "" : ", ") + k.name;
-    std::cerr << fmt::format("tessera run: unknown kernel '{}' (kernels: {})\n", o.kernel, names);
-    return kExitBadInput;
-  }
-  const std::string variant = o.variant.empty() ? spec->variants.front() : o.variant;
-  if (std::find(spec->variants.begin(), spec->variants.end(), variant) == spec->variants.end()) {
-    std::cerr << fmt::format("tessera run: kernel '{}' has no variant '{}' (variants: {})\n", o.kernel, variant,
-                             fmt::join(spec->variants, ", "));
-    return kExitBadInput;
-  }
   const std::optional<std::uint64_t> seed = parse_seed(o.seed);
   if (!seed) {
     std::cerr << fmt::format("tessera run: --seed {}: expected a whole number from 0 to {}\n", o.seed,
                              std::numeric_limits<std::uint64_t>::max());
     return kExitBadInput;
   }
+  kernels::KernelRequest request{o.kernel, o.variant, kernels::parse_shape(o.shape), {}, *seed};
+  for (const auto& text : o.params)
+    for (const auto& [name, value] : kernels::parse_param_text(text)) {
+      if (request.params.count(name)) throw KernelError(fmt::format("--param: '{}' is given twice", name));
+      request.params[name] = value;
+    }
+  // Names are checked before the device opens, so that a typo is the error a
+  // user sees (unknown kernel, variant, parameter or shape: KernelError, exit 2).
+  const kernels::KernelSpec& spec = kernels::kernel_named(o.kernel);
+  kernels::check_params(spec, o.variant, request.params);
+  kernels::resolve_shape(spec, request.shape);
   if (o.dtype != "bf16") {
     std::cerr << fmt::format("tessera run: --dtype {}: only bf16 inputs are modelled so far\n", o.dtype);
     return kExitBadInput;
@@ -93,7 +94,7 @@ int run(const RunOptions& o) {
     return kExitBadInput;
   }
   if (!o.out.empty()) dev_opts.failure_waves_dir = o.out;
-  dev_opts.trace = !o.trace.empty();
+  dev_opts.trace = !o.trace.empty() || !o.html.empty();
   for (const auto& s : o.sets) dev_opts.overrides.push_back(arch::parse_override(s));
   if (!o.fidelity.empty()) {
     dev_opts.fidelity = arch::parse_fidelity(o.fidelity);
@@ -104,21 +105,7 @@ int run(const RunOptions& o) {
   }
   check_outputs(o);
   Device dev(dev_opts);
-  const kernels::Shape shape = kernels::resolve_shape(*spec, kernels::parse_shape(o.shape));
-  auto instance = spec->make(dev, shape, variant, *seed);
-  const Program program = instance->build();
-
-  RunReport report = dev.run(program);
-  report.variant = variant;
-  report.shape = shape;
-  if (report.ok && !o.no_data) {
-    const kernels::NumericsCheck c = instance->check();
-    report.checked = true;
-    report.correct = c.correct;
-    report.max_abs_error = c.max_abs_error;
-    report.tolerance = c.tolerance;
-    if (!c.correct) report.error = "numerics mismatch: " + c.detail;
-  }
+  const RunReport report = kernels::run_kernel(dev, request);
 
   // The report says which data it ran on.
   nlohmann::json json = report.to_json();
@@ -129,6 +116,15 @@ int run(const RunOptions& o) {
     write_file(std::filesystem::path(o.out) / "config.resolved.yaml", arch::to_annotated_yaml(dev.resolved()));
   }
   if (!o.trace.empty()) write_file(o.trace, dev.trace().dump() + "\n");
+  if (!o.html.empty()) {
+    std::string shape_text;
+    for (const auto& [k, v] : request.shape)
+      shape_text += fmt::format("{}{}={}", shape_text.empty() ? "" : ",", k, v);
+    const std::string variant = o.variant.empty() ? std::string("default") : o.variant;
+    const std::string title = fmt::format("{} {} on {} ({}) {}", o.kernel, variant, report.config, report.fidelity,
+                                          shape_text);
+    write_page(o.html, run_page(title, json, dev.trace()));
+  }
   if (o.json) std::cout << json.dump(2) << '\n';
   else std::cout << report.summary();
   if (!o.waves.empty())
@@ -148,6 +144,8 @@ void add_run_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--kernel", o->kernel, "Kernel name, tessera list kernels (required)");
   cmd->add_option("--variant", o->variant, "Kernel variant (default: the kernel's first)");
   cmd->add_option("--shape", o->shape, "Shape parameters, e.g. M=512,N=1024,K=256 (default: the kernel's)");
+  cmd->add_option("--param", o->params,
+                  "Tunable parameters, e.g. bm=4,bk=8 (repeatable; default: the kernel's; tessera list kernels)");
   cmd->add_option("--dtype", o->dtype, "Input dtype")->capture_default_str();
   cmd->add_option("--fidelity", o->fidelity, "rtl, sampled or tlm (default: the config's)");
   cmd->add_flag("--no-data", o->no_data, "Timing only: skip the arithmetic (same cycles)");
@@ -156,6 +154,9 @@ void add_run_command(CLI::App& app, int* exit_code) {
   cmd->add_flag("--json", o->json, "Print the report as JSON");
   cmd->add_option("--trace", o->trace,
                   "Write a timeline of every engine and DMA queue here (Chrome trace-event JSON: Perfetto, chrome://tracing)");
+  cmd->add_option("--html", o->html,
+                  "Write the profile page here: one HTML file that opens with no network (timeline, time by call "
+                  "site and label, stalls, roofline; docs/profiling.md)");
   cmd->add_option("--set", o->sets, "Override a config key: path.to.key=value (repeatable)");
   cmd->add_option("--waves", o->waves, "Write an FST waveform of the run here, and a GTKWave save file beside it "
                                        "(docs/waves.md)");

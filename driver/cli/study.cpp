@@ -156,7 +156,7 @@ Parameter parse_parameter(const std::string& file, const YAML::Node& n) {
 }
 
 KernelRuns parse_kernel(const std::string& file, const YAML::Node& n) {
-  check_keys(file, n, {"kernel", "variants", "shapes"}, "a kernel entry");
+  check_keys(file, n, {"kernel", "variants", "shapes", "params"}, "a kernel entry");
   KernelRuns k;
   k.line = line_of(n);
   if (!n["kernel"]) fail(file, n, "a kernel entry needs 'kernel'");
@@ -169,10 +169,31 @@ KernelRuns parse_kernel(const std::string& file, const YAML::Node& n) {
   }
   if (n["variants"]) {
     k.variants = names(file, n["variants"], "variants");
-    for (const auto& v : k.variants)
-      if (std::find(spec->variants.begin(), spec->variants.end(), v) == spec->variants.end())
-        fail(file, n["variants"], fmt::format("kernel '{}' has no variant '{}' (variants: {})", k.kernel, v,
-                                              fmt::join(spec->variants, ", ")));
+    for (const auto& v : k.variants) {
+      try {
+        spec->variant(v);
+      } catch (const std::exception& e) {
+        fail(file, n["variants"], e.what());
+      }
+    }
+  }
+  // Tunable parameters: a list of NAME: VALUE mappings crossed with the
+  // variants and shapes, each checked against every variant it meets.
+  if (const YAML::Node p = n["params"]) {
+    if (!p.IsSequence() || p.size() == 0) fail(file, p, "'params' must be a non-empty list of NAME: VALUE mappings");
+    for (const auto& m : p) {
+      if (!m.IsMap()) fail(file, m, "a params entry must be a mapping NAME: VALUE");
+      std::map<std::string, std::string> set;
+      for (auto it = m.begin(); it != m.end(); ++it) set[it->first.Scalar()] = it->second.Scalar();
+      for (const auto& v : k.variants.empty() ? std::vector<std::string>{""} : k.variants) {
+        try {
+          kernels::check_params(*spec, v, set);
+        } catch (const std::exception& e) {
+          fail(file, m, e.what());
+        }
+      }
+      k.params.push_back(set);
+    }
   }
   if (n["shapes"]) {
     if (!n["shapes"].IsSequence() || n["shapes"].size() == 0)
@@ -369,7 +390,8 @@ Study load_study(const std::string& path, const std::set<std::string>& only_kern
   for (const auto& p : s.parameters) grid *= static_cast<double>(p.values.size());
   double runs = 0;
   for (const auto& k : s.kernels)
-    runs += static_cast<double>(std::max<std::size_t>(1, k.variants.size()) * std::max<std::size_t>(1, k.shapes.size()));
+    runs += static_cast<double>(std::max<std::size_t>(1, k.variants.size()) * std::max<std::size_t>(1, k.shapes.size()) *
+                                std::max<std::size_t>(1, k.params.size()));
   if (grid * runs > static_cast<double>(kMaxPoints))
     fail(path, root["parameters"], fmt::format("the study has {:.0f} points ({:.0f} configs x {:.0f} runs each); at most {}",
                                                grid * runs, grid, runs, kMaxPoints));
@@ -391,25 +413,31 @@ std::vector<Point> expand(const Study& study) {
     for (const auto& k : study.kernels) {
       const auto variants = k.variants.empty() ? std::vector<std::string>{""} : k.variants;
       const auto shapes = k.shapes.empty() ? std::vector<std::map<std::string, std::int64_t>>{{}} : k.shapes;
+      const auto param_sets = k.params.empty() ? std::vector<std::map<std::string, std::string>>{{}} : k.params;
       for (const auto& v : variants)
-        for (const auto& shape : shapes) {
-          Point p;
-          p.parameters = params;
-          Job& j = p.job;
-          j.test = study.name;
-          j.kernel = k.kernel;
-          j.variant = v;
-          j.config = config_of(study, combination);
-          j.fidelity = study.fidelity;
-          j.shape = shape;
-          j.seed = study.seed;
-          j.timeout_s = study.timeout_s;
-          j.no_data = study.no_data;
-          j.overrides = overrides_of(study, combination);
-          const std::string s = shape_text(shape, "_", "");
-          j.id = fmt::format("{}/{}/{}{}", prefix, k.kernel, v.empty() ? "default" : v, s.empty() ? "" : "/" + s);
-          points.push_back(std::move(p));
-        }
+        for (const auto& shape : shapes)
+          for (const auto& ps : param_sets) {
+            Point p;
+            p.parameters = params;
+            Job& j = p.job;
+            j.test = study.name;
+            j.kernel = k.kernel;
+            j.variant = v;
+            j.config = config_of(study, combination);
+            j.fidelity = study.fidelity;
+            j.shape = shape;
+            j.params = ps;
+            j.seed = study.seed;
+            j.timeout_s = study.timeout_s;
+            j.no_data = study.no_data;
+            j.overrides = overrides_of(study, combination);
+            const std::string s = shape_text(shape, "_", "");
+            std::string pt;
+            for (const auto& [name, value] : ps) pt += fmt::format("{}{}{}", pt.empty() ? "" : "_", name, value);
+            j.id = fmt::format("{}/{}/{}{}{}", prefix, k.kernel, v.empty() ? "default" : v, s.empty() ? "" : "/" + s,
+                               pt.empty() ? "" : "/" + pt);
+            points.push_back(std::move(p));
+          }
     }
   }
   return points;

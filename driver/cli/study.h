@@ -48,6 +48,7 @@ struct KernelRuns {
   std::string kernel;
   std::vector<std::string> variants;  // empty: the kernel's default
   std::vector<std::map<std::string, std::int64_t>> shapes;  // empty: the kernel's default
+  std::vector<std::map<std::string, std::string>> params;  // tunable parameters; empty: the kernel's defaults
   int line = 0;
 };
 

@@ -19,10 +19,19 @@
 #include <optional>
 #include <tuple>
 #include <cstring>
+#include <functional>
 #include <sstream>
 
 namespace tessera {
 namespace {
+
+// Whom a wait on semaphore `sem` waits for: an engine's name, or "DMA" for
+// any DMA queue.
+std::string waited_for(const Program& program, std::size_t sem) {
+  std::string owner = sem < program.semaphore_owners.size() ? program.semaphore_owners[sem]
+                                                            : fmt::format("semaphore {}", sem);
+  return owner.rfind("dma", 0) == 0 ? "DMA" : owner;
+}
 
 // The figures a kernel author tunes by (docs/profiling.md).
 void add_profile_figures(RunReport& report, const Program& program, core::NeuronCore& core,
@@ -65,12 +74,8 @@ void add_profile_figures(RunReport& report, const Program& program, core::Neuron
     if (static_cast<arch::Engine>(e) == arch::Engine::Sync) continue;
     const std::string engine = to_string(static_cast<arch::Engine>(e));
     core::Engine& model = core.engine(static_cast<arch::Engine>(e));
-    for (const auto& [sem, ns] : model.semaphore_wait_by_semaphore()) {
-      std::string owner = sem < program.semaphore_owners.size() ? program.semaphore_owners[sem]
-                                                                : fmt::format("semaphore {}", sem);
-      if (owner.rfind("dma", 0) == 0) owner = "DMA";
-      stalls[{engine, "waiting for " + owner}] += ns;
-    }
+    for (const auto& [sem, ns] : model.semaphore_wait_by_semaphore())
+      stalls[{engine, "waiting for " + waited_for(program, sem)}] += ns;
     const double fetch = report.engines[engine].fetch_wait_ns;
     if (fetch > 0) stalls[{engine, "instruction fetch"}] += fetch;
   }
@@ -78,6 +83,100 @@ void add_profile_figures(RunReport& report, const Program& program, core::Neuron
   std::sort(report.top_stalls.begin(), report.top_stalls.end(),
             [](const Stall& a, const Stall& b) { return a.ns > b.ns; });
   if (report.top_stalls.size() > 3) report.top_stalls.resize(3);
+}
+
+// The report's time by call site and by label: each engine's per-instruction
+// costs, and each descriptor's queued and moving time, under the call site
+// and label the builder gave it.
+void add_attribution(RunReport& report, const Program& program, core::NeuronCore& core) {
+  std::map<std::pair<std::string, std::string>, SiteCost> by_site, by_label;  // (engine, site | label)
+  const auto add = [&](const std::string& engine, const CallSite& where, const std::string& label,
+                       const std::function<void(SiteCost&)>& cost) {
+    const std::string site = program.site_name(where);
+    SiteCost& a = by_site[{engine, site}];
+    a.engine = engine;
+    a.site = site;
+    cost(a);
+    SiteCost& b = by_label[{engine, label}];
+    b.engine = engine;
+    b.label = label;
+    cost(b);
+  };
+  for (int e = 0; e < arch::kNumEngines; ++e) {
+    const auto kind = static_cast<arch::Engine>(e);
+    if (kind == arch::Engine::Sync) continue;  // its waiting costs nothing (add_profile_figures)
+    const std::string engine = to_string(kind);
+    const auto& stream = program.streams[static_cast<std::size_t>(e)];
+    const auto& sites = program.sites[static_cast<std::size_t>(e)];
+    const auto& labels = program.labels[static_cast<std::size_t>(e)];
+    const auto& costs = core.engine(kind).instruction_costs();
+    for (std::size_t i = 0; i < costs.size() && i < stream.size(); ++i) {
+      const core::Engine::InstructionCost& c = costs[i];
+      const arch::Instruction& in = stream[i];
+      const bool counts = in.opcode != arch::Opcode::SemWait && in.opcode != arch::Opcode::SemIncr &&
+                          in.opcode != arch::Opcode::End && in.opcode != arch::Opcode::Nop;
+      if (!counts && c.busy_ns == 0 && c.semaphore_wait_ns == 0 && c.fetch_wait_ns == 0) continue;
+      add(engine, i < sites.size() ? sites[i] : CallSite{}, i < labels.size() ? labels[i] : std::string(),
+          [&](SiteCost& r) {
+            if (counts) r.count += 1;
+            r.busy_ns += c.busy_ns;
+            r.waiting_ns += c.semaphore_wait_ns;
+            r.fetch_wait_ns += c.fetch_wait_ns;
+            if (c.semaphore_wait_ns > 0) r.waiting_for[waited_for(program, in.sem)] += c.semaphore_wait_ns;
+            if (c.fetch_wait_ns > 0) r.waiting_for["instruction fetch"] += c.fetch_wait_ns;
+          });
+    }
+  }
+  for (std::size_t e = 0; e < core.dma().engines(); ++e) {
+    const dma::DmaEngineBase& engine = core.dma().engine(e);
+    const auto e32 = static_cast<std::uint32_t>(e);
+    std::map<std::pair<std::uint32_t, std::uint32_t>, sc_core::sc_time> visible, started;  // (queue, index)
+    for (const auto& d : engine.doorbells())
+      for (std::uint32_t i = 0; i < d.count; ++i) visible[{d.queue, d.first + i}] = d.visible;
+    for (const auto& st : engine.starts()) started.emplace(std::make_pair(st.queue, st.index), st.at);
+    std::map<std::uint32_t, std::vector<std::pair<std::uint32_t, sc_core::sc_time>>> done;  // queue -> (index, status)
+    for (const auto& c : engine.completions()) done[c.queue].emplace_back(c.index, c.done);
+    for (auto& [q, list] : done) {
+      std::sort(list.begin(), list.end());
+      const DmaQueueId id{e32, q};
+      const auto ring = program.rings.find(id);
+      const auto sites = program.ring_sites.find(id);
+      const auto labels = program.ring_labels.find(id);
+      sc_core::sc_time previous;
+      for (const auto& [index, status] : list) {
+        // Queued from when it could go (doorbell landed, the one before done)
+        // to its first read; moving from there to its status write.
+        const auto v = visible.find({q, index});
+        const sc_core::sc_time ready = std::max(v == visible.end() ? previous : v->second, previous);
+        const auto st = started.find({q, index});
+        const sc_core::sc_time first_read = st == started.end() ? ready : std::min(std::max(st->second, ready), status);
+        previous = status;
+        std::uint64_t bytes = 0;
+        if (ring != program.rings.end() && index < ring->second.size())
+          bytes = arch::dma_elements(ring->second[index].src_size) << ring->second[index].elem_log2;
+        const CallSite where = sites != program.ring_sites.end() && index < sites->second.size() ? sites->second[index]
+                                                                                                 : CallSite{};
+        const std::string label =
+            labels != program.ring_labels.end() && index < labels->second.size() ? labels->second[index] : "";
+        add("dma", where, label, [&](SiteCost& r) {
+          r.count += 1;
+          r.busy_ns += trace::ns(status - first_read);
+          r.waiting_ns += trace::ns(first_read - ready);
+          if (first_read > ready) r.waiting_for["queue"] += trace::ns(first_read - ready);
+          r.dma_bytes += static_cast<double>(bytes);
+        });
+      }
+    }
+  }
+  const auto sorted = [](std::map<std::pair<std::string, std::string>, SiteCost>& rows) {
+    std::vector<SiteCost> out;
+    for (auto& [key, row] : rows) out.push_back(std::move(row));
+    std::stable_sort(out.begin(), out.end(),
+                     [](const SiteCost& a, const SiteCost& b) { return a.total_ns() > b.total_ns(); });
+    return out;
+  };
+  report.by_site = sorted(by_site);
+  report.by_label = sorted(by_label);
 }
 
 // What the models could not record as they ran: the DMA queues' slices
@@ -107,6 +206,7 @@ void finish_trace(trace::Timeline& timeline, const Program& program, core::Neuro
       const int track = timeline.track("DMA queues", owner);
       const auto ring = program.rings.find({e32, q});
       const auto labels = program.ring_labels.find({e32, q});
+      const auto sites = program.ring_sites.find({e32, q});
       const auto owned = std::find(program.semaphore_owners.begin(), program.semaphore_owners.end(), owner);
       const auto sem = owned == program.semaphore_owners.end()
                            ? -1
@@ -150,6 +250,8 @@ void finish_trace(trace::Timeline& timeline, const Program& program, core::Neuro
           args["label"] = labels->second[index];
           name = labels->second[index];
         }
+        if (sites != program.ring_sites.end() && index < sites->second.size())
+          if (std::string site = program.site_name(sites->second[index]); !site.empty()) args["site"] = std::move(site);
         if (moving_from > queued_from) {
           timeline.slice(track, queued_from, moving_from - queued_from, "queued", "dma queued", args);
           descriptor_slice[{e32, q, index}] = {track, queued_from};
@@ -328,6 +430,9 @@ RunReport Device::run(const Program& program) {
   core_options.timeline = timeline.get();
   core_options.fidelity = fidelity_;
   core_options.no_data = options_.no_data;
+  core_options.origin_of = [&program](arch::Engine e, std::uint64_t index) {
+    return program.origin(e, static_cast<std::size_t>(index));
+  };
   core_options.waves = waves.get();
   // rtl and sampled need the Verilated tensor engine; tlm gets the fast model from it too.
   core_options.tensor_datapath = cosim::rtl_tensor_factory(waves.get(), options_.failure_waves_dir);
@@ -363,8 +468,13 @@ RunReport Device::run(const Program& program) {
   }
 
   if (timeline) {
-    for (int e = 0; e < arch::kNumEngines; ++e)
-      timeline->set_labels(timeline->track("engines", to_string(static_cast<arch::Engine>(e))), program.labels[e]);
+    for (int e = 0; e < arch::kNumEngines; ++e) {
+      const int track = timeline->track("engines", to_string(static_cast<arch::Engine>(e)));
+      timeline->set_labels(track, program.labels[e]);
+      std::vector<std::string> sites;
+      for (const CallSite& site : program.sites[e]) sites.push_back(program.site_name(site));
+      timeline->set_sites(track, std::move(sites));
+    }
     core.hbm().record_traffic(true);
     core.semaphores().keep_increments(true);
   }
@@ -393,6 +503,7 @@ RunReport Device::run(const Program& program) {
     dma.busy_ns = std::max(dma.busy_ns, core.dma().engine(e).stats().busy_ns.value());
   report.engines["dma"] = dma;
   add_profile_figures(report, program, core, resolved_);
+  add_attribution(report, program, core);
   report.stats = stats.to_json();
   if (timeline) {
     finish_trace(*timeline, program, core, report.time_ns);

@@ -10,6 +10,7 @@
 #include "builder/call_name.h"
 #include "builder/dma_lowering.h"
 #include "builder/on_chip_space.h"
+#include "builder/origins.h"
 #include "builder/program_assembly.h"
 #include "builder/region.h"
 #include "builder/schedule.h"
@@ -33,6 +34,9 @@ struct KernelBuilder::Impl {
   builder::Schedule schedule;
   std::vector<std::string> labels;
   int current_label = -1;
+  builder::Origins origins;      // (label, call site) of the operations
+  const char* site_file = "";    // the current call's SourceLocation
+  std::uint32_t site_line = 0;
   std::optional<Region> stationary;  // weights now in the array, while nothing overwrote them
   double matmul_flops = 0;
   bool built = false;
@@ -74,15 +78,22 @@ struct KernelBuilder::Impl {
       if (w.on_chip() && stationary && stationary->overlaps(w)) stationary.reset();
   }
 
+  // The call being made, for the operations it places.
+  void at(const SourceLocation& where) {
+    site_file = where.file;
+    site_line = where.line;
+  }
+  int origin() { return origins.of(current_label, site_file, site_line); }
+
   void emit(arch::Engine engine, const arch::Instruction& in, const RegionList& reads, const RegionList& writes) {
-    const int op = schedule.add_instruction(engine, in, reads, writes, current_label);
+    const int op = schedule.add_instruction(engine, in, reads, writes, origin());
     touched(op, reads, writes);
   }
 
   // Places the pieces lowered into `pieces`.
   void emit_pieces() {
     for (const builder::LoweredPiece& piece : pieces) {
-      const int op = schedule.add_dma(piece.descriptor, piece.read, piece.write, current_label);
+      const int op = schedule.add_dma(piece.descriptor, piece.read, piece.write, origin());
       touched(op, {piece.read}, {piece.write});
     }
   }
@@ -166,9 +177,13 @@ void KernelBuilder::release(const Tile& t) {
 
 // ----------------------------------------------------------------------- DMA
 
-void KernelBuilder::dma(const Tile& dst, const View& src) { impl_->dma_to_tile(dst, src, 0); }
+void KernelBuilder::dma(const Tile& dst, const View& src, SourceLocation where) {
+  impl_->at(where);
+  impl_->dma_to_tile(dst, src, 0);
+}
 
-void KernelBuilder::dma(const Tile& dst, const View& src, std::uint32_t pitch) {
+void KernelBuilder::dma(const Tile& dst, const View& src, std::uint32_t pitch, SourceLocation where) {
+  impl_->at(where);
   const std::string call = fmt::format("dma(tile '{}' <- tensor '{}', pitch {})", dst.name,
                                        src.tensor ? src.tensor->name : "?", pitch);
   if (pitch == 0) throw KernelError(fmt::format("{}: the row pitch must be positive", call));
@@ -183,7 +198,8 @@ void KernelBuilder::dma(const Tile& dst, const View& src, std::uint32_t pitch) {
   impl_->dma_to_tile(dst, src, pitch);
 }
 
-void KernelBuilder::dma(const View& dst, const Tile& src) {
+void KernelBuilder::dma(const View& dst, const Tile& src, SourceLocation where) {
+  impl_->at(where);
   const auto call = [&] {
     return fmt::format("dma(tensor '{}' <- tile '{}')", dst.tensor ? dst.tensor->name : "?", src.name);
   };
@@ -205,7 +221,9 @@ void KernelBuilder::dma(const View& dst, const Tile& src) {
 
 // ------------------------------------------------------------- tensor engine
 
-void KernelBuilder::matmul(const Tile& psum, const Tile& stationary, const Tile& moving, bool accumulate) {
+void KernelBuilder::matmul(const Tile& psum, const Tile& stationary, const Tile& moving, bool accumulate,
+                           SourceLocation where) {
+  impl_->at(where);
   const auto call = [&] {
     return fmt::format("matmul(psum '{}', stationary '{}', moving '{}')", psum.name, stationary.name, moving.name);
   };
@@ -244,7 +262,8 @@ void KernelBuilder::matmul(const Tile& psum, const Tile& stationary, const Tile&
   impl_->matmul_flops += 2.0 * stationary.partitions * stationary.free * moving.free;
 }
 
-void KernelBuilder::transpose(const Tile& psum, const Tile& src) {
+void KernelBuilder::transpose(const Tile& psum, const Tile& src, SourceLocation where) {
+  impl_->at(where);
   const auto call = [&] { return fmt::format("transpose(psum '{}', '{}')", psum.name, src.name); };
   impl_->check_live(call);
   impl_->check_written(call, "source", src);
@@ -274,7 +293,9 @@ arch::Instruction instr(arch::Engine e, arch::Opcode op, const Tile& dst) {
 
 }  // namespace
 
-void KernelBuilder::tensor_tensor(const Tile& dst, const Tile& a, const Tile& b, arch::AluOp op) {
+void KernelBuilder::tensor_tensor(const Tile& dst, const Tile& a, const Tile& b, arch::AluOp op,
+                                  SourceLocation where) {
+  impl_->at(where);
   const auto call = [&] {
     return fmt::format("tensor_tensor('{}' = '{}' {} '{}')", dst.name, a.name, to_string(op), b.name);
   };
@@ -291,7 +312,9 @@ void KernelBuilder::tensor_tensor(const Tile& dst, const Tile& a, const Tile& b,
   impl_->written(dst);
 }
 
-void KernelBuilder::tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op, float s, arch::AluOp op2, float s2) {
+void KernelBuilder::tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op, float s, arch::AluOp op2, float s2,
+                                  SourceLocation where) {
+  impl_->at(where);
   const auto call = [&] { return fmt::format("tensor_scalar('{}' = '{}' {} {})", dst.name, a.name, to_string(op), s); };
   impl_->check_live(call);
   impl_->check_tile(call, "destination", dst);
@@ -308,7 +331,8 @@ void KernelBuilder::tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op
 }
 
 void KernelBuilder::tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op, const Tile& s, arch::AluOp op2,
-                                  const Tile* s2, float s2_value) {
+                                  const Tile* s2, float s2_value, SourceLocation where) {
+  impl_->at(where);
   const auto call = [&] {
     return fmt::format("tensor_scalar('{}' = '{}' {} '{}'[p])", dst.name, a.name, to_string(op), s.name);
   };
@@ -334,7 +358,8 @@ void KernelBuilder::tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op
 }
 
 void KernelBuilder::tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op, float s, arch::AluOp op2,
-                                  const Tile& s2) {
+                                  const Tile& s2, SourceLocation where) {
+  impl_->at(where);
   const auto call = [&] {
     return fmt::format("tensor_scalar('{}' = '{}' {} {} {} '{}')", dst.name, a.name, to_string(op), s, to_string(op2),
                        s2.name);
@@ -354,7 +379,8 @@ void KernelBuilder::tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op
   impl_->written(dst);
 }
 
-void KernelBuilder::reduce(const Tile& dst, const Tile& a, arch::AluOp op) {
+void KernelBuilder::reduce(const Tile& dst, const Tile& a, arch::AluOp op, SourceLocation where) {
+  impl_->at(where);
   const auto call = [&] { return fmt::format("reduce('{}' = {}('{}'))", dst.name, to_string(op), a.name); };
   impl_->check_live(call);
   impl_->check_tile(call, "destination", dst);
@@ -367,7 +393,8 @@ void KernelBuilder::reduce(const Tile& dst, const Tile& a, arch::AluOp op) {
   impl_->written(dst);
 }
 
-void KernelBuilder::copy(const Tile& dst, const Tile& src, arch::Engine engine) {
+void KernelBuilder::copy(const Tile& dst, const Tile& src, arch::Engine engine, SourceLocation where) {
+  impl_->at(where);
   const auto call = [&] { return fmt::format("copy('{}' = '{}' on {})", dst.name, src.name, to_string(engine)); };
   impl_->check_live(call);
   impl_->check_tile(call, "destination", dst);
@@ -379,7 +406,8 @@ void KernelBuilder::copy(const Tile& dst, const Tile& src, arch::Engine engine) 
   impl_->written(dst);
 }
 
-void KernelBuilder::memset(const Tile& dst, float value) {
+void KernelBuilder::memset(const Tile& dst, float value, SourceLocation where) {
+  impl_->at(where);
   const auto call = [&] { return fmt::format("memset('{}', {})", dst.name, value); };
   impl_->check_live(call);
   impl_->check_tile(call, "destination", dst);
@@ -390,7 +418,8 @@ void KernelBuilder::memset(const Tile& dst, float value) {
   impl_->written(dst);
 }
 
-void KernelBuilder::select(const Tile& dst, const Tile& pred, const Tile& a, const Tile& b) {
+void KernelBuilder::select(const Tile& dst, const Tile& pred, const Tile& a, const Tile& b, SourceLocation where) {
+  impl_->at(where);
   const auto call = [&] {
     return fmt::format("select('{}' = '{}' ? '{}' : '{}')", dst.name, pred.name, a.name, b.name);
   };
@@ -409,7 +438,8 @@ void KernelBuilder::select(const Tile& dst, const Tile& pred, const Tile& a, con
 }
 
 void KernelBuilder::activation(const Tile& dst, const Tile& src, arch::ActFunc f, float scale, float bias,
-                               const Tile* bias_tile, const Tile* accumulate) {
+                               const Tile* bias_tile, const Tile* accumulate, SourceLocation where) {
+  impl_->at(where);
   const auto call = [&] { return fmt::format("activation('{}' = {}('{}'))", dst.name, to_string(f), src.name); };
   impl_->check_live(call);
   impl_->check_tile(call, "destination", dst);
@@ -437,7 +467,8 @@ void KernelBuilder::activation(const Tile& dst, const Tile& src, arch::ActFunc f
   if (accumulate) impl_->written(*accumulate);
 }
 
-void KernelBuilder::iota(const Tile& dst, float base, float partition_step, float free_step) {
+void KernelBuilder::iota(const Tile& dst, float base, float partition_step, float free_step, SourceLocation where) {
+  impl_->at(where);
   const auto call = [&] { return fmt::format("iota('{}')", dst.name); };
   impl_->check_live(call);
   impl_->check_tile(call, "destination", dst);
@@ -450,7 +481,8 @@ void KernelBuilder::iota(const Tile& dst, float base, float partition_step, floa
   impl_->written(dst);
 }
 
-void KernelBuilder::partition_reduce(const Tile& dst, const Tile& src, arch::AluOp op) {
+void KernelBuilder::partition_reduce(const Tile& dst, const Tile& src, arch::AluOp op, SourceLocation where) {
+  impl_->at(where);
   const auto call = [&] { return fmt::format("partition_reduce('{}' = {}('{}'))", dst.name, to_string(op), src.name); };
   impl_->check_live(call);
   impl_->check_tile(call, "destination", dst);
@@ -479,7 +511,7 @@ void KernelBuilder::label(const std::string& text) {
 Program KernelBuilder::build() {
   impl_->check_live([] { return std::string("build()"); });
   impl_->built = true;
-  Program p = builder::assemble(cfg_, impl_->schedule, impl_->labels, impl_->space.allocations());
+  Program p = builder::assemble(cfg_, impl_->schedule, impl_->labels, impl_->origins, impl_->space.allocations());
   p.name = impl_->name;
   p.matmul_flops = impl_->matmul_flops;
   return p;

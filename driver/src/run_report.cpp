@@ -30,12 +30,25 @@ nlohmann::json RunReport::to_json() const {
   for (const auto& st : top_stalls)
     stalls_json.push_back({{"engine", st.engine}, {"reason", st.reason}, {"ns", st.ns},
                            {"percent", time_ns > 0 ? 100.0 * st.ns / time_ns : 0.0}});
+  const auto costs_json = [](const std::vector<SiteCost>& rows, bool labels) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const SiteCost& c : rows) {
+      nlohmann::json row = {{"engine", c.engine}, {"site", c.site}, {"count", c.count}, {"busy_ns", c.busy_ns},
+                            {"waiting_ns", c.waiting_ns}, {"fetch_wait_ns", c.fetch_wait_ns},
+                            {"total_ns", c.total_ns()}, {"waiting_for", c.waiting_for}};
+      if (c.dma_bytes > 0) row["dma_bytes"] = c.dma_bytes;
+      if (labels) row["label"] = c.label;
+      out.push_back(std::move(row));
+    }
+    return out;
+  };
   return {
       {"kernel", kernel},
       {"variant", variant},
       {"config", config},
       {"fidelity", fidelity},
       {"shape", shape},
+      {"params", params},
       {"ok", ok},
       {"error", error},
       {"time_ns", time_ns},
@@ -62,6 +75,8 @@ nlohmann::json RunReport::to_json() const {
       {"tensor_waiting_ns", tensor_waiting_ns},
       {"dma_busy_ns", dma_busy_ns},
       {"top_stalls", stalls_json},
+      {"by_site", costs_json(by_site, false)},
+      {"by_label", costs_json(by_label, true)},
       {"checked", checked},
       {"correct", correct},
       {"max_abs_error", max_abs_error},
@@ -73,7 +88,11 @@ nlohmann::json RunReport::to_json() const {
 std::string RunReport::summary() const {
   std::string shape_text;
   for (const auto& [k, v] : shape) shape_text += fmt::format("{}{}={}", shape_text.empty() ? "" : ",", k, v);
-  std::string s = fmt::format("{} {} on {} ({}) shape {}\n", kernel, variant, config, fidelity, shape_text);
+  std::string params_text;
+  for (const auto& [k, v] : params.items())
+    params_text += fmt::format("{}{}={}", params_text.empty() ? "" : ",", k, v.is_string() ? v.get<std::string>() : v.dump());
+  std::string s = fmt::format("{} {} on {} ({}) shape {}{}\n", kernel, variant, config, fidelity, shape_text,
+                              params_text.empty() ? "" : " params " + params_text);
   if (!ok) return s + fmt::format("  FAILED: {}\n", error);
   s += fmt::format("  time {:.3f} us = {:.0f} tensor-engine cycles; HFU {:.2f}%; tensor utilisation {:.2f}%\n",
                    time_ns / 1000.0, cycles, hfu_percent, 100.0 * tensor_utilisation);
@@ -96,6 +115,26 @@ std::string RunReport::summary() const {
   for (std::size_t i = 0; i < top_stalls.size(); ++i)
     s += fmt::format("  stall {}: {} {} {:.1f}%\n", i + 1, top_stalls[i].engine, top_stalls[i].reason,
                      pct(top_stalls[i].ns));
+  if (!by_site.empty()) {
+    // The few call sites where most of the time goes; report.json has them all.
+    constexpr std::size_t kRows = 6;
+    std::size_t width = 9;
+    for (std::size_t i = 0; i < std::min(kRows, by_site.size()); ++i)
+      width = std::max(width, by_site[i].site.size());
+    s += fmt::format("  {:<{}} {:<7} {:>6} {:>10} {:>10}  {}\n", "call site", width, "engine", "count", "busy us",
+                     "waiting us", "waiting for");
+    for (std::size_t i = 0; i < std::min(kRows, by_site.size()); ++i) {
+      const SiteCost& c = by_site[i];
+      std::vector<std::pair<double, std::string>> whom;
+      for (const auto& [who, ns] : c.waiting_for) whom.emplace_back(ns, who);
+      std::sort(whom.rbegin(), whom.rend());
+      std::string waits;
+      for (const auto& [ns, who] : whom) waits += fmt::format("{}{} {:.1f}", waits.empty() ? "" : ", ", who, ns / 1000);
+      s += fmt::format("  {:<{}} {:<7} {:>6.0f} {:>10.2f} {:>10.2f}  {}\n", c.site.empty() ? "(none)" : c.site, width,
+                       c.engine, c.count, c.busy_ns / 1000, (c.waiting_ns + c.fetch_wait_ns) / 1000, waits);
+    }
+    if (by_site.size() > kRows) s += fmt::format("  ... {} more call sites in report.json (by_site, by_label)\n", by_site.size() - kRows);
+  }
   if (checked)
     s += fmt::format("  numerics: {} (max abs error {:.3g}, tolerance {:.3g})\n", correct ? "match" : "MISMATCH",
                      max_abs_error, tolerance);

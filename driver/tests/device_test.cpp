@@ -11,6 +11,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
 #include <random>
 #include <set>
 #include <sstream>
@@ -133,6 +137,96 @@ TEST(Device, WaveSaveFileShowsEveryListedRtlPort) {
     for (const auto& port : group.ports) EXPECT_TRUE(shown.count(port)) << "DMA " << group.title << ": " << port;
   std::filesystem::remove(fst);
   std::filesystem::remove(dev.waves_save_file());
+}
+
+// The report's time by call site: each engine's rows add up to its busy,
+// waiting and fetch time, the DMA rows to every descriptor and byte moved,
+// and the rows name this file's lines.
+TEST(Device, TimeByCallSiteAddsUpToTheEnginesTotals) {
+  Device dev(tiny_options());
+  const std::int64_t M = 8, K = 8, N = 24;
+  Tensor a = dev.allocate("a", {M, K}, DType::Bf16);
+  Tensor b = dev.allocate("b", {K, N}, DType::Bf16);
+  Tensor c = dev.allocate("c", {M, N}, DType::Fp32);
+  KernelBuilder kb(dev.config(), "matmul");
+  const Tile at = kb.sbuf("aT", K, M, DType::Bf16), bt = kb.sbuf("b", K, N, DType::Bf16);
+  const Tile acc = kb.psum("acc", M, N), out = kb.sbuf("out", M, N, DType::Fp32);
+  kb.label("load");
+  kb.dma(at, View{&a, 0, {K, M}, {1, K}});
+  kb.dma(bt, b.all());
+  kb.label("multiply");
+  const int matmul_line = __LINE__ + 1;
+  kb.matmul(acc, at, bt, false);
+  kb.label("store");
+  kb.copy(out, acc);
+  kb.dma(c.all(), out);
+  const RunReport r = dev.run(kb.build());
+  ASSERT_TRUE(r.ok) << r.error;
+
+  for (const auto* rows : {&r.by_site, &r.by_label}) {
+    std::map<std::string, SiteCost> sum;
+    for (const SiteCost& row : *rows) {
+      SiteCost& s = sum[row.engine];
+      s.count += row.count;
+      s.busy_ns += row.busy_ns;
+      s.waiting_ns += row.waiting_ns;
+      s.fetch_wait_ns += row.fetch_wait_ns;
+      s.dma_bytes += row.dma_bytes;
+    }
+    EXPECT_EQ(sum.count("sync"), 0u);  // its waiting costs nothing, as in top_stalls
+    for (const char* engine : {"tensor", "vector", "scalar", "gpsimd"}) {
+      const EngineReport& e = r.engines.at(engine);
+      EXPECT_NEAR(sum[engine].busy_ns, e.busy_ns, 1e-6) << engine;
+      EXPECT_NEAR(sum[engine].waiting_ns, e.semaphore_wait_ns, 1e-6) << engine;
+      EXPECT_NEAR(sum[engine].fetch_wait_ns, e.fetch_wait_ns, 1e-6) << engine;
+    }
+    EXPECT_EQ(sum["tensor"].count, 2);  // the weight load and the multiply; waits and increments are not counted
+    EXPECT_EQ(sum["dma"].count, r.dma_transfers);
+    EXPECT_DOUBLE_EQ(sum["dma"].dma_bytes, r.dma_bytes);
+    EXPECT_GT(sum["dma"].busy_ns, 0);
+    for (std::size_t i = 1; i < rows->size(); ++i) EXPECT_GE((*rows)[i - 1].total_ns(), (*rows)[i].total_ns());
+  }
+  const std::string here = fmt::format("driver/tests/device_test.cpp:{}", matmul_line);
+  const auto matmul = std::find_if(r.by_site.begin(), r.by_site.end(),
+                                   [&](const SiteCost& row) { return row.site == here; });
+  ASSERT_NE(matmul, r.by_site.end());
+  EXPECT_EQ(matmul->engine, "tensor");
+  EXPECT_EQ(matmul->count, 2);
+  EXPECT_GT(matmul->busy_ns, 0);
+  // The tensor engine's semaphore waits are for the two loads: DMA.
+  ASSERT_GT(matmul->waiting_ns, 0);
+  EXPECT_NEAR(matmul->waiting_for.at("DMA"), matmul->waiting_ns, 1e-6);
+  EXPECT_NEAR(matmul->waiting_for.count("instruction fetch") ? matmul->waiting_for.at("instruction fetch") : 0.0,
+              matmul->fetch_wait_ns, 1e-6);
+  std::set<std::string> labels;
+  for (const SiteCost& row : r.by_label) labels.insert(row.engine + " " + row.label);
+  EXPECT_TRUE(labels.count("tensor multiply") && labels.count("dma load") && labels.count("vector store"));
+  EXPECT_THAT(r.summary(), ::testing::HasSubstr(here));
+  const nlohmann::json j = r.to_json();
+  ASSERT_EQ(j["by_site"].size(), r.by_site.size());
+  EXPECT_EQ(j["by_site"][0]["site"], r.by_site[0].site);
+  EXPECT_EQ(j["by_label"][0]["label"], r.by_label[0].label);
+}
+
+// An instruction that breaks a rule at run time (here, altered after
+// building) stops the run with an error naming its call site and label.
+TEST(Device, ARunTimeErrorNamesTheCallSiteAndLabel) {
+  Device dev(tiny_options());
+  KernelBuilder kb(dev.config(), "broken");
+  const Tile t = kb.sbuf("t", 8, 16, DType::Fp32), u = kb.sbuf("u", 8, 16, DType::Fp32);
+  kb.memset(t, 1);
+  kb.label("the copy");
+  const int copy_line = __LINE__ + 1;
+  kb.copy(u, t);
+  Program p = kb.build();
+  for (arch::Instruction& in : p.streams[static_cast<int>(arch::Engine::Vector)])
+    if (in.opcode == arch::Opcode::Copy) in.a.offset_bytes = 16 * 1024 - 32;  // past the end of tiny's SBUF
+  const RunReport r = dev.run(p);
+  ASSERT_FALSE(r.ok);
+  EXPECT_THAT(r.error, ::testing::MatchesRegex(fmt::format(
+                           ".*vector instruction #[0-9]+ \\(byte [0-9]+\\) at driver/tests/device_test.cpp:{}, "
+                           "label 'the copy': vector Copy.*outside sbuf.*",
+                           copy_line)));
 }
 
 TEST(Device, SecondRunInOneProcessIsAClearError) {

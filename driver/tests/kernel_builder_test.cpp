@@ -3,6 +3,7 @@
 // loaded weights, streams that end.
 #include "tessera/kernel_builder.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -334,6 +335,55 @@ TEST(KernelBuilder, LabelsOwnersAndTileLivesForProfiles) {
   EXPECT_EQ(p.tiles[1].name, "u");
   EXPECT_FALSE(p.tiles[1].first.dma);
   EXPECT_TRUE(p.tiles[1].last.dma);
+}
+
+// Every instruction and descriptor carries the call site that made it (this
+// file and line, relative to the source tree); the waits and increments the
+// builder inserted carry the call site of the operation they were placed for.
+TEST(KernelBuilder, CallSitesAreTheKernelsSourceLines) {
+  KernelBuilder kb(config("tiny"), "k");
+  const Tensor a = hbm_tensor("a", 8, 16, DType::Fp32, 0);
+  const Tensor out = hbm_tensor("out", 8, 16, DType::Fp32, 4096);
+  const Tile t = kb.sbuf("t", 8, 16, DType::Fp32), u = kb.sbuf("u", 8, 16, DType::Fp32);
+  const std::uint32_t load_line = __LINE__ + 1;
+  kb.dma(t, a.all());
+  kb.label("scale");
+  const std::uint32_t scale_line = __LINE__ + 1;
+  kb.tensor_scalar(u, t, arch::AluOp::Multiply, 2.0f);
+  kb.dma(out.all(), u, SourceLocation{"my_kernel.cpp", 7});  // a helper passing its caller's location
+  const Program p = kb.build();
+
+  const std::string here = "driver/tests/kernel_builder_test.cpp";
+  for (int e = 0; e < arch::kNumEngines; ++e) EXPECT_EQ(p.sites[e].size(), p.streams[e].size());
+  const auto& vec = p.streams[static_cast<int>(arch::Engine::Vector)];
+  const auto& vec_sites = p.sites[static_cast<int>(arch::Engine::Vector)];
+  bool waited = false;
+  for (std::size_t i = 0; i < vec.size(); ++i) {
+    if (vec[i].opcode == arch::Opcode::End) {
+      EXPECT_EQ(p.site_name(vec_sites[i]), "");
+      continue;
+    }
+    if (vec[i].opcode == arch::Opcode::DmaTrigger) {  // rings the store, whose data the multiply made
+      EXPECT_EQ(p.site_name(vec_sites[i]), "my_kernel.cpp:7");
+      continue;
+    }
+    // The multiply, the wait for its load before it and its increment after.
+    EXPECT_EQ(p.site_name(vec_sites[i]), fmt::format("{}:{}", here, scale_line)) << i << " " << arch::disassemble(vec[i]);
+    waited |= vec[i].opcode == arch::Opcode::SemWait;
+  }
+  EXPECT_TRUE(waited);
+  std::vector<std::string> ring_sites;
+  for (const auto& [q, sites] : p.ring_sites)
+    for (const CallSite& s : sites) ring_sites.push_back(p.site_name(s));
+  EXPECT_THAT(ring_sites, ::testing::UnorderedElementsAre(fmt::format("{}:{}", here, load_line), "my_kernel.cpp:7"));
+  EXPECT_THAT(p.source_files, ::testing::UnorderedElementsAre(here, "my_kernel.cpp"));
+
+  std::size_t multiply = 0;
+  while (vec[multiply].opcode != arch::Opcode::TensorScalar) ++multiply;
+  EXPECT_EQ(p.origin(arch::Engine::Vector, multiply), fmt::format("at {}:{}, label 'scale'", here, scale_line));
+  EXPECT_EQ(p.origin(arch::Engine::Vector, vec.size() - 1), "");  // End
+  EXPECT_EQ(p.origin(arch::Engine::Vector, vec.size() + 5), "");  // past the stream
+  EXPECT_THAT(p.disassemble(), HasSubstr(fmt::format("; at {}:{}, label 'scale'", here, scale_line)));
 }
 
 }  // namespace

@@ -38,11 +38,54 @@ Tile fit(const Tile& t, std::int64_t partitions, std::int64_t free) { return t.s
 // scaled and exponentiated it gives exactly 0, as -inf would.
 constexpr float kMasked = -1e30f;
 
+// The query block and key chunk c: array rows and columns, stationary
+// width, partitions.
+std::int64_t chunk_of(const arch::HwConfig& cfg) {
+  return std::min({cfg.tensor.rows, cfg.tensor.cols, cfg.tensor.stationary_max_free, cfg.sbuf.partitions,
+                   cfg.psum.partitions});
+}
+
+// Key chunks per block: as many as the moving free size and one PSUM bank
+// of fp32 take (at least one).
+std::int64_t max_key_chunks(const arch::HwConfig& cfg) {
+  return std::max<std::int64_t>(1, std::min(cfg.tensor.moving_max_free, cfg.psum.bank_kib * 1024 / 4) / chunk_of(cfg));
+}
+
+// The kernel's sizes. c: query block and key chunk; bk: keys per block
+// (whole chunks); nd: head-dim chunks; dn: output columns per PSUM tile, nv
+// of them; nkc: key chunks of the sequence; per_head: bytes per partition
+// of one head's resident K^T and V; working: of everything else.
+struct AttentionPlan {
+  std::int64_t c, bk, nd, dn, nv, nkc, per_head, working;
+  AttentionPlan(const arch::HwConfig& cfg, std::int64_t S, std::int64_t D, bool flash, bool causal,
+                std::int64_t key_chunks) {
+    const std::int64_t bank_fp32 = cfg.psum.bank_kib * 1024 / 4;
+    c = chunk_of(cfg);
+    bk = key_chunks * c;
+    if (key_chunks > max_key_chunks(cfg))
+      throw KernelError(fmt::format("attention: key_chunks={} makes key blocks of {} keys; a block's scores stream "
+                                    "through one matmul and one PSUM bank, which take {} (key_chunks <= {})",
+                                    key_chunks, bk, std::min(cfg.tensor.moving_max_free, bank_fp32),
+                                    max_key_chunks(cfg)));
+    nd = ceil_div(D, c);
+    dn = std::min(cfg.tensor.moving_max_free, bank_fp32);
+    nv = ceil_div(D, dn);
+    nkc = ceil_div(S, c);
+    per_head = nd * S * 2 + nkc * D * 2;
+    // Q (3 buffers), masked scores, P, P^T (2 each), outputs (3), the mask
+    // table, per-query state; naive adds a row of scores, exps and weights.
+    working = 3 * nd * c * 2 + 2 * bk * 4 + 2 * bk * 2 + 2 * bk * 2 + 3 * nv * dn * 4 + (causal ? (2 * bk + c) * 2 : 0) +
+              16 * 4 + (flash ? 0 : S * (4 + 4 + 2));
+  }
+};
+
 class Attention : public KernelInstance {
 public:
-  Attention(Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed)
-      : dev_(dev), flash_(variant.rfind("flash", 0) == 0), causal_(variant.find("causal") != std::string::npos),
-        S_(shape.at("S")), D_(shape.at("D")), H_(shape.at("H")), scale_(1.0f / std::sqrt(static_cast<float>(D_))) {
+  Attention(Device& dev, const KernelArgs& args)
+      : dev_(dev), flash_(args.variant.rfind("flash", 0) == 0),
+        causal_(args.variant.find("causal") != std::string::npos), S_(args.shape.at("S")), D_(args.shape.at("D")),
+        H_(args.shape.at("H")), scale_(1.0f / std::sqrt(static_cast<float>(D_))), params_(args.params) {
+    const std::uint64_t seed = args.seed;
     qt_ = dev.allocate("qt", {H_ * D_, S_}, DType::Bf16);
     kt_ = dev.allocate("kt", {H_ * D_, S_}, DType::Bf16);
     v_ = dev.allocate("v", {H_ * S_, D_}, DType::Bf16);
@@ -94,29 +137,26 @@ private:
   std::int64_t c_ = 0, bk_ = 0, nd_ = 0, dn_ = 0, nv_ = 0, nkc_ = 0, sets_ = 0;
 
   void plan(const arch::HwConfig& cfg) {
-    const std::int64_t bank_fp32 = cfg.psum.bank_kib * 1024 / 4;
-    c_ = std::min({cfg.tensor.rows, cfg.tensor.cols, cfg.tensor.stationary_max_free, cfg.sbuf.partitions,
-                   cfg.psum.partitions});
-    bk_ = std::max(c_, std::min(cfg.tensor.moving_max_free, bank_fp32) / c_ * c_);
-    nd_ = ceil_div(D_, c_);
-    dn_ = std::min(cfg.tensor.moving_max_free, bank_fp32);
-    nv_ = ceil_div(D_, dn_);
-    nkc_ = ceil_div(S_, c_);
-    // K^T and V of a head stay resident; two sets so the next head's load
-    // overlaps this head's work, one when only one fits.
-    const std::int64_t per_head = nd_ * S_ * 2 + nkc_ * D_ * 2;
-    // Q (3 buffers), masked scores, P, P^T (2 each), outputs (3), the mask
-    // table, per-query state; naive adds a row of scores, exps and weights.
-    const std::int64_t working = 3 * nd_ * c_ * 2 + 2 * bk_ * 4 + 2 * bk_ * 2 + 2 * bk_ * 2 + 3 * nv_ * dn_ * 4 +
-                                 (causal_ ? (2 * bk_ + c_) * 2 : 0) + 16 * 4 + (flash_ ? 0 : S_ * (4 + 4 + 2));
+    const AttentionPlan p(cfg, S_, D_, flash_, causal_, params_.integer("key_chunks"));
+    c_ = p.c;
+    bk_ = p.bk;
+    nd_ = p.nd;
+    dn_ = p.dn;
+    nv_ = p.nv;
+    nkc_ = p.nkc;
+    sets_ = params_.integer("kv_sets");
     const std::int64_t sbuf = cfg.sbuf.partition_kib * 1024;
-    sets_ = 2 * per_head + working <= sbuf ? 2 : 1;
-    if (per_head + working > sbuf)
+    if (p.per_head + p.working > sbuf)
       throw KernelError(fmt::format("attention: K^T and V of one head (S={}, D={}) need {} bytes per partition and the "
                                     "working tiles {} more; SBUF has {} per partition",
-                                    S_, D_, per_head, working, sbuf));
+                                    S_, D_, p.per_head, p.working, sbuf));
+    if (sets_ * p.per_head + p.working > sbuf)
+      throw KernelError(fmt::format("attention: kv_sets={}: {} sets of K^T and V (S={}, D={}) need {} bytes per "
+                                    "partition and the working tiles {} more; SBUF has {} per partition",
+                                    sets_, sets_, S_, D_, sets_ * p.per_head, p.working, sbuf));
   }
 
+private:
   struct HeadTiles {
     std::vector<Tile> kt;  // per head-dim chunk: [dd, S]
     Tile v;                // [c, nkc * D]: key chunk i at columns i * D
@@ -438,6 +478,7 @@ private:
   bool flash_, causal_;
   std::int64_t S_, D_, H_;
   float scale_;
+  Params params_;
   Tensor qt_, kt_, v_, o_, scores_, mask_table_;
   std::vector<float> q_, k_, vv_;
 };
@@ -515,15 +556,41 @@ NumericsCheck Attention::check() {
 }  // namespace
 
 KernelSpec attention_spec() {
-  return KernelSpec{
-      "attention",
-      "O = softmax(Q K^T / sqrt(D) [+ causal mask]) V per head; Q^T, K^T [H*D,S], V [H*S,D] bf16; O [H*S,D] fp32",
-      {"flash", "flash_causal", "naive", "naive_causal"},
-      {{"S", 1024, "sequence length (queries and keys)"}, {"D", 64, "head dimension"}, {"H", 2, "heads"}},
-      [](Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed) {
-        return std::make_unique<Attention>(dev, shape, variant, seed);
-      },
+  KernelSpec spec;
+  spec.name = "attention";
+  spec.description =
+      "O = softmax(Q K^T / sqrt(D) [+ causal mask]) V per head; Q^T, K^T [H*D,S], V [H*S,D] bf16; O [H*S,D] fp32";
+  spec.variants = {
+      {"flash", "keys stream by in blocks; running max and sum per query; scores never leave the core"},
+      {"flash_causal", "flash with key j > query i masked (blocks past the diagonal skipped)"},
+      {"naive", "scores written to HBM, read back a row block at a time for the softmax, then P V"},
+      {"naive_causal", "naive with key j > query i masked"},
   };
+  spec.shape = {{"S", 1024, "sequence length (queries and keys)"}, {"D", 64, "head dimension"}, {"H", 2, "heads"}};
+  spec.params = {
+      TunableParam::integer("key_chunks", 1, 1024, 1,
+                            "keys per block, in chunks of the array width; default: as many as one matmul and PSUM "
+                            "bank take")
+          .derived([](const ParamContext& ctx) -> ParamValue { return max_key_chunks(ctx.config); })
+          .useful_up_to([](const ParamContext& ctx) { return max_key_chunks(ctx.config); }),
+      // K^T and V of a head stay resident; two sets so the next head's load
+      // overlaps this head's work, one when only one fits.
+      TunableParam::integer("kv_sets", 1, 2, 1,
+                            "sets of a head's K^T and V kept in SBUF (2: the next head loads while this one works); "
+                            "default: 2 when they fit")
+          .derived([](const ParamContext& ctx) -> ParamValue {
+            const std::int64_t key_chunks =
+                ctx.given.has("key_chunks") ? ctx.given.integer("key_chunks") : max_key_chunks(ctx.config);
+            const AttentionPlan p(ctx.config, ctx.shape.at("S"), ctx.shape.at("D"),
+                                  ctx.variant.rfind("flash", 0) == 0, ctx.variant.find("causal") != std::string::npos,
+                                  key_chunks);
+            return std::int64_t{2 * p.per_head + p.working <= ctx.config.sbuf.partition_kib * 1024 ? 2 : 1};
+          }),
+  };
+  spec.make = [](Device& dev, const KernelArgs& args) { return std::make_unique<Attention>(dev, args); };
+  return spec;
 }
+
+TESSERA_REGISTER_KERNEL(attention_spec);
 
 }  // namespace tessera::kernels

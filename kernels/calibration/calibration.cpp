@@ -61,7 +61,8 @@ public:
     KernelBuilder kb(dev_.config(), "calib_dma");
     if (variant_ == "load") load(kb);
     else if (variant_ == "store") store(kb);
-    else chain(kb);
+    else if (variant_ == "chain") chain(kb);
+    else throw KernelError(fmt::format("calib_dma: no variant '{}'", variant_));
     return kb.build();
   }
 
@@ -321,47 +322,57 @@ private:
 }  // namespace
 
 KernelSpec calib_dma_spec() {
-  return KernelSpec{
-      "calib_dma",
-      "calibration: N copies of [P x B bytes] between HBM and SBUF (load, store, or a chain of dependent copies)",
-      {"load", "store", "chain"},
-      {{"P", 8, "partitions per copy"},
-       {"B", 256, "bytes per partition (a multiple of 4)"},
-       {"N", 2, "copies"},
-       {"S", 0, "bytes from one HBM row to the next (0: B, rows packed)", 0}},
-      [](Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed) {
-        return std::make_unique<CalibDma>(dev, shape, variant, seed);
-      },
-  };
+  KernelSpec spec;
+  spec.name = "calib_dma";
+  spec.description =
+      "calibration: N copies of [P x B bytes] between HBM and SBUF (load, store, or a chain of dependent copies)";
+  spec.variants = {{"load", "N loads HBM -> SBUF"}, {"store", "N stores SBUF -> HBM"},
+                   {"chain", "N copies, each waiting for the one before"}};
+  spec.shape = {{"P", 8, "partitions per copy"},
+                {"B", 256, "bytes per partition (a multiple of 4)"},
+                {"N", 2, "copies"},
+                {"S", 0, "bytes from one HBM row to the next (0: B, rows packed)", 0}};
+  spec.make = [](Device& dev, const KernelArgs& a) { return std::make_unique<CalibDma>(dev, a.shape, a.variant, a.seed); };
+  return spec;
 }
 
 KernelSpec calib_matmul_spec() {
-  return KernelSpec{
-      "calib_matmul",
+  KernelSpec spec;
+  spec.name = "calib_matmul";
+  spec.description =
       "calibration: R matmuls of a [K, N] moving tile against one [K, M] stationary (moving, fp32) or a new one "
-      "each time (pairs)",
-      {"moving", "pairs", "fp32"},
-      {{"K", 8, "contraction (partitions)"}, {"M", 8, "stationary columns"}, {"N", 64, "moving columns"},
-       {"R", 2, "matmuls"}},
-      [](Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed) {
-        return std::make_unique<CalibMatmul>(dev, shape, variant, seed);
-      },
+      "each time (pairs)";
+  spec.variants = {{"moving", "one stationary for all, bf16"},
+                   {"pairs", "a new stationary before each matmul"},
+                   {"fp32", "one stationary for all, fp32 inputs"}};
+  spec.shape = {{"K", 8, "contraction (partitions)"}, {"M", 8, "stationary columns"}, {"N", 64, "moving columns"},
+                {"R", 2, "matmuls"}};
+  spec.make = [](Device& dev, const KernelArgs& a) {
+    return std::make_unique<CalibMatmul>(dev, a.shape, a.variant, a.seed);
   };
+  return spec;
 }
 
 KernelSpec calib_vector_spec() {
-  std::vector<std::string> variants;
-  for (const auto& v : kVectorVariants) variants.emplace_back(v.name);
-  return KernelSpec{
-      "calib_vector",
+  KernelSpec spec;
+  spec.name = "calib_vector";
+  spec.description =
       "calibration: R instructions on [P, N] fp32 tiles (vector tensor_scalar / tensor_tensor, scalar activation), "
-      "independent or each reading the one before (_chain)",
-      variants,
-      {{"P", 8, "partitions"}, {"N", 64, "free elements"}, {"R", 2, "instructions"}},
-      [](Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed) {
-        return std::make_unique<CalibVector>(dev, shape, variant, seed);
-      },
+      "independent or each reading the one before (_chain)";
+  for (const auto& v : kVectorVariants)
+    spec.variants.push_back({v.name, fmt::format("{} on the {} engine{}", v.inputs == 2 ? "tensor_tensor" :
+                                                 v.scalar ? "activation" : "tensor_scalar",
+                                                 v.scalar ? "scalar" : "vector",
+                                                 v.chain ? ", each reading the one before" : ", independent")});
+  spec.shape = {{"P", 8, "partitions"}, {"N", 64, "free elements"}, {"R", 2, "instructions"}};
+  spec.make = [](Device& dev, const KernelArgs& a) {
+    return std::make_unique<CalibVector>(dev, a.shape, a.variant, a.seed);
   };
+  return spec;
 }
+
+TESSERA_REGISTER_KERNEL(calib_dma_spec);
+TESSERA_REGISTER_KERNEL(calib_matmul_spec);
+TESSERA_REGISTER_KERNEL(calib_vector_spec);
 
 }  // namespace tessera::kernels

@@ -35,13 +35,8 @@ inline KernelRun run_kernel(const std::string& kernel, const std::string& varian
   o.fidelity = fidelity;
   o.no_data = no_data;
   Device dev(o);
-  const KernelSpec* spec = find_kernel(kernel);
-  if (!spec) {
-    out.error = "no kernel " + kernel;
-    return out;
-  }
   try {
-    auto k = spec->make(dev, resolve_shape(*spec, shape), variant, 7);
+    auto k = instantiate(dev, {kernel, variant, shape, {}, 7}).kernel;
     const RunReport r = dev.run(k->build());
     out.ok = r.ok;
     out.error = r.error;

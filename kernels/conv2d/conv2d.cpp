@@ -36,17 +36,40 @@ std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
 
 Tile fit(const Tile& t, std::int64_t partitions, std::int64_t free) { return t.slice(0, u32(partitions), 0, u32(free)); }
 
+// Output rows computed per matmul (at the padded row width Wq), and row
+// blocks per group.
+struct ConvGeometry {
+  std::int64_t OH, OW, Wq, max_n, rows_per_block, nblocks;
+  ConvGeometry(const arch::HwConfig& cfg, const Shape& s) {
+    const std::int64_t H = s.at("H"), W = s.at("W"), R = s.at("R"), S = s.at("S"), st = s.at("stride"),
+                       pad = s.at("pad");
+    if (H + 2 * pad < R || W + 2 * pad < S)
+      throw KernelError(fmt::format("conv2d: a {}x{} kernel is larger than the padded {}x{} input (pad {})", R, S,
+                                    H + 2 * pad, W + 2 * pad, pad));
+    OH = (H + 2 * pad - R) / st + 1;
+    OW = (W + 2 * pad - S) / st + 1;
+    Wq = OW + (S - 1) / st;
+    max_n = std::min(cfg.tensor.moving_max_free, cfg.psum.bank_kib * 1024 / 4);
+    rows_per_block = std::max<std::int64_t>(1, std::min(OH, max_n / Wq));
+    nblocks = ceil_div(OH, rows_per_block);
+  }
+  // blocked: as many row blocks as PSUM holds twice over, one bank kept spare.
+  std::int64_t default_group(const arch::HwConfig& cfg) const {
+    const std::int64_t per_bank = cfg.psum.bank_kib * 1024 / (rows_per_block * Wq * 4);
+    return std::clamp<std::int64_t>((cfg.psum.banks - 1) * per_bank / 2, 1, nblocks);
+  }
+};
+
 class Conv2d : public KernelInstance {
 public:
-  Conv2d(Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed)
-      : dev_(dev), blocked_(variant == "blocked"), N_(shape.at("N")), C_(shape.at("C")), H_(shape.at("H")),
-        W_(shape.at("W")), K_(shape.at("K")), R_(shape.at("R")), S_(shape.at("S")), st_(shape.at("stride")),
-        pad_(shape.at("pad")) {
-    if (H_ + 2 * pad_ < R_ || W_ + 2 * pad_ < S_)
-      throw KernelError(fmt::format("conv2d: a {}x{} kernel is larger than the padded {}x{} input (pad {})", R_, S_,
-                                    H_ + 2 * pad_, W_ + 2 * pad_, pad_));
-    OH_ = (H_ + 2 * pad_ - R_) / st_ + 1;
-    OW_ = (W_ + 2 * pad_ - S_) / st_ + 1;
+  Conv2d(Device& dev, const KernelArgs& args)
+      : dev_(dev), blocked_(args.variant == "blocked"), N_(args.shape.at("N")), C_(args.shape.at("C")),
+        H_(args.shape.at("H")), W_(args.shape.at("W")), K_(args.shape.at("K")), R_(args.shape.at("R")),
+        S_(args.shape.at("S")), st_(args.shape.at("stride")), pad_(args.shape.at("pad")), params_(args.params) {
+    const std::uint64_t seed = args.seed;
+    const ConvGeometry g(dev.config(), args.shape);
+    OH_ = g.OH;
+    OW_ = g.OW;
     x_ = dev.allocate("x", {N_ * C_, H_ * W_}, DType::Bf16);
     w_ = dev.allocate("w", {C_, R_ * S_ * K_}, DType::Bf16);
     y_ = dev.allocate("y", {N_ * K_, OH_ * OW_}, DType::Fp32);
@@ -101,12 +124,24 @@ public:
   }
 
 private:
+  // The engine evacuating output row `turn` (0 or 1, alternating).
+  arch::Engine evacuation_engine(int turn) const;
+
   Device& dev_;
   bool blocked_;
-  std::int64_t N_, C_, H_, W_, K_, R_, S_, st_, pad_, OH_ = 0, OW_ = 0;
+  std::int64_t N_, C_, H_, W_, K_, R_, S_, st_, pad_;
+  Params params_;
+  std::int64_t OH_ = 0, OW_ = 0;
   Tensor x_, w_, y_;
   std::vector<float> xv_, wv_;
 };
+
+arch::Engine Conv2d::evacuation_engine(int turn) const {
+  const std::string& e = params_.choice("evacuate");
+  if (e == "vector") return arch::Engine::Vector;
+  if (e == "scalar") return arch::Engine::Scalar;
+  return turn ? arch::Engine::Scalar : arch::Engine::Vector;
+}
 
 Program Conv2d::build() {
   const auto& cfg = dev_.config();
@@ -126,8 +161,7 @@ Program Conv2d::build() {
   const std::int64_t nblocks = ceil_div(OH_, rows_per_block);
   // blocked: a group of row blocks accumulates at once, one PSUM tile each,
   // so each tap's weights are loaded into the array once per group.
-  const std::int64_t banks = cfg.psum.banks, per_bank = cfg.psum.bank_kib * 1024 / (rows_per_block * Wq * 4);
-  const std::int64_t group = blocked_ ? std::clamp<std::int64_t>((banks - 1) * per_bank / 2, 1, nblocks) : 1;
+  const std::int64_t group = blocked_ ? std::min(params_.integer("group"), nblocks) : 1;
   const std::int64_t plane = Hq * Wq;
   const std::int64_t sbuf_need = nc * R_ * S_ * K_ * 2 + 2 * nc * pa * pb * plane * 2 + 2 * rows_per_block * OW_ * 4;
   if (sbuf_need > cfg.sbuf.partition_kib * 1024)
@@ -202,7 +236,7 @@ Program Conv2d::build() {
           const Tile& a = acc[aturn * group + g];
           for (std::int64_t j = 0; j < nr; ++j, evac ^= 1)
             kb.copy(out[oturn].slice(0, u32(kk), u32(j * OW_), u32(OW_)), a.slice(0, u32(kk), u32(j * Wq), u32(OW_)),
-                    evac ? arch::Engine::Scalar : arch::Engine::Vector);
+                    evacuation_engine(evac));
           kb.dma(y_.region(n * K_ + ki * c, oh0 * OW_, kk, nr * OW_), fit(out[oturn], kk, nr * OW_));
         }
         aturn ^= 1;
@@ -215,23 +249,37 @@ Program Conv2d::build() {
 }  // namespace
 
 KernelSpec conv2d_spec() {
-  return KernelSpec{
-      "conv2d",
-      "y = conv2d(x, w), NCHW: x [N*C, H*W], w [C, R*S*K] bf16 (C R S K), y [N*K, OH*OW] fp32; stride, zero padding",
-      {"blocked", "simple"},
-      {{"N", 2, "images"},
-       {"C", 32, "input channels"},
-       {"H", 16, "input height"},
-       {"W", 16, "input width"},
-       {"K", 32, "output channels"},
-       {"R", 3, "kernel height"},
-       {"S", 3, "kernel width"},
-       {"stride", 1, "stride (both axes)"},
-       {"pad", 1, "zero padding (both axes)", 0}},
-      [](Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed) {
-        return std::make_unique<Conv2d>(dev, shape, variant, seed);
-      },
+  KernelSpec spec;
+  spec.name = "conv2d";
+  spec.description =
+      "y = conv2d(x, w), NCHW: x [N*C, H*W], w [C, R*S*K] bf16 (C R S K), y [N*K, OH*OW] fp32; stride, zero padding";
+  spec.variants = {{"blocked", "a group of row blocks accumulates at once: each tap's weights load once per group"},
+                   {"simple", "one row block at a time: each tap's weights load once per row block"}};
+  spec.shape = {{"N", 2, "images"},
+                {"C", 32, "input channels"},
+                {"H", 16, "input height"},
+                {"W", 16, "input width"},
+                {"K", 32, "output channels"},
+                {"R", 3, "kernel height"},
+                {"S", 3, "kernel width"},
+                {"stride", 1, "stride (both axes)"},
+                {"pad", 1, "zero padding (both axes)", 0}};
+  spec.params = {
+      TunableParam::integer("group", 1, 1024, 1,
+                            "row blocks accumulating at once (a PSUM tile each); default: what PSUM holds twice, a "
+                            "bank spare")
+          .derived([](const ParamContext& ctx) -> ParamValue {
+            return ConvGeometry(ctx.config, ctx.shape).default_group(ctx.config);
+          })
+          .useful_up_to([](const ParamContext& ctx) { return ConvGeometry(ctx.config, ctx.shape).nblocks; })
+          .only_for({"blocked"}),
+      TunableParam::choice("evacuate", {"alternate", "vector", "scalar"}, "alternate",
+                           "the engine copying output rows from PSUM to SBUF: alternating shares the work"),
   };
+  spec.make = [](Device& dev, const KernelArgs& args) { return std::make_unique<Conv2d>(dev, args); };
+  return spec;
 }
+
+TESSERA_REGISTER_KERNEL(conv2d_spec);
 
 }  // namespace tessera::kernels

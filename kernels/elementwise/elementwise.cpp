@@ -44,9 +44,10 @@ const Op& op_named(const std::string& name) {
 
 class Elementwise : public KernelInstance {
 public:
-  Elementwise(Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed)
-      : dev_(dev), op_(op_named(variant)), R_(shape.at("R")), C_(shape.at("C")), F_(shape.at("F")),
-        B_(shape.at("B")) {
+  Elementwise(Device& dev, const KernelArgs& args)
+      : dev_(dev), op_(op_named(args.variant)), R_(args.shape.at("R")), C_(args.shape.at("C")),
+        F_(args.params.integer("F")), B_(args.params.integer("B")) {
+    const std::uint64_t seed = args.seed;
     x_ = dev.allocate("x", {R_, C_}, DType::Fp32);
     if (op_.binary) y_ = dev.allocate("y", {R_, C_}, DType::Fp32);
     out_ = dev.allocate("out", {R_, C_}, DType::Fp32);
@@ -159,20 +160,22 @@ private:
 }  // namespace
 
 KernelSpec elementwise_spec() {
-  std::vector<std::string> variants;
-  for (const Op& op : kOps) variants.push_back(op.name);
-  return KernelSpec{
-      "elementwise",
-      "out = op(x) or op(x, y) element by element, fp32 [R,C]; the variant is the operation",
-      variants,
-      {{"R", 1024, "rows"},
-       {"C", 1024, "columns"},
-       {"F", 8192, "tile: elements per partition per tile, at most (shrunk to fit SBUF)"},
-       {"B", 3, "buffers the tiles rotate through (1: no overlap of load, compute and store)"}},
-      [](Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed) {
-        return std::make_unique<Elementwise>(dev, shape, variant, seed);
-      },
+  KernelSpec spec;
+  spec.name = "elementwise";
+  spec.description = "out = op(x) or op(x, y) element by element, fp32 [R,C]; the variant is the operation";
+  for (const Op& op : kOps)
+    spec.variants.push_back({op.name, op.binary ? fmt::format("x {} y on the vector engine", op.name)
+                                                : fmt::format("{}(x) on the scalar engine", op.name)});
+  spec.shape = {{"R", 1024, "rows"}, {"C", 1024, "columns"}};
+  spec.params = {
+      TunableParam::integer("F", 1, 1 << 20, 8192,
+                            "tile: elements per partition per tile, at most (shrunk to fit SBUF and the tensor)"),
+      TunableParam::integer("B", 1, 16, 3, "buffers the tiles rotate through (1: no overlap of load, compute and store)"),
   };
+  spec.make = [](Device& dev, const KernelArgs& args) { return std::make_unique<Elementwise>(dev, args); };
+  return spec;
 }
+
+TESSERA_REGISTER_KERNEL(elementwise_spec);
 
 }  // namespace tessera::kernels

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
 
 namespace tessera::kernels {
@@ -35,6 +36,99 @@ struct Tiling {
         kt(ceil_div(K, tk)) {}
 };
 
+// How many tiles of `bytes_per_tile` fit `budget` bytes per partition.
+std::int64_t fits(std::int64_t budget, std::int64_t bytes_per_tile) {
+  return bytes_per_tile > 0 ? budget / bytes_per_tile : 0;
+}
+
+// blocked_mn's SBUF budget: bytes per partition of one A / B tile column
+// (all of K), and the room left beside two output tiles.
+struct MnBudget {
+  std::int64_t a_col, b_col, budget;
+  MnBudget(const arch::HwConfig& cfg, const Tiling& t)
+      : a_col(t.kt * t.tm * 2), b_col(t.kt * t.tn * 2), budget(cfg.sbuf.partition_kib * 1024 - 2 * t.tn * 4) {}
+};
+
+// The block (in tiles) blocked_mn and blocked_mnk take when a run does not
+// set bm, bn or bk; what a run sets is kept, the rest sized around it.
+struct Blocking {
+  std::int64_t bm, bn, bk;
+};
+
+Blocking default_blocking(const ParamContext& ctx) {
+  const arch::HwConfig& cfg = ctx.config;
+  const Tiling t(cfg, ctx.shape.at("M"), ctx.shape.at("N"), ctx.shape.at("K"));
+  const auto given = [&](const char* name) -> std::optional<std::int64_t> {
+    if (!ctx.given.has(name)) return std::nullopt;
+    return ctx.given.integer(name);
+  };
+  const std::int64_t partition_bytes = cfg.sbuf.partition_kib * 1024;
+  Blocking b{1, 1, 1};
+  if (ctx.variant == "blocked_mn") {
+    // Favour B reuse (N blocks), then give A what is left.
+    const MnBudget m(cfg, t);
+    b.bn = given("bn").value_or(std::clamp<std::int64_t>(fits(m.budget / 2, m.b_col), 1, t.nt));
+    b.bm = given("bm").value_or(
+        std::clamp<std::int64_t>(fits(m.budget - std::min(b.bn, t.nt) * m.b_col, m.a_col), 1, t.mt));
+    return b;
+  }
+  // blocked_mnk. Output block: as many accumulators as PSUM banks allow, two
+  // sets so one block's evacuation overlaps the next block's multiplies.
+  const std::int64_t banks = cfg.psum.banks;
+  b.bn = given("bn").value_or(std::clamp<std::int64_t>(banks / 4, 1, t.nt));
+  b.bm = given("bm").value_or(std::clamp<std::int64_t>(banks / (2 * std::min(b.bn, t.nt)), 1, t.mt));
+  // K block: the largest that fits two buffer sets of A and B tiles.
+  const std::int64_t out_bytes = 2 * t.tn * 4;
+  const auto k_block = [&](std::int64_t bm, std::int64_t bn) {
+    const std::int64_t per_k = 2 * (std::min(bm, t.mt) * t.tm * 2 + std::min(bn, t.nt) * t.tn * 2);
+    return std::clamp<std::int64_t>(fits(partition_bytes - out_bytes, per_k), 1, t.kt);
+  };
+  b.bk = given("bk").value_or(k_block(b.bm, b.bn));
+  const std::int64_t per_k = 2 * (std::min(b.bm, t.mt) * t.tm * 2 + std::min(b.bn, t.nt) * t.tn * 2);
+  if (std::min(b.bk, t.kt) * per_k + out_bytes > partition_bytes && !given("bm") && !given("bn")) {
+    // Not even one K tile of that block fits: fall back to single tiles.
+    b.bm = b.bn = 1;
+    b.bk = given("bk").value_or(k_block(1, 1));
+  }
+  return b;
+}
+
+// SBUF and PSUM bytes per partition the variant allocates, from the same
+// tile sizes and counts as its builder (an analytic check, no build).
+std::optional<std::string> gemm_fits(const arch::HwConfig& cfg, const KernelArgs& args) {
+  const Tiling t(cfg, args.shape.at("M"), args.shape.at("N"), args.shape.at("K"));
+  std::int64_t sbuf = 0, accumulators = 0;
+  const std::int64_t out = t.tn * 4;  // one fp32 output tile
+  if (args.variant == "naive") {
+    sbuf = t.tm * 2 + t.tn * 2 + out;
+    accumulators = 1;
+  } else if (args.variant == "hoisted") {
+    sbuf = t.kt * (t.tm * 2 + t.tn * 2) + out;
+    accumulators = 1;
+  } else if (args.variant == "blocked_mn") {
+    const std::int64_t bm = std::min(args.params.integer("bm"), t.mt), bn = std::min(args.params.integer("bn"), t.nt);
+    sbuf = t.kt * (bm * t.tm * 2 + bn * t.tn * 2) + 2 * out;
+    accumulators = 2;
+  } else if (args.variant == "blocked_mnk") {
+    const std::int64_t bm = std::min(args.params.integer("bm"), t.mt), bn = std::min(args.params.integer("bn"), t.nt);
+    const std::int64_t bk = std::min(args.params.integer("bk"), t.kt);
+    sbuf = 2 * bk * (bm * t.tm * 2 + bn * t.tn * 2) + 2 * out;
+    accumulators = 2 * bm * bn;
+  } else {
+    return std::nullopt;  // the tutorial variants size their buffers to fit: the builder's check
+  }
+  const std::int64_t sbuf_room = cfg.sbuf.partition_kib * 1024;
+  if (sbuf > sbuf_room)
+    return fmt::format("gemm {} with {}: {} bytes of SBUF per partition, {} available", args.variant,
+                       args.params.text(), sbuf, sbuf_room);
+  const std::int64_t bank = cfg.psum.bank_kib * 1024;
+  const std::int64_t per_bank = bank / (t.tn * 4);
+  if (accumulators > per_bank * cfg.psum.banks)
+    return fmt::format("gemm {} with {}: {} PSUM accumulators of {} bytes, {} banks of {} hold {}", args.variant,
+                       args.params.text(), accumulators, t.tn * 4, cfg.psum.banks, bank, per_bank * cfg.psum.banks);
+  return std::nullopt;
+}
+
 // The tutorial's meta-parameters (nki_matmul_block_free_dimension_ and
 // nki_matmul_fully_optimized_). `buffers`: a tile the tutorial declares inside
 // a loop body is allocated afresh each iteration by the NKI compiler, which
@@ -46,10 +140,28 @@ struct TutorialParams {
   std::int64_t buffers = 2;
 };
 
+// The tutorial's meta-parameters as the run resolved them (each read by the
+// variants that take it; the others keep the tutorial's values).
+TutorialParams tutorial_params(const Params& p) {
+  TutorialParams tp;
+  const auto take = [&](const char* name, std::int64_t& field) {
+    if (p.has(name)) field = p.integer(name);
+  };
+  take("tiles_in_block_m", tp.tiles_in_block_m);
+  take("tiles_in_block_n", tp.tiles_in_block_n);
+  take("tiles_in_block_k", tp.tiles_in_block_k);
+  take("free_block_m", tp.free_block_m);
+  take("free_block_n", tp.free_block_n);
+  take("buffers", tp.buffers);
+  return tp;
+}
+
 class Gemm : public KernelInstance {
 public:
-  Gemm(Device& dev, const Shape& shape, std::string variant, std::uint64_t seed, TutorialParams tp = {})
-      : dev_(dev), variant_(std::move(variant)), M_(shape.at("M")), N_(shape.at("N")), K_(shape.at("K")), tp_(tp) {
+  Gemm(Device& dev, const KernelArgs& args)
+      : dev_(dev), variant_(args.variant), params_(args.params), M_(args.shape.at("M")), N_(args.shape.at("N")),
+        K_(args.shape.at("K")), tp_(tutorial_params(args.params)) {
+    const std::uint64_t seed = args.seed;
     // A arrives transposed, [K, M], as NKI's matmul takes it: the contraction
     // dimension lies on partitions without a transpose on chip.
     at_ = dev.allocate("at", {K_, M_}, DType::Bf16);
@@ -67,16 +179,23 @@ public:
     dev.upload(b_, b_values_);
   }
 
+  // The variants, in the order a kernel engineer takes them; the spec's
+  // variant list is this table, the default first.
+  struct Step {
+    const char* name;
+    const char* description;
+    void (Gemm::*build)(KernelBuilder&);
+  };
+  static const std::vector<Step>& steps();
+  static const Step& variant_step(const std::string& name) {
+    for (const Step& s : steps())
+      if (name == s.name) return s;
+    throw KernelError(fmt::format("gemm: no variant '{}'", name));
+  }
+
   Program build() override {
     KernelBuilder kb(dev_.config(), "gemm");
-    if (variant_ == "naive") naive(kb);
-    else if (variant_ == "hoisted") hoisted(kb);
-    else if (variant_ == "blocked_mn") blocked_mn(kb);
-    else if (variant_ == "tiled") tiled(kb);
-    else if (variant_ == "hoist_load") hoist_load(kb);
-    else if (variant_ == "block_free_dimension") block_free_dimension(kb);
-    else if (variant_ == "fully_optimized") fully_optimized(kb);
-    else blocked_mnk(kb);
+    (this->*variant_step(variant_).build)(kb);
     Program p = kb.build();
     p.model_flops = 2.0 * static_cast<double>(M_) * static_cast<double>(N_) * static_cast<double>(K_);
     return p;
@@ -127,11 +246,11 @@ private:
     return std::min(tile, total - i * tile);
   }
 
-  // Evacuates an accumulator to SBUF (vector engine) and stores it.
+  // Evacuates an accumulator to SBUF (on the `evacuate` engine) and stores it.
   void store(KernelBuilder& kb, const Tile& acc, const Tile& out, std::int64_t m0, std::int64_t n0, std::int64_t mm,
              std::int64_t nn) {
     const Tile o = fit(out, mm, nn);
-    kb.copy(o, fit(acc, mm, nn));
+    kb.copy(o, fit(acc, mm, nn), params_.choice("evacuate") == "scalar" ? arch::Engine::Scalar : arch::Engine::Vector);
     kb.dma(c_.region(m0, n0, mm, nn), o);
   }
 
@@ -185,26 +304,22 @@ private:
     }
   }
 
-  // How many tiles of `bytes_per_tile` fit `budget` bytes per partition.
-  static std::int64_t fits(std::int64_t budget, std::int64_t bytes_per_tile) {
-    return bytes_per_tile > 0 ? budget / bytes_per_tile : 0;
-  }
-
   // Step 3: blocks of BM x BN output tiles; the A tiles of BM row tiles and
   // the B tiles of BN column tiles (all of K) are loaded once per block and
   // reused by every output tile in it.
   void blocked_mn(KernelBuilder& kb) {
     const auto& cfg = dev_.config();
     const Tiling t(cfg, M_, N_, K_);
-    const std::int64_t partition_bytes = cfg.sbuf.partition_kib * 1024;
-    const std::int64_t a_col = t.kt * t.tm * 2, b_col = t.kt * t.tn * 2;  // bytes per partition of one m / n tile column
-    const std::int64_t budget = partition_bytes - 2 * t.tn * 4;           // room for two output tiles
-    // Favour B reuse (N blocks), then give A what is left.
-    std::int64_t bn = std::clamp<std::int64_t>(fits(budget / 2, b_col), 1, t.nt);
-    std::int64_t bm = std::clamp<std::int64_t>(fits(budget - bn * b_col, a_col), 1, t.mt);
-    if (bm * a_col + bn * b_col > budget)
-      throw KernelError(fmt::format("gemm blocked_mn: one A and one B column of K={} need {} bytes per partition, "
-                                    "SBUF has {}; use blocked_mnk, which blocks K", K_, a_col + b_col, budget));
+    const MnBudget room(cfg, t);
+    const std::int64_t bm = std::min(params_.integer("bm"), t.mt), bn = std::min(params_.integer("bn"), t.nt);
+    if (bm * room.a_col + bn * room.b_col > room.budget) {
+      if (bm == 1 && bn == 1)
+        throw KernelError(fmt::format("gemm blocked_mn: one A and one B column of K={} need {} bytes per partition, "
+                                      "SBUF has {}; use blocked_mnk, which blocks K",
+                                      K_, room.a_col + room.b_col, room.budget));
+      throw KernelError(fmt::format("gemm blocked_mn: bm={} A and bn={} B columns of K={} need {} bytes per partition, "
+                                    "SBUF has {}", bm, bn, K_, bm * room.a_col + bn * room.b_col, room.budget));
+    }
     std::vector<std::vector<Tile>> a(bm), b(bn);
     for (std::int64_t i = 0; i < bm; ++i)
       for (std::int64_t ki = 0; ki < t.kt; ++ki) a[i].push_back(kb.sbuf(fmt::format("a{}_{}", i, ki), t.tk, t.tm, DType::Bf16));
@@ -245,20 +360,8 @@ private:
   void blocked_mnk(KernelBuilder& kb) {
     const auto& cfg = dev_.config();
     const Tiling t(cfg, M_, N_, K_);
-    const std::int64_t partition_bytes = cfg.sbuf.partition_kib * 1024;
-    const std::int64_t banks = cfg.psum.banks;
-    // Output block: as many accumulators as PSUM banks allow, two sets so one
-    // block's evacuation overlaps the next block's multiplies.
-    std::int64_t bn = std::clamp<std::int64_t>(banks / 4, 1, t.nt);
-    std::int64_t bm = std::clamp<std::int64_t>(banks / (2 * bn), 1, t.mt);
-    const std::int64_t out_bytes = 2 * t.tn * 4;
-    // K block: the largest that fits two buffer sets of A and B tiles.
-    const std::int64_t per_k = 2 * (bm * t.tm * 2 + bn * t.tn * 2);
-    std::int64_t bk = std::clamp<std::int64_t>(fits(partition_bytes - out_bytes, per_k), 1, t.kt);
-    if (bk * per_k + out_bytes > partition_bytes) {
-      bm = bn = 1;
-      bk = std::clamp<std::int64_t>(fits(partition_bytes - out_bytes, 2 * (t.tm * 2 + t.tn * 2)), 1, t.kt);
-    }
+    const std::int64_t bm = std::min(params_.integer("bm"), t.mt), bn = std::min(params_.integer("bn"), t.nt);
+    const std::int64_t bk = std::min(params_.integer("bk"), t.kt);
     std::vector<std::vector<Tile>> a[2], b[2];
     for (int s = 0; s < 2; ++s) {
       a[s].resize(bm);
@@ -517,25 +620,96 @@ private:
 
   Device& dev_;
   std::string variant_;
+  Params params_;
   std::int64_t M_, N_, K_;
   TutorialParams tp_;
   Tensor at_, b_, c_;
   std::vector<float> at_values_, b_values_;
 };
 
+// Step 4 first: it is the default; then the NKI tutorial's four kernels.
+const std::vector<Gemm::Step>& Gemm::steps() {
+  static const std::vector<Step> table = {
+      {"blocked_mnk", "blocks of bm x bn output tiles, K in blocks of bk tiles, every load double-buffered",
+       &Gemm::blocked_mnk},
+      {"naive", "every tile loaded right before its multiply, one buffer each", &Gemm::naive},
+      {"hoisted", "loads hoisted out of the K loop, one buffer per K tile", &Gemm::hoisted},
+      {"blocked_mn", "blocks of bm x bn output tiles whose A and B tiles (all of K) are loaded once", &Gemm::blocked_mn},
+      {"tiled", "NKI tutorial nki_matmul_tiled_: for m, n, k, one lhsT and one rhs tile each", &Gemm::tiled},
+      {"hoist_load", "NKI tutorial nki_matmul_hoist_load_: a row block's lhsT tiles loaded once", &Gemm::hoist_load},
+      {"block_free_dimension", "NKI tutorial nki_matmul_block_free_dimension_: blocks of the M and N dimensions",
+       &Gemm::block_free_dimension},
+      {"fully_optimized", "NKI tutorial nki_matmul_fully_optimized_: M, N and K blocks, results accumulated in SBUF",
+       &Gemm::fully_optimized},
+  };
+  return table;
+}
+
 }  // namespace
 
 KernelSpec gemm_spec() {
-  return KernelSpec{
-      "gemm",
-      "C[M,N] = A[M,K] @ B[K,N]; A given transposed ([K,M]); bf16 in, fp32 out",
-      {"blocked_mnk", "naive", "hoisted", "blocked_mn", "tiled", "hoist_load", "block_free_dimension",
-       "fully_optimized"},
-      {{"M", 256, "rows of A and C"}, {"N", 512, "columns of B and C"}, {"K", 256, "contraction"}},
-      [](Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed) {
-        return std::make_unique<Gemm>(dev, shape, variant, seed);
-      },
+  std::vector<Variant> variants;
+  for (const auto& s : Gemm::steps()) variants.push_back({s.name, s.description});
+  const auto blocking = [](std::int64_t Blocking::*field) {
+    return [field](const ParamContext& ctx) -> ParamValue { return default_blocking(ctx).*field; };
   };
+  const auto tiles = [](const char* dim) {
+    return [dim](const ParamContext& ctx) {
+      const Tiling t(ctx.config, ctx.shape.at("M"), ctx.shape.at("N"), ctx.shape.at("K"));
+      return std::string(dim) == "M" ? t.mt : std::string(dim) == "N" ? t.nt : t.kt;
+    };
+  };
+  const TutorialParams tutorial;
+  KernelSpec spec;
+  spec.name = "gemm";
+  spec.description = "C[M,N] = A[M,K] @ B[K,N]; A given transposed ([K,M]); bf16 in, fp32 out";
+  spec.variants = variants;
+  spec.shape = {{"M", 256, "rows of A and C"}, {"N", 512, "columns of B and C"}, {"K", 256, "contraction"}};
+  // Defaults derived as the variants always sized their blocks: blocked_mn
+  // from SBUF (B first), blocked_mnk from PSUM banks (bm x bn accumulators,
+  // two sets) and then the largest K block SBUF holds double-buffered. The
+  // tutorial variants' meta-parameters default to the tutorial's values.
+  spec.params = {
+      TunableParam::integer("bm", 1, 1024, 1, "output tiles along M per block (tiles of the array's stationary width)")
+          .derived(blocking(&Blocking::bm))
+          .useful_up_to(tiles("M"))
+          .only_for({"blocked_mn", "blocked_mnk"}),
+      TunableParam::integer("bn", 1, 1024, 1, "output tiles along N per block (tiles of one PSUM bank)")
+          .derived(blocking(&Blocking::bn))
+          .useful_up_to(tiles("N"))
+          .only_for({"blocked_mn", "blocked_mnk"}),
+      TunableParam::integer("bk", 1, 1024, 1,
+                            "K tiles per block (tiles of the array's rows), each loaded into one of two buffer sets")
+          .derived(blocking(&Blocking::bk))
+          .useful_up_to(tiles("K"))
+          .only_for({"blocked_mnk"}),
+      TunableParam::integer("tiles_in_block_m", 1, 1024, tutorial.tiles_in_block_m, "TILES_IN_BLOCK_M: M tiles per block")
+          .useful_up_to(tiles("M"))
+          .only_for({"fully_optimized"}),
+      TunableParam::integer("tiles_in_block_n", 1, 1024, tutorial.tiles_in_block_n, "TILES_IN_BLOCK_N: N tiles per block")
+          .useful_up_to(tiles("N"))
+          .only_for({"fully_optimized"}),
+      TunableParam::integer("tiles_in_block_k", 1, 1024, tutorial.tiles_in_block_k, "TILES_IN_BLOCK_K: K tiles per block")
+          .useful_up_to(tiles("K"))
+          .only_for({"fully_optimized"}),
+      TunableParam::integer("free_block_m", 1, 1024, tutorial.free_block_m, "M tiles per block of the free dimension")
+          .useful_up_to(tiles("M"))
+          .only_for({"block_free_dimension"}),
+      TunableParam::integer("free_block_n", 1, 1024, tutorial.free_block_n, "N tiles per block of the free dimension")
+          .useful_up_to(tiles("N"))
+          .only_for({"block_free_dimension"}),
+      TunableParam::integer("buffers", 1, 8, tutorial.buffers,
+                            "copies a loop body's tiles rotate through, at most (fewer when SBUF has no room)")
+          .only_for({"tiled", "hoist_load", "block_free_dimension", "fully_optimized"}),
+      TunableParam::choice("evacuate", {"vector", "scalar"}, "vector",
+                           "the engine that copies accumulators from PSUM to SBUF")
+          .only_for({"blocked_mnk", "naive", "hoisted", "blocked_mn", "tiled", "hoist_load", "block_free_dimension"}),
+  };
+  spec.make = [](Device& dev, const KernelArgs& args) { return std::make_unique<Gemm>(dev, args); };
+  spec.fits = gemm_fits;
+  return spec;
 }
+
+TESSERA_REGISTER_KERNEL(gemm_spec);
 
 }  // namespace tessera::kernels

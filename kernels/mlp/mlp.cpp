@@ -37,11 +37,37 @@ double act_ref(arch::ActFunc f, double x) {
 // max |act'(x)|: silu' peaks at 1.0998 (x = 2.40), gelu' at 1.1289 (x = 1.41).
 double act_lipschitz(arch::ActFunc f) { return f == arch::ActFunc::Silu ? 1.1 : 1.13; }
 
+// The sizes the kernel is built from. c: one chunk of any dimension that
+// meets the array (contraction on partitions, or stationary columns / PSUM
+// partitions); the weights stay resident; a block of tb tokens (the moving
+// free size, one PSUM bank of fp32 at most) needs `working(tb)` bytes more
+// per partition.
+struct MlpPlan {
+  std::int64_t c, nk, nf, weight_bytes, sbuf_bytes, tb_max;
+  MlpPlan(const arch::HwConfig& cfg, std::int64_t T, std::int64_t D, std::int64_t F)
+      : c(std::min({cfg.tensor.rows, cfg.tensor.cols, cfg.tensor.stationary_max_free, cfg.sbuf.partitions,
+                    cfg.psum.partitions})),
+        nk(ceil_div(D, c)),
+        nf(ceil_div(F, c)),
+        weight_bytes((2 * nk * F + nf * D) * 2),
+        sbuf_bytes(cfg.sbuf.partition_kib * 1024),
+        tb_max(std::min<std::int64_t>({cfg.tensor.moving_max_free, cfg.psum.bank_kib * 1024 / 4, T})) {}
+  // Working set per token block: x (double-buffered), h, two act results, two outputs.
+  std::int64_t working(std::int64_t tb) const { return 2 * nk * tb * 2 + nf * tb * 2 + 2 * tb * 4 + 2 * tb * 4; }
+  // The default block: the largest that fits, halving down to c.
+  std::int64_t default_tb() const {
+    std::int64_t tb = tb_max;
+    while (tb > c && weight_bytes + working(tb) > sbuf_bytes) tb = std::max(c, tb / 2);
+    return tb;
+  }
+};
+
 class Mlp : public KernelInstance {
 public:
-  Mlp(Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed)
-      : dev_(dev), act_(variant == "gelu" ? arch::ActFunc::Gelu : arch::ActFunc::Silu), T_(shape.at("T")),
-        D_(shape.at("D")), F_(shape.at("F")) {
+  Mlp(Device& dev, const KernelArgs& args)
+      : dev_(dev), act_(args.variant == "gelu" ? arch::ActFunc::Gelu : arch::ActFunc::Silu), T_(args.shape.at("T")),
+        D_(args.shape.at("D")), F_(args.shape.at("F")), params_(args.params) {
+    const std::uint64_t seed = args.seed;
     xt_ = dev.allocate("xt", {D_, T_}, DType::Bf16);
     wg_ = dev.allocate("wg", {D_, F_}, DType::Bf16);
     wu_ = dev.allocate("wu", {D_, F_}, DType::Bf16);
@@ -69,18 +95,11 @@ public:
   Program build() override {
     const auto& cfg = dev_.config();
     KernelBuilder kb(cfg, "mlp");
-    // c: one chunk of any dimension that meets the array (contraction on
-    // partitions, or stationary columns / PSUM partitions); tb: tokens per
-    // block, the moving free size and one PSUM bank of fp32.
-    const std::int64_t c = std::min({cfg.tensor.rows, cfg.tensor.cols, cfg.tensor.stationary_max_free,
-                                     cfg.sbuf.partitions, cfg.psum.partitions});
-    const std::int64_t nk = ceil_div(D_, c), nf = ceil_div(F_, c);
-    const std::int64_t weight_bytes = (2 * nk * F_ + nf * D_) * 2;  // per partition, resident
-    const std::int64_t sbuf_bytes = cfg.sbuf.partition_kib * 1024;
-    // Working set per token block: x (double-buffered), h, two act results, two outputs.
-    const auto working = [&](std::int64_t tb) { return 2 * nk * tb * 2 + nf * tb * 2 + 2 * tb * 4 + 2 * tb * 4; };
-    std::int64_t tb = std::min<std::int64_t>({cfg.tensor.moving_max_free, cfg.psum.bank_kib * 1024 / 4, T_});
-    while (tb > c && weight_bytes + working(tb) > sbuf_bytes) tb = std::max(c, tb / 2);
+    const MlpPlan plan(cfg, T_, D_, F_);
+    const std::int64_t c = plan.c, nk = plan.nk, nf = plan.nf, weight_bytes = plan.weight_bytes;
+    const std::int64_t sbuf_bytes = plan.sbuf_bytes;
+    const auto working = [&](std::int64_t tb) { return plan.working(tb); };
+    const std::int64_t tb = std::min(params_.integer("tb"), plan.tb_max);
     if (weight_bytes + working(tb) > sbuf_bytes)
       throw KernelError(fmt::format("mlp: weights of D={}, F={} need {} bytes per partition and a block of {} tokens "
                                     "{} more; SBUF has {} per partition (the weights stay resident: use a smaller D or F)",
@@ -146,7 +165,7 @@ public:
           kb.matmul(y, wd[f].slice(0, hf[f].partitions, static_cast<std::uint32_t>(m * c), static_cast<std::uint32_t>(mm)),
                     hf[f], f > 0);
         const Tile o = fit(out[oturn], mm, tt);
-        kb.copy(o, y);
+        kb.copy(o, y, params_.choice("evacuate") == "scalar" ? arch::Engine::Scalar : arch::Engine::Vector);
         kb.dma(yt_.region(m * c, t0, mm, tt), o);
       }
     }
@@ -216,6 +235,7 @@ private:
   Device& dev_;
   arch::ActFunc act_;
   std::int64_t T_, D_, F_;
+  Params params_;
   Tensor xt_, wg_, wu_, wd_, yt_;
   std::vector<float> x_, g_, u_, d_;
 };
@@ -223,15 +243,27 @@ private:
 }  // namespace
 
 KernelSpec mlp_spec() {
-  return KernelSpec{
-      "mlp",
-      "y^T = Wd^T (act(Wg^T x^T) * Wu^T x^T), gated MLP; x^T [D,T], Wg/Wu [D,F], Wd [F,D] bf16; y^T fp32",
-      {"silu", "gelu"},
-      {{"T", 512, "tokens"}, {"D", 128, "model dimension"}, {"F", 256, "hidden dimension"}},
-      [](Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed) {
-        return std::make_unique<Mlp>(dev, shape, variant, seed);
-      },
+  KernelSpec spec;
+  spec.name = "mlp";
+  spec.description = "y^T = Wd^T (act(Wg^T x^T) * Wu^T x^T), gated MLP; x^T [D,T], Wg/Wu [D,F], Wd [F,D] bf16; y^T fp32";
+  spec.variants = {{"silu", "SwiGLU: silu(gate) * up"}, {"gelu", "GeGLU: gelu(gate) * up"}};
+  spec.shape = {{"T", 512, "tokens"}, {"D", 128, "model dimension"}, {"F", 256, "hidden dimension"}};
+  const auto plan = [](const ParamContext& ctx) {
+    return MlpPlan(ctx.config, ctx.shape.at("T"), ctx.shape.at("D"), ctx.shape.at("F"));
   };
+  spec.params = {
+      TunableParam::integer("tb", 1, 1 << 16, 1,
+                            "tokens per block (the moving free size), at most one PSUM bank of fp32; default: the "
+                            "largest that fits SBUF beside the weights")
+          .derived([plan](const ParamContext& ctx) -> ParamValue { return plan(ctx).default_tb(); })
+          .useful_up_to([plan](const ParamContext& ctx) { return plan(ctx).tb_max; }),
+      TunableParam::choice("evacuate", {"vector", "scalar"}, "vector",
+                           "the engine that copies the down projection from PSUM to SBUF"),
+  };
+  spec.make = [](Device& dev, const KernelArgs& args) { return std::make_unique<Mlp>(dev, args); };
+  return spec;
 }
+
+TESSERA_REGISTER_KERNEL(mlp_spec);
 
 }  // namespace tessera::kernels

@@ -28,12 +28,13 @@ namespace tessera::kernels {
 namespace {
 
 constexpr float kEps = 1e-5f;
-constexpr std::int64_t kMaxBuffers = 3;
 
 class Norm : public KernelInstance {
 public:
-  Norm(Device& dev, const Shape& shape, std::string variant, std::uint64_t seed, bool layer)
-      : dev_(dev), variant_(std::move(variant)), layer_(layer), R_(shape.at("R")), D_(shape.at("D")) {
+  Norm(Device& dev, const KernelArgs& args, bool layer)
+      : dev_(dev), variant_(args.variant), layer_(layer), R_(args.shape.at("R")), D_(args.shape.at("D")),
+        max_buffers_(args.params.integer("bufs")) {
+    const std::uint64_t seed = args.seed;
     const char* name = layer ? "layernorm" : "rmsnorm";
     x_ = dev.allocate("x", {R_, D_}, DType::Fp32);
     gamma_ = dev.allocate("gamma", {1, D_}, DType::Fp32);
@@ -62,7 +63,7 @@ public:
     // Fixed: gamma, beta (layernorm) and one scratch row; then per buffer the
     // row and four [P, 1] statistics.
     const std::int64_t fixed = row * (layer_ ? 3 : 2), per_buffer = row + 16;
-    const std::int64_t buffers = std::min(kMaxBuffers, (cfg.sbuf.partition_kib * 1024 - fixed) / per_buffer);
+    const std::int64_t buffers = std::min(max_buffers_, (cfg.sbuf.partition_kib * 1024 - fixed) / per_buffer);
     if (buffers < 1)
       throw KernelError(fmt::format("{}: rows of D={} fp32 need {} bytes in one SBUF partition (gamma{}, scratch and "
                                     "the row), which has {}",
@@ -222,27 +223,31 @@ private:
   std::string variant_;
   bool layer_;
   std::string name_;
-  std::int64_t R_, D_;
+  std::int64_t R_, D_, max_buffers_;
   Tensor x_, gamma_, beta_, out_;
   std::vector<float> xv_, gv_, bv_;
 };
 
 KernelSpec norm_spec(bool layer) {
-  return KernelSpec{
-      layer ? "layernorm" : "rmsnorm",
-      layer ? "out = (x - mean) / sqrt(var + 1e-5) * gamma + beta per row, fp32 [R,D]"
-            : "out = x / sqrt(mean(x^2) + 1e-5) * gamma per row, fp32 [R,D]",
-      {"split", "vector"},
-      {{"R", 1024, "rows (tokens)"}, {"D", 1024, "row length (the normalised axis)"}},
-      [layer](Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed) {
-        return std::make_unique<Norm>(dev, shape, variant, seed, layer);
-      },
-  };
+  KernelSpec spec;
+  spec.name = layer ? "layernorm" : "rmsnorm";
+  spec.description = layer ? "out = (x - mean) / sqrt(var + 1e-5) * gamma + beta per row, fp32 [R,D]"
+                           : "out = x / sqrt(mean(x^2) + 1e-5) * gamma per row, fp32 [R,D]";
+  spec.variants = {{"split", "the second moment on the scalar engine (square and sum in one pass), the rest on vector"},
+                   {"vector", "every pass on the vector engine; the scalar engine only takes the rsqrt"}};
+  spec.shape = {{"R", 1024, "rows (tokens)"}, {"D", 1024, "row length (the normalised axis)"}};
+  spec.params = {TunableParam::integer(
+      "bufs", 1, 8, 3, "row blocks in flight (load, compute, store overlap), at most (fewer when SBUF is short)")};
+  spec.make = [layer](Device& dev, const KernelArgs& args) { return std::make_unique<Norm>(dev, args, layer); };
+  return spec;
 }
 
 }  // namespace
 
 KernelSpec layernorm_spec() { return norm_spec(true); }
 KernelSpec rmsnorm_spec() { return norm_spec(false); }
+
+TESSERA_REGISTER_KERNEL(layernorm_spec);
+TESSERA_REGISTER_KERNEL(rmsnorm_spec);
 
 }  // namespace tessera::kernels

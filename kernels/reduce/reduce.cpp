@@ -38,15 +38,15 @@ namespace {
 
 std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
 
-constexpr std::int64_t kBuffers = 3;
-constexpr std::int64_t kMaxChunk = 4096;  // elements per partition per tile
 constexpr std::int64_t kMaxResultColumns = 512;  // row blocks whose results are stored together
 
 class Reduce : public KernelInstance {
 public:
-  Reduce(Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed)
-      : dev_(dev), R_(shape.at("R")), C_(shape.at("C")), sum_(variant.rfind("sum", 0) == 0),
-        axis0_(variant.find("axis0") != std::string::npos) {
+  Reduce(Device& dev, const KernelArgs& args)
+      : dev_(dev), R_(args.shape.at("R")), C_(args.shape.at("C")), sum_(args.variant.rfind("sum", 0) == 0),
+        axis0_(args.variant.find("axis0") != std::string::npos), buffers_(args.params.integer("bufs")),
+        max_chunk_(args.params.integer("F")) {
+    const std::uint64_t seed = args.seed;
     x_ = dev.allocate("x", {R_, C_}, DType::Fp32);
     out_ = axis0_ ? dev.allocate("out", {1, C_}, DType::Fp32) : dev.allocate("out", {R_, 1}, DType::Fp32);
     if (dev.no_data()) return;
@@ -65,11 +65,11 @@ public:
     // partial [1, F] rows.
     const std::int64_t blocks = std::min(ceil_div(axis0_ ? C_ : R_, P), kMaxResultColumns);
     const std::int64_t F = std::min(
-        {C_, kMaxChunk, (cfg.sbuf.partition_kib * 1024 - 8 - 4 * blocks) / (4 * (kBuffers + (axis0_ ? 4 : 0)))});
+        {C_, max_chunk_, (cfg.sbuf.partition_kib * 1024 - 8 - 4 * blocks) / (4 * (buffers_ + (axis0_ ? 4 : 0)))});
     std::vector<Tile> in;
-    for (std::int64_t i = 0; i < kBuffers; ++i) in.push_back(kb.sbuf(fmt::format("x{}", i), u32(P), u32(F), DType::Fp32));
+    for (std::int64_t i = 0; i < buffers_; ++i) in.push_back(kb.sbuf(fmt::format("x{}", i), u32(P), u32(F), DType::Fp32));
     // The tiles in the order they are reduced; each load is issued
-    // kBuffers - 1 tiles ahead in program order, so that in every DMA ring it
+    // buffers_ - 1 tiles ahead in program order, so that in every DMA ring it
     // comes before the stores of the tiles reduced meanwhile (a ring rings in
     // program order, and a load stuck behind a later store waits for it).
     struct Step {
@@ -104,10 +104,10 @@ public:
     std::vector<Tile> loaded(steps.size());
     const auto load = [&](std::size_t i) {
       if (i >= steps.size()) return;
-      loaded[i] = in[i % kBuffers].slice(0, steps[i].np, 0, steps[i].nf);
+      loaded[i] = in[i % buffers_].slice(0, steps[i].np, 0, steps[i].nf);
       kb.dma(loaded[i], steps[i].view);
     };
-    for (std::size_t i = 0; i + 1 < static_cast<std::size_t>(kBuffers); ++i) load(i);
+    for (std::size_t i = 0; i + 1 < static_cast<std::size_t>(buffers_); ++i) load(i);
 
     if (!axis0_ || columns_by_dma) {
       // One result column per block of P rows (or P columns), stored once a
@@ -125,7 +125,7 @@ public:
       std::int64_t block = -1, inner = 0;
       Tile acc;
       for (std::size_t i = 0; i < steps.size(); ++i) {
-        load(i + static_cast<std::size_t>(kBuffers) - 1);
+        load(i + static_cast<std::size_t>(buffers_) - 1);
         const Step& st = steps[i];
         const bool first = axis0_ ? st.r0 == 0 : st.c0 == 0;
         if (first) {
@@ -148,7 +148,7 @@ public:
       int chunk = -1;
       Tile a;
       for (std::size_t i = 0; i < steps.size(); ++i) {
-        load(i + static_cast<std::size_t>(kBuffers) - 1);
+        load(i + static_cast<std::size_t>(buffers_) - 1);
         const Step& st = steps[i];
         if (st.r0 == 0) {
           a = acc[++chunk % 2].slice(0, 1, 0, st.nf);
@@ -188,6 +188,8 @@ private:
   Device& dev_;
   std::int64_t R_, C_;
   bool sum_, axis0_;
+  // Input tiles in flight, and elements per partition per tile (at most).
+  std::int64_t buffers_, max_chunk_;
   Tensor x_, out_;
   std::vector<float> xv_;
 };
@@ -210,8 +212,9 @@ struct Blocks {
 
 class Cumsum : public KernelInstance {
 public:
-  Cumsum(Device& dev, const Shape& shape, std::string variant, std::uint64_t seed)
-      : dev_(dev), variant_(std::move(variant)), R_(shape.at("R")), C_(shape.at("C")) {
+  Cumsum(Device& dev, const KernelArgs& args)
+      : dev_(dev), variant_(args.variant), params_(args.params), R_(args.shape.at("R")), C_(args.shape.at("C")) {
+    const std::uint64_t seed = args.seed;
     x_ = dev.allocate("x", {R_, C_}, DType::Bf16);
     out_ = dev.allocate("out", {R_, C_}, DType::Fp32);
     const bool host_u = variant_ == "matmul" && !dev.config().gpsimd.present;
@@ -232,7 +235,8 @@ public:
   Program build() override {
     KernelBuilder kb(dev_.config(), "cumsum");
     if (variant_ == "matmul") matmul(kb);
-    else scan(kb);
+    else if (variant_ == "scan") scan(kb);
+    else throw KernelError(fmt::format("cumsum: no variant '{}'", variant_));
     return kb.build();
   }
 
@@ -299,7 +303,8 @@ private:
           kb.transpose(pT[s].slice(0, u32(w), u32(i * pr), u32(pr)), x.slice(0, u32(pr), u32(i * T), u32(w)));
         }
         const std::uint32_t tp = u32(std::min(T, gw));
-        kb.copy(xT[s].slice(0, tp, 0, u32(nb * pr)), pT[s].slice(0, tp, 0, u32(nb * pr)), arch::Engine::Scalar);
+        kb.copy(xT[s].slice(0, tp, 0, u32(nb * pr)), pT[s].slice(0, tp, 0, u32(nb * pr)),
+                params_.choice("evacuate") == "vector" ? arch::Engine::Vector : arch::Engine::Scalar);
         for (std::int64_t i = 0; i < nb; ++i) {
           const std::int64_t w = std::min(T, gw - i * T);
           kb.matmul(acc[s].slice(0, u32(pr), u32(i * T), u32(gw - i * T)), xT[s].slice(0, u32(w), u32(i * pr), u32(pr)),
@@ -317,7 +322,7 @@ private:
     const auto& cfg = kb.config();
     const std::int64_t P = cfg.sbuf.partitions;
     // Per set: the bf16 input and two fp32 ping-pong tiles.
-    const std::int64_t F = std::min({C_, std::int64_t{2048}, (cfg.sbuf.partition_kib * 1024 - 64) / (2 * 10)});
+    const std::int64_t F = std::min({C_, params_.integer("F"), (cfg.sbuf.partition_kib * 1024 - 64) / (2 * 10)});
     Tile xin[2], ping[2], pong[2];
     for (int s = 0; s < 2; ++s) {
       xin[s] = kb.sbuf(fmt::format("x{}", s), u32(P), u32(F), DType::Bf16);
@@ -352,6 +357,7 @@ private:
 
   Device& dev_;
   std::string variant_;
+  Params params_;
   std::int64_t R_, C_;
   Tensor x_, out_, u_;
   std::vector<float> xv_;
@@ -360,27 +366,41 @@ private:
 }  // namespace
 
 KernelSpec reduce_spec() {
-  return KernelSpec{
-      "reduce",
-      "sum or max of fp32 [R,C] along axis 1 (out [R,1]) or axis 0 (out [1,C])",
-      {"sum_axis1", "max_axis1", "sum_axis0", "max_axis0"},
-      {{"R", 1024, "rows"}, {"C", 1024, "columns"}},
-      [](Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed) {
-        return std::make_unique<Reduce>(dev, shape, variant, seed);
-      },
+  KernelSpec spec;
+  spec.name = "reduce";
+  spec.description = "sum or max of fp32 [R,C] along axis 1 (out [R,1]) or axis 0 (out [1,C])";
+  spec.variants = {{"sum_axis1", "sum along rows: vector-engine free-axis reductions"},
+                   {"max_axis1", "max along rows: vector-engine free-axis reductions"},
+                   {"sum_axis0", "sum down columns: GpSimd partition reductions (a strided DMA without GpSimd)"},
+                   {"max_axis0", "max down columns: GpSimd partition reductions (a strided DMA without GpSimd)"}};
+  spec.shape = {{"R", 1024, "rows"}, {"C", 1024, "columns"}};
+  spec.params = {
+      TunableParam::integer("F", 1, 1 << 20, 4096, "elements per partition per tile, at most (fewer when SBUF is short)"),
+      TunableParam::integer("bufs", 1, 8, 3, "input tiles in flight (loads overlap the reductions)"),
   };
+  spec.make = [](Device& dev, const KernelArgs& args) { return std::make_unique<Reduce>(dev, args); };
+  return spec;
 }
 
 KernelSpec cumsum_spec() {
-  return KernelSpec{
-      "cumsum",
-      "out[r,c] = sum_{k<=c} x[r,k], bf16 [R,C] in, fp32 out",
-      {"matmul", "scan"},
-      {{"R", 512, "rows"}, {"C", 1024, "row length (the summed axis)"}},
-      [](Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed) {
-        return std::make_unique<Cumsum>(dev, shape, variant, seed);
-      },
+  KernelSpec spec;
+  spec.name = "cumsum";
+  spec.description = "out[r,c] = sum_{k<=c} x[r,k], bf16 [R,C] in, fp32 out";
+  spec.variants = {{"matmul", "transpose through the array, then a product with an upper-triangular ones matrix"},
+                   {"scan", "a Hillis-Steele scan on the vector engine"}};
+  spec.shape = {{"R", 512, "rows"}, {"C", 1024, "row length (the summed axis)"}};
+  spec.params = {
+      TunableParam::choice("evacuate", {"scalar", "vector"}, "scalar",
+                           "the engine copying the transposed block from PSUM to SBUF")
+          .only_for({"matmul"}),
+      TunableParam::integer("F", 1, 1 << 20, 2048, "elements per partition per tile, at most (fewer when SBUF is short)")
+          .only_for({"scan"}),
   };
+  spec.make = [](Device& dev, const KernelArgs& args) { return std::make_unique<Cumsum>(dev, args); };
+  return spec;
 }
+
+TESSERA_REGISTER_KERNEL(reduce_spec);
+TESSERA_REGISTER_KERNEL(cumsum_spec);
 
 }  // namespace tessera::kernels

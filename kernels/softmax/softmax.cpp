@@ -24,12 +24,12 @@
 namespace tessera::kernels {
 namespace {
 
-constexpr std::int64_t kMaxBuffers = 3;
-
 class Softmax : public KernelInstance {
 public:
-  Softmax(Device& dev, const Shape& shape, std::string variant, std::uint64_t seed)
-      : dev_(dev), variant_(std::move(variant)), R_(shape.at("R")), C_(shape.at("C")) {
+  Softmax(Device& dev, const KernelArgs& args)
+      : dev_(dev), fused_(args.variant == "fused"), R_(args.shape.at("R")), C_(args.shape.at("C")),
+        max_buffers_(args.params.integer("bufs")) {
+    const std::uint64_t seed = args.seed;
     x_ = dev.allocate("x", {R_, C_}, DType::Fp32);
     out_ = dev.allocate("out", {R_, C_}, DType::Fp32);
     if (dev.no_data()) return;
@@ -43,7 +43,7 @@ public:
     KernelBuilder kb(cfg, "softmax");
     const std::int64_t P = cfg.sbuf.partitions;
     const std::int64_t per_buffer = C_ * 4 + 4 * 4;  // the row, then four [P, 1] statistics
-    const std::int64_t buffers = std::min(kMaxBuffers, cfg.sbuf.partition_kib * 1024 / per_buffer);
+    const std::int64_t buffers = std::min(max_buffers_, cfg.sbuf.partition_kib * 1024 / per_buffer);
     if (buffers < 1)
       throw KernelError(fmt::format("softmax: a row of C={} fp32 needs {} bytes in one SBUF partition, which has {}; "
                                     "rows this long need a softmax tiled along the row",
@@ -77,7 +77,7 @@ public:
       const auto rows = [&](const Tile& t) { return t.slice(0, pr, 0, t.free); };
       const Tile x = rows(s.x), mx = rows(s.mx), nmx = rows(s.nmx), sum = rows(s.sum), rs = rows(s.rs);
       kb.reduce(mx, x, arch::AluOp::Max);
-      if (variant_ == "fused") {
+      if (fused_) {
         kb.tensor_scalar(nmx, mx, arch::AluOp::Multiply, -1.0f);
         kb.activation(x, x, arch::ActFunc::Exp, 1.0f, 0.0f, &nmx, &sum);
         kb.activation(rs, sum, arch::ActFunc::Reciprocal);
@@ -125,8 +125,8 @@ public:
 
 private:
   Device& dev_;
-  std::string variant_;
-  std::int64_t R_, C_;
+  bool fused_;
+  std::int64_t R_, C_, max_buffers_;
   Tensor x_, out_;
   std::vector<float> xv_;
 };
@@ -134,15 +134,18 @@ private:
 }  // namespace
 
 KernelSpec softmax_spec() {
-  return KernelSpec{
-      "softmax",
-      "out[r,:] = exp(x[r,:] - max) / sum(exp(x[r,:] - max)), fp32 [R,C]",
-      {"fused", "unfused"},
-      {{"R", 1024, "rows"}, {"C", 1024, "row length (the softmax axis)"}},
-      [](Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed) {
-        return std::make_unique<Softmax>(dev, shape, variant, seed);
-      },
-  };
+  KernelSpec spec;
+  spec.name = "softmax";
+  spec.description = "out[r,:] = exp(x[r,:] - max) / sum(exp(x[r,:] - max)), fp32 [R,C]";
+  spec.variants = {{"fused", "exp with the row's -max as bias, summing as it goes; one multiply by 1/sum"},
+                   {"unfused", "max, subtract, exp, sum, divide: one pass each"}};
+  spec.shape = {{"R", 1024, "rows"}, {"C", 1024, "row length (the softmax axis)"}};
+  spec.params = {TunableParam::integer(
+      "bufs", 1, 8, 3, "row blocks in flight (load, compute, store overlap), at most (fewer when SBUF is short)")};
+  spec.make = [](Device& dev, const KernelArgs& args) { return std::make_unique<Softmax>(dev, args); };
+  return spec;
 }
+
+TESSERA_REGISTER_KERNEL(softmax_spec);
 
 }  // namespace tessera::kernels

@@ -28,8 +28,9 @@ std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
 
 class Transpose : public KernelInstance {
 public:
-  Transpose(Device& dev, const Shape& shape, std::string variant, std::uint64_t seed)
-      : dev_(dev), variant_(std::move(variant)), R_(shape.at("R")), C_(shape.at("C")) {
+  Transpose(Device& dev, const KernelArgs& args)
+      : dev_(dev), variant_(args.variant), params_(args.params), R_(args.shape.at("R")), C_(args.shape.at("C")) {
+    const std::uint64_t seed = args.seed;
     x_ = dev.allocate("x", {R_, C_}, DType::Bf16);
     out_ = dev.allocate("out", {C_, R_}, DType::Bf16);
     if (dev.no_data()) return;
@@ -41,7 +42,8 @@ public:
   Program build() override {
     KernelBuilder kb(dev_.config(), "transpose");
     if (variant_ == "tensor") tensor(kb);
-    else dma(kb);
+    else if (variant_ == "dma") dma(kb);
+    else throw KernelError(fmt::format("transpose: no variant '{}'", variant_));
     return kb.build();
   }
 
@@ -74,9 +76,9 @@ private:
     // blocks go through the array: a store's start latency is longer than
     // one block's transposes and copy.
     constexpr int kSets = 2;
-    const int out_sets = static_cast<int>(std::clamp<std::int64_t>(cfg.psum.banks / 2, 1, 4));
+    const int out_sets = static_cast<int>(params_.integer("out_sets"));
     const std::int64_t budget = cfg.sbuf.partition_kib * 1024 - out_sets * H * pr_max * 2;
-    std::int64_t W = std::min<std::int64_t>({C_, 2048, budget / (kSets * H * 2)});
+    std::int64_t W = std::min<std::int64_t>({C_, params_.integer("F"), budget / (kSets * H * 2)});
     if (W < C_) W = W / T * T;
     if (W < 1) throw KernelError(fmt::format("transpose: {} row blocks of one column do not fit SBUF", H));
     std::vector<Tile> xin[kSets];
@@ -106,18 +108,28 @@ private:
             kb.transpose(pT[t].slice(0, u32(w), u32(j * pr_max), xj.partitions), xj.slice(0, xj.partitions, u32(i * T), u32(w)));
           }
           const Tile o = xo[t].slice(0, u32(w), 0, u32(hr));
-          kb.copy(o, pT[t].slice(0, u32(w), 0, u32(hr)), i % 2 ? arch::Engine::Scalar : arch::Engine::Vector);
+          kb.copy(o, pT[t].slice(0, u32(w), 0, u32(hr)), evacuation_engine(i));
           kb.dma(out_.region(C0 + i * T, R0, w, hr), o);
         }
       }
   }
 
+  // The engine copying output stage i from PSUM: alternating shares the
+  // evacuation between the vector and scalar engines.
+  arch::Engine evacuation_engine(std::int64_t i) const {
+    const std::string& e = params_.choice("evacuate");
+    if (e == "vector") return arch::Engine::Vector;
+    if (e == "scalar") return arch::Engine::Scalar;
+    return i % 2 ? arch::Engine::Scalar : arch::Engine::Vector;
+  }
+
   void dma(KernelBuilder& kb) {
     const auto& cfg = kb.config();
     const std::int64_t P = cfg.sbuf.partitions;
-    constexpr int kSets = 3;
-    const std::int64_t F = std::min<std::int64_t>({R_, 2048, cfg.sbuf.partition_kib * 1024 / (2 * kSets)});
-    Tile t[kSets];
+    const int kSets = static_cast<int>(params_.integer("bufs"));
+    const std::int64_t F =
+        std::min<std::int64_t>({R_, params_.integer("F"), cfg.sbuf.partition_kib * 1024 / (2 * kSets)});
+    std::vector<Tile> t(static_cast<std::size_t>(kSets));
     for (int s = 0; s < kSets; ++s) t[s] = kb.sbuf(fmt::format("t{}", s), u32(P), u32(F), DType::Bf16);
     int s = 0;
     for (std::int64_t c0 = 0; c0 < C_; c0 += P)
@@ -132,6 +144,7 @@ private:
 
   Device& dev_;
   std::string variant_;
+  Params params_;
   std::int64_t R_, C_;
   Tensor x_, out_;
   std::vector<float> xv_;
@@ -140,15 +153,32 @@ private:
 }  // namespace
 
 KernelSpec transpose_spec() {
-  return KernelSpec{
-      "transpose",
-      "out[C,R] = x[R,C].T, bf16",
-      {"tensor", "dma"},
-      {{"R", 1024, "rows of x"}, {"C", 1024, "columns of x"}},
-      [](Device& dev, const Shape& shape, const std::string& variant, std::uint64_t seed) {
-        return std::make_unique<Transpose>(dev, shape, variant, seed);
-      },
+  KernelSpec spec;
+  spec.name = "transpose";
+  spec.description = "out[C,R] = x[R,C].T, bf16";
+  spec.variants = {{"tensor", "row blocks through the array (a multiply by the identity) into PSUM, copied back to bf16"},
+                   {"dma", "a column-wise (element-granular) DMA read lands each block transposed; no engine works"}};
+  spec.shape = {{"R", 1024, "rows of x"}, {"C", 1024, "columns of x"}};
+  spec.params = {
+      TunableParam::integer(
+          "F", 1, 1 << 20, 2048,
+          "elements per partition per load, at most (tensor: columns of x, whole array widths; dma: rows of x)"),
+      TunableParam::integer("out_sets", 1, 16, 1,
+                            "output stages (a PSUM bank and an SBUF copy each) in flight; default: half the PSUM "
+                            "banks, 1..4")
+          .derived([](const ParamContext& ctx) -> ParamValue {
+            return std::clamp<std::int64_t>(ctx.config.psum.banks / 2, 1, 4);
+          })
+          .only_for({"tensor"}),
+      TunableParam::choice("evacuate", {"alternate", "vector", "scalar"}, "alternate",
+                           "the engine copying PSUM to SBUF: alternating shares the work")
+          .only_for({"tensor"}),
+      TunableParam::integer("bufs", 1, 8, 3, "blocks in flight (each load lands in its own buffer)").only_for({"dma"}),
   };
+  spec.make = [](Device& dev, const KernelArgs& args) { return std::make_unique<Transpose>(dev, args); };
+  return spec;
 }
+
+TESSERA_REGISTER_KERNEL(transpose_spec);
 
 }  // namespace tessera::kernels

@@ -4,6 +4,7 @@
 #include "arch/config_schema.h"
 #include "arch/rtl_builds.h"
 
+#include <dlfcn.h>
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
@@ -128,6 +129,15 @@ ConfigError::ConfigError(std::vector<Diagnostic> diagnostics)
 
 std::string config_dir() {
   if (const char* env = std::getenv("TESSERA_CONFIG_DIR"); env && *env) return env;
+  // Installed (cmake --install): <prefix>/lib/libtessera_arch.so finds
+  // <prefix>/share/tessera/configs, wherever the prefix was moved.
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&config_dir), &info) && info.dli_fname) {
+    std::error_code ec;
+    const fs::path lib = fs::canonical(info.dli_fname, ec).parent_path();
+    for (const fs::path& share : {lib.parent_path() / "share", lib.parent_path().parent_path() / "share"})
+      if (fs::is_directory(share / "tessera" / "configs", ec)) return (share / "tessera" / "configs").string();
+  }
   return kDefaultConfigDir;
 }
 

@@ -185,8 +185,9 @@ struct ResolvedConfig {
 ResolvedConfig load_config(const std::string& name_or_file,
                            const std::vector<Override>& overrides = {});
 
-// The directory holding the shipped configs: $TESSERA_CONFIG_DIR, else the
-// source tree's configs/ (fixed at build time).
+// The directory holding the shipped configs: $TESSERA_CONFIG_DIR, else an
+// installed tree's share/tessera/configs beside this library's lib/, else
+// the source tree's configs/ (fixed at build time).
 std::string config_dir();
 
 // Names of the shipped configs (configs/*.yaml), sorted.

@@ -5,11 +5,13 @@
 
 #include "arch/address_map.h"
 #include "arch/config.h"
+#include "arch/isa.h"
 #include "trace/stats.h"
 #include "trace/wave_probe.h"
 #include "trace/timeline.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -50,6 +52,10 @@ struct CoreContext {
   trace::WaveProbe* waves = nullptr;  // a waveform being recorded, or none
   // Where engines record their activity when the run is traced; null otherwise.
   trace::Timeline* timeline = nullptr;
+  // Where instruction `index` of an engine's stream came from, for its
+  // run-time errors ("at kernels/gemm/gemm.cpp:88, label 'k=2'"): the
+  // program's call sites, which the core does not know; empty: by index only.
+  std::function<std::string(arch::Engine, std::uint64_t)> origin_of = nullptr;
 };
 
 }  // namespace tessera::core

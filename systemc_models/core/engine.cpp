@@ -63,7 +63,11 @@ sc_time Engine::cycles(double n, double memory_stall) {
   return cycles(n);
 }
 
-void Engine::count_busy(const sc_time& t) { stats_.busy_ns += trace::ns(t); }
+void Engine::count_busy(const sc_time& t) {
+  const double ns = trace::ns(t);
+  stats_.busy_ns += ns;
+  if (current_index_ < costs_.size()) costs_[current_index_].busy_ns += ns;
+}
 
 void Engine::add_busy(const sc_time& t) {
   count_busy(t);
@@ -82,7 +86,7 @@ void Engine::trace_work(const sc_time& start, const sc_time& t, std::size_t lane
     last_slice_track_ = track;
   }
   nlohmann::json args = {{"instruction", arch::disassemble(*current_)}, {"index", current_index_}};
-  if (const std::string* label = ctx_.timeline->label(track_, current_index_)) args["label"] = *label;
+  ctx_.timeline->add_origin(track_, current_index_, args);
   ctx_.timeline->slice(track, start_ns, dur_ns, arch::to_string(current_->opcode), "instruction", std::move(args));
   ctx_.timeline->instruction(track_, current_index_, start_ns, start_ns + dur_ns);
   ctx_.timeline->instruction_slice(track_, current_index_, track, start_ns);
@@ -162,12 +166,15 @@ void Engine::run() {
     const std::uint64_t at_byte = pc;
     arch::Instruction in;
     std::string where = fmt::format("{} instruction #{} (byte {})", to_string(kind_), index, at_byte);
+    const std::size_t where_head = where.size();
+    costs_.emplace_back();
     try {
       in = fetch_next(pc, fetch_ready);
       where += ": " + arch::disassemble(in);
       if (fetch_ready > sc_time_stamp()) {
         wave_state(trace::WaveProbe::EngineState::FetchWait);
         stats_.fetch_wait_ns += trace::ns(fetch_ready - sc_time_stamp());
+        costs_[index].fetch_wait_ns += trace::ns(fetch_ready - sc_time_stamp());
         if (ctx_.timeline)
           ctx_.timeline->slice(stall_track_, trace::ns(sc_time_stamp()), trace::ns(fetch_ready - sc_time_stamp()),
                                "instruction fetch", "fetch");
@@ -204,10 +211,12 @@ void Engine::run() {
             const double waited = trace::ns(sc_time_stamp() - start);
             stats_.semaphore_wait_ns += waited;
             wait_by_semaphore_[in.sem] += waited;
+            costs_[index].semaphore_wait_ns += waited;
             if (ctx_.timeline) {
+              nlohmann::json args = {{"semaphore", in.sem}, {"value", in.value}, {"index", index}};
+              ctx_.timeline->add_origin(track_, index, args);
               ctx_.timeline->slice(stall_track_, trace::ns(start), waited,
-                                   fmt::format("wait sem {} >= {}", in.sem, in.value), "semaphore",
-                                   {{"semaphore", in.sem}, {"value", in.value}});
+                                   fmt::format("wait sem {} >= {}", in.sem, in.value), "semaphore", std::move(args));
               ctx_.timeline->wait(in.sem, in.value, stall_track_, track_, index, trace::ns(start),
                                   trace::ns(sc_time_stamp()));
             }
@@ -241,6 +250,10 @@ void Engine::run() {
         ctx_.timeline->instruction(track_, index, trace::ns(issued), trace::ns(sc_time_stamp()));
     } catch (const std::exception& e) {
       wave_state(trace::WaveProbe::EngineState::Done);
+      if (ctx_.origin_of) {
+        const std::string origin = ctx_.origin_of(kind_, index);
+        if (!origin.empty()) where.insert(where_head, " " + origin);
+      }
       ctx_.fail(fmt::format("{}: {}", where, e.what()));
       return;
     }

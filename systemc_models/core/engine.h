@@ -43,6 +43,16 @@ public:
   };
   const EngineStats& stats() const { return stats_; }
 
+  // What each instruction of the stream cost, by stream index (profiles by
+  // call site): busy time counted while it was the current instruction (a
+  // pipelined engine's work learnt later counts for the instruction that
+  // waited for it), time blocked on its semaphore (a SemWait), and on its
+  // fetch. Each adds up over the stream to the engine's statistic.
+  struct InstructionCost {
+    double busy_ns = 0, semaphore_wait_ns = 0, fetch_wait_ns = 0;
+  };
+  const std::vector<InstructionCost>& instruction_costs() const { return costs_; }
+
 protected:
   // Executes one compute instruction functionally and returns how long the
   // engine is busy with it. Throws std::exception with a message naming the
@@ -121,6 +131,7 @@ private:
   sc_core::sc_time last_slice_end_;
   int last_slice_track_ = -1;
   std::map<std::uint16_t, double> wait_by_semaphore_;
+  std::vector<InstructionCost> costs_;
 
   EngineStats stats_;
 };

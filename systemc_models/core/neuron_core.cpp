@@ -30,6 +30,7 @@ NeuronCore::NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, 
   ctx_ = std::make_unique<CoreContext>(mem_->context(cfg, stats, options.no_data));
   ctx_->waves = options.waves;
   ctx_->timeline = options.timeline;
+  ctx_->origin_of = options.origin_of;
   if (options.waves) {
     mem_->sbuf->set_wave_probe(options.waves, trace::WaveProbe::Memory::Sbuf);
     mem_->psum->set_wave_probe(options.waves, trace::WaveProbe::Memory::Psum);

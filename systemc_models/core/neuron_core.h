@@ -55,6 +55,7 @@ struct CoreOptions {
   bool no_data = false;                   // timing only; timing does not depend on data
   trace::WaveProbe* waves = nullptr;      // records a waveform of the run (cosim/waves.h)
   trace::Timeline* timeline = nullptr;    // record a trace of the run here
+  std::function<std::string(arch::Engine, std::uint64_t)> origin_of;  // CoreContext::origin_of
 };
 
 class NeuronCore : public sc_core::sc_module {

@@ -56,15 +56,28 @@ public:
   // held back (or the wait's own end when nothing follows it): never backwards.
   void link_semaphores(const ConsumerOf& consumer_of);
 
-  // Labels of a track's instructions by index (KernelBuilder::label).
+  // Labels (KernelBuilder::label) and call sites ("kernels/gemm/gemm.cpp:88")
+  // of a track's instructions by index.
   void set_labels(int track, std::vector<std::string> labels) { labels_[track] = std::move(labels); }
+  void set_sites(int track, std::vector<std::string> sites) { sites_[track] = std::move(sites); }
   // The label of instruction `index`, or null when it has none.
-  const std::string* label(int track, std::uint64_t index) const {
-    const auto it = labels_.find(track);
-    if (it == labels_.end() || index >= it->second.size() || it->second[index].empty()) return nullptr;
+  const std::string* label(int track, std::uint64_t index) const { return find(labels_, track, index); }
+  const std::string* site(int track, std::uint64_t index) const { return find(sites_, track, index); }
+  // Adds an instruction's label and call site, where known, to a slice's arguments.
+  void add_origin(int track, std::uint64_t index, nlohmann::json& args) const {
+    if (const std::string* l = label(track, index)) args["label"] = *l;
+    if (const std::string* s = site(track, index)) args["site"] = *s;
+  }
+
+private:
+  static const std::string* find(const std::map<int, std::vector<std::string>>& by_track, int track,
+                                 std::uint64_t index) {
+    const auto it = by_track.find(track);
+    if (it == by_track.end() || index >= it->second.size() || it->second[index].empty()) return nullptr;
     return &it->second[index];
   }
 
+public:
   // When instruction `index` of a track ran, for profiles drawn after the
   // run (memory occupancy from the first and last use of each tile).
   void instruction(int track, std::uint64_t index, double start_ns, double end_ns);
@@ -111,7 +124,7 @@ private:
   std::map<std::uint32_t, std::vector<Wait>> waits_;
   std::map<int, std::vector<std::pair<double, double>>> instructions_;  // track -> index -> (start, end)
   std::map<std::pair<int, std::uint64_t>, Point> first_slices_;         // (engine track, index) -> slice start
-  std::map<int, std::vector<std::string>> labels_;
+  std::map<int, std::vector<std::string>> labels_, sites_;
   std::uint64_t next_flow_ = 1;
 };
 

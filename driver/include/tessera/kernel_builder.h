@@ -10,12 +10,28 @@
 #include "tessera/program.h"
 #include "tessera/tensor.h"
 
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace tessera {
+
+// Where a KernelBuilder call was made. Every call that makes instructions or
+// DMAs takes one as its last argument, defaulted to the caller's file and
+// line, so profiles and run-time errors name the kernel's source line. A
+// kernel that wraps builder calls in helpers of its own can pass its
+// caller's location down (a default argument `SourceLocation where =
+// SourceLocation::current()` on the helper); a binding can pass the file
+// and line of its own caller.
+struct SourceLocation {
+  const char* file = "";
+  std::uint32_t line = 0;
+  static constexpr SourceLocation current(const char* file = __builtin_FILE(), std::uint32_t line = __builtin_LINE()) {
+    return {file, line};
+  }
+};
 
 // A broken rule, thrown by the call that broke it.
 class KernelError : public std::runtime_error {
@@ -43,51 +59,55 @@ public:
   // A copy is split by partitions over up to dma.engines engines (pieces of
   // at least 2 KiB, the documented efficient minimum), as the hardware's
   // 16 DMA rings share one tile; consumers wait for every piece.
-  void dma(const Tile& dst, const View& src);  // HBM -> SBUF
+  void dma(const Tile& dst, const View& src, SourceLocation where = SourceLocation::current());  // HBM -> SBUF
   // HBM -> SBUF into rows of a 2-D image held in each partition: the view is
   // [partitions x rows x columns] and row r lands at element r * pitch of
   // dst (an interior inside zero padding, say). The rest of dst is untouched.
-  void dma(const Tile& dst, const View& src, std::uint32_t pitch);
-  void dma(const View& dst, const Tile& src);  // SBUF -> HBM
+  void dma(const Tile& dst, const View& src, std::uint32_t pitch, SourceLocation where = SourceLocation::current());
+  void dma(const View& dst, const Tile& src, SourceLocation where = SourceLocation::current());  // SBUF -> HBM
 
   // --- Tensor engine ---------------------------------------------------------
   // psum[M, N] (=|+=) stationary[K, M].T @ moving[K, N]. The stationary tile
   // is loaded only when it differs from the one already in the array.
-  void matmul(const Tile& psum, const Tile& stationary, const Tile& moving, bool accumulate);
+  void matmul(const Tile& psum, const Tile& stationary, const Tile& moving, bool accumulate,
+              SourceLocation where = SourceLocation::current());
   // psum[F, P] = src[P, F].T through the array.
-  void transpose(const Tile& psum, const Tile& src);
+  void transpose(const Tile& psum, const Tile& src, SourceLocation where = SourceLocation::current());
 
   // --- Vector engine -------------------------------------------------------
-  void tensor_tensor(const Tile& dst, const Tile& a, const Tile& b, arch::AluOp op);
+  void tensor_tensor(const Tile& dst, const Tile& a, const Tile& b, arch::AluOp op, SourceLocation where = SourceLocation::current());
   void tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op, float s, arch::AluOp op2 = arch::AluOp::Bypass,
-                     float s2 = 0);
+                     float s2 = 0, SourceLocation where = SourceLocation::current());
   // Per-partition scalars: dst[p, :] = (a[p, :] <op> s[p]) <op2> s2[p], with s
   // and s2 [P, 1] tiles (a row's max, mean or 1/sum); without s2 the second
   // step takes the immediate s2_value.
   void tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op, const Tile& s,
-                     arch::AluOp op2 = arch::AluOp::Bypass, const Tile* s2 = nullptr, float s2_value = 0);
+                     arch::AluOp op2 = arch::AluOp::Bypass, const Tile* s2 = nullptr, float s2_value = 0,
+                     SourceLocation where = SourceLocation::current());
   // An immediate first scalar and a per-partition second one:
   // dst[p, i] = (a[p, i] <op> s) <op2> s2[p].
-  void tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op, float s, arch::AluOp op2, const Tile& s2);
-  void reduce(const Tile& dst, const Tile& a, arch::AluOp op);  // along the free axis: dst [P, 1]
-  void copy(const Tile& dst, const Tile& src, arch::Engine engine = arch::Engine::Vector);
-  void memset(const Tile& dst, float value);
-  void select(const Tile& dst, const Tile& pred, const Tile& a, const Tile& b);
+  void tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op, float s, arch::AluOp op2, const Tile& s2,
+                     SourceLocation where = SourceLocation::current());
+  void reduce(const Tile& dst, const Tile& a, arch::AluOp op, SourceLocation where = SourceLocation::current());  // along the free axis: dst [P, 1]
+  void copy(const Tile& dst, const Tile& src, arch::Engine engine = arch::Engine::Vector, SourceLocation where = SourceLocation::current());
+  void memset(const Tile& dst, float value, SourceLocation where = SourceLocation::current());
+  void select(const Tile& dst, const Tile& pred, const Tile& a, const Tile& b, SourceLocation where = SourceLocation::current());
 
   // --- Scalar engine -------------------------------------------------------
   // dst = f(src * scale + bias); bias_tile [P, 1] if given; accumulate [P, 1]
   // receives each partition's sum of results if given.
   void activation(const Tile& dst, const Tile& src, arch::ActFunc f, float scale = 1.0f, float bias = 0.0f,
-                  const Tile* bias_tile = nullptr, const Tile* accumulate = nullptr);
+                  const Tile* bias_tile = nullptr, const Tile* accumulate = nullptr, SourceLocation where = SourceLocation::current());
 
   // --- GpSimd engine ---------------------------------------------------------
-  void iota(const Tile& dst, float base, float partition_step, float free_step);
-  void partition_reduce(const Tile& dst, const Tile& src, arch::AluOp op);  // dst [1, F]
+  void iota(const Tile& dst, float base, float partition_step, float free_step, SourceLocation where = SourceLocation::current());
+  void partition_reduce(const Tile& dst, const Tile& src, arch::AluOp op, SourceLocation where = SourceLocation::current());  // dst [1, F]
 
   // --- Profiles ---------------------------------------------------------------
   // Labels the instructions and DMAs that follow (until the next label) in
   // traces: a source line, a loop position ("k=3 of 8"), a phase. Empty
-  // clears it. Labels change nothing the core runs.
+  // clears it. Labels change nothing the core runs. Each instruction and
+  // DMA also carries its call site (SourceLocation).
   void label(const std::string& text);
 
   // Ends every stream and returns the program; the builder is spent.

@@ -16,6 +16,15 @@ namespace tessera {
 // A DMA queue: (engine, queue index).
 using DmaQueueId = std::pair<std::uint32_t, std::uint32_t>;
 
+// Where an operation was written: the KernelBuilder call that made it, as
+// a file (an index into Program::source_files) and line; file -1: unknown.
+struct CallSite {
+  std::int32_t file = -1;
+  std::uint32_t line = 0;
+  bool operator==(const CallSite& o) const { return file == o.file && line == o.line; }
+  bool operator<(const CallSite& o) const { return file != o.file ? file < o.file : line < o.line; }
+};
+
 struct Program {
   // Instructions per engine, indexed by arch::Engine.
   std::vector<std::vector<arch::Instruction>> streams = std::vector<std::vector<arch::Instruction>>(arch::kNumEngines);
@@ -35,6 +44,21 @@ struct Program {
   // `streams`, and of each descriptor, parallel to `rings`; empty when none.
   std::vector<std::vector<std::string>> labels = std::vector<std::vector<std::string>>(arch::kNumEngines);
   std::map<DmaQueueId, std::vector<std::string>> ring_labels;
+  // The call site of each instruction and descriptor, parallel to `labels`
+  // and `ring_labels`: a semaphore wait or increment the builder inserted
+  // has the call site (and label) of the operation it was placed for.
+  std::vector<std::vector<CallSite>> sites = std::vector<std::vector<CallSite>>(arch::kNumEngines);
+  std::map<DmaQueueId, std::vector<CallSite>> ring_sites;
+  // The kernel source files the call sites name, relative to the source tree
+  // when they lie inside it (kernels/gemm/gemm.cpp).
+  std::vector<std::string> source_files;
+  // "file:line" of a call site; empty when it is unknown.
+  std::string site_name(const CallSite& site) const;
+  // The call site and label of instruction `index` of engine `e`, or of
+  // descriptor `index` of a queue: "at kernels/gemm/gemm.cpp:88, label 'k=2'"
+  // (the parts known; empty when neither is).
+  std::string origin(arch::Engine e, std::size_t index) const;
+  std::string origin(DmaQueueId queue, std::size_t index) const;
   // Who increments each semaphore: an engine name or "dma E.Q".
   std::vector<std::string> semaphore_owners;
   // Where an operation sits: instruction `index` of engine `engine`'s

@@ -26,9 +26,29 @@ struct Stall {
   double ns = 0;
 };
 
+// What the operations of one engine (or "dma") made at one kernel call
+// site, or under one label, cost over the run (docs/profiling.md "Time by
+// call site"). Each instruction and descriptor counts once, under its own
+// call site and label; a semaphore wait the builder inserted counts under
+// the operation it held back.
+struct SiteCost {
+  std::string engine;
+  std::string site;   // "kernels/gemm/gemm.cpp:88"; empty: none (End, the program's last waits)
+  std::string label;  // by_label rows; empty: none
+  double count = 0;   // instructions, or descriptors
+  double busy_ns = 0;     // the engine's busy time; a descriptor's moving time (first read to release)
+  double waiting_ns = 0;  // semaphore waits; a descriptor's time queued behind its queue's earlier ones
+  double fetch_wait_ns = 0;
+  double dma_bytes = 0;
+  std::map<std::string, double> waiting_for;  // whom the waits were for ("DMA", "vector"), ns
+  double total_ns() const { return busy_ns + waiting_ns + fetch_wait_ns; }
+};
+
 struct RunReport {
   std::string kernel, variant, config, fidelity;
   std::map<std::string, std::int64_t> shape;
+  // The kernel's tunable parameters as the run used them (name -> integer or choice).
+  nlohmann::json params = nlohmann::json::object();
   bool ok = false;        // the simulation ran to its end
   std::string error;      // why not
   double time_ns = 0;
@@ -57,6 +77,9 @@ struct RunReport {
   double tensor_waiting_ns = 0;   // stalled on semaphores or instruction fetch
   double dma_busy_ns = 0;         // mean over the DMA engines of the time with a descriptor running
   std::vector<Stall> top_stalls;  // the three longest, longest first
+  // Time by (engine, call site) and by (engine, label), largest total first;
+  // the sync engine is left out (see top_stalls), DMA descriptors are "dma".
+  std::vector<SiteCost> by_site, by_label;
   // Numerics, from the kernel's reference.
   bool checked = false;
   bool correct = false;

@@ -14,7 +14,7 @@ namespace {
 // vectors sized by Count, so that a large program holds no spare capacity).
 struct Count {
   std::size_t n = 0;
-  void push(const arch::Instruction&, int /*label*/) { ++n; }
+  void push(const arch::Instruction&, int /*origin*/) { ++n; }
   void place(int /*op*/) {}
   std::size_t size() const { return n; }
 };
@@ -22,7 +22,7 @@ struct Count {
 }  // namespace
 
 Program assemble(const arch::HwConfig& cfg, Schedule& s, const std::vector<std::string>& label_names,
-                 const std::vector<Allocation>& tiles) {
+                 const Origins& origins, const std::vector<Allocation>& tiles) {
   const auto& ops = s.ops();
   const auto& queues = s.queues();
   const std::size_t agents = kFirstQueueAgent + queues.size();
@@ -41,7 +41,13 @@ Program assemble(const arch::HwConfig& cfg, Schedule& s, const std::vector<std::
     for (int id : q.descriptors) signal_count[static_cast<std::size_t>(id)] = ops[static_cast<std::size_t>(id)].slot + 1;
 
   Program p;
-  const auto label_of = [&](int label) { return label < 0 ? std::string() : label_names[static_cast<std::size_t>(label)]; };
+  p.source_files = origins.files();
+  // An op's origin (Origins): the label in force and its call site.
+  const auto label_of = [&](int origin) {
+    const int label = origin < 0 ? -1 : origins[origin].label;
+    return label < 0 ? std::string() : label_names[static_cast<std::size_t>(label)];
+  };
+  const auto site_of = [&](int origin) { return origin < 0 ? CallSite{} : origins[origin].site; };
   std::vector<Program::OpRef> where(ops.size());  // op id -> its place in the program
 
   // Engine e's stream, into `out`: each op after the semaphore waits it
@@ -49,7 +55,7 @@ Program assemble(const arch::HwConfig& cfg, Schedule& s, const std::vector<std::
   // others wait for it, the triggers issued after it, and an End.
   const auto emit_stream = [&](int e, auto& out) {
     std::map<std::uint16_t, std::uint32_t> waited;  // semaphore -> value already waited for
-    const auto wait_for = [&](int dep, int label) {
+    const auto wait_for = [&](int dep, int origin) {
       const auto sem = static_cast<std::uint16_t>(ops[static_cast<std::size_t>(dep)].agent);
       const std::uint32_t value = signal_count[static_cast<std::size_t>(dep)];
       if (waited[sem] >= value) return;
@@ -59,20 +65,20 @@ Program assemble(const arch::HwConfig& cfg, Schedule& s, const std::vector<std::
       w.opcode = arch::Opcode::SemWait;
       w.sem = sem;
       w.value = value;
-      out.push(w, label);  // a wait carries the label of what it holds up
+      out.push(w, origin);  // a wait carries the label and call site of what it holds up
     };
     const auto emit_op = [&](int id) {
       const Op& op = ops[static_cast<std::size_t>(id)];
-      for (const int* dep = s.waits_begin(op); dep != s.waits_end(op); ++dep) wait_for(*dep, op.label);
+      for (const int* dep = s.waits_begin(op); dep != s.waits_end(op); ++dep) wait_for(*dep, op.origin);
       out.place(id);
-      out.push(s.instruction(op), op.label);
+      out.push(s.instruction(op), op.origin);
       if (op.signal) {
         arch::Instruction inc;
         inc.engine = static_cast<arch::Engine>(e);
         inc.opcode = arch::Opcode::SemIncr;
         inc.sem = static_cast<std::uint16_t>(e);
         inc.value = 1;
-        out.push(inc, op.label);
+        out.push(inc, op.origin);
       }
     };
     for (int id : s.stream(e)) {
@@ -94,12 +100,15 @@ Program assemble(const arch::HwConfig& cfg, Schedule& s, const std::vector<std::
   struct Fill {
     std::vector<arch::Instruction>& stream;
     std::vector<std::string>& labels;
+    std::vector<CallSite>& sites;
     std::vector<Program::OpRef>& where;
     std::uint32_t engine;
     const decltype(label_of)& label_text;
-    void push(const arch::Instruction& in, int label) {
+    const decltype(site_of)& site;
+    void push(const arch::Instruction& in, int origin) {
       stream.push_back(in);
-      labels.push_back(label_text(label));
+      labels.push_back(label_text(origin));
+      sites.push_back(site(origin));
     }
     void place(int op) {
       where[static_cast<std::size_t>(op)] = {false, engine, 0, static_cast<std::uint32_t>(stream.size())};
@@ -111,18 +120,23 @@ Program assemble(const arch::HwConfig& cfg, Schedule& s, const std::vector<std::
     auto& out = p.streams[static_cast<std::size_t>(e)];
     auto& labels = p.labels[static_cast<std::size_t>(e)];
     out.reserve(count.size());
+    auto& sites = p.sites[static_cast<std::size_t>(e)];
     labels.reserve(count.size());
-    Fill fill{out, labels, where, static_cast<std::uint32_t>(e), label_of};
+    sites.reserve(count.size());
+    Fill fill{out, labels, sites, where, static_cast<std::uint32_t>(e), label_of, site_of};
     emit_stream(e, fill);
   }
   for (std::size_t i = 0; i < queues.size(); ++i) {
     const DmaQueue& q = queues[i];
     auto& ring_labels = p.ring_labels[{q.engine, q.queue}];
+    auto& ring_sites = p.ring_sites[{q.engine, q.queue}];
     ring_labels.reserve(q.descriptors.size());
+    ring_sites.reserve(q.descriptors.size());
     for (std::size_t slot = 0; slot < q.descriptors.size(); ++slot) {
       const Op& op = ops[static_cast<std::size_t>(q.descriptors[slot])];
       where[static_cast<std::size_t>(q.descriptors[slot])] = {true, q.engine, q.queue, static_cast<std::uint32_t>(slot)};
-      ring_labels.push_back(label_of(op.label));
+      ring_labels.push_back(label_of(op.origin));
+      ring_sites.push_back(site_of(op.origin));
     }
     p.rings[{q.engine, q.queue}] = s.take_ring(i);
   }

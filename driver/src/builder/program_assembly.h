@@ -5,6 +5,7 @@
 #pragma once
 
 #include "builder/on_chip_space.h"
+#include "builder/origins.h"
 #include "builder/schedule.h"
 #include "tessera/program.h"
 
@@ -16,6 +17,6 @@ namespace tessera::builder {
 // Throws KernelError when the schedule needs more semaphores than the config
 // has. The schedule's rings move into the Program (they are left empty).
 Program assemble(const arch::HwConfig& cfg, Schedule& schedule, const std::vector<std::string>& labels,
-                 const std::vector<Allocation>& tiles);
+                 const Origins& origins, const std::vector<Allocation>& tiles);
 
 }  // namespace tessera::builder

@@ -20,14 +20,14 @@ void Schedule::set_waits(Op& o, const std::vector<int>& deps) {
 }
 
 int Schedule::add_instruction(arch::Engine engine, arch::Instruction in, const RegionList& reads,
-                              const RegionList& writes, int label) {
+                              const RegionList& writes, int origin) {
   const int agent = static_cast<int>(engine);
   in.engine = engine;
   Op op;
   op.agent = agent;
   op.instruction = static_cast<int>(instructions_.size());
   instructions_.push_back(in);
-  op.label = label;
+  op.origin = origin;
   hazards_.dependencies(agent, reads, writes, deps_);
   set_waits(op, deps_);
   const int id = static_cast<int>(ops_.size());
@@ -56,7 +56,7 @@ int Schedule::queue_for(int placer) {
                                 cfg_.dma.queues_per_engine));
 }
 
-int Schedule::add_dma(arch::DmaDescriptor d, const Region& read, const Region& write, int label) {
+int Schedule::add_dma(arch::DmaDescriptor d, const Region& read, const Region& write, int origin) {
   const RegionList reads{read}, writes{write};
   hazards_.dependencies(-1, reads, writes, deps_);
   int placer = kSyncAgent;
@@ -83,7 +83,7 @@ int Schedule::add_dma(arch::DmaDescriptor d, const Region& read, const Region& w
   Op desc;
   desc.agent = qagent;
   desc.slot = static_cast<std::uint32_t>(q.descriptors.size());
-  desc.label = label;
+  desc.origin = origin;
   d.flags |= arch::kDmaFlagCompletion;
   d.sem_addr = map_.semaphore_address(static_cast<std::uint64_t>(qagent));
   d.sem_value = 1;
@@ -105,7 +105,7 @@ int Schedule::add_dma(arch::DmaDescriptor d, const Region& read, const Region& w
   in.value = 1;
   trig.instruction = static_cast<int>(instructions_.size());
   instructions_.push_back(in);
-  trig.label = label;
+  trig.origin = origin;
   // Ops of the placer's own stream up to the anchor are done by then.
   deps_.erase(std::remove_if(deps_.begin(), deps_.end(),
                              [&](int dep) { return ops_[static_cast<std::size_t>(dep)].agent == placer; }),

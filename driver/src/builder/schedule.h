@@ -38,7 +38,7 @@ struct Op {
   int first_trigger = -1;          // instruction: the DMA triggers issued right after it, in order,
   int last_trigger = -1;           //   linked through next_trigger
   int next_trigger = -1;           // trigger: the next one issued after the same op
-  int label = -1;                  // index into the kernel's labels
+  int origin = -1;                 // its label and call site (Origins)
   bool signal = false;             // instruction: increment the agent's semaphore after it
 };
 
@@ -56,12 +56,12 @@ public:
 
   // Places a compute instruction at the end of `engine`'s stream. Returns its op id.
   int add_instruction(arch::Engine engine, arch::Instruction in, const RegionList& reads, const RegionList& writes,
-                      int label);
+                      int origin);
   // Places descriptor `d`, which reads `read` and writes `write`, on a DMA
   // queue, and its trigger in the stream of its latest producer (the sync
   // stream when that is a DMA queue or there is none). Returns the
   // descriptor's op id. Throws KernelError when no queue is free.
-  int add_dma(arch::DmaDescriptor d, const Region& read, const Region& write, int label);
+  int add_dma(arch::DmaDescriptor d, const Region& read, const Region& write, int origin);
 
   const std::vector<Op>& ops() const { return ops_; }
   // Op ids of each engine's stream, without the triggers issued after them.

@@ -24,7 +24,7 @@ std::vector<KernelCase> kernel_cases(const std::string& kernel, const std::vecto
 
 TEST_P(KernelMatchesReference, InTlm) {
   const KernelCase& k = GetParam();
-  const KernelRun r = run_kernel(k.kernel, k.variant, k.c.config, k.c.shape, arch::Fidelity::Tlm);
+  const KernelRun r = run_kernel(k.kernel, k.variant, k.c.config, k.c.shape, arch::Fidelity::Tlm, false, k.c.params);
   ASSERT_TRUE(r.ok) << r.error;
   EXPECT_TRUE(r.correct) << r.detail << " (error " << r.max_abs_error << ", tolerance " << r.tolerance << ")";
   EXPECT_GT(r.time_ns, 0);
@@ -35,8 +35,8 @@ TEST_P(KernelMatchesReference, InTlm) {
 // fast DMA model is calibrated to the RTL, docs/cosim.md).
 TEST_P(KernelRtlAgrees, WithTlmAndTheReference) {
   const KernelCase& k = GetParam();
-  const KernelRun rtl = run_kernel(k.kernel, k.variant, k.c.config, k.c.shape, arch::Fidelity::Rtl);
-  const KernelRun tlm = run_kernel(k.kernel, k.variant, k.c.config, k.c.shape, arch::Fidelity::Tlm);
+  const KernelRun rtl = run_kernel(k.kernel, k.variant, k.c.config, k.c.shape, arch::Fidelity::Rtl, false, k.c.params);
+  const KernelRun tlm = run_kernel(k.kernel, k.variant, k.c.config, k.c.shape, arch::Fidelity::Tlm, false, k.c.params);
   ASSERT_TRUE(rtl.ok) << rtl.error;
   ASSERT_TRUE(tlm.ok) << tlm.error;
   EXPECT_TRUE(rtl.correct) << rtl.detail;
@@ -49,8 +49,8 @@ TEST_P(KernelRtlAgrees, WithTlmAndTheReference) {
 // Timing must not depend on data: --no-data gives the same time.
 TEST_P(KernelTimingIgnoresData, NoDataTakesTheSameTime) {
   const KernelCase& k = GetParam();
-  const KernelRun data = run_kernel(k.kernel, k.variant, k.c.config, k.c.shape, arch::Fidelity::Tlm);
-  const KernelRun none = run_kernel(k.kernel, k.variant, k.c.config, k.c.shape, arch::Fidelity::Tlm, true);
+  const KernelRun data = run_kernel(k.kernel, k.variant, k.c.config, k.c.shape, arch::Fidelity::Tlm, false, k.c.params);
+  const KernelRun none = run_kernel(k.kernel, k.variant, k.c.config, k.c.shape, arch::Fidelity::Tlm, true, k.c.params);
   ASSERT_TRUE(data.ok) << data.error;
   ASSERT_TRUE(none.ok) << none.error;
   EXPECT_EQ(data.time_ns, none.time_ns);

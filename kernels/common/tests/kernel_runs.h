@@ -28,7 +28,8 @@ struct KernelRun {
 };
 
 inline KernelRun run_kernel(const std::string& kernel, const std::string& variant, const std::string& config,
-                            const Shape& shape, arch::Fidelity fidelity, bool no_data = false) {
+                            const Shape& shape, arch::Fidelity fidelity, bool no_data = false,
+                            const std::map<std::string, std::string>& params = {}) {
   const std::string text = tessera::test_support::run_in_child([&] {
     setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_CONFIG_DIR, 1);
     DeviceOptions o;
@@ -36,9 +37,7 @@ inline KernelRun run_kernel(const std::string& kernel, const std::string& varian
     o.fidelity = fidelity;
     o.no_data = no_data;
     Device dev(o);
-    const KernelSpec* spec = find_kernel(kernel);
-    if (!spec) return nlohmann::json{{"ok", false}, {"error", "no kernel " + kernel}}.dump();
-    auto k = spec->make(dev, resolve_shape(*spec, shape), variant, 7);
+    auto k = instantiate(dev, {kernel, variant, shape, params, 7}).kernel;
     const RunReport r = dev.run(k->build());
     const NumericsCheck c = r.ok && !no_data ? k->check() : NumericsCheck{};
     return nlohmann::json{{"ok", r.ok},           {"error", r.error},   {"time_ns", r.time_ns},
@@ -55,15 +54,17 @@ inline KernelRun run_kernel(const std::string& kernel, const std::string& varian
   return KernelRun{j["ok"], j["error"], j["time_ns"], j["correct"], j["detail"], j["max_abs_error"], j["tolerance"]};
 }
 
-// One test case: a config and shape overrides.
+// One test case: a config, shape overrides and tunable parameters.
 struct Case {
   const char* config;
   Shape shape;
+  std::map<std::string, std::string> params = {};
 };
 
 inline std::string case_name(const std::string& variant, const Case& c) {
   std::string s = variant + "_" + c.config;
   for (const auto& [k, v] : c.shape) s += "_" + k + std::to_string(v);
+  for (const auto& [k, v] : c.params) s += "_" + k + v;
   for (auto& ch : s)
     if (ch == '-') ch = '_';
   return s;

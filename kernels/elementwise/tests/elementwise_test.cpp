@@ -12,15 +12,15 @@ INSTANTIATE_TEST_SUITE_P(Elementwise, KernelMatchesReference,
                          ::testing::ValuesIn(kernel_cases("elementwise", kOps,
                                                           {{"tiny", {{"R", 1}, {"C", 1}}},
                                                            {"tiny", {{"R", 37}, {"C", 41}}},
-                                                           {"tiny", {{"R", 8}, {"C", 300}, {"F", 64}, {"B", 1}}},
+                                                           {"tiny", {{"R", 8}, {"C", 300}}, {{"B", "1"}, {"F", "64"}}},
                                                            {"small", {{"R", 100}, {"C", 333}}},
-                                                           {"small", {{"R", 64}, {"C", 512}, {"F", 100}, {"B", 2}}},
+                                                           {"small", {{"R", 64}, {"C", 512}}, {{"B", "2"}, {"F", "100"}}},
                                                            {"neuroncore-v2", {{"R", 256}, {"C", 1000}}}})),
                          kernel_case_name);
 
 INSTANTIATE_TEST_SUITE_P(Elementwise, KernelRtlAgrees,
                          ::testing::ValuesIn(kernel_cases("elementwise", {"gelu", "add"},
-                                                          {{"tiny", {{"R", 37}, {"C", 41}, {"F", 64}}}})),
+                                                          {{"tiny", {{"R", 37}, {"C", 41}}, {{"F", "64"}}}})),
                          kernel_case_name);
 
 INSTANTIATE_TEST_SUITE_P(Elementwise, KernelTimingIgnoresData,
@@ -28,10 +28,10 @@ INSTANTIATE_TEST_SUITE_P(Elementwise, KernelTimingIgnoresData,
                                                           {{"small", {{"R", 100}, {"C", 333}}}})),
                          kernel_case_name);
 
-TEST(Elementwise, BuffersThatCannotFitAreAnError) {
-  const KernelRun r = run_kernel("elementwise", "add", "tiny", {{"B", 5000}}, arch::Fidelity::Tlm);
+TEST(Elementwise, BuffersOutsideTheirLegalRangeAreAnError) {
+  const KernelRun r = run_kernel("elementwise", "add", "tiny", {}, arch::Fidelity::Tlm, false, {{"B", "5000"}});
   EXPECT_FALSE(r.ok);
-  EXPECT_NE(r.error.find("5000 buffers of 2 fp32 tile(s) do not fit a 16 KiB SBUF partition"), std::string::npos)
+  EXPECT_NE(r.error.find("kernel 'elementwise': parameter B=5000 is outside its legal range 1..16"), std::string::npos)
       << r.error;
 }
 

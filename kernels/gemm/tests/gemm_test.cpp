@@ -32,9 +32,7 @@ TEST_P(GemmTest, MatchesTheReference) {
   o.config = c.config;
   o.fidelity = arch::Fidelity::Tlm;
   Device dev(o);
-  const KernelSpec* spec = find_kernel("gemm");
-  ASSERT_NE(spec, nullptr);
-  auto k = spec->make(dev, resolve_shape(*spec, {{"M", c.M}, {"N", c.N}, {"K", c.K}}), variant, 7);
+  auto k = instantiate(dev, {"gemm", variant, {{"M", c.M}, {"N", c.N}, {"K", c.K}}, {}, 7}).kernel;
   const RunReport r = dev.run(k->build());
   ASSERT_TRUE(r.ok) << r.error;
   const NumericsCheck check = k->check();
@@ -82,8 +80,7 @@ nlohmann::json run_gemm(const std::string& variant, const Case& c, arch::Fidelit
     o.config = c.config;
     o.fidelity = fidelity;
     Device dev(o);
-    const KernelSpec* spec = find_kernel("gemm");
-    auto k = spec->make(dev, resolve_shape(*spec, {{"M", c.M}, {"N", c.N}, {"K", c.K}}), variant, 7);
+    auto k = instantiate(dev, {"gemm", variant, {{"M", c.M}, {"N", c.N}, {"K", c.K}}, {}, 7}).kernel;
     const RunReport r = dev.run(k->build());
     const NumericsCheck check = r.ok ? k->check() : NumericsCheck{};
     return nlohmann::json{{"ok", r.ok},
@@ -131,8 +128,7 @@ TEST(Gemm, FullyOptimizedSaysWhenItsResultTilesDoNotFit) {
     o.fidelity = arch::Fidelity::Tlm;
     o.no_data = true;
     Device dev(o);
-    const KernelSpec* spec = find_kernel("gemm");
-    auto k = spec->make(dev, resolve_shape(*spec, {{"M", 320}, {"N", 128}, {"K", 8}}), "fully_optimized", 7);
+    auto k = instantiate(dev, {"gemm", "fully_optimized", {{"M", 320}, {"N", 128}, {"K", 8}}, {}, 7}).kernel;
     try {
       k->build();
     } catch (const KernelError& e) {

@@ -81,7 +81,7 @@ TEST(Mlp, WeightsThatDoNotFitSbufAreAnErrorNamingTheSizes) {
 TEST(Mlp, RegisteredWithVariantsAndADefaultShape) {
   const KernelSpec* spec = find_kernel("mlp");
   ASSERT_NE(spec, nullptr);
-  EXPECT_THAT(spec->variants, ::testing::ElementsAre("silu", "gelu"));
+  EXPECT_THAT(spec->variant_names(), ::testing::ElementsAre("silu", "gelu"));
   const Shape s = resolve_shape(*spec, {});
   EXPECT_EQ(s.size(), 3u);
   EXPECT_THROW(resolve_shape(*spec, {{"T", 0}}), KernelError);

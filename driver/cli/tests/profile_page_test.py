@@ -1,0 +1,167 @@
+#!/usr/bin/python3
+"""The offline profile page in a real browser: headless Chromium driven by
+chromium-driver through Selenium loads the page `tessera run --html` and
+`tessera compare --html` wrote, from file://, and checks that it drew the
+run's data: one timeline slice per trace slice, the call-site table's rows,
+a hovered slice's label and call site in the tooltip, no resource fetched
+over the network. Saves a screenshot.
+
+Usage: profile_page_test.py TESSERA_BIN WORK_DIR [SCREENSHOT.png]
+Exits 77 (skipped, with the reason) when Chromium, its driver or Selenium
+is missing; scripts/setup installs them.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+SKIP = 77
+
+
+def skip(reason):
+    print(f"profile_page_test: skipped: {reason} (scripts/setup installs chromium, chromium-driver, python3-selenium)")
+    sys.exit(SKIP)
+
+
+def fail(message):
+    print(f"profile_page_test: FAILED: {message}")
+    sys.exit(1)
+
+
+def check(cond, message):
+    if not cond:
+        fail(message)
+
+
+try:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+except ImportError:
+    skip("python3-selenium is not installed")
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+if not CHROMIUM:
+    skip("chromium is not installed")
+if not DRIVER:
+    skip("chromedriver (chromium-driver) is not installed")
+
+if len(sys.argv) < 3:
+    fail(__doc__)
+tessera, work = sys.argv[1], sys.argv[2]
+screenshot = sys.argv[3] if len(sys.argv) > 3 else os.path.join(work, "profile-page.png")
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
+
+
+def tessera_run(*args):
+    r = subprocess.run([tessera, *args], capture_output=True, text=True, timeout=300)
+    check(r.returncode == 0, f"tessera {' '.join(args)} exited {r.returncode}: {r.stderr}")
+    return r
+
+
+# A traced GEMM on the small config: a few dozen instructions and descriptors.
+run_page = os.path.join(work, "run.html")
+tessera_run("run", "--config", "small", "--kernel", "gemm", "--variant", "blocked_mnk", "--shape", "M=64,N=256,K=96",
+            "--fidelity", "tlm", "--out", os.path.join(work, "run"), "--trace", os.path.join(work, "trace.json"),
+            "--html", run_page)
+with open(os.path.join(work, "trace.json")) as f:
+    trace = json.load(f)
+with open(os.path.join(work, "run", "report.json")) as f:
+    report = json.load(f)
+expected_slices = sum(1 for e in trace["traceEvents"] if e["ph"] == "X")
+with open(run_page) as f:
+    html = f.read()
+check("<script src" not in html and "<link" not in html, "the page refers to an outside file")
+
+compare_page = os.path.join(work, "compare.html")
+tessera_run("compare", "--kernel", "gemm", "--configs", "tiny,small", "--shape", "M=32,N=64,K=32", "--fidelity", "tlm",
+            "--no-data", "--no-plots", "-j", "2", "--out", os.path.join(work, "compare"), "--html", compare_page)
+
+options = webdriver.ChromeOptions()
+options.binary_location = CHROMIUM
+for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1100",
+            # No network at all: the page must need none.
+            "--proxy-server=http://0.0.0.0:9", "--proxy-bypass-list=<-loopback>"]:
+    options.add_argument(arg)
+try:
+    browser = webdriver.Chrome(service=Service(DRIVER), options=options)
+except Exception as e:  # a browser that cannot start here is an environment problem, not the page's
+    skip(f"chromium did not start: {str(e).splitlines()[0]}")
+
+
+def wait_for(script, what, timeout=30):
+    end = time.time() + timeout
+    while time.time() < end:
+        value = browser.execute_script(script)
+        if value:
+            return value
+        time.sleep(0.1)
+    fail(f"timed out waiting for {what}")
+
+
+try:
+    browser.get("file://" + os.path.abspath(run_page))
+    wait_for("return window.tessera && window.tessera.ready", "the run page to draw")
+    errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+    check(not errors, f"the page logged errors: {errors}")
+    resources = browser.execute_script("return performance.getEntriesByType('resource').map(r => r.name)")
+    check(not resources, f"the page fetched {resources}")
+
+    slices = browser.execute_script("return window.tessera.slices")
+    check(slices == expected_slices, f"the timeline drew {slices} slices; the trace has {expected_slices}")
+    drawn = browser.find_element(By.ID, "timeline").get_attribute("data-slices")
+    check(drawn == str(expected_slices), f"#timeline says {drawn} slices")
+    tracks = browser.execute_script("return window.tessera.tracks")
+    for t in ["tensor", "tensor weights", "vector", "tensor stalls"]:
+        check(t in tracks, f"no track '{t}' in {tracks}")
+    check(any(t.startswith("dma ") for t in tracks), f"no DMA queue track in {tracks}")
+
+    rows = browser.find_elements(By.CSS_SELECTOR, "#by-site tr")
+    check(len(rows) == len(report["by_site"]) + 1, f"#by-site has {len(rows) - 1} rows; the report {len(report['by_site'])}")
+    first = rows[1].find_elements(By.TAG_NAME, "td")
+    check(first[1].text == report["by_site"][0]["site"], f"first call site {first[1].text!r}")
+    check(browser.find_elements(By.CSS_SELECTOR, "#by-label tr"), "no #by-label table")
+    for chart in ["stalls", "roofline"]:
+        check(browser.find_elements(By.CSS_SELECTOR, f"#{chart} canvas"), f"no #{chart} chart")
+    check("tensor waiting for DMA" in browser.find_element(By.ID, "top-stalls").text, "the top stalls are missing")
+
+    # Hover the widest labelled instruction slice: its tooltip names its
+    # label and call site.
+    index = browser.execute_script("""
+        let best = -1, width = 0;
+        for (let i = 0; i < window.tessera.slices; ++i) {
+          const s = window.tessera.sliceArgs(i);
+          if (s.cat === 'instruction' && s.args && s.args.label && s.args.site && s.dur > width) { best = i; width = s.dur; }
+        }
+        return best;""")
+    check(index >= 0, "no labelled instruction slice")
+    target = browser.execute_script(f"return window.tessera.sliceArgs({index})")
+    x, y = browser.execute_script(f"return window.tessera.slicePixel({index})")
+    box = browser.find_element(By.ID, "timeline")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", box)
+    size = box.size
+    ActionChains(browser).move_to_element_with_offset(box, int(x - size["width"] / 2), int(y - size["height"] / 2)).perform()
+    label, site = target["args"]["label"], target["args"]["site"]
+    wait_for(f"return document.getElementById('timeline').innerText.includes({json.dumps(label)}) && "
+             f"document.getElementById('timeline').innerText.includes({json.dumps(site)})",
+             f"a tooltip naming '{label}' at {site}", timeout=10)
+    browser.execute_script("window.scrollTo(0, 0)")
+    browser.save_screenshot(screenshot)
+
+    browser.get("file://" + os.path.abspath(compare_page))
+    wait_for("return window.tessera && window.tessera.ready", "the compare page to draw")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#compare tr")
+    check(len(rows) == 3, f"#compare has {len(rows) - 1} rows, not 2")
+    check(rows[1].find_elements(By.TAG_NAME, "td")[0].text == "tiny", "the first config is not tiny")
+    check(browser.find_elements(By.CSS_SELECTOR, "#compare-time canvas"), "no time chart")
+    check(len(browser.find_elements(By.CSS_SELECTOR, "#compare-sites tr")) > 2, "no call sites per config")
+finally:
+    browser.quit()
+
+print(f"profile_page_test: ok: {expected_slices} slices, {len(report['by_site'])} call sites, "
+      f"tooltip of slice {index}; screenshot {screenshot}")

@@ -1,0 +1,398 @@
+// Tuning searches: the space a kernel declares, exhaustive and coordinate
+// descent on made-up cost functions (no simulation), and `tessera tune`
+// through the real binary on a small config.
+#include "tune.h"
+
+#include "tessera_process.h"
+
+#include "arch/config.h"
+#include "tessera/kernel_builder.h"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "common/tuning_db.h"
+
+namespace tessera::cli::tune {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using test_support::run_tessera;
+
+class TuneTest : public ::testing::Test {
+protected:
+  void SetUp() override { setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_DIR "/configs", 1); }
+};
+
+kernels::KernelSpec toy() {
+  kernels::KernelSpec s;
+  s.name = "tune_toy";
+  s.variants = {{"a", "first"}, {"b", "second"}};
+  s.shape = {{"N", 12, "size"}};
+  s.params = {
+      kernels::TunableParam::integer("x", 1, 64, 3, "a block").useful_up_to([](const kernels::ParamContext& c) {
+        return c.shape.at("N");
+      }),
+      kernels::TunableParam::choice("engine", {"vector", "scalar"}, "vector", "who copies").only_for({"a"}),
+  };
+  return s;
+}
+
+TEST_F(TuneTest, SpaceIsPowersOfTwoUpToTheUsefulBoundWithTheDefault) {
+  const auto spec = toy();
+  const auto cfg = arch::load_config("tiny").hw;
+  const auto sp = spaces(spec, cfg, {{"N", 12}}, {});
+  ASSERT_EQ(sp.size(), 2u);
+  ASSERT_EQ(sp[0].dims.size(), 2u);
+  EXPECT_THAT(sp[0].dims[0].values, ElementsAre("1", "2", "3", "4", "8", "12"));
+  EXPECT_EQ(sp[0].dims[0].default_value, "3");
+  EXPECT_THAT(sp[0].dims[1].values, ElementsAre("vector", "scalar"));
+  EXPECT_EQ(sp[0].size(), 12u);
+  ASSERT_EQ(sp[1].dims.size(), 1u);  // b does not read `engine`
+  EXPECT_EQ(points(sp[0]).size(), 12u);
+  EXPECT_EQ(points(sp[0]).front().key(), "a:engine=vector,x=1");
+  EXPECT_EQ(default_point(sp[1]).key(), "b:x=3");
+  EXPECT_THROW(spaces(spec, cfg, {{"N", 12}}, {"c"}), tessera::KernelError);
+}
+
+// A space of two variants, three integer parameters each, and a cost with
+// its minimum inside; points with x * y > limit do not fit.
+std::vector<Space> grid_space() {
+  std::vector<Space> out;
+  for (const char* v : {"p", "q"}) {
+    Space s;
+    s.variant = v;
+    for (const char* n : {"x", "y", "z"}) s.dims.push_back({n, {"1", "2", "4", "8", "16", "32"}, "1"});
+    out.push_back(s);
+  }
+  return out;
+}
+
+double cost(const Candidate& c) {
+  const double x = std::stod(c.params.at("x")), y = std::stod(c.params.at("y")), z = std::stod(c.params.at("z"));
+  const double base = c.variant == "p" ? 100 : 90;
+  return base + std::pow(std::log2(x) - 3, 2) * 10 + std::pow(std::log2(y) - 2, 2) * 7 + std::pow(std::log2(z) - 4, 2);
+}
+
+Evaluator toy_evaluator(int* runs) {
+  Evaluator e;
+  e.fits = [](const Candidate& c) -> std::optional<std::string> {
+    if (std::stoi(c.params.at("x")) * std::stoi(c.params.at("y")) > 64) return std::string("too big");
+    return std::nullopt;
+  };
+  e.run = [runs](const std::vector<Candidate>& batch) {
+    std::vector<Outcome> out;
+    for (const auto& c : batch) {
+      ++*runs;
+      Outcome o;
+      o.kind = Outcome::Kind::Timed;
+      o.time_ns = cost(c);
+      out.push_back(o);
+    }
+    return out;
+  };
+  return e;
+}
+
+TEST_F(TuneTest, ExhaustiveTimesEveryFittingPointOnceAndFindsTheMinimum) {
+  int runs = 0;
+  const auto r = search(grid_space(), Strategy::Exhaustive, {}, toy_evaluator(&runs), 10);
+  EXPECT_EQ(r.space_size, 432u);
+  EXPECT_EQ(r.timed + r.pruned, 432u);
+  EXPECT_EQ(r.timed, static_cast<std::size_t>(runs));
+  EXPECT_GT(r.pruned, 0u);
+  ASSERT_NE(r.best(), nullptr);
+  EXPECT_EQ(r.best()->candidate.key(), "q:x=8,y=4,z=16");
+  EXPECT_EQ(r.top(10).size(), 10u);
+  EXPECT_LE(r.top(10)[0]->outcome.time_ns, r.top(10)[9]->outcome.time_ns);
+  EXPECT_FALSE(r.stopped_early);
+}
+
+TEST_F(TuneTest, DescentFindsTheMinimumOfASeparableCostInFewRuns) {
+  int runs = 0;
+  const auto r = search(grid_space(), Strategy::Descent, {}, toy_evaluator(&runs));
+  ASSERT_NE(r.best(), nullptr);
+  EXPECT_EQ(r.best()->candidate.key(), "q:x=8,y=4,z=16");
+  EXPECT_EQ(r.timed, static_cast<std::size_t>(runs));
+  EXPECT_LT(r.timed * 5, 432u);
+}
+
+TEST_F(TuneTest, BudgetCapsTheTimedRuns) {
+  int runs = 0;
+  Limits l;
+  l.budget = 7;
+  const auto r = search(grid_space(), Strategy::Descent, l, toy_evaluator(&runs));
+  EXPECT_EQ(runs, 7);
+  EXPECT_EQ(r.timed, 7u);
+  EXPECT_TRUE(r.stopped_early);
+  runs = 0;
+  const auto e = search(grid_space(), Strategy::Exhaustive, l, toy_evaluator(&runs), 5);
+  EXPECT_EQ(runs, 7);
+  EXPECT_TRUE(e.stopped_early);
+}
+
+TEST_F(TuneTest, DescentStartsFromAFittingPointWhenTheDefaultDoesNot) {
+  auto sp = grid_space();
+  sp.resize(1);
+  for (auto& d : sp[0].dims) d.default_value = "32";  // x * y = 1024 does not fit
+  int runs = 0;
+  const auto r = search(sp, Strategy::Descent, {}, toy_evaluator(&runs));
+  ASSERT_NE(r.best(), nullptr);
+  EXPECT_EQ(r.best()->candidate.key(), "p:x=8,y=4,z=16");
+  EXPECT_EQ(r.evaluated.front().outcome.kind, Outcome::Kind::Pruned);
+}
+
+TEST_F(TuneTest, FailedRunsAreNotTheBest) {
+  Evaluator e;
+  e.fits = [](const Candidate&) { return std::nullopt; };
+  e.run = [](const std::vector<Candidate>& batch) {
+    std::vector<Outcome> out;
+    for (const auto& c : batch) {
+      Outcome o;
+      o.kind = c.params.at("x") == "1" ? Outcome::Kind::Failed : Outcome::Kind::Timed;
+      o.time_ns = c.params.at("x") == "1" ? 1 : 10 * std::stod(c.params.at("x"));
+      out.push_back(o);
+    }
+    return out;
+  };
+  Space s{"only", {{"x", {"1", "2", "4"}, "4"}}};
+  const auto r = search({s}, Strategy::Descent, {}, e);
+  ASSERT_NE(r.best(), nullptr);
+  EXPECT_EQ(r.best()->candidate.key(), "only:x=2");
+}
+
+// --- through the binary ---------------------------------------------------------
+
+nlohmann::json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  return nlohmann::json::parse(in);
+}
+
+TEST_F(TuneTest, TuneCommandSearchesGemmOnSmallAndPlots) {
+  const fs::path out = fs::temp_directory_path() / fmt::format("tessera_tune_cli_{}", ::getpid());
+  fs::remove_all(out);
+  const auto r = run_tessera(fmt::format("tune --config small --kernel gemm --variant blocked_mnk "
+                                         "--shape M=64,N=128,K=128 -j 2 --out {}",
+                                         out.string()));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("exhaustive search"));
+  EXPECT_THAT(r.out, HasSubstr("best: --variant blocked_mnk --param "));
+  const auto doc = read_json(out / "results.json");
+  EXPECT_EQ(doc["strategy"], "exhaustive");
+  EXPECT_EQ(doc["space_size"].get<int>(), doc["timed"].get<int>() + doc["pruned"].get<int>());
+  ASSERT_TRUE(doc.contains("best"));
+  double fastest = 1e300;
+  for (const auto& p : doc["points"])
+    if (p["status"] == "timed") fastest = std::min(fastest, p["time_ns"].get<double>());
+  EXPECT_EQ(doc["best"]["time_ns"].get<double>(), fastest);
+  EXPECT_TRUE(fs::exists(out / "results.csv"));
+  EXPECT_TRUE(fs::exists(out / "plots" / "convergence.png"));
+  EXPECT_TRUE(fs::exists(out / "plots" / "time_vs_bk.svg"));
+  fs::remove_all(out);
+}
+
+TEST_F(TuneTest, TuneCommandPrunesWhatDoesNotFitBeforeRunning) {
+  const fs::path out = fs::temp_directory_path() / fmt::format("tessera_tune_prune_{}", ::getpid());
+  fs::remove_all(out);
+  // On tiny (8 x 8, small SBUF) large blocks overflow SBUF or PSUM.
+  const auto r = run_tessera(fmt::format("tune --config tiny --kernel gemm --variant blocked_mnk "
+                                         "--shape M=64,N=64,K=256 -j 2 --no-plots --out {}",
+                                         out.string()));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const auto doc = read_json(out / "results.json");
+  EXPECT_GT(doc["pruned"].get<int>(), 0);
+  for (const auto& p : doc["points"]) {
+    if (p["status"] != "pruned") continue;
+    EXPECT_THAT(p["reason"].get<std::string>(), HasSubstr("gemm blocked_mnk"));
+    // blocked_mnk's own fits() pruned it: no run was started for it.
+    std::string key = p["variant"].get<std::string>() + ":";
+    for (const auto& [k, v] : p["params"].items()) key += (key.back() == ':' ? "" : ",") + k + "=" + v.get<std::string>();
+    ASSERT_TRUE(fs::exists(out / "jobs")) << "no job ran at all";
+    EXPECT_FALSE(fs::exists(out / "jobs" / key)) << key;
+  }
+  fs::remove_all(out);
+}
+
+TEST_F(TuneTest, TuneCommandRejectsBadInputNamingIt) {
+  auto r = run_tessera("tune --config small --kernel gemm --strategy fastest");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--strategy fastest"));
+  r = run_tessera("tune --config small --kernel gemm --time soon");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--time soon"));
+  r = run_tessera("tune --config small --kernel gemm --variant quick");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("quick"));
+  r = run_tessera("tune --config small --kernel gem");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("gemm"));
+  r = run_tessera("tune --kernel gemm");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--config"));
+}
+
+// What a Slurm shard and the merge job run, without Slurm: the candidates
+// of a round timed by `--candidates FILE --shard I/N`.
+TEST_F(TuneTest, CandidatesFileRunsAShardOfARound) {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("tessera_tune_shard_{}", ::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  nlohmann::json list = nlohmann::json::array();
+  for (const char* bk : {"1", "2", "4"})
+    list.push_back({{"id", fmt::format("blocked_mnk:bk={}", bk)}, {"kernel", "gemm"}, {"variant", "blocked_mnk"},
+                    {"config", "small"}, {"shape", {{"M", 64}, {"N", 64}, {"K", 128}}},
+                    {"params", {{"bk", bk}}}, {"timeout_s", 300}});
+  std::ofstream(dir / "candidates.json") << nlohmann::json{{"candidates", list}}.dump();
+  const auto r = run_tessera(fmt::format("tune --candidates {} --shard 2/2 -j 1 --out {}", (dir / "candidates.json").string(),
+                                         (dir / "shard").string()));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const auto doc = read_json(dir / "shard" / "results.json");
+  ASSERT_EQ(doc["results"].size(), 1u);  // the second of three
+  EXPECT_EQ(doc["results"][0]["id"], "blocked_mnk:bk=2");
+  EXPECT_EQ(doc["results"][0]["status"], "pass");
+  fs::remove_all(dir);
+}
+
+
+// --- the tuning database --------------------------------------------------------
+
+namespace tdb {
+
+using kernels::TuningDb;
+using kernels::TuningEntry;
+
+TEST(TuningDb, BucketsRoundEachDimensionUpToAPowerOfTwo) {
+  EXPECT_EQ(kernels::shape_bucket({{"M", 4096}, {"N", 3000}, {"K", 1}}), "K=1,M=4096,N=4096");
+  EXPECT_EQ(kernels::shape_bucket({{"P", 0}}), "P=0");
+}
+
+TEST(TuningDb, SavesAndLoadsAndReplacesByKey) {
+  const fs::path file = fs::temp_directory_path() / fmt::format("tessera_tuning_db_{}.json", ::getpid());
+  TuningDb db;
+  TuningEntry e;
+  e.kernel = "gemm";
+  e.variant = "blocked_mnk";
+  e.config = "small";
+  e.shape = {{"M", 64}, {"N", 128}, {"K", 128}};
+  e.params = {{"bm", "2"}};
+  e.time_ns = 1000;
+  db.put(e);
+  e.params = {{"bm", "1"}};
+  e.shape = {{"M", 60}, {"N", 128}, {"K", 128}};  // the same bucket: replaces
+  db.put(e);
+  ASSERT_EQ(db.entries().size(), 1u);
+  db.save(file.string());
+  const TuningDb back = TuningDb::load(file.string());
+  ASSERT_EQ(back.entries().size(), 1u);
+  const auto* found = back.find("gemm", "blocked_mnk", "small", {{"M", 33}, {"N", 100}, {"K", 128}});
+  ASSERT_NE(found, nullptr);
+  EXPECT_EQ(found->params.at("bm"), "1");
+  EXPECT_EQ(back.find("gemm", "blocked_mnk", "tiny", {{"M", 33}, {"N", 100}, {"K", 128}}), nullptr);
+  EXPECT_EQ(TuningDb::load((file.string() + ".absent")).entries().size(), 0u);
+  std::ofstream(file) << R"({"entries": [{"kernel": "gemm"}]})";
+  try {
+    TuningDb::load(file.string());
+    ADD_FAILURE() << "a malformed entry was read";
+  } catch (const kernels::TuningDbError& err) {
+    EXPECT_THAT(err.what(), HasSubstr("entry 1"));
+    EXPECT_THAT(err.what(), HasSubstr(file.string()));
+  }
+  fs::remove(file);
+}
+
+// Default runs read the database: what a run sets first, then the stored
+// point, then the derived defaults; a stale entry is an error naming it.
+TEST(TuningDb, DefaultRunsReadTheStoredPoint) {
+  const fs::path file = fs::temp_directory_path() / fmt::format("tessera_tuning_read_{}.json", ::getpid());
+  TuningDb db;
+  TuningEntry e;
+  e.kernel = "gemm";
+  e.variant = "blocked_mnk";
+  e.config = "small";
+  e.shape = {{"M", 64}, {"N", 128}, {"K", 128}};
+  e.params = {{"bm", "1"}, {"bk", "3"}};
+  e.time_ns = 1;
+  db.put(e);
+  e.variant = "blocked_mn";
+  e.params = {{"bogus", "1"}};
+  db.put(e);
+  db.save(file.string());
+  setenv("TESSERA_TUNING_DB", file.c_str(), 1);
+  setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_DIR "/configs", 1);
+  const auto& spec = kernels::kernel_named("gemm");
+  const auto cfg = arch::load_config("small").hw;
+  const kernels::Shape shape{{"M", 64}, {"N", 128}, {"K", 128}};
+  auto p = kernels::resolve_params(spec, "blocked_mnk", cfg, shape, {});
+  EXPECT_EQ(p.integer("bk"), 3);
+  EXPECT_EQ(p.integer("bm"), 1);
+  p = kernels::resolve_params(spec, "blocked_mnk", cfg, shape, {{"bk", std::int64_t{2}}});
+  EXPECT_EQ(p.integer("bk"), 2);  // what the run sets wins
+  EXPECT_EQ(p.choice("evacuate"), "vector");  // not stored: the default
+  try {
+    kernels::resolve_params(spec, "blocked_mn", cfg, shape, {});
+    ADD_FAILURE() << "a stale entry was used";
+  } catch (const tessera::KernelError& err) {
+    EXPECT_THAT(err.what(), HasSubstr(file.string()));
+    EXPECT_THAT(err.what(), HasSubstr("bogus"));
+    EXPECT_THAT(err.what(), HasSubstr("--update-db"));
+  }
+  fs::remove(file);
+}
+
+TEST_F(TuneTest, UpdateDbStoresTheBestAndCheckDbHoldsItThenCatchesADrift) {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("tessera_tune_db_{}", ::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string db = (dir / "tuning.json").string();
+  auto r = run_tessera(fmt::format("tune --config small --kernel gemm --variant blocked_mnk,naive "
+                                   "--shape M=64,N=64,K=128 -j 2 --no-plots --update-db --out {}",
+                                   (dir / "search").string()),
+                       "TESSERA_TUNING_DB=" + db);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const auto search = read_json(dir / "search" / "results.json");
+  auto stored = read_json(db);
+  ASSERT_EQ(stored["entries"].size(), 2u);  // blocked_mnk and naive (evacuate)
+  for (const auto& e : stored["entries"]) {
+    EXPECT_EQ(e["config"], "small");
+    if (e["variant"] == "blocked_mnk") EXPECT_EQ(e["time_ns"], search["best"]["time_ns"]);
+  }
+  r = run_tessera(fmt::format("tune --check-db -j 2 --out {}", (dir / "check").string()), "TESSERA_TUNING_DB=" + db);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("every stored time holds"));
+  // A stored time the model no longer gives.
+  stored["entries"][0]["time_ns"] = stored["entries"][0]["time_ns"].get<double>() * 1.5;
+  std::ofstream(db) << stored.dump();
+  r = run_tessera(fmt::format("tune --check-db -j 2 --out {}", (dir / "check2").string()), "TESSERA_TUNING_DB=" + db);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.out, HasSubstr("MOVED"));
+  EXPECT_THAT(r.err, HasSubstr("--update-times"));
+  r = run_tessera(fmt::format("tune --check-db --update-times -j 2 --out {}", (dir / "check3").string()),
+                  "TESSERA_TUNING_DB=" + db);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  r = run_tessera(fmt::format("tune --check-db -j 2 --out {}", (dir / "check4").string()), "TESSERA_TUNING_DB=" + db);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  // --all retunes what the database holds, here on one more config.
+  r = run_tessera(fmt::format("tune --all --configs tiny --budget 20 -j 2 --no-plots --out {}", (dir / "all").string()),
+                  "TESSERA_TUNING_DB=" + db);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  stored = read_json(db);
+  std::set<std::string> configs;
+  for (const auto& e : stored["entries"]) configs.insert(e["config"].get<std::string>());
+  EXPECT_EQ(configs, (std::set<std::string>{"small", "tiny"}));
+  fs::remove_all(dir);
+}
+
+}  // namespace tdb
+
+}  // namespace
+}  // namespace tessera::cli::tune

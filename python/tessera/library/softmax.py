@@ -1,0 +1,87 @@
+"""py_softmax: softmax along rows in Python, step for step the C++ kernel of
+kernels/softmax/softmax.cpp (rows on partitions, row blocks rotating through
+`bufs` buffers, the fused and unfused variants), building the same program."""
+
+import numpy as np
+
+import tessera
+from tessera import Act, Alu, Param, fp32
+
+
+@tessera.register_kernel
+class Softmax(tessera.Kernel):
+    name = "py_softmax"
+    description = "out[r,:] = exp(x[r,:] - max) / sum(exp(x[r,:] - max)), fp32 [R,C] (Python)"
+    variants = [
+        ("fused", "exp with the row's -max as bias, summing as it goes; one multiply by 1/sum"),
+        ("unfused", "max, subtract, exp, sum, divide: one pass each"),
+    ]
+    shape = [("R", 1024, "rows"), ("C", 1024, "row length (the softmax axis)")]
+    params = [Param.integer("bufs", 1, 8, 3,
+                            "row blocks in flight (load, compute, store overlap), at most (fewer when SBUF is short)")]
+
+    def setup(self):
+        self.R, self.C = self.shape["R"], self.shape["C"]
+        self.x = self.device.allocate("x", [self.R, self.C], fp32)
+        self.out = self.device.allocate("out", [self.R, self.C], fp32)
+        if self.device.no_data:
+            return
+        self.xv = self.rng.uniform(-4, 4, (self.R, self.C)).astype(np.float32)
+        self.device.upload(self.x, self.xv)
+
+    def build(self, kb):
+        cfg, R, C = kb.config, self.R, self.C
+        P = cfg.sbuf.partitions
+        per_buffer = C * 4 + 4 * 4  # the row, then four [P, 1] statistics
+        buffers = min(self.params["bufs"], cfg.sbuf.partition_kib * 1024 // per_buffer)
+        if buffers < 1:
+            raise tessera.KernelError(f"py_softmax: a row of C={C} fp32 needs {per_buffer} bytes in one SBUF "
+                                      f"partition, which has {cfg.sbuf.partition_kib * 1024}")
+        sets = [dict(x=kb.sbuf(f"x{i}", P, C, fp32), mx=kb.sbuf(f"max{i}", P, 1, fp32),
+                     nmx=kb.sbuf(f"negmax{i}", P, 1, fp32), sum=kb.sbuf(f"sum{i}", P, 1, fp32),
+                     rs=kb.sbuf(f"rsum{i}", P, 1, fp32))
+                for i in range(buffers)]
+        # Each block's load is issued buffers - 1 blocks ahead in program order.
+        blocks = (R + P - 1) // P
+
+        def rows_of(b):
+            return min(P, R - b * P)
+
+        def load(b):
+            if b < blocks:
+                kb.dma(sets[b % buffers]["x"][:rows_of(b), :C], self.x[b * P:b * P + rows_of(b), :C])
+
+        for b in range(buffers - 1):
+            load(b)
+        for b in range(blocks):
+            load(b + buffers - 1)
+            pr = rows_of(b)
+            s = {k: t[:pr, :] for k, t in sets[b % buffers].items()}
+            x, mx, nmx, sm, rs = s["x"], s["mx"], s["nmx"], s["sum"], s["rs"]
+            kb.reduce(mx, x, Alu.max)
+            if self.variant == "fused":
+                kb.tensor_scalar(nmx, mx, Alu.multiply, -1.0)
+                kb.activation(x, x, Act.exp, 1.0, 0.0, nmx, sm)
+                kb.activation(rs, sm, Act.reciprocal)
+                kb.tensor_scalar(x, x, Alu.multiply, rs)
+            else:
+                kb.tensor_scalar(x, x, Alu.subtract, mx)
+                kb.activation(x, x, Act.exp)
+                kb.reduce(sm, x, Alu.add)
+                kb.tensor_scalar(x, x, Alu.divide, sm)
+            kb.dma(self.out[b * P:b * P + pr, :C], x)
+
+    # The reference in float64; the bound is the C++ kernel's (softmax.cpp):
+    # gamma_n relative, n = C + 5 + (m - x_i) + max_j (m - x_j).
+    def reference(self):
+        x = self.xv.astype(np.float64)
+        m = x.max(axis=1, keepdims=True)
+        e = np.exp(x - m)
+        ref = e / e.sum(axis=1, keepdims=True)
+        n = np.ceil(self.C + 5 + (m - x) + (m - x).max(axis=1, keepdims=True))
+        u = 2.0 ** -24
+        self._bound = n * u / (1 - n * u) * ref
+        return [(self.out, ref)]
+
+    def tolerance(self, expected):
+        return self._bound
