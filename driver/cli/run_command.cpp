@@ -21,7 +21,7 @@ namespace tessera::cli {
 namespace {
 
 struct RunOptions {
-  std::string config, kernel, variant, shape, dtype = "bf16", fidelity, out, trace, html;
+  std::string config, kernel, variant, shape, dtype, fidelity, out, trace, html;
   std::vector<std::string> params;
   std::string waves, waves_window, waves_scope;
   std::vector<std::string> sets;
@@ -79,10 +79,7 @@ int run(const RunOptions& o) {
   const kernels::KernelSpec& spec = kernels::kernel_named(o.kernel);
   kernels::check_params(spec, o.variant, request.params);
   kernels::resolve_shape(spec, request.shape);
-  if (o.dtype != "bf16") {
-    std::cerr << fmt::format("tessera run: --dtype {}: only bf16 inputs are modelled so far\n", o.dtype);
-    return kExitBadInput;
-  }
+  request.dtype = kernels::check_dtype(spec, o.dtype);
   DeviceOptions dev_opts;
   dev_opts.config = o.config;
   dev_opts.no_data = o.no_data;
@@ -110,6 +107,7 @@ int run(const RunOptions& o) {
   // The report says which data it ran on.
   nlohmann::json json = report.to_json();
   json["seed"] = *seed;
+  json["dtype"] = request.dtype;
   if (!o.out.empty()) {
     write_file(std::filesystem::path(o.out) / "report.json", json.dump(2) + "\n");
     write_file(std::filesystem::path(o.out) / "stats.txt", dev.stats_text());
@@ -146,7 +144,9 @@ void add_run_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--shape", o->shape, "Shape parameters, e.g. M=512,N=1024,K=256 (default: the kernel's)");
   cmd->add_option("--param", o->params,
                   "Tunable parameters, e.g. bm=4,bk=8 (repeatable; default: the kernel's; tessera list kernels)");
-  cmd->add_option("--dtype", o->dtype, "Input dtype")->capture_default_str();
+  cmd->add_option("--dtype", o->dtype,
+                  "Input dtype: bf16, fp32, fp8_e4m3, fp8_e5m2, mxfp8, mxfp4 where the kernel takes it (default: the "
+                  "kernel's first; tessera list kernels; docs/formats.md)");
   cmd->add_option("--fidelity", o->fidelity, "rtl, sampled or tlm (default: the config's)");
   cmd->add_flag("--no-data", o->no_data, "Timing only: skip the arithmetic (same cycles)");
   cmd->add_option("--seed", o->seed, "Seed of the random inputs (0 to 2^64-1)")->capture_default_str();

@@ -364,12 +364,64 @@ Tensor Device::allocate(const std::string& name, std::vector<std::int64_t> shape
   return t;
 }
 
+namespace {
+
+// Bytes of element i of a narrow tensor (fp8, x4, uint8) from its values
+// (values_per_element of them), and back: the encodings of docs/formats.md.
+void encode_element(const Tensor& t, std::size_t i, const float* v, std::uint8_t* bytes) {
+  switch (t.dtype) {
+    case DType::Fp8E4m3: bytes[i] = arch::to_fp8_e4m3(v[0]); return;
+    case DType::Fp8E5m2: bytes[i] = arch::to_fp8_e5m2(v[0]); return;
+    case DType::Uint8:
+      if (!(v[0] >= 0 && v[0] <= 255 && v[0] == std::floor(v[0])))
+        throw KernelError(fmt::format("upload('{}'): value {} at element {} is not a uint8 (an E8M0 scale code "
+                                      "0..255)", t.name, v[0], i));
+      bytes[i] = static_cast<std::uint8_t>(v[0]);
+      return;
+    case DType::Fp8E4m3x4:
+    case DType::Fp8E5m2x4: {
+      const arch::ElementFormat f = *arch::element_format(t.dtype);
+      for (int j = 0; j < 4; ++j) bytes[i * 4 + j] = arch::encode_narrow(f, v[j]);
+      return;
+    }
+    case DType::Fp4E2m1x4:
+      for (int j = 0; j < 2; ++j)
+        bytes[i * 2 + j] = static_cast<std::uint8_t>(arch::to_fp4_e2m1(v[2 * j]) | (arch::to_fp4_e2m1(v[2 * j + 1]) << 4));
+      return;
+    default: break;
+  }
+  throw KernelError(fmt::format("upload('{}'): host upload of {} is not supported", t.name, to_string(t.dtype)));
+}
+
+void decode_element(const Tensor& t, std::size_t i, const std::uint8_t* bytes, float* v) {
+  switch (t.dtype) {
+    case DType::Fp8E4m3: v[0] = arch::fp8_e4m3_value(bytes[i]); return;
+    case DType::Fp8E5m2: v[0] = arch::fp8_e5m2_value(bytes[i]); return;
+    case DType::Uint8: v[0] = bytes[i]; return;
+    case DType::Fp8E4m3x4:
+    case DType::Fp8E5m2x4: {
+      const arch::ElementFormat f = *arch::element_format(t.dtype);
+      for (int j = 0; j < 4; ++j) v[j] = arch::narrow_value(f, bytes[i * 4 + j]);
+      return;
+    }
+    case DType::Fp4E2m1x4:
+      for (int j = 0; j < 4; ++j) v[j] = arch::fp4_e2m1_value(static_cast<std::uint8_t>(bytes[i * 2 + j / 2] >> (4 * (j % 2))) & 0xF);
+      return;
+    default: break;
+  }
+  throw KernelError(fmt::format("download('{}'): {} is not supported", t.name, to_string(t.dtype)));
+}
+
+}  // namespace
+
 void Device::upload(const Tensor& t, const std::vector<float>& values) {
-  if (static_cast<std::int64_t>(values.size()) != t.elements())
-    throw KernelError(fmt::format("upload('{}'): {} values for {} elements", t.name, values.size(), t.elements()));
+  const std::size_t per = arch::values_per_element(t.dtype);
+  if (static_cast<std::int64_t>(values.size()) != t.elements() * static_cast<std::int64_t>(per))
+    throw KernelError(fmt::format("upload('{}'): {} values for {} elements{}", t.name, values.size(), t.elements(),
+                                  per > 1 ? fmt::format(" of {} values each ({})", per, to_string(t.dtype)) : ""));
   if (options_.no_data) return;
   auto& bytes = data_.at(t.address);
-  for (std::size_t i = 0; i < values.size(); ++i) {
+  for (std::size_t i = 0; i < static_cast<std::size_t>(t.elements()); ++i) {
     switch (t.dtype) {
       case DType::Fp32: std::memcpy(&bytes[i * 4], &values[i], 4); break;
       case DType::Bf16: {
@@ -377,16 +429,17 @@ void Device::upload(const Tensor& t, const std::vector<float>& values) {
         std::memcpy(&bytes[i * 2], &b, 2);
         break;
       }
-      default: throw KernelError(fmt::format("upload('{}'): host upload of {} is not supported", t.name, to_string(t.dtype)));
+      default: encode_element(t, i, &values[i * per], bytes.data()); break;
     }
   }
 }
 
 std::vector<float> Device::download(const Tensor& t) const {
-  std::vector<float> out(static_cast<std::size_t>(t.elements()), 0.0f);
+  const std::size_t per = arch::values_per_element(t.dtype);
+  std::vector<float> out(static_cast<std::size_t>(t.elements()) * per, 0.0f);
   if (options_.no_data) return out;
   const auto& bytes = data_.at(t.address);
-  for (std::size_t i = 0; i < out.size(); ++i) {
+  for (std::size_t i = 0; i < static_cast<std::size_t>(t.elements()); ++i) {
     switch (t.dtype) {
       case DType::Fp32: std::memcpy(&out[i], &bytes[i * 4], 4); break;
       case DType::Bf16: {
@@ -395,7 +448,7 @@ std::vector<float> Device::download(const Tensor& t) const {
         out[i] = arch::to_float(arch::Bf16::from_bits(b));
         break;
       }
-      default: throw KernelError(fmt::format("download('{}'): {} is not supported", t.name, to_string(t.dtype)));
+      default: decode_element(t, i, bytes.data(), &out[i * per]); break;
     }
   }
   return out;

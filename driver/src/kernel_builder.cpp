@@ -7,6 +7,7 @@
 #include "tessera/kernel_builder.h"
 
 #include "arch/address_map.h"
+#include "arch/numerics.h"
 #include "builder/call_name.h"
 #include "builder/dma_lowering.h"
 #include "builder/on_chip_space.h"
@@ -17,6 +18,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <optional>
 
 namespace tessera {
@@ -37,7 +40,7 @@ struct KernelBuilder::Impl {
   builder::Origins origins;      // (label, call site) of the operations
   const char* site_file = "";    // the current call's SourceLocation
   std::uint32_t site_line = 0;
-  std::optional<Region> stationary;  // weights now in the array, while nothing overwrote them
+  std::optional<RegionList> stationary;  // what the weights now in the array were loaded from, while nothing overwrote it
   double matmul_flops = 0;
   bool built = false;
   std::vector<builder::LoweredPiece> pieces;  // of the DMA copy being placed, reused
@@ -75,7 +78,9 @@ struct KernelBuilder::Impl {
     for (const Region& r : reads) space.note_use(op, r);
     for (const Region& w : writes) space.note_use(op, w);
     for (const Region& w : writes)
-      if (w.on_chip() && stationary && stationary->overlaps(w)) stationary.reset();
+      if (w.on_chip() && stationary &&
+          std::any_of(stationary->begin(), stationary->end(), [&](const Region& s) { return s.overlaps(w); }))
+        stationary.reset();
   }
 
   // The call being made, for the operations it places.
@@ -221,45 +226,135 @@ void KernelBuilder::dma(const View& dst, const Tile& src, SourceLocation where) 
 
 // ------------------------------------------------------------- tensor engine
 
+MatmulInput MatmulInput::double_row(const Tile& lower, const Tile& upper) {
+  MatmulInput in(lower);
+  in.upper = upper;
+  return in;
+}
+
+MatmulInput MatmulInput::mx(const Tile& data, const Tile& scale) {
+  MatmulInput in(data);
+  in.scale = scale;
+  return in;
+}
+
+namespace {
+
+// An input as the array takes it: its pattern (the two halves of a double-row
+// input as one outer dimension of size 2), its scales, what it reads, and its
+// format and mode for the pairing rule (arch::incompatible).
+struct ArrayInput {
+  arch::AccessPattern data, scale;
+  RegionList reads;
+  arch::TensorOperand shape;  // format and mode; no values
+  std::uint32_t columns = 0;  // M (stationary) or N (moving)
+  std::uint32_t contraction = 0;
+};
+
+}  // namespace
+
 void KernelBuilder::matmul(const Tile& psum, const Tile& stationary, const Tile& moving, bool accumulate,
                            SourceLocation where) {
+  matmul(psum, MatmulInput(stationary), MatmulInput(moving), accumulate, where);
+}
+
+void KernelBuilder::matmul(const Tile& psum, const MatmulInput& stationary, const MatmulInput& moving,
+                           bool accumulate, SourceLocation where) {
   impl_->at(where);
   const auto call = [&] {
-    return fmt::format("matmul(psum '{}', stationary '{}', moving '{}')", psum.name, stationary.name, moving.name);
+    return fmt::format("matmul(psum '{}', stationary '{}', moving '{}')", psum.name, stationary.tile.name,
+                       moving.tile.name);
   };
   impl_->check_live(call);
-  impl_->check_written(call, "stationary", stationary);
-  impl_->check_written(call, "moving", moving);
+  const auto input = [&](const char* role, const MatmulInput& in) {
+    const Tile& t = in.tile;
+    impl_->check_written(call, role, t);
+    ArrayInput a;
+    a.data = t.pattern();
+    a.reads.push_back(region_of(t));
+    a.columns = t.free;
+    const auto format = arch::element_format(t.dtype);
+    if (!format)
+      throw KernelError(fmt::format("{}: {} tile '{}' is {}, which the tensor engine cannot read", call(), role,
+                                    t.name, to_string(t.dtype)));
+    if (in.upper && in.scale)
+      throw KernelError(fmt::format("{}: {} is given both an upper half (double row) and a scale tile (MX)", call(),
+                                    role));
+    int pack = 1;
+    if (in.upper) {
+      const Tile& u = *in.upper;
+      impl_->check_written(call, role, u);
+      if (u.dtype != t.dtype || u.partition != t.partition || u.partitions != t.partitions || u.free != t.free ||
+          u.memory != t.memory)
+        throw KernelError(fmt::format("{}: double row: the {} halves '{}' [{} x {}] {} and '{}' [{} x {}] {} must "
+                                      "have one dtype and shape in the same partitions",
+                                      call(), role, t.name, t.partitions, t.free, to_string(t.dtype), u.name,
+                                      u.partitions, u.free, to_string(u.dtype)));
+      const std::int64_t step = static_cast<std::int64_t>(u.offset) - static_cast<std::int64_t>(t.offset);
+      const std::int64_t esize = arch::size_of(t.dtype);
+      if (step % esize != 0 || std::llabs(step) < static_cast<std::int64_t>(t.free) * esize)
+        throw KernelError(fmt::format("{}: double row: the {} halves '{}' and '{}' overlap", call(), role, t.name,
+                                      u.name));
+      a.data.num_dims = 2;
+      a.data.size = {2, t.free, 0, 0};
+      a.data.stride = {static_cast<std::int32_t>(step / esize), 1, 0, 0};
+      a.reads.push_back(region_of(u));
+      pack = 2;
+    }
+    if (arch::is_mx(t.dtype) && !in.scale)
+      throw KernelError(fmt::format("{}: {} tile '{}' is {} (MX) and needs its scale tile: MatmulInput::mx(data, "
+                                    "scale)", call(), role, t.name, to_string(t.dtype)));
+    if (in.scale && !arch::is_mx(t.dtype))
+      throw KernelError(fmt::format("{}: {} tile '{}' is {}; only MX (x4) tiles take a scale tile", call(), role,
+                                    t.name, to_string(t.dtype)));
+    if (in.scale) {
+      impl_->check_written(call, role, *in.scale);
+      a.scale = in.scale->pattern();
+      a.reads.push_back(region_of(*in.scale));
+    }
+    if (arch::is_mx(t.dtype)) pack = arch::kMxQuad;
+    a.shape = arch::TensorOperand(*format, pack, arch::is_mx(t.dtype), 0, 0);
+    a.contraction = t.partitions * static_cast<std::uint32_t>(pack);
+    return a;
+  };
+  const ArrayInput st = input("stationary", stationary);
+  const ArrayInput mv = input("moving", moving);
   impl_->check_tile(call, "psum", psum);
   if (accumulate) impl_->check_written(call, "psum (accumulate)", psum);
-  if (moving.partitions != stationary.partitions)
+  if (const auto why = arch::incompatible(st.shape, mv.shape))
+    throw KernelError(fmt::format("{}: the tensor engine cannot multiply these inputs together: {}", call(), *why));
+  if (moving.tile.partitions != stationary.tile.partitions)
     throw KernelError(fmt::format("{}: contraction mismatch: stationary has {} partitions, moving {}", call(),
-                                  stationary.partitions, moving.partitions));
-  if (psum.partitions != stationary.free || psum.free != moving.free)
+                                  stationary.tile.partitions, moving.tile.partitions));
+  if (psum.partitions != st.columns || psum.free != mv.columns)
     throw KernelError(fmt::format("{}: psum is [{} x {}], the product is [{} x {}]", call(), psum.partitions,
-                                  psum.free, stationary.free, moving.free));
-  const Region st = region_of(stationary);
-  if (!impl_->stationary || !(*impl_->stationary == st)) {
+                                  psum.free, st.columns, mv.columns));
+  const bool double_row = stationary.upper.has_value();
+  const std::uint8_t mode = double_row ? arch::kFlagDoubleRow : 0;
+  if (!impl_->stationary || !(*impl_->stationary == st.reads)) {
     arch::Instruction ls;
     ls.engine = arch::Engine::Tensor;
     ls.opcode = arch::Opcode::LoadStationary;
-    ls.a = stationary.pattern();
+    ls.flags = mode;
+    ls.a = st.data;
+    ls.b = st.scale;
     impl_->check_instruction(call, ls);
-    impl_->emit(arch::Engine::Tensor, ls, {st}, {});
-    impl_->stationary = st;
+    impl_->emit(arch::Engine::Tensor, ls, st.reads, {});
+    impl_->stationary = st.reads;
   }
   arch::Instruction mm;
   mm.engine = arch::Engine::Tensor;
   mm.opcode = arch::Opcode::MultiplyMoving;
-  mm.flags = accumulate ? arch::kFlagAccumulate : 0;
-  mm.a = moving.pattern();
+  mm.flags = static_cast<std::uint8_t>((accumulate ? arch::kFlagAccumulate : 0) | mode);
+  mm.a = mv.data;
+  mm.b = mv.scale;
   mm.dst = psum.pattern();
   impl_->check_instruction(call, mm);
-  RegionList reads{region_of(moving)};
+  RegionList reads = mv.reads;
   if (accumulate) reads.push_back(region_of(psum));
   impl_->emit(arch::Engine::Tensor, mm, reads, {region_of(psum)});
   impl_->written(psum);
-  impl_->matmul_flops += 2.0 * stationary.partitions * stationary.free * moving.free;
+  impl_->matmul_flops += 2.0 * st.contraction * st.columns * mv.columns;
 }
 
 void KernelBuilder::transpose(const Tile& psum, const Tile& src, SourceLocation where) {

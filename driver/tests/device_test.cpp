@@ -256,3 +256,132 @@ TEST(Device, RtlFidelityOnASizeThatWasNotVerilatedIsAClearError) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// The narrow formats end to end in every fidelity (docs/formats.md): fp8
+// tiles from HBM through a double-row matmul, the result cast back to fp8 on
+// the vector and scalar engines (nearest even, saturating), and an MX matmul
+// of MXFP8 by MXFP4 into a bf16 PSUM tile; every result bit for bit against
+// the one numerics reference (arch::matmul on operands the test packs).
+class DeviceFormats : public ::testing::TestWithParam<arch::Fidelity> {};
+
+TEST_P(DeviceFormats, DoubleRowMxAndCastsMatchTheReference) {
+  DeviceOptions o = tiny_options();
+  o.fidelity = GetParam();
+  Device dev(o);
+  constexpr std::int64_t M = 8, N = 16, P = 8;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::uniform_int_distribution<int> byte(0, 255), nibble(0, 15), scale(120, 134);
+
+  // fp8 double row: K = 2P, A transposed [K, M] in e4m3, B [K, N] in e5m2.
+  Tensor at = dev.allocate("at", {2 * P, M}, DType::Fp8E4m3), b = dev.allocate("b", {2 * P, N}, DType::Fp8E5m2);
+  std::vector<float> atv(2 * P * M), bv(2 * P * N);
+  for (auto& v : atv) v = normal(rng);
+  for (auto& v : bv) v = normal(rng);
+  dev.upload(at, atv);
+  dev.upload(b, bv);
+  // MX: K = 4P; MXFP8 (e4m3) stationary, MXFP4 moving, one scale per column
+  // of each 8-partition group, element codes drawn directly (no NaN codes).
+  Tensor aq = dev.allocate("aq", {P, M}, DType::Fp8E4m3x4), as = dev.allocate("as", {1, M}, DType::Uint8);
+  Tensor bq = dev.allocate("bq", {P, N}, DType::Fp4E2m1x4), bs = dev.allocate("bs", {1, N}, DType::Uint8);
+  std::vector<std::uint8_t> aq_bits(P * M * 4), bq_bits(P * N * 4);
+  std::vector<float> aqv, bqv, asv, bsv;
+  for (auto& c : aq_bits) {
+    do c = static_cast<std::uint8_t>(byte(rng));
+    while ((c & 0x7F) == 0x7F);
+    aqv.push_back(arch::fp8_e4m3_value(c));
+  }
+  for (auto& c : bq_bits) {
+    c = static_cast<std::uint8_t>(nibble(rng));
+    bqv.push_back(arch::fp4_e2m1_value(c));
+  }
+  for (std::int64_t i = 0; i < M; ++i) asv.push_back(static_cast<float>(scale(rng)));
+  for (std::int64_t i = 0; i < N; ++i) bsv.push_back(static_cast<float>(scale(rng)));
+  dev.upload(aq, aqv);
+  dev.upload(bq, bqv);
+  dev.upload(as, asv);
+  dev.upload(bs, bsv);
+  Tensor c = dev.allocate("c", {M, N}, DType::Fp32), c8 = dev.allocate("c8", {M, N}, DType::Fp8E4m3);
+  Tensor c8s = dev.allocate("c8s", {M, N}, DType::Fp8E5m2), cmx = dev.allocate("cmx", {M, N}, DType::Fp32);
+
+  KernelBuilder kb(dev.config(), "formats");
+  const Tile al = kb.sbuf("al", P, M, DType::Fp8E4m3), ah = kb.sbuf("ah", P, M, DType::Fp8E4m3);
+  const Tile bl = kb.sbuf("bl", P, N, DType::Fp8E5m2), bh = kb.sbuf("bh", P, N, DType::Fp8E5m2);
+  kb.dma(al, at.region(0, 0, P, M));
+  kb.dma(ah, at.region(P, 0, P, M));
+  kb.dma(bl, b.region(0, 0, P, N));
+  kb.dma(bh, b.region(P, 0, P, N));
+  const Tile acc = kb.psum("acc", M, N);
+  kb.matmul(acc, MatmulInput::double_row(al, ah), MatmulInput::double_row(bl, bh), false);
+  const Tile out = kb.sbuf("out", M, N, DType::Fp32), out8 = kb.sbuf("out8", M, N, DType::Fp8E4m3);
+  const Tile out8s = kb.sbuf("out8s", M, N, DType::Fp8E5m2);
+  kb.copy(out, acc);
+  kb.copy(out8, acc);                                               // vector: to e4m3
+  kb.activation(out8s, acc, arch::ActFunc::Identity, 10000.0f);  // scalar: to e5m2, some saturate
+  kb.dma(c.all(), out);
+  kb.dma(c8.all(), out8);
+  kb.dma(c8s.all(), out8s);
+  const Tile aqt = kb.sbuf("aq", P, M, DType::Fp8E4m3x4), ast = kb.sbuf("as", 1, M, DType::Uint8);
+  const Tile bqt = kb.sbuf("bq", P, N, DType::Fp4E2m1x4), bst = kb.sbuf("bs", 1, N, DType::Uint8);
+  kb.dma(aqt, aq.all());
+  kb.dma(ast, as.all());
+  kb.dma(bqt, bq.all());
+  kb.dma(bst, bs.all());
+  const Tile accmx = kb.psum("accmx", M, N, DType::Bf16), outmx = kb.sbuf("outmx", M, N, DType::Fp32);
+  kb.matmul(accmx, MatmulInput::mx(aqt, ast), MatmulInput::mx(bqt, bst), false);
+  kb.copy(outmx, accmx);
+  kb.dma(cmx.all(), outmx);
+  const RunReport r = dev.run(kb.build());
+  ASSERT_TRUE(r.ok) << r.error;
+
+  // The reference's operands, packed as the array takes them.
+  arch::TensorOperand st(arch::ElementFormat::Fp8E4m3, 2, false, P, M), mv(arch::ElementFormat::Fp8E5m2, 2, false, P, N);
+  for (std::int64_t p = 0; p < P; ++p) {
+    for (std::int64_t m = 0; m < M; ++m)
+      st.word(p, m) = arch::to_fp8_e4m3(atv[p * M + m]) | arch::to_fp8_e4m3(atv[(p + P) * M + m]) << 8;
+    for (std::int64_t n = 0; n < N; ++n)
+      mv.word(p, n) = arch::to_fp8_e5m2(bv[p * N + n]) | arch::to_fp8_e5m2(bv[(p + P) * N + n]) << 8;
+  }
+  arch::Fp32Matrix expect(M, N);
+  arch::matmul(st, mv, arch::PsumMode::Overwrite, expect);
+  arch::TensorOperand sx(arch::ElementFormat::Fp8E4m3, 4, true, P, M), mx(arch::ElementFormat::Fp4E2m1, 4, true, P, N);
+  for (std::int64_t p = 0; p < P; ++p) {
+    for (std::int64_t m = 0; m < M; ++m) {
+      for (int j = 0; j < 4; ++j) sx.word(p, m) |= std::uint32_t{aq_bits[(p * M + m) * 4 + j]} << (8 * j);
+      sx.scales[p * M + m] = static_cast<std::uint8_t>(asv[m]);
+    }
+    for (std::int64_t n = 0; n < N; ++n) {
+      for (int j = 0; j < 4; ++j) mx.word(p, n) |= std::uint32_t{bq_bits[(p * N + n) * 4 + j]} << (4 * j);
+      mx.scales[p * N + n] = static_cast<std::uint8_t>(bsv[n]);
+    }
+  }
+  arch::Fp32Matrix expect_mx(M, N);
+  arch::matmul(sx, mx, arch::PsumMode::Overwrite, expect_mx);
+
+  const auto got = dev.download(c), got8 = dev.download(c8), got8s = dev.download(c8s), gotmx = dev.download(cmx);
+  int saturated = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(arch::fp32_bits(got[i]), arch::fp32_bits(expect.data[i])) << i;
+    EXPECT_EQ(arch::to_fp8_e4m3(got8[i]), arch::to_fp8_e4m3(expect.data[i])) << i;
+    const float scaled = expect.data[i] * 10000.0f;
+    EXPECT_EQ(arch::to_fp8_e5m2(got8s[i]), arch::to_fp8_e5m2(scaled)) << i;
+    if (std::fabs(scaled) > arch::kE5m2Max) {
+      ++saturated;
+      EXPECT_EQ(std::fabs(got8s[i]), arch::kE5m2Max) << i;
+    }
+    const float bf16 = arch::to_float(arch::psum_bf16_write(arch::Bf16{}, expect_mx.data[i], arch::PsumMode::Overwrite));
+    ASSERT_EQ(arch::fp32_bits(gotmx[i]), arch::fp32_bits(bf16)) << i;
+  }
+  EXPECT_GT(saturated, 0);  // the test exercises saturation
+  EXPECT_DOUBLE_EQ(r.matmul_flops, 2.0 * M * N * (2 * P) + 2.0 * M * N * (4 * P));
+}
+
+INSTANTIATE_TEST_SUITE_P(Fidelities, DeviceFormats,
+                         ::testing::Values(arch::Fidelity::Tlm, arch::Fidelity::Sampled, arch::Fidelity::Rtl),
+                         [](const auto& info) { return std::string(arch::to_string(info.param)); });
+
+}  // namespace
+}  // namespace tessera

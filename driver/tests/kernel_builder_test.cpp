@@ -388,3 +388,132 @@ TEST(KernelBuilder, CallSitesAreTheKernelsSourceLines) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// Inputs in the narrow formats' fast modes (docs/formats.md): the builder
+// carries the mode and the scales into both tensor-engine instructions and
+// names the call and the rule when an input or a pairing is wrong.
+class NarrowMatmul : public ::testing::Test {
+protected:
+  // An MX tile comes from HBM (no engine but the tensor engine reads x4).
+  Tile loaded(KernelBuilder& kb, const char* name, std::uint32_t partitions, std::uint32_t free, DType t) {
+    tensors_.push_back(std::make_unique<Tensor>(hbm_tensor(name, partitions, free, t, next_)));
+    next_ += 1 << 16;
+    const Tile tile = kb.sbuf(name, partitions, free, t);
+    kb.dma(tile, tensors_.back()->all());
+    return tile;
+  }
+  Tile set(KernelBuilder& kb, const char* name, std::uint32_t partitions, std::uint32_t free, DType t, float v = 1) {
+    const Tile tile = kb.sbuf(name, partitions, free, t);
+    kb.memset(tile, v);
+    return tile;
+  }
+  static const arch::Instruction& first(const Program& p, arch::Opcode op) {
+    const auto& te = p.streams[static_cast<int>(arch::Engine::Tensor)];
+    return *std::find_if(te.begin(), te.end(), [&](const auto& in) { return in.opcode == op; });
+  }
+
+private:
+  std::vector<std::unique_ptr<Tensor>> tensors_;
+  std::uint64_t next_ = 0;
+};
+
+TEST_F(NarrowMatmul, DoubleRowReadsBothHalvesInOnePass) {
+  KernelBuilder kb(config("tiny"), "k");
+  const Tile wl = set(kb, "wl", 8, 8, DType::Fp8E4m3), wh = set(kb, "wh", 8, 8, DType::Fp8E4m3);
+  const Tile xl = set(kb, "xl", 8, 16, DType::Fp8E5m2), xh = set(kb, "xh", 8, 16, DType::Fp8E5m2);
+  const Tile acc = kb.psum("acc", 8, 16);
+  kb.matmul(acc, MatmulInput::double_row(wl, wh), MatmulInput::double_row(xl, xh), false);
+  kb.matmul(acc, MatmulInput::double_row(wl, wh), MatmulInput::double_row(xl, xh), true);
+  const Program p = kb.build();
+  const auto& te = p.streams[static_cast<int>(arch::Engine::Tensor)];
+  EXPECT_EQ(count(te, arch::Opcode::LoadStationary), 1u);  // the same halves: loaded once
+  const arch::Instruction& ls = first(p, arch::Opcode::LoadStationary);
+  EXPECT_TRUE(ls.double_row());
+  EXPECT_EQ(ls.a.num_dims, 2);
+  EXPECT_EQ(ls.a.size[0], 2u);
+  EXPECT_EQ(ls.a.stride[0] * 1, static_cast<std::int32_t>(wh.offset - wl.offset));
+  EXPECT_TRUE(first(p, arch::Opcode::MultiplyMoving).double_row());
+  EXPECT_DOUBLE_EQ(p.matmul_flops, 2 * 2.0 * 16 * 8 * 16);  // K = 2 x 8 partitions
+}
+
+TEST_F(NarrowMatmul, MxCarriesItsScalesAndCountsFourRowsPerPartition) {
+  KernelBuilder kb(config("tiny"), "k");
+  const Tile w = loaded(kb, "w", 8, 8, DType::Fp8E4m3x4), x = loaded(kb, "x", 8, 16, DType::Fp4E2m1x4);
+  const Tile ws = set(kb, "ws", 1, 8, DType::Uint8, 127), xs = set(kb, "xs", 1, 16, DType::Uint8, 120);
+  const Tile acc = kb.psum("acc", 8, 16, DType::Bf16);  // tiny allows bf16 PSUM
+  kb.matmul(acc, MatmulInput::mx(w, ws), MatmulInput::mx(x, xs), false);
+  const Program p = kb.build();
+  const arch::Instruction& ls = first(p, arch::Opcode::LoadStationary);
+  const arch::Instruction& mm = first(p, arch::Opcode::MultiplyMoving);
+  EXPECT_EQ(ls.b.dtype, DType::Uint8);
+  EXPECT_EQ(ls.b.offset_bytes, ws.offset);
+  EXPECT_EQ(mm.b.offset_bytes, xs.offset);
+  EXPECT_EQ(mm.dst.dtype, DType::Bf16);
+  EXPECT_DOUBLE_EQ(p.matmul_flops, 2.0 * 32 * 8 * 16);
+}
+
+TEST_F(NarrowMatmul, BrokenRulesNameTheCallAndTheRule) {
+  KernelBuilder kb(config("tiny"), "k");
+  const Tile w8 = set(kb, "w8", 8, 8, DType::Fp8E4m3), w8h = set(kb, "w8h", 8, 8, DType::Fp8E4m3);
+  const Tile xb = set(kb, "xb", 8, 16, DType::Bf16), x8 = set(kb, "x8", 8, 16, DType::Fp8E4m3);
+  const Tile wmx = loaded(kb, "wmx", 8, 8, DType::Fp8E4m3x4), xmx = loaded(kb, "xmx", 8, 16, DType::Fp8E4m3x4);
+  const Tile w4 = loaded(kb, "w4", 4, 8, DType::Fp8E4m3x4), x4 = loaded(kb, "x4", 4, 16, DType::Fp8E4m3x4);
+  const Tile ws = set(kb, "ws", 1, 8, DType::Uint8, 127), xs = set(kb, "xs", 1, 16, DType::Uint8, 127);
+  const Tile acc = kb.psum("acc", 8, 16);
+  EXPECT_EQ(error_of([&] { kb.matmul(acc, w8, xb, false); }),
+            "matmul(psum 'acc', stationary 'w8', moving 'xb'): the tensor engine cannot multiply these inputs "
+            "together: formats of different classes (stationary fp8_e4m3, moving bf16)");
+  EXPECT_EQ(error_of([&] { kb.matmul(acc, MatmulInput::double_row(w8, w8h), x8, false); }),
+            "matmul(psum 'acc', stationary 'w8', moving 'x8'): the tensor engine cannot multiply these inputs "
+            "together: different modes (stationary fp8_e4m3 double row, moving fp8_e4m3)");
+  EXPECT_EQ(error_of([&] { kb.matmul(acc, wmx, MatmulInput::mx(xmx, xs), false); }),
+            "matmul(psum 'acc', stationary 'wmx', moving 'xmx'): stationary tile 'wmx' is fp8_e4m3_x4 (MX) and needs "
+            "its scale tile: MatmulInput::mx(data, scale)");
+  EXPECT_EQ(error_of([&] { kb.matmul(acc, MatmulInput::mx(w8, ws), x8, false); }),
+            "matmul(psum 'acc', stationary 'w8', moving 'x8'): stationary tile 'w8' is fp8_e4m3; only MX (x4) tiles "
+            "take a scale tile");
+  EXPECT_EQ(error_of([&] { kb.matmul(acc, MatmulInput::double_row(w8, w8), x8, false); }),
+            "matmul(psum 'acc', stationary 'w8', moving 'x8'): double row: the stationary halves 'w8' and 'w8' "
+            "overlap");
+  const Tile acc4 = kb.psum("acc4", 8, 16);
+  EXPECT_EQ(error_of([&] { kb.matmul(acc4, MatmulInput::mx(w4, ws), MatmulInput::mx(x4, xs), false); }),
+            "matmul(psum 'acc4', stationary 'w4', moving 'x4'): a: an MX operand spans whole scaling groups of 8 "
+            "partitions x 4 elements; 4 partitions is not a multiple of 8");
+}
+
+TEST_F(NarrowMatmul, AFormatOrModeTheConfigLacksNamesItsKey) {
+  {
+    KernelBuilder kb(config("neuroncore-v2"), "k");  // fp8 at one row per PE: no double row
+    const Tile wl = set(kb, "wl", 128, 128, DType::Fp8E4m3), wh = set(kb, "wh", 128, 128, DType::Fp8E4m3);
+    const Tile xl = set(kb, "xl", 128, 512, DType::Fp8E4m3), xh = set(kb, "xh", 128, 512, DType::Fp8E4m3);
+    const Tile acc = kb.psum("acc", 128, 512);
+    kb.matmul(acc, wl, xl, false);  // single row is fine
+    EXPECT_EQ(error_of([&] {
+                kb.matmul(acc, MatmulInput::double_row(wl, wh), MatmulInput::double_row(xl, xh), false);
+              }),
+              "matmul(psum 'acc', stationary 'wl', moving 'xl'): a: double row needs tensor.fp8_rows_per_pe 2; this "
+              "config has 1");
+  }
+  {
+    KernelBuilder kb(config("neuroncore-v1"), "k");
+    const Tile w = set(kb, "w", 128, 128, DType::Fp8E4m3), x = set(kb, "x", 128, 512, DType::Fp8E4m3);
+    const Tile acc = kb.psum("acc", 128, 512);
+    EXPECT_EQ(error_of([&] { kb.matmul(acc, w, x, false); }),
+              "matmul(psum 'acc', stationary 'w', moving 'x'): a: fp8_e4m3 inputs are not supported by this config's "
+              "tensor engine (tensor.fp8_rows_per_pe is 0)");
+  }
+  {
+    KernelBuilder kb(config("neuroncore-v3"), "k");
+    const Tile w = set(kb, "w", 128, 128, DType::Bf16), x = set(kb, "x", 128, 512, DType::Bf16);
+    const Tile acc = kb.psum("acc", 128, 512, DType::Bf16);
+    EXPECT_THAT(error_of([&] { kb.matmul(acc, w, x, false); }),
+                HasSubstr("bf16 results in PSUM are not supported by this config's tensor engine (tensor.psum_bf16 "
+                          "is false)"));
+  }
+}
+
+}  // namespace
+}  // namespace tessera

@@ -456,8 +456,18 @@ Params resolve_params(const KernelSpec& spec, const std::string& variant_name, c
   return with_db;
 }
 
+const std::string& check_dtype(const KernelSpec& spec, const std::string& dtype) {
+  if (dtype.empty()) return spec.dtypes.front();
+  for (const auto& d : spec.dtypes)
+    if (d == dtype) return d;
+  throw KernelError(fmt::format("kernel '{}' takes --dtype {}, not '{}'", spec.name,
+                                spec.dtypes.size() == 1 ? spec.dtypes.front() + " only" : fmt::format("{}", fmt::join(spec.dtypes, ", ")),
+                                dtype));
+}
+
 KernelArgs resolve(const KernelSpec& spec, const arch::HwConfig& config, const KernelRequest& request) {
   KernelArgs a;
+  a.dtype = check_dtype(spec, request.dtype);
   a.variant = spec.variant(request.variant).name;
   a.shape = resolve_shape(spec, request.shape);
   a.params = resolve_params(spec, a.variant, config, a.shape, check_params(spec, a.variant, request.params));

@@ -145,6 +145,7 @@ struct KernelArgs {
   Shape shape;
   Params params;
   std::uint64_t seed = 1;
+  std::string dtype = "bf16";  // the input dtype, one of the spec's
 };
 
 struct KernelSpec {
@@ -160,6 +161,8 @@ struct KernelSpec {
   std::function<std::optional<std::string>(const arch::HwConfig&, const KernelArgs&)> fits;
   // Where it came from: "" for the library, else the plugin's path.
   std::string origin;
+  // The input dtypes it computes in (`--dtype`), the default first.
+  std::vector<std::string> dtypes = {"bf16"};
 
   // The variant called `name`, the default for ""; throws KernelError naming
   // the choices for any other name.
@@ -205,7 +208,12 @@ struct KernelRequest {
   Shape shape;          // overrides of the kernel's default shape
   std::map<std::string, std::string> params;  // as given (--param, a suite, a study)
   std::uint64_t seed = 1;
+  std::string dtype;  // "": the kernel's default
 };
+
+// The request's dtype: the spec's default for "", else one of spec.dtypes;
+// throws KernelError naming the dtypes the kernel takes.
+const std::string& check_dtype(const KernelSpec& spec, const std::string& dtype);
 
 // The resolved arguments of a request on a device's config.
 KernelArgs resolve(const KernelSpec& spec, const arch::HwConfig& config, const KernelRequest& request);

@@ -36,6 +36,49 @@ struct Tiling {
         kt(ceil_div(K, tk)) {}
 };
 
+// How the inputs reach the array in one --dtype (docs/formats.md): the
+// dtype of the HBM inputs and SBUF tiles, and the contraction rows each
+// partition of a K step holds: 1; 2 for fp8 where the config runs it in
+// double row (tensor.fp8_rows_per_pe 2: two tiles per operand, the rows
+// [0, P) and [P, 2P) of the step); 4 for MX (one x4 tile and its scales).
+struct InputFormat {
+  DType dtype = DType::Bf16;
+  int rows = 1;
+  bool mx() const { return arch::is_mx(dtype); }
+  bool double_row() const { return rows == 2; }
+  // SBUF bytes per partition of one operand column of a K step: its tiles
+  // and, for MX, its scale tile's byte.
+  std::int64_t step_bytes() const {
+    return (double_row() ? 2 : 1) * static_cast<std::int64_t>(arch::size_of(dtype)) + (mx() ? 1 : 0);
+  }
+};
+
+// What --dtype takes, the default first.
+const std::vector<std::string> kGemmDtypes = {"bf16", "fp32", "fp8_e4m3", "fp8_e5m2", "mxfp8", "mxfp4"};
+// The variants written for every dtype; the others read bf16 only.
+const std::vector<std::string> kEveryDtypeVariants = {"blocked_mnk", "naive"};
+
+InputFormat input_format(const std::string& dtype, const arch::HwConfig& cfg) {
+  const int fp8_rows = cfg.tensor.fp8_rows_per_pe == 2 ? 2 : 1;
+  if (dtype == "fp32") return {DType::Fp32, 1};
+  if (dtype == "fp8_e4m3") return {DType::Fp8E4m3, fp8_rows};
+  if (dtype == "fp8_e5m2") return {DType::Fp8E5m2, fp8_rows};
+  if (dtype == "mxfp8") return {DType::Fp8E4m3x4, arch::kMxQuad};
+  if (dtype == "mxfp4") return {DType::Fp4E2m1x4, arch::kMxQuad};
+  return {DType::Bf16, 1};
+}
+
+// A value as an input tile of `t` holds it (bf16, fp32, fp8: nearest even,
+// saturating).
+float held_value(DType t, float v) {
+  switch (t) {
+    case DType::Bf16: return arch::to_float(arch::to_bf16(v));
+    case DType::Fp8E4m3: return arch::fp8_e4m3_value(arch::to_fp8_e4m3(v));
+    case DType::Fp8E5m2: return arch::fp8_e5m2_value(arch::to_fp8_e5m2(v));
+    default: return v;
+  }
+}
+
 // How many tiles of `bytes_per_tile` fit `budget` bytes per partition.
 std::int64_t fits(std::int64_t budget, std::int64_t bytes_per_tile) {
   return bytes_per_tile > 0 ? budget / bytes_per_tile : 0;
@@ -160,23 +203,35 @@ class Gemm : public KernelInstance {
 public:
   Gemm(Device& dev, const KernelArgs& args)
       : dev_(dev), variant_(args.variant), params_(args.params), M_(args.shape.at("M")), N_(args.shape.at("N")),
-        K_(args.shape.at("K")), tp_(tutorial_params(args.params)) {
+        K_(args.shape.at("K")), tp_(tutorial_params(args.params)), fmt_(input_format(args.dtype, dev.config())) {
     const std::uint64_t seed = args.seed;
+    if (fmt_.dtype != DType::Bf16 &&
+        std::find(kEveryDtypeVariants.begin(), kEveryDtypeVariants.end(), variant_) == kEveryDtypeVariants.end())
+      throw KernelError(fmt::format("gemm {}: --dtype {}: this variant reads bf16 inputs only; {} run every dtype",
+                                    variant_, args.dtype, fmt::join(kEveryDtypeVariants, " and ")));
+    if (fmt_.mx() && K_ % 32 != 0)
+      throw KernelError(fmt::format("gemm --dtype {}: K = {} is not a multiple of 32 (an MX scale serves a block of "
+                                    "32 contraction rows)", args.dtype, K_));
     // A arrives transposed, [K, M], as NKI's matmul takes it: the contraction
-    // dimension lies on partitions without a transpose on chip.
-    at_ = dev.allocate("at", {K_, M_}, DType::Bf16);
-    b_ = dev.allocate("b", {K_, N_}, DType::Bf16);
+    // dimension lies on partitions without a transpose on chip. MX inputs
+    // hold four rows per element ([K / 4, M]) and a scale per 32 rows.
+    const std::int64_t rows = fmt_.mx() ? K_ / arch::kMxQuad : K_;
+    at_ = dev.allocate("at", {rows, M_}, fmt_.dtype);
+    b_ = dev.allocate("b", {rows, N_}, fmt_.dtype);
+    if (fmt_.mx()) {
+      at_scale_ = dev.allocate("at_scale", {K_ / 32, M_}, DType::Uint8);
+      b_scale_ = dev.allocate("b_scale", {K_ / 32, N_}, DType::Uint8);
+    }
     c_ = dev.allocate("c", {M_, N_}, DType::Fp32);
     if (dev.no_data()) return;
     std::mt19937_64 rng(seed);
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    at_values_.resize(static_cast<std::size_t>(K_ * M_));
-    b_values_.resize(static_cast<std::size_t>(K_ * N_));
-    // Round on the host so the reference sees exactly the device's bf16 inputs.
-    for (auto& v : at_values_) v = arch::to_float(arch::to_bf16(dist(rng)));
-    for (auto& v : b_values_) v = arch::to_float(arch::to_bf16(dist(rng)));
-    dev.upload(at_, at_values_);
-    dev.upload(b_, b_values_);
+    std::vector<float> at_raw(static_cast<std::size_t>(K_ * M_)), b_raw(static_cast<std::size_t>(K_ * N_));
+    for (auto& v : at_raw) v = dist(rng);
+    for (auto& v : b_raw) v = dist(rng);
+    // Rounded (or quantized) on the host so the reference sees exactly the device's inputs.
+    at_values_ = upload_input(at_raw, M_, at_, at_scale_);
+    b_values_ = upload_input(b_raw, N_, b_, b_scale_);
   }
 
   // The variants, in the order a kernel engineer takes them; the spec's
@@ -201,13 +256,18 @@ public:
     return p;
   }
 
-  // Reference in double from the same bf16 inputs (reference_matmul). Each element's tolerance is
-  // the standard bound for summing K products in fp32 with round-to-nearest:
-  // gamma_K * sum_k |a_mk * b_kn|, gamma_K = K u / (1 - K u), u = 2^-24. The
-  // products are exact, so only the additions round.
+  // Reference in double from the inputs the device held (reference_matmul). Each element's
+  // tolerance is the standard bound for summing K products in fp32 with
+  // round-to-nearest: gamma_K * sum_k |a_mk * b_kn|, gamma_K = K u / (1 - K u),
+  // u = 2^-24. Products of bf16, fp8 and fp4 inputs are exact, so only the
+  // additions round (K - 1 of them however the K steps split the sum); fp32
+  // inputs round each product once more (gamma_(K+1)); MX products scaled
+  // below fp32's normal range flush to zero, at most 2^-126 each
+  // (docs/formats.md, "GEMM in every format").
   NumericsCheck check() override {
     const auto got = dev_.download(c_);
-    const double gamma_k = gamma(K_);
+    const double gamma_k = gamma(K_ + (fmt_.dtype == DType::Fp32 ? 1 : 0));
+    const double flushed = fmt_.mx() ? static_cast<double>(K_) * kMinNormalFp32 : 0.0;
     NumericsCheck worst;
     worst.correct = true;
     double worst_ratio = -1;
@@ -217,7 +277,7 @@ public:
       for (std::int64_t n = 0; n < N_; ++n) {
         const double sum = ref.sum[m * N_ + n], mag = ref.mag[m * N_ + n];
         const double got_v = got[m * N_ + n];
-        const double err = std::fabs(got_v - sum), tol = gamma_k * mag;
+        const double err = std::fabs(got_v - sum), tol = gamma_k * mag + flushed;
         const double ratio = tol > 0 ? err / tol : (err > 0 ? INFINITY : 0);
         if (ratio > worst_ratio || std::isnan(got_v)) {
           worst_ratio = std::isnan(got_v) ? INFINITY : ratio;
@@ -232,6 +292,103 @@ public:
   }
 
 private:
+  // `raw` ([K, cols] row-major) as the device holds it, uploaded: rounded to
+  // the input dtype, or MX-quantized (a scale per 32 rows of a column,
+  // arch::mx_scale_of, and each element V / scale, saturating); returns the
+  // values the inputs stand for ([K, cols]).
+  std::vector<float> upload_input(const std::vector<float>& raw, std::int64_t cols, const Tensor& data,
+                                  const Tensor& scale) {
+    std::vector<float> held(raw.size());
+    if (!fmt_.mx()) {
+      for (std::size_t i = 0; i < raw.size(); ++i) held[i] = held_value(fmt_.dtype, raw[i]);
+      dev_.upload(data, held);
+      return held;
+    }
+    const arch::ElementFormat e = *arch::element_format(fmt_.dtype);
+    std::vector<float> elements(raw.size()), scales(static_cast<std::size_t>(K_ / 32 * cols));
+    float block[32];
+    for (std::int64_t g = 0; g < K_ / 32; ++g)
+      for (std::int64_t c = 0; c < cols; ++c) {
+        for (std::int64_t r = 0; r < 32; ++r) block[r] = raw[(g * 32 + r) * cols + c];
+        const std::uint8_t s = arch::mx_scale_of(block, 32, e);
+        scales[g * cols + c] = s;
+        for (std::int64_t r = 0; r < 32; ++r) {
+          const std::int64_t k = g * 32 + r;
+          const std::uint8_t bits = arch::mx_quantize(block[r], s, e);
+          // Element (k / 4, c) of the x4 tensor, its value k % 4.
+          elements[((k / 4) * cols + c) * 4 + k % 4] = arch::narrow_value(e, bits);
+          held[k * cols + c] = static_cast<float>(arch::mx_value(e, bits, s));
+        }
+      }
+    dev_.upload(data, elements);
+    dev_.upload(scale, scales);
+    return held;
+  }
+
+  // One operand's buffers for a K step: its tile (the lower half in double
+  // row), the upper half, the scales (MX).
+  struct Slot {
+    Tile lo, hi, scale;
+  };
+  Slot slot(KernelBuilder& kb, const std::string& name, std::int64_t partitions, std::int64_t cols) {
+    Slot s;
+    s.lo = kb.sbuf(name, u32(partitions), u32(cols), fmt_.dtype);
+    if (fmt_.double_row()) s.hi = kb.sbuf(name + "_hi", u32(partitions), u32(cols), fmt_.dtype);
+    if (fmt_.mx())
+      s.scale = kb.sbuf(name + "_scale", u32(arch::mx_scale_partitions(static_cast<std::size_t>(partitions))),
+                        u32(cols), DType::Uint8);
+    return s;
+  }
+  // The partitions K step `step` fills in its lower and upper halves (the
+  // upper is 0 but in double row), with steps of `tk` partitions.
+  std::pair<std::int64_t, std::int64_t> step_rows(std::int64_t step, std::int64_t tk) const {
+    const std::int64_t rows = fmt_.mx() ? K_ / arch::kMxQuad : K_;
+    const std::int64_t k0 = step * tk * (fmt_.double_row() ? 2 : 1);
+    const std::int64_t lo = std::min(tk, rows - k0);
+    const std::int64_t hi = fmt_.double_row() ? std::clamp<std::int64_t>(rows - k0 - tk, 0, tk) : 0;
+    return {lo, hi};
+  }
+  // Loads K step `step` of `data` (and its `scale`), columns [c0, c0 + cc), into s.
+  void load(KernelBuilder& kb, const Slot& s, const Tensor& data, const Tensor& scale, std::int64_t step,
+            std::int64_t tk, std::int64_t c0, std::int64_t cc, SourceLocation where = SourceLocation::current()) const {
+    const auto [lo, hi] = step_rows(step, tk);
+    const std::int64_t k0 = step * tk * (fmt_.double_row() ? 2 : 1);
+    kb.dma(fit(s.lo, lo, cc), data.region(k0, c0, lo, cc), where);
+    if (hi > 0) kb.dma(fit(s.hi, hi, cc), data.region(k0 + tk, c0, hi, cc), where);
+    if (!fmt_.mx()) return;
+    // The scales of quadrant q's groups of 8 partitions sit on its first
+    // partitions (arch::mx_scale_partition): one copy per quadrant.
+    for (std::int64_t p = 0; p < lo; p += 32) {
+      const std::int64_t groups = std::min<std::int64_t>(32, lo - p) / arch::kMxGroupPartitions;
+      kb.dma(s.scale.slice(u32(p), u32(groups), 0, u32(cc)),
+             scale.region((k0 + p) / arch::kMxGroupPartitions, c0, groups, cc), where);
+    }
+  }
+  // acc (+)= K step `step` of a.T @ b: one matmul in the format's mode; a
+  // double-row step whose halves differ (at K's edge) as two single-row ones.
+  void multiply(KernelBuilder& kb, const Tile& acc, const Slot& a, const Slot& b, std::int64_t step, std::int64_t tk,
+                std::int64_t mm, std::int64_t nn, bool accumulate,
+                SourceLocation where = SourceLocation::current()) const {
+    const auto [lo, hi] = step_rows(step, tk);
+    if (fmt_.mx()) {
+      const auto sp = static_cast<std::int64_t>(arch::mx_scale_partitions(static_cast<std::size_t>(lo)));
+      kb.matmul(acc, MatmulInput::mx(fit(a.lo, lo, mm), fit(a.scale, sp, mm)),
+                MatmulInput::mx(fit(b.lo, lo, nn), fit(b.scale, sp, nn)), accumulate, where);
+    } else if (fmt_.double_row() && hi == lo) {
+      kb.matmul(acc, MatmulInput::double_row(fit(a.lo, lo, mm), fit(a.hi, lo, mm)),
+                MatmulInput::double_row(fit(b.lo, lo, nn), fit(b.hi, lo, nn)), accumulate, where);
+    } else {
+      kb.matmul(acc, fit(a.lo, lo, mm), fit(b.lo, lo, nn), accumulate, where);
+      if (hi > 0) kb.matmul(acc, fit(a.hi, hi, mm), fit(b.hi, hi, nn), true, where);
+    }
+  }
+
+  // The tiling in K steps: a step of tensor.rows partitions holds rows x
+  // as many contraction rows.
+  Tiling tiling() const {
+    return Tiling(dev_.config(), M_, N_, fmt_.mx() ? K_ / arch::kMxQuad : ceil_div(K_, fmt_.rows));
+  }
+
   // Views of the current tiles, clipped at the matrix edges.
   View at_tile(std::int64_t k0, std::int64_t m0, const Tiling& t) const {
     return at_.region(k0, m0, std::min(t.tk, K_ - k0), std::min(t.tm, M_ - m0));
@@ -257,18 +414,17 @@ private:
   // Step 1: every tile loaded right before its multiply, one buffer each: the
   // tensor engine waits for each load, and each load for the multiply before.
   void naive(KernelBuilder& kb) {
-    const Tiling t(dev_.config(), M_, N_, K_);
-    const Tile a = kb.sbuf("a", t.tk, t.tm, DType::Bf16), b = kb.sbuf("b", t.tk, t.tn, DType::Bf16);
+    const Tiling t = tiling();
+    const Slot a = slot(kb, "a", t.tk, t.tm), b = slot(kb, "b", t.tk, t.tn);
     const Tile acc = kb.psum("acc", t.tm, t.tn), out = kb.sbuf("out", t.tm, t.tn, DType::Fp32);
     for (std::int64_t mi = 0; mi < t.mt; ++mi)
       for (std::int64_t ni = 0; ni < t.nt; ++ni) {
         const std::int64_t mm = rows_of(mi, t.tm, M_), nn = rows_of(ni, t.tn, N_);
         kb.label(fmt::format("C tile m{} n{}", mi, ni));
         for (std::int64_t ki = 0; ki < t.kt; ++ki) {
-          const std::int64_t kk = rows_of(ki, t.tk, K_);
-          kb.dma(fit(a, kk, mm), at_tile(ki * t.tk, mi * t.tm, t));
-          kb.dma(fit(b, kk, nn), b_tile(ki * t.tk, ni * t.tn, t));
-          kb.matmul(fit(acc, mm, nn), fit(a, kk, mm), fit(b, kk, nn), ki > 0);
+          load(kb, a, at_, at_scale_, ki, t.tk, mi * t.tm, mm);
+          load(kb, b, b_, b_scale_, ki, t.tk, ni * t.tn, nn);
+          multiply(kb, fit(acc, mm, nn), a, b, ki, t.tk, mm, nn, ki > 0);
         }
         store(kb, acc, out, mi * t.tm, ni * t.tn, mm, nn);
       }
@@ -359,17 +515,23 @@ private:
   // all BN moving tiles.
   void blocked_mnk(KernelBuilder& kb) {
     const auto& cfg = dev_.config();
-    const Tiling t(cfg, M_, N_, K_);
+    const Tiling t = tiling();
     const std::int64_t bm = std::min(params_.integer("bm"), t.mt), bn = std::min(params_.integer("bn"), t.nt);
-    const std::int64_t bk = std::min(params_.integer("bk"), t.kt);
-    std::vector<std::vector<Tile>> a[2], b[2];
+    std::int64_t bk = std::min(params_.integer("bk"), t.kt);
+    // The blocks' defaults count bf16 tiles (2 bytes per column of a K step);
+    // a format of more bytes per step (fp32, MX with its scales) gets the K
+    // block SBUF holds.
+    const std::int64_t per_k = 2 * (bm * t.tm + bn * t.tn) * fmt_.step_bytes();
+    const std::int64_t room = cfg.sbuf.partition_kib * 1024 - 2 * t.tn * 4;
+    if (fmt_.step_bytes() > 2 && bk * per_k > room) bk = std::max<std::int64_t>(1, room / per_k);
+    std::vector<std::vector<Slot>> a[2], b[2];
     for (int s = 0; s < 2; ++s) {
       a[s].resize(bm);
       b[s].resize(bn);
       for (std::int64_t i = 0; i < bm; ++i)
-        for (std::int64_t k = 0; k < bk; ++k) a[s][i].push_back(kb.sbuf(fmt::format("a{}_{}_{}", s, i, k), t.tk, t.tm, DType::Bf16));
+        for (std::int64_t k = 0; k < bk; ++k) a[s][i].push_back(slot(kb, fmt::format("a{}_{}_{}", s, i, k), t.tk, t.tm));
       for (std::int64_t j = 0; j < bn; ++j)
-        for (std::int64_t k = 0; k < bk; ++k) b[s][j].push_back(kb.sbuf(fmt::format("b{}_{}_{}", s, j, k), t.tk, t.tn, DType::Bf16));
+        for (std::int64_t k = 0; k < bk; ++k) b[s][j].push_back(slot(kb, fmt::format("b{}_{}_{}", s, j, k), t.tk, t.tn));
     }
     std::vector<Tile> acc[2];
     for (int s = 0; s < 2; ++s)
@@ -384,19 +546,17 @@ private:
           kb.label(fmt::format("C block m{} n{}, K block k{}", m0, n0, k0));
           for (std::int64_t i = 0; i < bms; ++i)
             for (std::int64_t k = 0; k < bks; ++k)
-              kb.dma(fit(a[buf][i][k], rows_of(k0 + k, t.tk, K_), rows_of(m0 + i, t.tm, M_)),
-                     at_tile((k0 + k) * t.tk, (m0 + i) * t.tm, t));
+              load(kb, a[buf][i][k], at_, at_scale_, k0 + k, t.tk, (m0 + i) * t.tm, rows_of(m0 + i, t.tm, M_));
           for (std::int64_t j = 0; j < bns; ++j)
             for (std::int64_t k = 0; k < bks; ++k)
-              kb.dma(fit(b[buf][j][k], rows_of(k0 + k, t.tk, K_), rows_of(n0 + j, t.tn, N_)),
-                     b_tile((k0 + k) * t.tk, (n0 + j) * t.tn, t));
+              load(kb, b[buf][j][k], b_, b_scale_, k0 + k, t.tk, (n0 + j) * t.tn, rows_of(n0 + j, t.tn, N_));
           for (std::int64_t i = 0; i < bms; ++i)
             for (std::int64_t k = 0; k < bks; ++k) {
-              const std::int64_t kk = rows_of(k0 + k, t.tk, K_), mm = rows_of(m0 + i, t.tm, M_);
+              const std::int64_t mm = rows_of(m0 + i, t.tm, M_);
               for (std::int64_t j = 0; j < bns; ++j) {
                 const std::int64_t nn = rows_of(n0 + j, t.tn, N_);
-                kb.matmul(fit(acc[accset][i * bn + j], mm, nn), fit(a[buf][i][k], kk, mm), fit(b[buf][j][k], kk, nn),
-                          k0 + k > 0);
+                multiply(kb, fit(acc[accset][i * bn + j], mm, nn), a[buf][i][k], b[buf][j][k], k0 + k, t.tk, mm, nn,
+                         k0 + k > 0);
               }
             }
           buf ^= 1;
@@ -411,7 +571,6 @@ private:
         accset ^= 1;
       }
   }
-
 
   // --- The NKI matmul tutorial ------------------------------------------------
   // The kernels of aws-neuron-sdk's matrix multiplication tutorial
@@ -623,7 +782,9 @@ private:
   Params params_;
   std::int64_t M_, N_, K_;
   TutorialParams tp_;
+  InputFormat fmt_;
   Tensor at_, b_, c_;
+  Tensor at_scale_, b_scale_;  // MX only
   std::vector<float> at_values_, b_values_;
 };
 
@@ -662,7 +823,10 @@ KernelSpec gemm_spec() {
   const TutorialParams tutorial;
   KernelSpec spec;
   spec.name = "gemm";
-  spec.description = "C[M,N] = A[M,K] @ B[K,N]; A given transposed ([K,M]); bf16 in, fp32 out";
+  spec.description =
+      "C[M,N] = A[M,K] @ B[K,N]; A given transposed ([K,M]); bf16 (or --dtype fp32, fp8, MX: blocked_mnk, naive) in, "
+      "fp32 out";
+  spec.dtypes = kGemmDtypes;
   spec.variants = variants;
   spec.shape = {{"M", 256, "rows of A and C"}, {"N", 512, "columns of B and C"}, {"K", 256, "contraction"}};
   // Defaults derived as the variants always sized their blocks: blocked_mn

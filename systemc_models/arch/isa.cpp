@@ -512,7 +512,19 @@ struct Checker {
         if (scale.partition_count < need)
           fail(fmt::format("b: {} data partitions take their scales from {} scale partitions (4 per 32-partition "
                            "quadrant), not {}", ap.partition_count, need, scale.partition_count));
+        // A scale serves its data in the same SBUF quadrant: both start on
+        // one quadrant's first partition.
+        if (scale.start_partition != ap.start_partition)
+          fail(fmt::format("b: MX scales start at their data's first partition ({}), not at partition {}",
+                           ap.start_partition, scale.start_partition));
       }
+      if (ap.partition_count % kMxGroupPartitions != 0)
+        fail(fmt::format("{}: an MX operand spans whole scaling groups of {} partitions x {} elements; {} partitions "
+                         "is not a multiple of {}", role, kMxGroupPartitions, kMxQuad, ap.partition_count,
+                         kMxGroupPartitions));
+      if (ap.start_partition % 32 != 0)
+        fail(fmt::format("{}: an MX operand starts on a 32-partition SBUF quadrant (partition 0, 32, 64 or 96), not "
+                         "at partition {}", role, ap.start_partition));
     } else if (scale.valid()) {
       fail(fmt::format("b: only MX operands take a scale tile, not {}", to_string(ap.dtype)));
     }

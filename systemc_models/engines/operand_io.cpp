@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -16,8 +17,10 @@ memory::PartitionedMemory& memory_of(core::CoreContext& ctx, arch::Memory m) {
   return m == arch::Memory::Psum ? ctx.psum : ctx.sbuf;
 }
 
+// The x4 (MX) types are the tensor engine's alone: validate refuses them
+// elsewhere, and a decoded program cannot hold them on these engines.
 void check_dtype(const arch::AccessPattern& ap) {
-  if (ap.dtype == arch::DType::Fp8E4m3 || ap.dtype == arch::DType::Fp8E5m2)
+  if (arch::is_mx(ap.dtype))
     throw std::runtime_error(fmt::format("{} operands are not supported by the vector, scalar and GpSimd engines",
                                          arch::to_string(ap.dtype)));
 }
@@ -58,6 +61,9 @@ std::vector<float> load(core::CoreContext& ctx, const arch::AccessPattern& ap) {
           out.push_back(static_cast<float>(v));
           break;
         }
+        case arch::DType::Fp8E4m3: out.push_back(arch::fp8_e4m3_value(base[off])); break;
+        case arch::DType::Fp8E5m2: out.push_back(arch::fp8_e5m2_value(base[off])); break;
+        case arch::DType::Uint8: out.push_back(static_cast<float>(base[off])); break;
         default: break;
       }
     }
@@ -93,6 +99,15 @@ void store(core::CoreContext& ctx, const arch::AccessPattern& ap, const std::vec
           const double r = std::isnan(v) ? 0.0 : std::nearbyint(static_cast<double>(v));
           const std::int32_t x = r >= 2147483647.0 ? INT32_MAX : r <= -2147483648.0 ? INT32_MIN : static_cast<std::int32_t>(r);
           std::memcpy(base + off, &x, 4);
+          break;
+        }
+        // A cast to fp8 rounds to nearest even and saturates (docs/formats.md).
+        case arch::DType::Fp8E4m3: base[off] = arch::to_fp8_e4m3(v); break;
+        case arch::DType::Fp8E5m2: base[off] = arch::to_fp8_e5m2(v); break;
+        case arch::DType::Uint8: {
+          // Saturating, round to nearest even, NaN to 0, as Int32.
+          const double r = std::isnan(v) ? 0.0 : std::nearbyint(static_cast<double>(v));
+          base[off] = static_cast<std::uint8_t>(std::clamp(r, 0.0, 255.0));
           break;
         }
         default: break;

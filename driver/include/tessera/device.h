@@ -47,8 +47,12 @@ public:
 
   // A row-major tensor in HBM. Throws KernelError when HBM is full.
   Tensor allocate(const std::string& name, std::vector<std::int64_t> shape, DType dtype);
-  // Host values in, rounded to the tensor's dtype (bf16: round to nearest even).
+  // Host values in, rounded to the tensor's dtype (bf16: round to nearest
+  // even; fp8: nearest even, saturating, docs/formats.md). An x4 (MX) tensor
+  // takes four values per element, each an element's own value before its
+  // block's scale; uint8 takes the codes 0..255 (MX scales).
   void upload(const Tensor& t, const std::vector<float>& values);
+  // The tensor's values, as upload takes them.
   std::vector<float> download(const Tensor& t) const;
 
   RunReport run(const Program& program);

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -31,6 +32,26 @@ struct SourceLocation {
   static constexpr SourceLocation current(const char* file = __builtin_FILE(), std::uint32_t line = __builtin_LINE()) {
     return {file, line};
   }
+};
+
+// One input of a matmul: a tile, or one of the narrow formats' fast modes
+// (docs/formats.md). A plain Tile converts to one.
+//  - double row (fp8 on configs with tensor.fp8_rows_per_pe 2): two fp8 tiles
+//    of one shape and dtype in the same partitions, `lower` holding the
+//    contraction rows [0, P) and `upper` the rows [P, 2P); the array reads
+//    both in one pass, twice the work of a single-row matmul.
+//  - MX (tensor.mx_rows_per_pe 4): an x4 tile (fp8_e4m3_x4, fp8_e5m2_x4,
+//    fp4_e2m1_x4: four contraction rows per partition) and its uint8 tile of
+//    E8M0 scales, one per scaling group of 8 partitions x 4 rows, laid out
+//    as arch::mx_scale_partition says.
+struct MatmulInput {
+  Tile tile;                  // the data; the lower half in double row
+  std::optional<Tile> upper;  // double row: contraction rows [P, 2P)
+  std::optional<Tile> scale;  // MX: the E8M0 scales of `tile`
+
+  MatmulInput(const Tile& t) : tile(t) {}  // NOLINT: implicit, a tile is a plain input
+  static MatmulInput double_row(const Tile& lower, const Tile& upper);
+  static MatmulInput mx(const Tile& data, const Tile& scale);
 };
 
 // A broken rule, thrown by the call that broke it.
@@ -68,8 +89,15 @@ public:
 
   // --- Tensor engine ---------------------------------------------------------
   // psum[M, N] (=|+=) stationary[K, M].T @ moving[K, N]. The stationary tile
-  // is loaded only when it differs from the one already in the array.
+  // is loaded only when it differs from the one already in the array. The
+  // PSUM tile's dtype chooses the accumulation: fp32, or bf16 where
+  // tensor.psum_bf16 allows it (one rounding to bf16 per matmul).
   void matmul(const Tile& psum, const Tile& stationary, const Tile& moving, bool accumulate,
+              SourceLocation where = SourceLocation::current());
+  // The same for inputs in a fast mode (double row, MX; MatmulInput above).
+  // Both inputs take the same mode (arch::incompatible's pairing rule); K
+  // is the partitions times the rows each holds (1, 2 or 4).
+  void matmul(const Tile& psum, const MatmulInput& stationary, const MatmulInput& moving, bool accumulate,
               SourceLocation where = SourceLocation::current());
   // psum[F, P] = src[P, F].T through the array.
   void transpose(const Tile& psum, const Tile& src, SourceLocation where = SourceLocation::current());

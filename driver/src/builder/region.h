@@ -6,6 +6,7 @@
 #include "arch/isa.h"
 #include "tessera/tensor.h"
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -54,6 +55,7 @@ public:
   bool empty() const { return size_ == 0; }
   const Region* begin() const { return items_.data(); }
   const Region* end() const { return items_.data() + size_; }
+  bool operator==(const RegionList& o) const { return std::equal(begin(), end(), o.begin(), o.end()); }
 
 private:
   std::array<Region, 3> items_{};

@@ -6,6 +6,7 @@
 
 #include "testing/child_process.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -138,6 +139,123 @@ TEST(Gemm, FullyOptimizedSaysWhenItsResultTilesDoNotFit) {
   });
   EXPECT_NE(text.find("gemm fully_optimized: its tiles need"), std::string::npos) << text;
   EXPECT_NE(text.find("SBUF has 16384"), std::string::npos) << text;
+}
+
+// Every input dtype (docs/formats.md) on the variants written for all of
+// them: bf16's fp32-accumulation bound holds for fp8 and MX, whose products
+// are exact; fp32 adds one rounding per product. blocked_mnk in every
+// fidelity on tiny and small (double row and MX in the RTL array), naive in
+// tlm; K edges that split a double-row step, MX blocks of 32 rows.
+struct DtypeCase {
+  const char* config;
+  std::int64_t M, N, K;
+  bool mx;  // K a multiple of 32
+};
+
+void PrintTo(const DtypeCase& c, std::ostream* os) { *os << c.config << " " << c.M << "x" << c.N << "x" << c.K; }
+
+const DtypeCase kDtypeCases[] = {
+    {"tiny", 8, 64, 32, true},     // one K step in each mode
+    {"tiny", 21, 40, 96, true},    // M and N edges, several K steps
+    {"tiny", 13, 24, 44, false},   // a double-row step of unequal halves at K's edge
+    {"small", 33, 70, 160, true},  // a single-row step at K's edge (double row), MX steps of 32 and 8 partitions
+};
+
+class GemmDtypeTest
+    : public ::testing::TestWithParam<std::tuple<std::string, std::string, arch::Fidelity, DtypeCase>> {};
+
+nlohmann::json run_dtype(const std::string& dtype, const std::string& variant, const DtypeCase& c,
+                         arch::Fidelity fidelity) {
+  const std::string text = test_support::run_in_child([&] {
+    setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_CONFIG_DIR, 1);
+    DeviceOptions o;
+    o.config = c.config;
+    o.fidelity = fidelity;
+    Device dev(o);
+    auto k = instantiate(dev, {"gemm", variant, {{"M", c.M}, {"N", c.N}, {"K", c.K}}, {}, 7, dtype}).kernel;
+    const RunReport r = dev.run(k->build());
+    const NumericsCheck check = r.ok ? k->check() : NumericsCheck{};
+    return nlohmann::json{{"ok", r.ok},           {"error", r.error},         {"time_ns", r.time_ns},
+                          {"flops", r.matmul_flops}, {"correct", check.correct}, {"detail", check.detail},
+                          {"error_abs", check.max_abs_error}, {"tolerance", check.tolerance}}
+        .dump();
+  });
+  if (text.rfind("exception: ", 0) == 0) return nlohmann::json{{"ok", false}, {"error", text}};
+  return nlohmann::json::parse(text);
+}
+
+// The reference in every fidelity; rtl and sampled also within 1 % of tlm's
+// time, as GemmRtlTest asks of bf16.
+TEST_P(GemmDtypeTest, MatchesTheReference) {
+  const auto& [dtype, variant, fidelity, c] = GetParam();
+  if (!c.mx && dtype.rfind("mx", 0) == 0) GTEST_SKIP() << "K = " << c.K << " is not a multiple of 32";
+  const auto run = run_dtype(dtype, variant, c, fidelity);
+  ASSERT_TRUE(run["ok"].get<bool>()) << run["error"];
+  EXPECT_TRUE(run["correct"].get<bool>()) << run["detail"] << " (error " << run["error_abs"] << ", tolerance "
+                                          << run["tolerance"] << ")";
+  EXPECT_DOUBLE_EQ(run["flops"].get<double>(), 2.0 * c.M * c.N * c.K);
+  if (fidelity == arch::Fidelity::Tlm) return;
+  const auto tlm = run_dtype(dtype, variant, c, arch::Fidelity::Tlm);
+  ASSERT_TRUE(tlm["ok"].get<bool>()) << tlm["error"];
+  const double r = run["time_ns"], t = tlm["time_ns"];
+  EXPECT_LE(std::abs(r - t), 0.01 * t) << arch::to_string(fidelity) << " " << r << " ns, tlm " << t << " ns";
+}
+
+std::string dtype_case_name(
+    const ::testing::TestParamInfo<std::tuple<std::string, std::string, arch::Fidelity, DtypeCase>>& info) {
+  const auto& [dtype, variant, fidelity, c] = info.param;
+  return dtype + "_" + variant + "_" + arch::to_string(fidelity) + "_" + c.config + "_" + std::to_string(c.M) + "x" +
+         std::to_string(c.N) + "x" + std::to_string(c.K);
+}
+
+const auto kNarrowDtypes = ::testing::Values("fp32", "fp8_e4m3", "fp8_e5m2", "mxfp8", "mxfp4");
+
+INSTANTIATE_TEST_SUITE_P(EveryFidelity, GemmDtypeTest,
+                         ::testing::Combine(kNarrowDtypes, ::testing::Values("blocked_mnk"),
+                                            ::testing::Values(arch::Fidelity::Tlm, arch::Fidelity::Sampled,
+                                                              arch::Fidelity::Rtl),
+                                            ::testing::ValuesIn(kDtypeCases)),
+                         dtype_case_name);
+INSTANTIATE_TEST_SUITE_P(Naive, GemmDtypeTest,
+                         ::testing::Combine(kNarrowDtypes, ::testing::Values("naive"),
+                                            ::testing::Values(arch::Fidelity::Tlm), ::testing::ValuesIn(kDtypeCases)),
+                         dtype_case_name);
+
+// A dtype the kernel, the variant, the shape or the config cannot take is
+// bad input naming the rule, before anything runs.
+std::string build_error(const char* config, const KernelRequest& request) {
+  setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_CONFIG_DIR, 1);
+  DeviceOptions o;
+  o.config = config;
+  o.no_data = true;
+  const std::string text = test_support::run_in_child([&] {
+    Device dev(o);
+    try {
+      instantiate(dev, request).kernel->build();
+    } catch (const KernelError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  });
+  return text;
+}
+
+TEST(GemmDtype, WrongDtypesAreBadInputNamingTheRule) {
+  const Shape shape{{"M", 128}, {"N", 512}, {"K", 256}};
+  EXPECT_EQ(build_error("neuroncore-v2", {"gemm", "", shape, {}, 1, "fp16"}),
+            "kernel 'gemm' takes --dtype bf16, fp32, fp8_e4m3, fp8_e5m2, mxfp8, mxfp4, not 'fp16'");
+  EXPECT_EQ(build_error("neuroncore-v2", {"softmax", "", {}, {}, 1, "fp8_e4m3"}),
+            "kernel 'softmax' takes --dtype bf16 only, not 'fp8_e4m3'");
+  EXPECT_EQ(build_error("neuroncore-v2", {"gemm", "tiled", shape, {}, 1, "fp8_e4m3"}),
+            "gemm tiled: --dtype fp8_e4m3: this variant reads bf16 inputs only; blocked_mnk and naive run every dtype");
+  EXPECT_EQ(build_error("neuroncore-v4", {"gemm", "", {{"M", 128}, {"N", 512}, {"K", 200}}, {}, 1, "mxfp8"}),
+            "gemm --dtype mxfp8: K = 200 is not a multiple of 32 (an MX scale serves a block of 32 contraction rows)");
+  EXPECT_THAT(build_error("neuroncore-v1", {"gemm", "", shape, {}, 1, "fp8_e4m3"}),
+              ::testing::HasSubstr("fp8_e4m3 inputs are not supported by this config's tensor engine "
+                                   "(tensor.fp8_rows_per_pe is 0)"));
+  EXPECT_THAT(build_error("neuroncore-v3", {"gemm", "", shape, {}, 1, "mxfp4"}),
+              ::testing::HasSubstr("fp4_e2m1_x4 inputs are not supported by this config's tensor engine "
+                                   "(tensor.mx_rows_per_pe is 0)"));
 }
 
 }  // namespace
