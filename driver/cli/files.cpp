@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <unistd.h>
 
 namespace tessera::cli {
 namespace fs = std::filesystem;
@@ -43,6 +44,19 @@ void write_file(const fs::path& file, const std::string& text) {
   const bool closed = std::fclose(raw) == 0;
   if (!written) fail(file, "write", error);
   if (!closed) fail(file, "write", errno);
+}
+
+void check_writable(const fs::path& file) {
+  std::error_code ec;
+  if (fs::is_directory(file, ec)) throw FileError(fmt::format("{}: cannot write: it is a folder", file.string()));
+  if (fs::exists(file, ec)) {
+    if (access(file.c_str(), W_OK) != 0) fail(file, "write", errno);
+    return;
+  }
+  std::FILE* f = std::fopen(file.c_str(), "wb");
+  if (!f) fail(file, "write", errno);
+  std::fclose(f);
+  fs::remove(file, ec);
 }
 
 void make_dirs(const fs::path& dir) {

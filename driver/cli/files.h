@@ -23,6 +23,10 @@ std::string read_file(const std::filesystem::path& file);
 // Replaces the file's content; throws FileError unless every byte reached it.
 void write_file(const std::filesystem::path& file, const std::string& text);
 
+// Throws FileError unless `file` can be written: its folder exists and lets
+// it be created, or it exists and is writable. Leaves no file behind.
+void check_writable(const std::filesystem::path& file);
+
 // Creates the folder and its parents; throws FileError naming it otherwise.
 void make_dirs(const std::filesystem::path& dir);
 

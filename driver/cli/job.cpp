@@ -1,6 +1,6 @@
 #include "job.h"
 
-#include <cstdio>
+#include <charconv>
 
 namespace tessera::cli::runner {
 namespace {
@@ -61,9 +61,15 @@ JobResult result_from_json(const nlohmann::json& j, std::string* suite) {
 }
 
 bool parse_shard(const std::string& text, int* index, int* count) {
-  char rest = 0;
-  return std::sscanf(text.c_str(), "%d/%d%c", index, count, &rest) == 2 && *count >= 1 && *index >= 1 &&
-         *index <= *count;
+  // Strictly "I/N" in decimal: sscanf's %d would wrap 4294967297 to 1.
+  const std::size_t slash = text.find('/');
+  if (slash == std::string::npos) return false;
+  const auto number = [](const std::string& t, int* out) {
+    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), *out);
+    return !t.empty() && ec == std::errc() && end == t.data() + t.size();
+  };
+  return number(text.substr(0, slash), index) && number(text.substr(slash + 1), count) && *count >= 1 &&
+         *count <= kMaxShards && *index >= 1 && *index <= *count;
 }
 
 }  // namespace tessera::cli::runner

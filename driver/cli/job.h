@@ -70,7 +70,10 @@ std::vector<T> shard_of(const std::vector<T>& all, int index, int count) {
   return shard;
 }
 
-// "I/N" with 1 <= I <= N, as --shard takes it; false when the text is not that.
+inline constexpr int kMaxShards = 1000000;
+
+// "I/N" with 1 <= I <= N <= kMaxShards, as --shard takes it; false when the
+// text is not that.
 bool parse_shard(const std::string& text, int* index, int* count);
 
 }  // namespace tessera::cli::runner

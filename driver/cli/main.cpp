@@ -5,7 +5,10 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdlib>
+#include <algorithm>
 #include <iostream>
+#include <string>
+#include <vector>
 #include <systemc>  // declares sc_main with C linkage
 
 // SystemC's library has a main() that prints a banner, then calls sc_main.
@@ -26,6 +29,16 @@ int sc_main(int argc, char** argv) {
   tessera::cli::add_sweep_command(app, &exit_code);
   tessera::cli::add_calibrate_command(app, &exit_code);
   tessera::cli::add_compare_command(app, &exit_code);
+  // A first word that is no command is named as such (CLI11 would only say
+  // that a subcommand is required).
+  std::vector<std::string> names;
+  for (const CLI::App* c : app.get_subcommands({})) names.push_back(c->get_name());
+  if (argc > 1 && argv[1][0] != '-' && std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+    std::cerr << "tessera: unknown command '" << argv[1] << "' (commands: ";
+    for (std::size_t i = 0; i < names.size(); ++i) std::cerr << (i ? ", " : "") << names[i];
+    std::cerr << "; tessera --help)\n";
+    return tessera::cli::kExitBadInput;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

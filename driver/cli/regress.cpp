@@ -1,5 +1,7 @@
 #include "regress.h"
 
+#include "yaml_file.h"
+
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
@@ -33,10 +35,40 @@ void check_keys(const std::string& file, const YAML::Node& map, const std::set<s
 
 std::vector<std::string> strings(const std::string& file, const YAML::Node& n, const std::string& key) {
   if (n.IsScalar()) return {n.Scalar()};
-  if (!n.IsSequence()) fail(file, n, fmt::format("'{}' must be a name or a list of names", key));
+  if (!n.IsSequence() || n.size() == 0) fail(file, n, fmt::format("'{}' must be a name or a non-empty list of names", key));
   std::vector<std::string> out;
-  for (const auto& item : n) out.push_back(item.Scalar());
+  for (const auto& item : n) {
+    if (!item.IsScalar()) fail(file, item, fmt::format("'{}' must list names", key));
+    out.push_back(item.Scalar());
+  }
   return out;
+}
+
+// A suite this large is a typo in its matrix.
+constexpr std::size_t kMaxJobs = 100000;
+// A week: past it a timeout is a typo too.
+constexpr double kMaxTimeoutS = 7 * 86400;
+
+// A finite number above `low` (or at least it, `inclusive`) and at most `high`.
+double bounded(const std::string& file, const YAML::Node& n, const std::string& key, double low, bool inclusive,
+               double high) {
+  double v = 0;
+  try {
+    v = n.as<double>();
+  } catch (const YAML::Exception&) {
+    fail(file, n, fmt::format("'{}' has the wrong type", key));
+  }
+  if (!std::isfinite(v) || (inclusive ? v < low : v <= low) || v > high)
+    fail(file, n, fmt::format("'{}' must be a number {} {} and at most {}, not {}", key, inclusive ? "of at least" : "above",
+                              low, high, n.Scalar()));
+  return v;
+}
+
+std::uint64_t seed_of(const std::string& file, const YAML::Node& n) {
+  std::uint64_t v = 0;
+  if (!n.IsScalar() || !parse_u64(n.Scalar(), &v))
+    fail(file, n, fmt::format("'seed' must be a whole number from 0 to 2^64-1, not {}", n.IsScalar() ? n.Scalar() : "a list"));
+  return v;
 }
 
 template <typename T>
@@ -56,11 +88,9 @@ const std::set<std::string> kSettings = {"fidelity", "timeout_s", "tolerance_per
 Suite load_suite(const std::string& path) {
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::ParserException& e) {
-    throw SuiteError(fmt::format("{}:{}: YAML syntax error: {}", path, e.mark.line + 1, e.msg));
-  } catch (const YAML::Exception& e) {
-    throw SuiteError(fmt::format("{}: cannot read: {}", path, e.msg));
+    root = load_yaml_file(path);
+  } catch (const YamlFileError& e) {
+    throw SuiteError(e.what());
   }
   check_keys(path, root, {"description", "defaults", "tests"}, "the suite");
   const YAML::Node defaults = root["defaults"] ? root["defaults"] : YAML::Node(YAML::NodeType::Map);
@@ -81,18 +111,26 @@ Suite load_suite(const std::string& path) {
     base.file = path;
     base.line = t.Mark().is_null() ? 0 : t.Mark().line + 1;
     base.test = t["name"].Scalar();
+    // The name goes into job ids, folder names and JUnit XML.
+    if (base.test.empty() || base.test.size() > 100 ||
+        base.test.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-") !=
+            std::string::npos)
+      fail(path, t["name"], "a test's name is 1 to 100 letters, digits and _ . + -");
     base.kernel = t["kernel"].Scalar();
     if (auto n = setting("fidelity")) base.fidelity = n.Scalar();
-    if (auto n = setting("timeout_s")) base.timeout_s = scalar<double>(path, n, "timeout_s");
-    if (auto n = setting("tolerance_percent")) base.tolerance_percent = scalar<double>(path, n, "tolerance_percent");
-    if (auto n = setting("seed")) base.seed = scalar<std::uint64_t>(path, n, "seed");
+    if (auto n = setting("timeout_s")) base.timeout_s = bounded(path, n, "timeout_s", 0, false, kMaxTimeoutS);
+    if (auto n = setting("tolerance_percent"))
+      base.tolerance_percent = bounded(path, n, "tolerance_percent", 0, true, 1000);
+    if (auto n = setting("seed")) base.seed = seed_of(path, n);
     if (auto n = setting("groups")) base.groups = strings(path, n, "groups");
     const std::vector<std::string> variants = t["variants"] ? strings(path, t["variants"], "variants")
                                                             : std::vector<std::string>{""};
     const std::vector<std::string> configs = strings(path, t["configs"], "configs");
+    if (configs.empty()) fail(path, t["configs"], "'configs' must not be empty");
     std::vector<std::map<std::string, std::int64_t>> shapes;
     if (t["shapes"]) {
-      if (!t["shapes"].IsSequence()) fail(path, t["shapes"], "'shapes' must be a list of NAME: VALUE mappings");
+      if (!t["shapes"].IsSequence() || t["shapes"].size() == 0)
+        fail(path, t["shapes"], "'shapes' must be a non-empty list of NAME: VALUE mappings");
       for (const auto& s : t["shapes"]) {
         if (!s.IsMap()) fail(path, s, "a shape must be a mapping NAME: VALUE");
         std::map<std::string, std::int64_t> shape;
@@ -114,6 +152,8 @@ Suite load_suite(const std::string& path) {
           for (const auto& [k, x] : s) shape_text += fmt::format("{}{}{}", shape_text.empty() ? "" : "_", k, x);
           j.id = fmt::format("{}/{}/{}{}", j.test, v.empty() ? "default" : v, c, shape_text.empty() ? "" : "/" + shape_text);
           if (!ids.insert(j.id).second) fail(path, t, fmt::format("job '{}' appears twice", j.id));
+          if (suite.jobs.size() >= kMaxJobs)
+            fail(path, t, fmt::format("the suite has more than {} jobs", kMaxJobs));
           suite.jobs.push_back(j);
         }
   }
@@ -135,7 +175,10 @@ std::vector<Job> select(const Suite& suite, const std::string& group, const std:
 void compare_to_baseline(std::vector<JobResult>& results, const nlohmann::json& baseline) {
   for (JobResult& r : results) {
     if (r.status != Status::Pass || !baseline.contains(r.job.id)) continue;
-    const double was = baseline[r.job.id].value("time_ns", 0.0);
+    const auto& entry = baseline[r.job.id];
+    // An entry in another shape is no baseline for the job.
+    if (!entry.is_object() || !entry.contains("time_ns") || !entry["time_ns"].is_number()) continue;
+    const double was = entry["time_ns"].get<double>();
     const double now = r.report.value("time_ns", 0.0);
     if (was <= 0) continue;
     const double delta = 100.0 * (now - was) / was;
@@ -165,7 +208,15 @@ std::string xml_escape(const std::string& s) {
       case '<': out += "&lt;"; break;
       case '>': out += "&gt;"; break;
       case '"': out += "&quot;"; break;
-      default: out += c;
+      case '\'': out += "&apos;"; break;
+      case '\n': out += "&#10;"; break;
+      case '\t': out += "&#9;"; break;
+      case '\r': out += "&#13;"; break;
+      default:
+        // XML 1.0 has no way to write the other control characters at all:
+        // they are shown as \xNN text.
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+        else out += c;
     }
   }
   return out;

@@ -1,10 +1,12 @@
 #include "files.h"
 #include "commands.h"
 #include "regress.h"
+#include "job_runner.h"
 #include "runner.h"
 #include "slurm.h"
 
 #include "arch/config.h"
+#include "arch/config_input.h"
 #include "common/kernel.h"
 #include "tessera/kernel_builder.h"
 
@@ -179,7 +181,7 @@ int run_suite(const RegressOptions& o) {
   if (!errors.empty()) return kExitBadInput;
   int index = 1, count = 1;
   if (!o.shard.empty() && !runner::parse_shard(o.shard, &index, &count)) {
-    std::cerr << fmt::format("{}: --shard {}: expected I/N with 1 <= I <= N\n", kRegress, o.shard);
+    std::cerr << fmt::format("{}: --shard {}: expected I/N with 1 <= I <= N <= 1000000\n", kRegress, o.shard);
     return kExitBadInput;
   }
   const bool slurm = o.submit.enabled || !o.submit.emit_sbatch.empty();
@@ -206,22 +208,42 @@ int run_suite(const RegressOptions& o) {
   const SuiteFlow flow;
   if (slurm) return runner::submit(flow, suite_plan(suite, o), jobs.size(), o.out, o.submit);
 
-  fs::create_directories(o.out);
-  for (const auto& f : flow.outputs()) fs::remove(fs::path(o.out) / f);
+  // Everything the run will read or write is checked before the jobs run.
+  const fs::path baseline = o.baseline.empty()
+                                ? fs::path(o.suite).parent_path() / "baselines" / (suite.name + ".json")
+                                : fs::path(o.baseline);
+  nlohmann::json baseline_times;
+  if (o.update_baseline) {
+    make_dirs(baseline.parent_path().empty() ? fs::path(".") : baseline.parent_path());
+    check_writable(baseline);
+  } else if (fs::exists(baseline) || !o.baseline.empty()) {
+    try {
+      baseline_times = nlohmann::json::parse(read_file(baseline));
+      if (!baseline_times.is_object()) throw std::runtime_error("expected an object {job id: {time_ns, cycles}}");
+    } catch (const FileError& e) {
+      std::cerr << fmt::format("{}: --baseline {}\n", kRegress, e.what());
+      return kExitBadInput;
+    } catch (const std::exception& e) {
+      std::cerr << fmt::format("{}: {}: not a baseline: {}\n", kRegress, baseline.string(),
+                               arch::quote_input(e.what(), 200));
+      return kExitBadInput;
+    }
+  }
+  make_dirs(o.out);
+  for (const auto& f : flow.outputs()) {
+    fs::remove(fs::path(o.out) / f);
+    check_writable(fs::path(o.out) / f);
+  }
   fmt::print("{}: {} jobs, {} at a time\n", suite.name, jobs.size(), o.jobs);
   std::fflush(stdout);
   bool interrupted = false;
   std::vector<JobResult> results = runner::run_here(flow, jobs, o.jobs, o.out, &interrupted);
 
-  const fs::path baseline = o.baseline.empty()
-                                ? fs::path(o.suite).parent_path() / "baselines" / (suite.name + ".json")
-                                : fs::path(o.baseline);
   if (o.update_baseline && !interrupted) {
-    fs::create_directories(baseline.parent_path());
     write_file(baseline, regress::make_baseline(results).dump(2) + "\n");
     fmt::print("baseline written: {}\n", baseline.string());
-  } else if (fs::exists(baseline)) {
-    regress::compare_to_baseline(results, nlohmann::json::parse(read_file(baseline)));
+  } else if (!baseline_times.is_null()) {
+    regress::compare_to_baseline(results, baseline_times);
   }
 
   const int status = flow.write_outputs(suite_plan(suite, o), results, o.out);
@@ -286,7 +308,8 @@ void add_regress_command(CLI::App& app, int* exit_code) {
     }
   });
   cmd->add_option("--group", o->group, "Only jobs of this group (smoke, nightly, rtl, ...)");
-  cmd->add_option("-j,--jobs", o->jobs, "Jobs at a time (default: the core count)");
+  cmd->add_option("-j,--jobs", o->jobs, "Jobs at a time (default: the core count)")
+      ->check(CLI::Range(1, runner::kMaxParallel));
   cmd->add_option("--shard", o->shard, "Run the deterministic shard I of N (I/N)");
   cmd->add_option("--filter", o->filter, "Only jobs whose id matches this glob");
   cmd->add_option("--out", o->out, "Output folder")->capture_default_str();
@@ -303,6 +326,9 @@ void add_regress_command(CLI::App& app, int* exit_code) {
       std::cerr << e.what() << '\n';
       *exit_code = kExitBadInput;
     } catch (const slurm::SlurmError& e) {
+      std::cerr << kRegress << ": " << e.what() << '\n';
+      *exit_code = kExitBadInput;
+    } catch (const FileError& e) {
       std::cerr << kRegress << ": " << e.what() << '\n';
       *exit_code = kExitBadInput;
     }

@@ -1,4 +1,5 @@
 #include "commands.h"
+#include "files.h"
 
 #include "arch/config_format.h"
 #include "common/kernel.h"
@@ -10,7 +11,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <charconv>
+#include <limits>
 #include <memory>
+#include <optional>
 
 namespace tessera::cli {
 namespace {
@@ -20,10 +24,41 @@ struct RunOptions {
   std::string waves, waves_window, waves_scope;
   std::vector<std::string> sets;
   bool no_data = false, json = false;
-  std::uint64_t seed = 1;
+  std::string seed = "1";
 };
 
+// A seed is a plain decimal integer that fits 64 bits: "-1", "2^64" or
+// "1e23" would otherwise all wrap or round to the same data.
+std::optional<std::uint64_t> parse_seed(const std::string& text) {
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+// The folders the outputs go to exist and the files can be created, before
+// a simulation that may take long; throws FileError naming the file.
+void check_outputs(const RunOptions& o) {
+  namespace fs = std::filesystem;
+  if (!o.out.empty()) {
+    make_dirs(o.out);
+    for (const char* f : {"report.json", "stats.txt", "config.resolved.yaml"}) check_writable(fs::path(o.out) / f);
+  }
+  if (!o.trace.empty()) {
+    const fs::path trace(o.trace);
+    if (trace.has_parent_path()) make_dirs(trace.parent_path());
+    check_writable(trace);
+  }
+}
+
 int run(const RunOptions& o) {
+  // Checked here rather than by the option parser, so that a mistyped option
+  // is named first.
+  for (const auto& [value, option] : {std::pair{&o.config, "--config"}, std::pair{&o.kernel, "--kernel"}})
+    if (value->empty()) {
+      std::cerr << fmt::format("tessera run: {} is required (tessera run --help)\n", option);
+      return kExitBadInput;
+    }
   const kernels::KernelSpec* spec = kernels::find_kernel(o.kernel);
   if (!spec) {
     std::string names;
@@ -35,6 +70,12 @@ int run(const RunOptions& o) {
   if (std::find(spec->variants.begin(), spec->variants.end(), variant) == spec->variants.end()) {
     std::cerr << fmt::format("tessera run: kernel '{}' has no variant '{}' (variants: {})\n", o.kernel, variant,
                              fmt::join(spec->variants, ", "));
+    return kExitBadInput;
+  }
+  const std::optional<std::uint64_t> seed = parse_seed(o.seed);
+  if (!seed) {
+    std::cerr << fmt::format("tessera run: --seed {}: expected a whole number from 0 to {}\n", o.seed,
+                             std::numeric_limits<std::uint64_t>::max());
     return kExitBadInput;
   }
   if (o.dtype != "bf16") {
@@ -61,9 +102,10 @@ int run(const RunOptions& o) {
       return kExitBadInput;
     }
   }
+  check_outputs(o);
   Device dev(dev_opts);
   const kernels::Shape shape = kernels::resolve_shape(*spec, kernels::parse_shape(o.shape));
-  auto instance = spec->make(dev, shape, variant, o.seed);
+  auto instance = spec->make(dev, shape, variant, *seed);
   const Program program = instance->build();
 
   RunReport report = dev.run(program);
@@ -78,18 +120,16 @@ int run(const RunOptions& o) {
     if (!c.correct) report.error = "numerics mismatch: " + c.detail;
   }
 
+  // The report says which data it ran on.
+  nlohmann::json json = report.to_json();
+  json["seed"] = *seed;
   if (!o.out.empty()) {
-    std::filesystem::create_directories(o.out);
-    std::ofstream(std::filesystem::path(o.out) / "report.json") << report.to_json().dump(2) << '\n';
-    std::ofstream(std::filesystem::path(o.out) / "stats.txt") << dev.stats_text();
-    std::ofstream(std::filesystem::path(o.out) / "config.resolved.yaml") << arch::to_annotated_yaml(dev.resolved());
+    write_file(std::filesystem::path(o.out) / "report.json", json.dump(2) + "\n");
+    write_file(std::filesystem::path(o.out) / "stats.txt", dev.stats_text());
+    write_file(std::filesystem::path(o.out) / "config.resolved.yaml", arch::to_annotated_yaml(dev.resolved()));
   }
-  if (!o.trace.empty()) {
-    const std::filesystem::path trace(o.trace);
-    if (trace.has_parent_path()) std::filesystem::create_directories(trace.parent_path());
-    std::ofstream(trace) << dev.trace().dump() << '\n';
-  }
-  if (o.json) std::cout << report.to_json().dump(2) << '\n';
+  if (!o.trace.empty()) write_file(o.trace, dev.trace().dump() + "\n");
+  if (o.json) std::cout << json.dump(2) << '\n';
   else std::cout << report.summary();
   if (!o.waves.empty())
     std::cerr << fmt::format("tessera run: waveform {} (save file {}); open it with: scripts/waves {}\n", o.waves,
@@ -104,14 +144,14 @@ int run(const RunOptions& o) {
 void add_run_command(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand("run", "Run one kernel on one config and report its performance");
-  cmd->add_option("--config", o->config, "Config name or YAML file")->required();
-  cmd->add_option("--kernel", o->kernel, "Kernel name (tessera list kernels)")->required();
+  cmd->add_option("--config", o->config, "Config name or YAML file (required)");
+  cmd->add_option("--kernel", o->kernel, "Kernel name, tessera list kernels (required)");
   cmd->add_option("--variant", o->variant, "Kernel variant (default: the kernel's first)");
   cmd->add_option("--shape", o->shape, "Shape parameters, e.g. M=512,N=1024,K=256 (default: the kernel's)");
   cmd->add_option("--dtype", o->dtype, "Input dtype")->capture_default_str();
   cmd->add_option("--fidelity", o->fidelity, "rtl, sampled or tlm (default: the config's)");
   cmd->add_flag("--no-data", o->no_data, "Timing only: skip the arithmetic (same cycles)");
-  cmd->add_option("--seed", o->seed, "Seed of the random inputs")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed of the random inputs (0 to 2^64-1)")->capture_default_str();
   cmd->add_option("--out", o->out, "Write report.json, stats.txt and config.resolved.yaml here");
   cmd->add_flag("--json", o->json, "Print the report as JSON");
   cmd->add_option("--trace", o->trace,
@@ -132,6 +172,9 @@ void add_run_command(CLI::App& app, int* exit_code) {
       for (const auto& d : e.diagnostics()) std::cerr << d.str() << '\n';
       *exit_code = kExitBadInput;
     } catch (const KernelError& e) {
+      std::cerr << "tessera run: " << e.what() << '\n';
+      *exit_code = kExitBadInput;
+    } catch (const FileError& e) {
       std::cerr << "tessera run: " << e.what() << '\n';
       *exit_code = kExitBadInput;
     } catch (const std::exception& e) {

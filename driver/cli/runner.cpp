@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <set>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -55,7 +57,10 @@ slurm::ArrayJob array_job(const Flow& flow, const nlohmann::json& plan) {
   std::string options;
   for (std::size_t i = 1; i < args.size(); ++i) options += " " + shell_word(args[i]);
   slurm::ArrayJob job;
+  // A suite's or study's file name may hold anything; Slurm's job name may not.
   job.name = flow.slurm_name(plan);
+  for (char& c : job.name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '+' && c != '-') c = '_';
   job.out = out;
   job.shards = shards;
   job.shard_command = fmt::format(
@@ -71,6 +76,50 @@ slurm::ArrayJob array_job(const Flow& flow, const nlohmann::json& plan) {
 
 void remove_outputs(const Flow& flow, const fs::path& out) {
   for (const auto& f : flow.outputs()) fs::remove_all(out / f);
+}
+
+// What a submission writes at the top of its output folder, listed in the
+// folder's manifest so that a later submission removes only those.
+const char* kManifest = ".tessera-manifest.json";
+
+std::vector<std::string> written_by(const Flow& flow) {
+  std::vector<std::string> names = {"shards", "slurm", kManifest};
+  for (const auto& f : flow.outputs()) names.push_back(f);
+  return names;
+}
+
+// Makes OUT ready for a fresh submission: removes what an earlier run of
+// the tool wrote there (by its manifest), and refuses a folder holding
+// anything else unless --force (which leaves those files alone).
+void prepare_output(const Flow& flow, const fs::path& out, bool force) {
+  std::set<std::string> ours;
+  try {
+    const nlohmann::json manifest = nlohmann::json::parse(read_file(out / kManifest));
+    for (const auto& e : manifest.at("entries")) ours.insert(e.get<std::string>());
+  } catch (const std::exception&) {
+    // No manifest (or not one of ours): nothing there is known to be ours.
+  }
+  ours.insert(kManifest);
+  std::vector<std::string> foreign;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(out, ec))
+    if (!ours.count(entry.path().filename().string())) foreign.push_back(entry.path().filename().string());
+  std::sort(foreign.begin(), foreign.end());
+  if (!foreign.empty() && !force)
+    throw slurm::SlurmError(fmt::format(
+        "output folder {} holds {} that no earlier 'tessera {} --slurm' wrote ({}{}); give an empty or new folder, "
+        "or --force to submit beside them (they are left alone)",
+        out.string(), foreign.size() == 1 ? "a file" : "files", flow.name(),
+        fmt::join(foreign.begin(), foreign.begin() + static_cast<long>(std::min<std::size_t>(5, foreign.size())), ", "),
+        foreign.size() > 5 ? ", ..." : ""));
+  // What the manifest lists; with --force also what this run is about to
+  // write (a foreign `shards/` would otherwise be merged).
+  const auto names = written_by(flow);
+  for (const auto& name : ours) fs::remove_all(out / name, ec);
+  if (force)
+    for (const auto& name : names) fs::remove_all(out / name, ec);
+  make_dirs(out);
+  write_file(out / kManifest, nlohmann::json{{"runner", flow.name()}, {"entries", names}}.dump(2) + "\n");
 }
 
 // Shards whose task left no results, or results with a job not answered.
@@ -178,12 +227,11 @@ int submit(const Flow& flow, nlohmann::json plan, std::size_t jobs, const fs::pa
   plan["out"] = out.string();
   plan["tessera"] = self_exe();
   plan["scheduling"] = slurm::scheduling(o);
+  if (o.emit_sbatch.empty()) slurm::require_client();
   // A fresh submission: nothing of an earlier one may be merged into it.
-  fs::remove_all(out / "shards");
-  fs::remove_all(out / "slurm");
-  remove_outputs(flow, out);
-  fs::create_directories(out / "slurm");
-  for (int i = 1; i <= shards; ++i) fs::create_directories(slurm::shard_dir(out, i));
+  prepare_output(flow, out, o.force);
+  make_dirs(out / "slurm");
+  for (int i = 1; i <= shards; ++i) make_dirs(slurm::shard_dir(out, i));
   write_plan(out, plan);
   const std::string what = fmt::format("{} {}s in {} shards", jobs, flow.noun(), shards);
   if (!o.emit_sbatch.empty()) {

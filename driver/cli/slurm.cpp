@@ -1,5 +1,8 @@
 #include "slurm.h"
 
+#include "files.h"
+#include "process.h"
+
 #include <CLI/CLI.hpp>
 
 #include <fmt/format.h>
@@ -36,24 +39,50 @@ void require(const std::string& program) {
                                  program));
 }
 
-// Runs a shell command; its stdout and stderr, and its exit status (-1 when
-// it did not exit normally).
-int capture(const std::string& command, std::string* out, std::string* err) {
-  char err_path[] = "/tmp/tessera-slurm-XXXXXX";
-  const int fd = mkstemp(err_path);
-  if (fd >= 0) close(fd);
-  FILE* pipe = popen(fmt::format("{} 2>{}", command, shell_quote(err_path)).c_str(), "r");
-  if (!pipe) throw SlurmError(fmt::format("cannot run '{}'", command));
-  std::array<char, 4096> buf{};
-  out->clear();
-  while (std::size_t n = fread(buf.data(), 1, buf.size(), pipe)) out->append(buf.data(), n);
-  const int raw = pclose(pipe);
-  std::ifstream in(err_path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  *err = ss.str();
-  fs::remove(err_path);
-  return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+// A value that goes into the submission script must not change its shape:
+// a newline would end a here-document or an #SBATCH line and start a command.
+void check_script_value(const std::string& what, const std::string& value) {
+  for (char c : value)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      throw SlurmError(fmt::format("{} holds a control character (a newline, say); it cannot go into a Slurm script",
+                                   what));
+}
+
+void check_pattern(const std::string& what, const std::string& value, const char* allowed, const char* meaning) {
+  if (value.find_first_not_of(allowed) != std::string::npos)
+    throw SlurmError(fmt::format("{} '{}': {}", what, value.substr(0, 80), meaning));
+}
+
+// Everything of a job that enters the script, checked before it is written.
+void check_job(const ArrayJob& job) {
+  constexpr const char* kWord = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-";
+  check_pattern("job name", job.name, kWord, "expected letters, digits and _ . + -");
+  if (!job.partition.empty())
+    check_pattern("--partition", job.partition,
+                  "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,-",
+                  "expected a partition name (letters, digits, _ . -; several separated by commas)");
+  if (!job.time_limit.empty())
+    check_pattern("--time", job.time_limit, "0123456789:-",
+                  "expected a Slurm time limit such as 30, 02:00:00 or 1-12:00:00");
+  // #SBATCH lines cannot quote a path, and Slurm expands % in its file names.
+  const std::string out = job.out.string();
+  check_script_value("the output folder", out);
+  if (out.find_first_of(" \t'\"\\$`%") != std::string::npos)
+    throw SlurmError(fmt::format("output folder '{}': Slurm's #SBATCH lines cannot hold a path with spaces, quotes, "
+                                 "$, ` or % (which Slurm expands)",
+                                 out));
+  check_script_value("the shard command", job.shard_command);
+  check_script_value("the merge command", job.merge_command);
+  for (const auto& [k, v] : job.env) {
+    check_pattern("environment variable", k, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_", "expected an upper-case name");
+    check_script_value(k, v);
+  }
+}
+
+// A Slurm job id as squeue and sbatch print it.
+void check_job_id(const std::string& id) {
+  if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos)
+    throw SlurmError(fmt::format("'{}' is not a Slurm job id (expected digits; is plan.json edited?)", id.substr(0, 40)));
 }
 
 std::string trim(std::string s) {
@@ -94,6 +123,7 @@ std::string shell_quote(const std::string& s) {
 }
 
 std::string submit_script(const ArrayJob& job) {
+  check_job(job);
   std::string array;
   if (job.only.empty()) {
     array = fmt::format("1-{}", job.shards);
@@ -143,24 +173,28 @@ std::string submit_script(const ArrayJob& job) {
       fmt::arg("merge", merge_script));
 }
 
+void require_client() {
+  require("sbatch");
+  require("squeue");
+}
+
 std::pair<std::string, std::string> submit(const ArrayJob& job) {
   require("sbatch");
-  // #SBATCH lines cannot quote a path.
-  if (job.out.string().find_first_of(" \t\n'\"") != std::string::npos)
-    throw SlurmError(fmt::format("output folder '{}': Slurm's #SBATCH lines cannot hold a path with spaces or quotes",
-                                 job.out.string()));
+  const std::string text = submit_script(job);
   for (int i = 1; i <= job.shards; ++i) fs::create_directories(shard_dir(job.out, i));
   fs::create_directories(job.out / "slurm");
   const fs::path script = job.out / "slurm" / "submit.sh";
-  std::ofstream(script) << submit_script(job);
+  write_file(script, text);
   std::string out, err;
-  const int status = capture("bash " + shell_quote(script.string()), &out, &err);
+  const int status = run_program({"bash", script.string()}, &out, &err);
   std::istringstream ids(out);
   std::string array_id, merge_id;
   ids >> array_id >> merge_id;
   if (status != 0 || merge_id.empty())
     throw SlurmError(fmt::format("sbatch refused the submission ({}): {}", script.string(),
                                  trim(err.empty() ? out : err)));
+  check_job_id(array_id);
+  check_job_id(merge_id);
   return {array_id, merge_id};
 }
 
@@ -172,7 +206,10 @@ bool query(const std::string& array_id, const std::string& merge_id,
            std::map<std::string, std::pair<std::string, std::string>>* states) {
   states->clear();
   std::string out, err;
-  const int status = capture(fmt::format("squeue -h -r -t all -j {},{} -o '%i|%T|%r'", array_id, merge_id), &out, &err);
+  check_job_id(array_id);
+  check_job_id(merge_id);
+  const int status = run_program({"squeue", "-h", "-r", "-t", "all", "-j", array_id + "," + merge_id, "-o", "%i|%T|%r"},
+                                 &out, &err);
   if (status != 0) return err.find("Invalid job id") != std::string::npos;
   std::istringstream lines(out);
   for (std::string line; std::getline(lines, line);) {
@@ -299,15 +336,21 @@ void add_submit_options(CLI::App& cmd, SubmitOptions& o, const SubmitNouns& noun
   auto* group = cmd.add_option_group("Slurm", fmt::format("Run the {} on a Slurm cluster (docs/slurm.md)", nouns.whole));
   group->add_flag("--slurm", o.enabled, "Submit as a Slurm job array of shards plus a merge job");
   group->add_option("--partition", o.partition, "Slurm partition");
-  group->add_option("--max-parallel", o.max_parallel, "Array tasks running at once (default: no limit)");
+  group->add_option("--max-parallel", o.max_parallel, "Array tasks running at once (default: no limit)")
+      ->check(CLI::Range(1, 1000000));
   group->add_option("--time", o.time_limit, "Time limit of each task and of the merge (Slurm's --time)");
-  group->add_option("--shards", o.shards, fmt::format("Array tasks (default: one per {}, at most 32)", nouns.item));
+  group->add_option("--shards", o.shards, fmt::format("Array tasks (default: one per {}, at most 32)", nouns.item))
+      ->check(CLI::Range(1, 1000000));
   group->add_option("--cpus-per-task", o.cpus_per_task,
                     fmt::format("CPUs of each task; its {}s run that many at a time", nouns.item))
+      ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   group->add_flag("--wait", o.wait, nouns.wait_help);
+  group->add_flag("--force", o.force,
+                  "Submit even into an output folder holding files an earlier run did not write (they are left alone)");
   group->add_option("--start-timeout", o.start_timeout_s,
                     "With --wait: give up when no task has started after this many seconds (0: never)")
+      ->check(CLI::Range(0.0, 1e9))
       ->capture_default_str();
   group->add_option("--emit-sbatch", o.emit_sbatch, "Write the submission script here instead of submitting");
   group->add_option("--rerun-failed", o.rerun_failed,

@@ -39,6 +39,7 @@ public:
 struct SubmitOptions {
   bool enabled = false;  // --slurm
   bool wait = false;
+  bool force = false;  // --force: submit into a folder holding files this tool did not write
   std::string partition, time_limit, emit_sbatch, rerun_failed;
   int max_parallel = 0, shards = 0, cpus_per_task = 1;
   double start_timeout_s = 1800;
@@ -86,6 +87,9 @@ std::string submit_script(const ArrayJob& job);
 
 // Single quotes for the shell.
 std::string shell_quote(const std::string& s);
+
+// Throws SlurmError unless the Slurm client commands (sbatch, squeue) are on PATH.
+void require_client();
 
 // Creates the shard folders (Slurm opens each task's log before it runs),
 // writes OUT/slurm/submit.sh and runs it. Returns {array id, merge id}.

@@ -1,5 +1,7 @@
 #include "study.h"
 
+#include "yaml_file.h"
+
 #include "arch/config.h"
 #include "arch/config_schema.h"
 #include "common/kernel.h"
@@ -19,8 +21,10 @@ namespace fs = std::filesystem;
 using regress::Job;
 using regress::JobResult;
 
-// A grid larger than this is almost always a typo in a range.
+// A parameter with more values than this, or a grid with more points, is
+// almost always a typo in a range.
 constexpr std::size_t kMaxValues = 1000;
+constexpr std::size_t kMaxPoints = 10000;
 
 int line_of(const YAML::Node& n) { return n.Mark().is_null() ? 0 : n.Mark().line + 1; }
 
@@ -77,6 +81,9 @@ void expand_range(const std::string& file, const YAML::Node& r, Parameter& p) {
   if (!r["step"] == !r["factor"]) fail(file, r, "a range needs exactly one of 'step' and 'factor'");
   const double from = scalar<double>(file, r["from"], "from");
   const double to = scalar<double>(file, r["to"], "to");
+  for (const char* k : {"from", "to", "step", "factor"})
+    if (r[k] && !std::isfinite(scalar<double>(file, r[k], k)))
+      fail(file, r[k], fmt::format("range: '{}' must be a finite number, not {}", k, r[k].Scalar()));
   if (to < from) fail(file, r, fmt::format("range: 'to' ({}) is below 'from' ({})", to, from));
   const bool geometric = static_cast<bool>(r["factor"]);
   const double by = geometric ? scalar<double>(file, r["factor"], "factor") : scalar<double>(file, r["step"], "step");
@@ -313,11 +320,9 @@ void check_points(const Study& s) {
 Study load_study(const std::string& path, const std::set<std::string>& only_kernels) {
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::ParserException& e) {
-    throw StudyError(fmt::format("{}:{}: YAML syntax error: {}", path, e.mark.line + 1, e.msg));
-  } catch (const YAML::Exception& e) {
-    throw StudyError(fmt::format("{}: cannot read: {}", path, e.msg));
+    root = load_yaml_file(path);
+  } catch (const YamlFileError& e) {
+    throw StudyError(e.what());
   }
   check_keys(path, root, {"description", "base", "fidelity", "no_data", "timeout_s", "seed", "parameters", "kernels"},
              "the study");
@@ -337,8 +342,14 @@ Study load_study(const std::string& path, const std::set<std::string>& only_kern
       fail(path, root["fidelity"], fmt::format("fidelity '{}': expected rtl, sampled or tlm", s.fidelity));
   }
   if (root["no_data"]) s.no_data = scalar<bool>(path, root["no_data"], "no_data");
-  if (root["timeout_s"]) s.timeout_s = scalar<double>(path, root["timeout_s"], "timeout_s");
-  if (root["seed"]) s.seed = scalar<std::uint64_t>(path, root["seed"], "seed");
+  if (root["timeout_s"]) {
+    s.timeout_s = scalar<double>(path, root["timeout_s"], "timeout_s");
+    if (!std::isfinite(s.timeout_s) || s.timeout_s <= 0 || s.timeout_s > 7 * 86400)
+      fail(path, root["timeout_s"], fmt::format("'timeout_s' must be a number above 0 and at most a week (604800), not {}",
+                                                root["timeout_s"].Scalar()));
+  }
+  if (root["seed"] && (!root["seed"].IsScalar() || !parse_u64(root["seed"].Scalar(), &s.seed)))
+    fail(path, root["seed"], "'seed' must be a whole number from 0 to 2^64-1");
   if (!root["parameters"] || !root["parameters"].IsSequence() || root["parameters"].size() == 0)
     fail(path, root["parameters"] ? root["parameters"] : root, "a study needs a non-empty list 'parameters'");
   std::set<std::string> parameter_names, keys;
@@ -362,6 +373,17 @@ Study load_study(const std::string& path, const std::set<std::string>& only_kern
   }
   if (s.kernels.empty())
     fail(path, root["kernels"], fmt::format("no kernel of the study is in --kernels {}", fmt::join(only_kernels, ",")));
+
+  // Counted before anything is expanded: a range typo would otherwise make
+  // millions of points to check.
+  double grid = 1;
+  for (const auto& p : s.parameters) grid *= static_cast<double>(p.values.size());
+  double runs = 0;
+  for (const auto& k : s.kernels)
+    runs += static_cast<double>(std::max<std::size_t>(1, k.variants.size()) * std::max<std::size_t>(1, k.shapes.size()));
+  if (grid * runs > static_cast<double>(kMaxPoints))
+    fail(path, root["parameters"], fmt::format("the study has {:.0f} points ({:.0f} configs x {:.0f} runs each); at most {}",
+                                               grid * runs, grid, runs, kMaxPoints));
 
   check_points(s);
   return s;

@@ -1,5 +1,7 @@
 #include "files.h"
+#include "process.h"
 #include "commands.h"
+#include "job_runner.h"
 #include "runner.h"
 #include "slurm.h"
 #include "study.h"
@@ -147,13 +149,10 @@ public:
     fmt::print("results: {} and {}\n", (out / "results.csv").string(), (out / "results.json").string());
     int status = failed ? 1 : 0;
     if (!plan.value("no_plots", false)) {
-      const std::string cmd = fmt::format("{} {} --out {}", slurm::shell_quote(plot_script()),
-                                          slurm::shell_quote((out / "results.json").string()),
-                                          slurm::shell_quote((out / "plots").string()));
-      std::fflush(stdout);
-      const int rc = std::system(cmd.c_str());
-      if (rc != 0) {
-        std::cerr << fmt::format("{}: plotting failed ({}); the results are written\n", kSweep, cmd);
+      const std::vector<std::string> cmd = {plot_script(), (out / "results.json").string(), "--out",
+                                            (out / "plots").string()};
+      if (run_program(cmd) != 0) {
+        std::cerr << fmt::format("{}: plotting failed ({}); the results are written\n", kSweep, fmt::join(cmd, " "));
         status = 1;
       }
     }
@@ -221,7 +220,7 @@ int run_sweep(const SweepOptions& o) {
   const bool slurm = o.submit.enabled || !o.submit.emit_sbatch.empty();
   int index = 1, count = 1;
   if (!o.shard.empty() && !runner::parse_shard(o.shard, &index, &count)) {
-    std::cerr << fmt::format("{}: --shard {}: expected I/N with 1 <= I <= N\n", kSweep, o.shard);
+    std::cerr << fmt::format("{}: --shard {}: expected I/N with 1 <= I <= N <= 1000000\n", kSweep, o.shard);
     return kExitBadInput;
   }
   if (slurm && !o.shard.empty()) {
@@ -278,7 +277,8 @@ void add_sweep_command(CLI::App& app, int* exit_code) {
       *exit_code = kExitBadInput;
     }
   });
-  cmd->add_option("-j,--jobs", o->jobs, "Runs at a time (default: the core count)");
+  cmd->add_option("-j,--jobs", o->jobs, "Runs at a time (default: the core count)")
+      ->check(CLI::Range(1, runner::kMaxParallel));
   cmd->add_option("--out", o->out, "Output folder (default: out/sweep/<study>)");
   cmd->add_flag("--no-data", o->no_data, "Timing only: skip the arithmetic (same cycles)");
   cmd->add_option("--kernels", o->kernels, "Run only these kernels of the study (the others are not checked)")
@@ -296,6 +296,9 @@ void add_sweep_command(CLI::App& app, int* exit_code) {
       std::cerr << e.what() << '\n';
       *exit_code = kExitBadInput;
     } catch (const slurm::SlurmError& e) {
+      std::cerr << kSweep << ": " << e.what() << '\n';
+      *exit_code = kExitBadInput;
+    } catch (const FileError& e) {
       std::cerr << kSweep << ": " << e.what() << '\n';
       *exit_code = kExitBadInput;
     }

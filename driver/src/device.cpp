@@ -2,12 +2,14 @@
 
 #include "arch/numerics.h"
 #include "core/neuron_core.h"
+#include "arch/dma_descriptor_check.h"
 #include "engines/tensor_engine.h"
 #include "cosim/dma_sampler.h"
 #include "cosim/rtl_dma_engine.h"
 #include "cosim/rtl_tensor_datapath.h"
 #include "cosim/waves.h"
 #include "tessera/kernel_builder.h"
+#include "trace/sim_time.h"
 
 #include <fmt/format.h>
 
@@ -79,56 +81,108 @@ void add_profile_figures(RunReport& report, const Program& program, core::Neuron
 }
 
 // What the models could not record as they ran: the DMA queues' slices
-// (from doorbells and completions), semaphore arrows, HBM bandwidth and
-// SBUF/PSUM occupancy.
+// (from doorbells, starts, semaphore writes and completions), semaphore
+// arrows, HBM bandwidth and SBUF/PSUM occupancy.
 void finish_trace(trace::Timeline& timeline, const Program& program, core::NeuronCore& core, double end_ns) {
-  // Descriptor (engine, queue, index) -> when it ran.
+  using trace::ns;
+  // The semaphores' increments as they landed, by semaphore, in time order.
+  std::map<std::size_t, std::vector<double>> increments;
+  for (const auto& inc : core.semaphores().increments()) increments[inc.index].push_back(ns(inc.at));
+  // Descriptor (engine, queue, index) -> when it moved data, and the first
+  // slice it drew (where the work a DmaTrigger rang starts).
   std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, std::pair<double, double>> descriptor_time;
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, trace::Timeline::Point> descriptor_slice;
   for (std::size_t e = 0; e < core.dma().engines(); ++e) {
     const dma::DmaEngineBase& engine = core.dma().engine(e);
-    std::map<std::pair<std::uint32_t, std::uint32_t>, double> visible;  // (queue, index) -> doorbell landed
+    const auto e32 = static_cast<std::uint32_t>(e);
+    std::map<std::pair<std::uint32_t, std::uint32_t>, double> visible, started;  // (queue, index) -> time
     for (const auto& d : engine.doorbells())
-      for (std::uint32_t i = 0; i < d.count; ++i) visible[{d.queue, d.first + i}] = d.visible.to_seconds() * 1e9;
-    std::map<std::uint32_t, std::vector<std::pair<std::uint32_t, double>>> done;  // queue -> (index, end)
-    for (const auto& c : engine.completions()) done[c.queue].emplace_back(c.index, c.done.to_seconds() * 1e9);
+      for (std::uint32_t i = 0; i < d.count; ++i) visible[{d.queue, d.first + i}] = ns(d.visible);
+    for (const auto& st : engine.starts()) started.emplace(std::make_pair(st.queue, st.index), ns(st.at));
+    std::map<std::uint32_t, std::vector<std::pair<std::uint32_t, double>>> done;  // queue -> (index, status written)
+    for (const auto& c : engine.completions()) done[c.queue].emplace_back(c.index, ns(c.done));
     for (auto& [q, list] : done) {
       std::sort(list.begin(), list.end());
-      const auto e32 = static_cast<std::uint32_t>(e);
-      const int track = timeline.track("DMA queues", fmt::format("dma {}.{}", e32, q));
+      const std::string owner = fmt::format("dma {}.{}", e32, q);
+      const int track = timeline.track("DMA queues", owner);
       const auto ring = program.rings.find({e32, q});
       const auto labels = program.ring_labels.find({e32, q});
-      const std::string owner = fmt::format("dma {}.{}", e32, q);
-      const auto sem = std::find(program.semaphore_owners.begin(), program.semaphore_owners.end(), owner);
-      double previous_end = 0;
-      for (const auto& [index, end] : list) {
-        // A queue runs its descriptors in order: one starts when its doorbell
-        // has landed and the one before it is done.
+      const auto owned = std::find(program.semaphore_owners.begin(), program.semaphore_owners.end(), owner);
+      const auto sem = owned == program.semaphore_owners.end()
+                           ? -1
+                           : static_cast<std::int64_t>(owned - program.semaphore_owners.begin());
+      const std::vector<double>* sem_writes =
+          sem < 0 || !increments.count(static_cast<std::size_t>(sem)) ? nullptr : &increments[static_cast<std::size_t>(sem)];
+      std::size_t next_write = 0;  // the queue's semaphore writes land in ring order
+      double previous_release = 0;
+      for (const auto& [index, status] : list) {
+        const arch::DmaDescriptor* d =
+            ring != program.rings.end() && index < ring->second.size() ? &ring->second[index] : nullptr;
+        // Released when its semaphore write landed (its waiters may go), or
+        // without a semaphore when its status was written.
+        double release = status;
+        std::uint32_t delta = 0;
+        if (d && (d->flags & arch::kDmaFlagCompletion) && sem_writes && next_write < sem_writes->size()) {
+          release = (*sem_writes)[next_write++];
+          delta = d->sem_value;
+        }
         const auto v = visible.find({q, index});
-        const double start = std::max(v == visible.end() ? previous_end : v->second, previous_end);
-        previous_end = end;
-        descriptor_time[{e32, q, index}] = {start, end};
-        nlohmann::json args = {{"index", index}};
+        const double shown = v == visible.end() ? previous_release : v->second;
+        const auto s = started.find({q, index});
+        // A queue runs its descriptors in order: one is queued from when its
+        // doorbell landed or the one before it was released, and moves from
+        // its first read (or that release, when its reads began while the one
+        // before it waited for its last write responses).
+        const double queued_from = std::max(shown, previous_release);
+        const double moving_from =
+            std::min(release, std::max(s == started.end() ? queued_from : s->second, previous_release));
+        previous_release = release;
+        descriptor_time[{e32, q, index}] = {moving_from, release};
+        nlohmann::json args = {{"index", index}, {"visible_ns", shown}, {"status_ns", status}};
+        if (s != started.end()) args["first_read_ns"] = s->second;
         std::string name = fmt::format("descriptor {}", index);
-        if (ring != program.rings.end() && index < ring->second.size()) {
-          const arch::DmaDescriptor& d = ring->second[index];
-          std::uint64_t elements = 1;
-          for (auto n : d.src_size) elements *= n;
-          args["bytes"] = elements << d.elem_log2;
-          args["src"] = fmt::format("0x{:x}", d.src_addr);
-          args["dst"] = fmt::format("0x{:x}", d.dst_addr);
+        if (d) {
+          args["bytes"] = arch::dma_elements(d->src_size) << d->elem_log2;
+          args["src"] = fmt::format("0x{:x}", d->src_addr);
+          args["dst"] = fmt::format("0x{:x}", d->dst_addr);
         }
         if (labels != program.ring_labels.end() && index < labels->second.size() && !labels->second[index].empty()) {
           args["label"] = labels->second[index];
           name = labels->second[index];
         }
-        timeline.slice(track, start, end - start, name, "dma", std::move(args));
-        if (sem != program.semaphore_owners.end())
-          timeline.signal(static_cast<std::uint32_t>(sem - program.semaphore_owners.begin()), track,
-                          trace::Timeline::inside_end(start, end));
+        if (moving_from > queued_from) {
+          timeline.slice(track, queued_from, moving_from - queued_from, "queued", "dma queued", args);
+          descriptor_slice[{e32, q, index}] = {track, queued_from};
+        } else {
+          descriptor_slice[{e32, q, index}] = {track, moving_from};
+        }
+        timeline.slice(track, moving_from, release - moving_from, name, "dma", std::move(args));
+        if (sem >= 0 && delta > 0) timeline.signal(static_cast<std::uint32_t>(sem), delta, track, release, release);
       }
     }
   }
-  timeline.link_semaphores();
+  // A wait held back the engine's next instruction past its other waits: a
+  // compute instruction (its first slice), or a DmaTrigger (the first
+  // descriptor it rang).
+  std::map<int, int> engine_of_track;
+  for (int e = 0; e < arch::kNumEngines; ++e)
+    engine_of_track[timeline.track("engines", to_string(static_cast<arch::Engine>(e)))] = e;
+  timeline.link_semaphores([&](int engine_track, std::uint64_t index) -> std::optional<trace::Timeline::Point> {
+    const auto e = engine_of_track.find(engine_track);
+    if (e == engine_of_track.end()) return std::nullopt;
+    const auto& stream = program.streams[static_cast<std::size_t>(e->second)];
+    std::size_t j = static_cast<std::size_t>(index) + 1;
+    while (j < stream.size() && (stream[j].opcode == arch::Opcode::SemWait || stream[j].opcode == arch::Opcode::Nop)) ++j;
+    if (j >= stream.size()) return std::nullopt;
+    const arch::Instruction& in = stream[j];
+    if (in.opcode == arch::Opcode::DmaTrigger) {
+      const auto d = descriptor_slice.find({in.dma_engine, in.dma_queue, static_cast<std::uint32_t>(in.address)});
+      if (d == descriptor_slice.end()) return std::nullopt;
+      return d->second;
+    }
+    if (in.opcode < arch::Opcode::DmaTrigger) return std::nullopt;  // End, SemIncr: no work of its own
+    return timeline.instruction_slice(engine_track, j);
+  });
 
   // HBM bandwidth in windows of at least the model's bins, at most ~2000 of them.
   const double bin = memory::Hbm::bin_ns();
@@ -312,12 +366,13 @@ RunReport Device::run(const Program& program) {
     for (int e = 0; e < arch::kNumEngines; ++e)
       timeline->set_labels(timeline->track("engines", to_string(static_cast<arch::Engine>(e))), program.labels[e]);
     core.hbm().record_traffic(true);
+    core.semaphores().keep_increments(true);
   }
 
   const core::RunResult r = core.run();
   report.ok = r.ok();
   report.error = r.message;
-  report.time_ns = r.end_time.to_seconds() * 1e9;
+  report.time_ns = trace::ns(r.end_time);
   report.cycles = report.time_ns * resolved_.hw.tensor.clock_ghz;
   report.tensor_utilisation = core.tensor().tensor_stats().utilisation.value();
   const auto bf16 = resolved_.derived.peak_tflops.find(arch::TensorDType::Bf16);

@@ -4,12 +4,18 @@
 #include "tessera/kernel_builder.h"
 
 #include "arch/numerics.h"
+#include "cosim/waves.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <random>
+#include <set>
 #include <sstream>
+
+#include <unistd.h>
 
 namespace tessera {
 namespace {
@@ -90,6 +96,43 @@ TEST(Device, SmallMatmulThroughHbmMatchesTheReference) {
   EXPECT_EQ(r.bound_by(), busiest);
   EXPECT_EQ(r.to_json()["bound_by"], busiest);
   EXPECT_THAT(r.summary(), ::testing::HasSubstr("bound by: " + busiest + " (busy "));
+}
+
+// The save file names the RTL ports it shows from a list; each must exist in
+// the Verilated tensor engine and DMA engines, or it would silently drop out.
+TEST(Device, WaveSaveFileShowsEveryListedRtlPort) {
+  DeviceOptions o = tiny_options();
+  o.fidelity = arch::Fidelity::Rtl;
+  const std::string fst = (std::filesystem::temp_directory_path() /
+                           ("tessera_device_waves_" + std::to_string(::getpid()) + ".fst")).string();
+  o.waves = fst;
+  Device dev(o);
+  Tensor a = dev.allocate("a", {8, 8}, DType::Bf16);
+  Tensor c = dev.allocate("c", {8, 8}, DType::Fp32);
+  KernelBuilder kb(dev.config(), "waves");
+  const Tile t = kb.sbuf("t", 8, 8, DType::Bf16), out = kb.sbuf("out", 8, 8, DType::Fp32);
+  const Tile acc = kb.psum("acc", 8, 8);
+  kb.dma(t, a.all());
+  kb.matmul(acc, t, t, false);
+  kb.copy(out, acc);
+  kb.dma(c.all(), out);
+  const RunReport r = dev.run(kb.build());
+  ASSERT_TRUE(r.ok) << r.error;
+  std::ifstream in(dev.waves_save_file());
+  ASSERT_TRUE(in) << dev.waves_save_file();
+  std::set<std::string> shown;  // the leaf of every RTL signal row
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("rtl.", 0) != 0 && line.find("} rtl.") == std::string::npos) continue;
+    std::string leaf = line.substr(line.rfind('.') + 1);
+    leaf = leaf.substr(0, leaf.find('['));
+    shown.insert(leaf);
+  }
+  for (const auto& group : cosim::tensor_engine_save_file_groups())
+    for (const auto& port : group.ports) EXPECT_TRUE(shown.count(port)) << group.title << ": " << port;
+  for (const auto& group : cosim::dma_engine_save_file_groups())
+    for (const auto& port : group.ports) EXPECT_TRUE(shown.count(port)) << "DMA " << group.title << ": " << port;
+  std::filesystem::remove(fst);
+  std::filesystem::remove(dev.waves_save_file());
 }
 
 TEST(Device, SecondRunInOneProcessIsAClearError) {

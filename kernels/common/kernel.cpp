@@ -50,6 +50,21 @@ Shape resolve_shape(const KernelSpec& spec, const Shape& overrides) {
                                           param->min_value));
     s[k] = v;
   }
+  // Kernels multiply their dimensions in int64: a shape beyond these could
+  // not fit the largest HBM a config may declare anyway (16 TiB).
+  constexpr std::int64_t kMaxDimension = std::int64_t{1} << 24, kMaxElements = std::int64_t{1} << 50;
+  double elements = 1;
+  std::string text;
+  for (const auto& [k, v] : s) {
+    text += fmt::format("{}{}={}", text.empty() ? "" : ",", k, v);
+    if (v > kMaxDimension)
+      throw KernelError(fmt::format("kernel '{}': shape {}={} is beyond the largest dimension, {}", spec.name, k, v,
+                                    kMaxDimension));
+    elements *= static_cast<double>(v);
+  }
+  if (elements > static_cast<double>(kMaxElements))
+    throw KernelError(fmt::format("kernel '{}': shape {} has {:.3g} elements in all, beyond the {:.3g} any HBM could "
+                                  "hold", spec.name, text, elements, static_cast<double>(kMaxElements)));
   return s;
 }
 
@@ -67,7 +82,10 @@ Shape parse_shape(const std::string& text) {
       std::size_t used = 0;
       const long long v = std::stoll(item.substr(eq + 1), &used);
       if (used != item.size() - eq - 1) throw std::invalid_argument("trailing");
-      s[item.substr(0, eq)] = v;
+      if (!s.emplace(item.substr(0, eq), v).second)
+        throw KernelError(fmt::format("--shape: '{}' is given twice", item.substr(0, eq)));
+    } catch (const KernelError&) {
+      throw;
     } catch (const std::exception&) {
       throw KernelError(fmt::format("--shape: '{}' is not an integer", item.substr(eq + 1)));
     }

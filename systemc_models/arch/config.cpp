@@ -1,5 +1,6 @@
 #include "arch/config.h"
 
+#include "arch/config_input.h"
 #include "arch/config_schema.h"
 #include "arch/rtl_builds.h"
 
@@ -10,7 +11,11 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <set>
 
 namespace fs = std::filesystem;
@@ -65,14 +70,17 @@ const std::vector<std::string>& rtl_array_sizes() {
 
 DerivedFigures derive(const HwConfig& cfg) {
   DerivedFigures d;
-  const double pes = static_cast<double>(cfg.tensor.rows * cfg.tensor.cols);
+  const double pes = static_cast<double>(cfg.tensor.rows) * static_cast<double>(cfg.tensor.cols);
   for (const auto& [dtype, rate] : cfg.tensor.rate) {
     // Two FLOPs (multiply, add) per MAC; GHz * 1e9 / 1e12 gives TFLOPS.
     if (rate > 0) d.peak_tflops[dtype] = pes * 2.0 * rate * cfg.tensor.clock_ghz / 1000.0;
   }
-  d.sbuf_total_mib = static_cast<double>(cfg.sbuf.partitions * cfg.sbuf.partition_kib) / 1024.0;
-  d.psum_total_kib = static_cast<double>(cfg.psum.partitions * cfg.psum.banks * cfg.psum.bank_kib);
-  d.psum_bank_fp32_per_partition = cfg.psum.bank_kib * 1024 / 4;
+  // In double: a config being checked may hold any int64 before its limits are.
+  d.sbuf_total_mib = static_cast<double>(cfg.sbuf.partitions) * static_cast<double>(cfg.sbuf.partition_kib) / 1024.0;
+  d.psum_total_kib = static_cast<double>(cfg.psum.partitions) * static_cast<double>(cfg.psum.banks) *
+                     static_cast<double>(cfg.psum.bank_kib);
+  d.psum_bank_fp32_per_partition =
+      static_cast<std::int64_t>(std::min(static_cast<double>(cfg.psum.bank_kib) * 256.0, 9.0e18));
   // GB/s divided by Gcycles/s is bytes per cycle.
   d.hbm_bytes_per_tensor_cycle = cfg.tensor.clock_ghz > 0 ? cfg.hbm.bandwidth_gbps / cfg.tensor.clock_ghz : 0;
   d.dma_total_gbps = static_cast<double>(cfg.dma.engines) * cfg.dma.bytes_per_ns;
@@ -163,6 +171,23 @@ struct Layer {
   YAML::Node root;
 };
 
+// A config is a few KiB; a file far larger is something else.
+constexpr std::uintmax_t kMaxConfigBytes = 1u << 20;
+
+std::vector<std::string> top_level_keys() {
+  std::vector<std::string> keys = {"base"};
+  for (const auto& k : all_key_paths())
+    if (k.find('.') == std::string::npos && std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+  return keys;
+}
+
+bool has_config_key(const YAML::Node& root) {
+  const auto keys = top_level_keys();
+  for (auto it = root.begin(); it != root.end(); ++it)
+    if (it->first.IsScalar() && std::find(keys.begin(), keys.end(), it->first.Scalar()) != keys.end()) return true;
+  return false;
+}
+
 // Loads a config and the chain of bases beneath it. Layers are returned
 // most-derived first.
 class ChainLoader {
@@ -180,12 +205,13 @@ private:
   std::optional<std::string> resolve_top(const std::string& name_or_file) {
     const fs::path p(name_or_file);
     if (p.has_extension() || name_or_file.find('/') != std::string::npos) {
-      if (fs::is_regular_file(p)) return p.string();
-      diags.push_back({{name_or_file, 0}, "", "no such config file"});
+      if (readable(p, {name_or_file, 0})) return p.string();
+      if (diags.empty()) diags.push_back({{name_or_file, 0}, "", "no such config file"});
       return std::nullopt;
     }
     const fs::path named = fs::path(config_dir()) / (name_or_file + ".yaml");
-    if (fs::is_regular_file(named)) return named.string();
+    if (readable(named, {name_or_file, 0})) return named.string();
+    if (!diags.empty()) return std::nullopt;
     diags.push_back({{name_or_file, 0},
                      "",
                      fmt::format("unknown config '{}' (not in {}){}", name_or_file, config_dir(),
@@ -206,7 +232,8 @@ private:
       candidates.push_back(fs::path(config_dir()) / (base + ".yaml"));
     }
     for (const auto& c : candidates) {
-      if (fs::is_regular_file(c)) return c.lexically_normal().string();
+      if (readable(c, where)) return c.lexically_normal().string();
+      if (!diags.empty()) return std::nullopt;
     }
     diags.push_back({where, "base",
                      fmt::format("base config '{}' not found (looked beside the file and in {}){}", base,
@@ -214,8 +241,21 @@ private:
     return std::nullopt;
   }
 
+  // Whether `p` is a regular file; a problem other than its absence (a
+  // symlink loop, a name too long, no permission) is a diagnostic at `where`.
+  bool readable(const fs::path& p, const Source& where) {
+    std::error_code ec;
+    const bool regular = fs::is_regular_file(p, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+      diags.push_back({where, "", where.file == p.string()
+                                      ? fmt::format("cannot read: {}", ec.message())
+                                      : fmt::format("cannot read {}: {}", quote_input(p.string(), 300), ec.message())});
+    return regular && !ec;
+  }
+
   void load_file(const std::string& path, const Source& named_at, std::vector<std::string> seen) {
-    const std::string canonical = fs::weakly_canonical(path).string();
+    std::error_code ec;
+    const std::string canonical = fs::weakly_canonical(path, ec).string();
     if (std::find(seen.begin(), seen.end(), canonical) != seen.end()) {
       std::string cycle;
       for (const auto& s : seen) cycle += fs::path(s).filename().string() + " -> ";
@@ -225,9 +265,32 @@ private:
     }
     seen.push_back(canonical);
 
+    // Any readable file can be named: what is not a config is refused on
+    // its first problem, without quoting its content back.
+    std::string text;
+    {
+      std::error_code size_ec;
+      const auto size = fs::file_size(path, size_ec);
+      if (!size_ec && size > kMaxConfigBytes) {
+        diags.push_back({{path, 0}, "", fmt::format("not a Tessera config: {} bytes (a config is at most {} KiB)", size,
+                                                    kMaxConfigBytes >> 10)});
+        return;
+      }
+      std::ifstream in(path, std::ios::binary);
+      std::stringstream ss;
+      if (!in || !(ss << in.rdbuf())) {
+        diags.push_back({{path, 0}, "", fmt::format("cannot read: {}", std::strerror(errno))});
+        return;
+      }
+      text = ss.str();
+    }
+    if (const auto line = too_deep(text)) {
+      diags.push_back({{path, *line}, "", fmt::format("not a Tessera config: nested more than {} deep", kMaxYamlDepth)});
+      return;
+    }
     YAML::Node root;
     try {
-      root = YAML::LoadFile(path);
+      root = YAML::Load(text);
     } catch (const YAML::ParserException& e) {
       diags.push_back({{path, e.mark.line + 1}, "", fmt::format("YAML syntax error: {}", e.msg)});
       return;
@@ -237,7 +300,13 @@ private:
     }
     if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
     if (!root.IsMap()) {
-      diags.push_back({{path, line_of(root)}, "", "a config must be a mapping of keys to values"});
+      diags.push_back({{path, line_of(root)}, "", "not a Tessera config: a config is a mapping of keys to values"});
+      return;
+    }
+    if (root.size() > 0 && !has_config_key(root)) {
+      diags.push_back({{path, line_of(root)}, "",
+                       fmt::format("not a Tessera config: none of its top-level keys is a config section ({})",
+                                   fmt::join(top_level_keys(), ", "))});
       return;
     }
     layers.push_back({path, root});
@@ -278,6 +347,11 @@ std::optional<std::string> assign(const FieldSpec& f, const std::string& text, H
       return std::nullopt;
     }
     case FieldSpec::Kind::String: {
+      // One line of text: config.resolved.yaml must load back to the same value.
+      if (text.size() > 200 || std::any_of(text.begin(), text.end(), [](char ch) {
+            return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f;
+          }))
+        return fmt::format("{}: expected one line of text (at most 200 characters, no control characters)", f.path);
       if (!f.choices.empty() && std::find(f.choices.begin(), f.choices.end(), text) == f.choices.end()) {
         return fmt::format("{}: '{}' is not one of {}{}", f.path, text, fmt::join(f.choices, ", "),
                            did_you_mean(text, f.choices));
@@ -296,8 +370,11 @@ std::optional<std::string> check_range(const FieldSpec& f, const HwConfig& cfg) 
   else if (f.kind() == FieldSpec::Kind::Float) v = std::get<FieldSpec::FloatRef>(f.ref)(c);
   else return std::nullopt;
   const std::string shown = field_value_text(f, cfg);
+  if (f.zero_allowed && v == 0) return std::nullopt;
+  const std::string or_zero = f.zero_allowed ? " (or 0)" : "";
+  if (!f.min_exclusive && v < f.min)
+    return fmt::format("{}: must be at least {}{}, got {}", f.path, f.min, or_zero, shown);
   if (f.min_exclusive && !(v > f.min)) return fmt::format("{}: must be greater than {}, got {}", f.path, f.min, shown);
-  if (!f.min_exclusive && v < f.min) return fmt::format("{}: must be at least {}, got {}", f.path, f.min, shown);
   if (v > f.max) return fmt::format("{}: must be at most {}, got {}", f.path, f.max, shown);
   return std::nullopt;
 }
@@ -325,8 +402,17 @@ public:
   void apply_override(const Override& o) {
     const Source where{fmt::format("--set {}={}", o.key, o.value), 0};
     const FieldSpec* f = find_field(o.key);
+    const auto& sections = schema_sections();
+    if (!f && std::find(sections.begin(), sections.end(), o.key) != sections.end()) {
+      std::vector<std::string> keys;
+      for (const auto& field : schema())
+        if (field.path.rfind(o.key + ".", 0) == 0) keys.push_back(field.path);
+      diags.push_back({where, o.key, fmt::format("'{}' is a section, not a key: set one of its keys ({})", o.key,
+                                                 fmt::join(keys, ", "))});
+      return;
+    }
     if (!f) {
-      diags.push_back({where, o.key, fmt::format("unknown key '{}'{}", o.key, did_you_mean(o.key, all_key_paths()))});
+      diags.push_back({where, o.key, fmt::format("unknown key '{}'{}", quote_input(o.key), did_you_mean(o.key, all_key_paths()))});
       return;
     }
     std::string text = o.value;
@@ -366,6 +452,8 @@ public:
     if (c.tensor.stationary_max_free > c.tensor.cols)
       fail("tensor.stationary_max_free",
            fmt::format("{} exceeds the array's {} columns", c.tensor.stationary_max_free, c.tensor.cols));
+    // Every product below is of fields already within their limits, far
+    // from overflowing int64.
     const std::int64_t bank_fp32 = c.psum.bank_kib * 1024 / 4;
     if (c.tensor.stationary_columns_per_cycle > c.tensor.cols)
       fail("tensor.stationary_columns_per_cycle",
@@ -386,6 +474,28 @@ public:
     if (c.vector.lanes > c.sbuf.partitions)
       fail("vector.lanes", fmt::format("{} lanes exceed the {} SBUF partitions that feed them", c.vector.lanes,
                                        c.sbuf.partitions));
+    // The models allocate SBUF and PSUM whole.
+    if (c.sbuf.partitions * c.sbuf.partition_kib > kMaxSbufTotalKib)
+      fail("sbuf.partition_kib", fmt::format("{} partitions of {} KiB make {} MiB of SBUF; at most {} MiB",
+                                             c.sbuf.partitions, c.sbuf.partition_kib,
+                                             c.sbuf.partitions * c.sbuf.partition_kib / 1024, kMaxSbufTotalKib / 1024));
+    if (c.psum.partitions * c.psum.banks * c.psum.bank_kib > kMaxPsumTotalKib)
+      fail("psum.bank_kib", fmt::format("{} partitions of {} banks of {} KiB make {} KiB of PSUM; at most {} KiB",
+                                        c.psum.partitions, c.psum.banks, c.psum.bank_kib,
+                                        c.psum.partitions * c.psum.banks * c.psum.bank_kib, kMaxPsumTotalKib));
+    // The HBM model books time per channel in 64 ns bins; a channel slower
+    // than 1 GB/s would take a bin per few bytes.
+    if (static_cast<double>(c.hbm.channels) > c.hbm.bandwidth_gbps)
+      fail("hbm.channels", fmt::format("{} channels share {} GB/s: each needs at least 1 GB/s", c.hbm.channels,
+                                       c.hbm.bandwidth_gbps));
+    // A DMA engine moves one AXI beat per cycle of its clock; a clock above
+    // 16 GHz (a period under 62.5 ps) would round to nothing on the 1 ps
+    // time grid.
+    if (c.dma.bytes_per_ns > 16.0 * static_cast<double>(c.dma.axi_data_bytes))
+      fail("dma.bytes_per_ns", fmt::format("{} B/ns over a {}-byte AXI bus is a {:.1f} GHz DMA clock; at most 16 GHz "
+                                           "(raise dma.axi_data_bytes)",
+                                           c.dma.bytes_per_ns, c.dma.axi_data_bytes,
+                                           c.dma.bytes_per_ns / static_cast<double>(c.dma.axi_data_bytes)));
   }
 
 private:
@@ -415,7 +525,7 @@ private:
       }
       const FieldSpec* f = find_field(path);
       if (!f) {
-        diags.push_back({where, path, fmt::format("unknown key '{}'{}", path, did_you_mean(path, all_key_paths()))});
+        diags.push_back({where, path, fmt::format("unknown key '{}'{}", quote_input(path), did_you_mean(path, all_key_paths()))});
         continue;
       }
       if (it->second.IsNull()) {

@@ -32,7 +32,6 @@ struct TensorEngineConfig {
   std::int64_t moving_max_free = 0;
   std::int64_t min_initiation_interval_cycles = 0;
   std::int64_t stationary_columns_per_cycle = 0;  // LoadStationary load path width (fast LoadStationary)
-  std::int64_t fixed_overhead_cycles = 0;
 };
 
 // Vector, scalar and GpSimd engines share this shape; `costs` holds cycles per
@@ -108,6 +107,17 @@ struct HwConfig {
 
   Fidelity default_fidelity() const;
 };
+
+// The longest a simulation may run, in simulated time: a run that would pass
+// it is an error ("simulated time passed the limit"), not a silently
+// saturated or wrapped time. An hour is far beyond any kernel's run and far
+// below SystemC's 64-bit picosecond clock (213 days).
+inline constexpr double kMaxSimulatedSeconds = 3600;
+
+// Ceilings on the on-chip memories a config may declare (both are
+// allocated whole by the models): 8x and 32x the largest shipped generation.
+inline constexpr std::int64_t kMaxSbufTotalKib = 256 * 1024;
+inline constexpr std::int64_t kMaxPsumTotalKib = 64 * 1024;
 
 // Figures that follow from a config's own fields, computed here and nowhere else.
 struct DerivedFigures {

@@ -115,6 +115,7 @@ std::string schema_markdown() {
     if (!f.choices.empty()) limits = fmt::format("{}", fmt::join(f.choices, " / "));
     const bool has_min = f.min != -std::numeric_limits<double>::infinity();
     const bool has_max = f.max != std::numeric_limits<double>::infinity();
+    if (f.zero_allowed) limits += "0, or ";
     if (has_min) limits += fmt::format("{} {}", f.min_exclusive ? ">" : ">=", f.min);
     if (has_max) limits += fmt::format("{}<= {}", has_min ? ", " : "", f.max);
     out += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", f.path, kinds[static_cast<int>(f.kind())], f.unit,

@@ -1,11 +1,17 @@
 #include "arch/config_schema.h"
 
+#include "arch/address_map.h"
+#include "arch/dma_descriptor.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 
 namespace tessera::arch {
 namespace {
+
+// HBM sits below SBUF in the one address space (address_map.h).
+constexpr double kHbmWindowGib = static_cast<double>((kSbufBase - kHbmBase) >> 30);
 
 FieldSpec field(std::string path, FieldSpec::Ref ref, std::string unit, std::string description) {
   FieldSpec f;
@@ -29,93 +35,92 @@ std::vector<FieldSpec> build_schema() {
                     "Array rows = contraction (partition) dimension K").at_least(1).at_most(1024));
   s.push_back(field("tensor.cols", TSR_REF(IntRef, c.tensor.cols), "PEs",
                     "Array columns = stationary free size M").at_least(1).at_most(1024));
-  s.push_back(field("tensor.clock_ghz", TSR_REF(FloatRef, c.tensor.clock_ghz), "GHz", "Tensor engine clock").above(0).at_most(10));
+  s.push_back(field("tensor.clock_ghz", TSR_REF(FloatRef, c.tensor.clock_ghz), "GHz", "Tensor engine clock").at_least(0.01).at_most(10));
   s.push_back(field("tensor.rate.bf16", TSR_REF(FloatRef, c.tensor.rate[TensorDType::Bf16]), "MAC/PE/cycle",
-                    "bf16 (and fp16) input rate").above(0).def("1"));
+                    "bf16 (and fp16) input rate").at_least(1.0 / 16).at_most(16).def("1"));
   s.push_back(field("tensor.rate.fp8_e4m3", TSR_REF(FloatRef, c.tensor.rate[TensorDType::Fp8E4m3]), "MAC/PE/cycle",
-                    "fp8 e4m3 input rate; 0 = unsupported").at_least(0).def("0"));
+                    "fp8 e4m3 input rate; 0 = unsupported").or_zero().at_least(1.0 / 16).at_most(16).def("0"));
   s.push_back(field("tensor.rate.fp8_e5m2", TSR_REF(FloatRef, c.tensor.rate[TensorDType::Fp8E5m2]), "MAC/PE/cycle",
-                    "fp8 e5m2 input rate; 0 = unsupported").at_least(0).def("0"));
+                    "fp8 e5m2 input rate; 0 = unsupported").or_zero().at_least(1.0 / 16).at_most(16).def("0"));
   s.push_back(field("tensor.rate.fp32", TSR_REF(FloatRef, c.tensor.rate[TensorDType::Fp32]), "MAC/PE/cycle",
-                    "fp32 input rate; 0 = unsupported").at_least(0).def("0.25"));
+                    "fp32 input rate; 0 = unsupported").or_zero().at_least(1.0 / 16).at_most(16).def("0.25"));
   s.push_back(field("tensor.stationary_max_free", TSR_REF(IntRef, c.tensor.stationary_max_free), "elements",
-                    "LoadStationary free size limit (M); at most tensor.cols").at_least(1));
+                    "LoadStationary free size limit (M); at most tensor.cols").at_least(1).at_most(1024));
   s.push_back(field("tensor.moving_max_free", TSR_REF(IntRef, c.tensor.moving_max_free), "elements",
-                    "MultiplyMoving free size limit (N); its fp32 results must fit one PSUM bank").at_least(1));
+                    "MultiplyMoving free size limit (N); its fp32 results must fit one PSUM bank").at_least(1).at_most(65536));
   s.push_back(field("tensor.min_initiation_interval_cycles", TSR_REF(IntRef, c.tensor.min_initiation_interval_cycles), "cycles",
-                    "Shortest MultiplyMoving issue interval: an N-column matmul takes max(N, this)").at_least(1).def("64"));
+                    "Shortest MultiplyMoving issue interval: an N-column matmul takes max(N, this)").at_least(1).at_most(65536).def("64"));
   s.push_back(field("tensor.stationary_columns_per_cycle", TSR_REF(IntRef, c.tensor.stationary_columns_per_cycle), "columns",
                     "LoadStationary load path width: stationary columns taken per cycle (a load of M columns takes ceil(M / this) cycles); at most tensor.cols").at_least(1).at_most(1024).def("4"));
-  s.push_back(field("tensor.fixed_overhead_cycles", TSR_REF(IntRef, c.tensor.fixed_overhead_cycles), "cycles",
-                    "Sequencer cost of issuing one tensor instruction").at_least(0).def("0"));
 
   // Vector, scalar and GpSimd engines: approximately-timed models everywhere.
-  s.push_back(field("vector.clock_ghz", TSR_REF(FloatRef, c.vector.clock_ghz), "GHz", "Vector engine clock").above(0).at_most(10));
-  s.push_back(field("vector.lanes", TSR_REF(IntRef, c.vector.lanes), "lanes", "Elements processed per cycle (one per partition)").at_least(1));
-  s.push_back(field("vector.overhead_cycles", TSR_REF(IntRef, c.vector.overhead_cycles), "cycles", "Fixed cost per instruction").at_least(0).def("100"));
-  s.push_back(field("vector.costs.tensor_scalar", TSR_REF(FloatRef, c.vector.costs["tensor_scalar"]), "cycles/element", "One tensor input, one scalar operand").above(0).def("1"));
-  s.push_back(field("vector.costs.tensor_tensor", TSR_REF(FloatRef, c.vector.costs["tensor_tensor"]), "cycles/element", "Two tensor inputs").above(0).def("2"));
-  s.push_back(field("vector.costs.reduce", TSR_REF(FloatRef, c.vector.costs["reduce"]), "cycles/element", "Reduction along the free axis").above(0).def("1"));
-  s.push_back(field("vector.costs.copy", TSR_REF(FloatRef, c.vector.costs["copy"]), "cycles/element", "Copy and dtype conversion").above(0).def("1"));
-  s.push_back(field("vector.costs.memset", TSR_REF(FloatRef, c.vector.costs["memset"]), "cycles/element", "Fill with a constant").above(0).def("1"));
-  s.push_back(field("vector.costs.select", TSR_REF(FloatRef, c.vector.costs["select"]), "cycles/element", "Predicated select of two inputs").above(0).def("2"));
+  s.push_back(field("vector.clock_ghz", TSR_REF(FloatRef, c.vector.clock_ghz), "GHz", "Vector engine clock").at_least(0.01).at_most(10));
+  s.push_back(field("vector.lanes", TSR_REF(IntRef, c.vector.lanes), "lanes", "Elements processed per cycle (one per partition)").at_least(1).at_most(1024));
+  s.push_back(field("vector.overhead_cycles", TSR_REF(IntRef, c.vector.overhead_cycles), "cycles", "Fixed cost per instruction").at_least(0).at_most(1e6).def("100"));
+  s.push_back(field("vector.costs.tensor_scalar", TSR_REF(FloatRef, c.vector.costs["tensor_scalar"]), "cycles/element", "One tensor input, one scalar operand").at_least(1.0 / 1024).at_most(1024).def("1"));
+  s.push_back(field("vector.costs.tensor_tensor", TSR_REF(FloatRef, c.vector.costs["tensor_tensor"]), "cycles/element", "Two tensor inputs").at_least(1.0 / 1024).at_most(1024).def("2"));
+  s.push_back(field("vector.costs.reduce", TSR_REF(FloatRef, c.vector.costs["reduce"]), "cycles/element", "Reduction along the free axis").at_least(1.0 / 1024).at_most(1024).def("1"));
+  s.push_back(field("vector.costs.copy", TSR_REF(FloatRef, c.vector.costs["copy"]), "cycles/element", "Copy and dtype conversion").at_least(1.0 / 1024).at_most(1024).def("1"));
+  s.push_back(field("vector.costs.memset", TSR_REF(FloatRef, c.vector.costs["memset"]), "cycles/element", "Fill with a constant").at_least(1.0 / 1024).at_most(1024).def("1"));
+  s.push_back(field("vector.costs.select", TSR_REF(FloatRef, c.vector.costs["select"]), "cycles/element", "Predicated select of two inputs").at_least(1.0 / 1024).at_most(1024).def("2"));
 
-  s.push_back(field("scalar.clock_ghz", TSR_REF(FloatRef, c.scalar.clock_ghz), "GHz", "Scalar (activation) engine clock").above(0).at_most(10));
-  s.push_back(field("scalar.lanes", TSR_REF(IntRef, c.scalar.lanes), "lanes", "Elements processed per cycle").at_least(1));
-  s.push_back(field("scalar.overhead_cycles", TSR_REF(IntRef, c.scalar.overhead_cycles), "cycles", "Fixed cost per instruction").at_least(0).def("100"));
-  s.push_back(field("scalar.costs.activation", TSR_REF(FloatRef, c.scalar.costs["activation"]), "cycles/element", "f(x * scale + bias) for any table function").above(0).def("1"));
-  s.push_back(field("scalar.costs.accumulate", TSR_REF(FloatRef, c.scalar.costs["accumulate"]), "cycles/element", "Extra cost of the optional accumulate-reduce").at_least(0).def("0"));
+  s.push_back(field("scalar.clock_ghz", TSR_REF(FloatRef, c.scalar.clock_ghz), "GHz", "Scalar (activation) engine clock").at_least(0.01).at_most(10));
+  s.push_back(field("scalar.lanes", TSR_REF(IntRef, c.scalar.lanes), "lanes", "Elements processed per cycle").at_least(1).at_most(1024));
+  s.push_back(field("scalar.overhead_cycles", TSR_REF(IntRef, c.scalar.overhead_cycles), "cycles", "Fixed cost per instruction").at_least(0).at_most(1e6).def("100"));
+  s.push_back(field("scalar.costs.activation", TSR_REF(FloatRef, c.scalar.costs["activation"]), "cycles/element", "f(x * scale + bias) for any table function").at_least(1.0 / 1024).at_most(1024).def("1"));
+  s.push_back(field("scalar.costs.accumulate", TSR_REF(FloatRef, c.scalar.costs["accumulate"]), "cycles/element", "Extra cost of the optional accumulate-reduce").at_least(0).at_most(1024).def("0"));
 
   s.push_back(field("gpsimd.present", TSR_REF(BoolRef, c.gpsimd.present), "",
                     "Whether the generation has a GpSimd engine (NeuronCore-v1 has none)").def("true"));
-  s.push_back(field("gpsimd.clock_ghz", TSR_REF(FloatRef, c.gpsimd.clock_ghz), "GHz", "GpSimd engine clock").above(0).at_most(10));
-  s.push_back(field("gpsimd.lanes", TSR_REF(IntRef, c.gpsimd.lanes), "lanes", "Elements processed per cycle").at_least(1));
-  s.push_back(field("gpsimd.overhead_cycles", TSR_REF(IntRef, c.gpsimd.overhead_cycles), "cycles", "Fixed cost per instruction").at_least(0).def("100"));
-  s.push_back(field("gpsimd.costs.iota", TSR_REF(FloatRef, c.gpsimd.costs["iota"]), "cycles/element", "Index generation").above(0).def("1"));
-  s.push_back(field("gpsimd.costs.copy", TSR_REF(FloatRef, c.gpsimd.costs["copy"]), "cycles/element", "Copy").above(0).def("1"));
+  s.push_back(field("gpsimd.clock_ghz", TSR_REF(FloatRef, c.gpsimd.clock_ghz), "GHz", "GpSimd engine clock").at_least(0.01).at_most(10));
+  s.push_back(field("gpsimd.lanes", TSR_REF(IntRef, c.gpsimd.lanes), "lanes", "Elements processed per cycle").at_least(1).at_most(1024));
+  s.push_back(field("gpsimd.overhead_cycles", TSR_REF(IntRef, c.gpsimd.overhead_cycles), "cycles", "Fixed cost per instruction").at_least(0).at_most(1e6).def("100"));
+  s.push_back(field("gpsimd.costs.iota", TSR_REF(FloatRef, c.gpsimd.costs["iota"]), "cycles/element", "Index generation").at_least(1.0 / 1024).at_most(1024).def("1"));
+  s.push_back(field("gpsimd.costs.copy", TSR_REF(FloatRef, c.gpsimd.costs["copy"]), "cycles/element", "Copy").at_least(1.0 / 1024).at_most(1024).def("1"));
   s.push_back(field("gpsimd.costs.partition_reduce", TSR_REF(FloatRef, c.gpsimd.costs["partition_reduce"]), "cycles/element",
-                    "Reduction across partitions").above(0).def("4"));
+                    "Reduction across partitions").at_least(1.0 / 1024).at_most(1024).def("4"));
 
   // On-chip memories.
   s.push_back(field("sbuf.partitions", TSR_REF(IntRef, c.sbuf.partitions), "partitions", "SBUF partitions (P dimension)").at_least(1).at_most(1024));
-  s.push_back(field("sbuf.partition_kib", TSR_REF(IntRef, c.sbuf.partition_kib), "KiB", "Bytes per partition").at_least(1));
-  s.push_back(field("sbuf.access_latency_cycles", TSR_REF(IntRef, c.sbuf.access_latency_cycles), "cycles", "Cost of starting an access").at_least(0).def("60"));
-  s.push_back(field("sbuf.bytes_per_cycle", TSR_REF(IntRef, c.sbuf.bytes_per_cycle), "bytes/cycle", "Per-partition interface width").at_least(1).def("4"));
+  s.push_back(field("sbuf.partition_kib", TSR_REF(IntRef, c.sbuf.partition_kib), "KiB", "Bytes per partition").at_least(1).at_most(4096));
+  s.push_back(field("sbuf.access_latency_cycles", TSR_REF(IntRef, c.sbuf.access_latency_cycles), "cycles", "Cost of starting an access").at_least(0).at_most(1e6).def("60"));
+  s.push_back(field("sbuf.bytes_per_cycle", TSR_REF(IntRef, c.sbuf.bytes_per_cycle), "bytes/cycle", "Per-partition interface width").at_least(1).at_most(4096).def("4"));
   s.push_back(field("sbuf.stride_penalty_threshold_bytes", TSR_REF(IntRef, c.sbuf.stride_penalty_threshold_bytes), "bytes",
-                    "An innermost stride above this is slowed").at_least(1).def("16"));
+                    "An innermost stride above this is slowed").at_least(1).at_most(1 << 20).def("16"));
   s.push_back(field("sbuf.stride_penalty_factor", TSR_REF(FloatRef, c.sbuf.stride_penalty_factor), "x",
-                    "Slow-down of such strided accesses").at_least(1).def("2"));
+                    "Slow-down of such strided accesses").at_least(1).at_most(1024).def("2"));
 
   s.push_back(field("psum.partitions", TSR_REF(IntRef, c.psum.partitions), "partitions", "PSUM partitions").at_least(1).at_most(1024));
-  s.push_back(field("psum.banks", TSR_REF(IntRef, c.psum.banks), "banks", "Accumulation banks per partition").at_least(1));
-  s.push_back(field("psum.bank_kib", TSR_REF(IntRef, c.psum.bank_kib), "KiB", "Bytes per bank per partition").at_least(1));
-  s.push_back(field("psum.access_latency_cycles", TSR_REF(IntRef, c.psum.access_latency_cycles), "cycles", "Cost of starting an access").at_least(0).def("60"));
+  s.push_back(field("psum.banks", TSR_REF(IntRef, c.psum.banks), "banks", "Accumulation banks per partition").at_least(1).at_most(64));
+  s.push_back(field("psum.bank_kib", TSR_REF(IntRef, c.psum.bank_kib), "KiB", "Bytes per bank per partition").at_least(1).at_most(1024));
+  s.push_back(field("psum.access_latency_cycles", TSR_REF(IntRef, c.psum.access_latency_cycles), "cycles", "Cost of starting an access").at_least(0).at_most(1e6).def("60"));
 
-  s.push_back(field("hbm.capacity_gib", TSR_REF(IntRef, c.hbm.capacity_gib), "GiB", "Device memory this core can address").at_least(1));
-  s.push_back(field("hbm.bandwidth_gbps", TSR_REF(FloatRef, c.hbm.bandwidth_gbps), "GB/s", "Bandwidth this core sees (1e9 bytes/s)").above(0));
-  s.push_back(field("hbm.latency_ns", TSR_REF(FloatRef, c.hbm.latency_ns), "ns", "Read latency").at_least(0));
-  s.push_back(field("hbm.channels", TSR_REF(IntRef, c.hbm.channels), "channels", "Independent channels; addresses are hashed over them (a power of two)").at_least(1).at_most(256));
+  s.push_back(field("hbm.capacity_gib", TSR_REF(IntRef, c.hbm.capacity_gib), "GiB", "Device memory this core can address").at_least(1).at_most(kHbmWindowGib));
+  s.push_back(field("hbm.bandwidth_gbps", TSR_REF(FloatRef, c.hbm.bandwidth_gbps), "GB/s", "Bandwidth this core sees (1e9 bytes/s)").at_least(1).at_most(100000));
+  s.push_back(field("hbm.latency_ns", TSR_REF(FloatRef, c.hbm.latency_ns), "ns", "Read latency").at_least(0).at_most(1e6));
+  s.push_back(field("hbm.channels", TSR_REF(IntRef, c.hbm.channels), "channels", "Independent channels; addresses are hashed over them (a power of two); each carries at least 1 GB/s").at_least(1).at_most(256));
 
   s.push_back(field("dma.engines", TSR_REF(IntRef, c.dma.engines), "engines", "DMA engines per core").at_least(1).at_most(64));
   s.push_back(field("dma.queues_per_engine", TSR_REF(IntRef, c.dma.queues_per_engine), "queues", "Descriptor queues per engine").at_least(1).at_most(64));
-  s.push_back(field("dma.bytes_per_ns", TSR_REF(FloatRef, c.dma.bytes_per_ns), "B/ns", "Bandwidth of one engine").above(0));
-  s.push_back(field("dma.start_latency_ns", TSR_REF(FloatRef, c.dma.start_latency_ns), "ns",
-                    "Time from trigger to the engine seeing the doorbell (its descriptor fetch and first read follow)").at_least(0));
-  s.push_back(field("dma.descriptor_bytes", TSR_REF(IntRef, c.dma.descriptor_bytes), "bytes", "Size of one descriptor in its ring").at_least(16).def("64"));
+  s.push_back(field("dma.bytes_per_ns", TSR_REF(FloatRef, c.dma.bytes_per_ns), "B/ns", "Bandwidth of one engine").at_least(0.01).at_most(4096));
+  s.push_back(field("dma.start_latency_ns", TSR_REF(FloatRef, c.dma.start_latency_ns), "ns", 
+                    "Time from trigger to the engine seeing the doorbell (its descriptor fetch and first read follow)")
+                  .at_least(0).at_most(1e6));
+  s.push_back(field("dma.descriptor_bytes", TSR_REF(IntRef, c.dma.descriptor_bytes), "bytes", "Size of one descriptor in its ring: fixed by the descriptor format (docs/dma.md)").at_least(kDmaDescriptorBytes).at_most(kDmaDescriptorBytes).def("64"));
   s.push_back(field("dma.axi_data_bytes", TSR_REF(IntRef, c.dma.axi_data_bytes), "bytes", "AXI data bus width of one engine").at_least(4).at_most(128).def("64"));
   s.push_back(field("dma.max_outstanding", TSR_REF(IntRef, c.dma.max_outstanding), "transactions",
-                    "Outstanding AXI reads (and writes) per engine").at_least(1).def("16"));
+                    "Outstanding AXI reads (and writes) per engine").at_least(1).at_most(256).def("16"));
   s.push_back(field("dma.run_gap_cycles", TSR_REF(IntRef, c.dma.run_gap_cycles), "cycles",
                     "Least engine cycles between the starts of two contiguous runs of one side (0, 1: no limit)")
                   .at_least(0).at_most(255).def("0"));
 
   s.push_back(field("sync.semaphores", TSR_REF(IntRef, c.sync.semaphores), "semaphores", "Hardware semaphores").at_least(1).at_most(4096));
-  s.push_back(field("sync.latency_ns", TSR_REF(FloatRef, c.sync.latency_ns), "ns", "Semaphore update to waiter wake-up").at_least(0).def("10"));
+  s.push_back(field("sync.latency_ns", TSR_REF(FloatRef, c.sync.latency_ns), "ns", "Semaphore update to waiter wake-up").at_least(0).at_most(1e6).def("10"));
 
   s.push_back(field("simulation.default_fidelity", TSR_REF(StringRef, c.simulation.default_fidelity), "",
                     "rtl, sampled or tlm; a run may override it").def("sampled").one_of({"rtl", "sampled", "tlm"}));
   s.push_back(field("simulation.sample_every", TSR_REF(IntRef, c.simulation.sample_every), "instructions",
-                    "sampled fidelity: RTL re-executes the first of each shape, then every Nth while within the budget").at_least(1).def("64"));
+                    "sampled fidelity: RTL re-executes the first of each shape, then every Nth while within the budget").at_least(1).at_most(1e9).def("64"));
   s.push_back(field("simulation.sample_rtl_budget_percent", TSR_REF(FloatRef, c.simulation.sample_rtl_budget_percent), "%",
                     "sampled fidelity: wall time the RTL may use for samples beyond the first of each shape").at_least(0).at_most(100).def("20"));
   return s;

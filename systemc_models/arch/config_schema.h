@@ -1,5 +1,8 @@
 // The config schema: every field declared once with its type, unit, default,
-// limits and description (gem5's Param habit). The loader, `tessera config
+// limits and description (gem5's Param habit). Every numeric field has both
+// a lower and an upper limit, physically sensible ones: they keep every
+// derived size, time and allocation of a valid config in range (a key added
+// later declares its limits here too; a test checks each has them). The loader, `tessera config
 // show`, the JSON dump and docs/configs.md are all generated from this table.
 #pragma once
 
@@ -30,6 +33,7 @@ struct FieldSpec {
   double min = -std::numeric_limits<double>::infinity();
   bool min_exclusive = false;
   double max = std::numeric_limits<double>::infinity();
+  bool zero_allowed = false;  // 0 is also valid (e.g. "unsupported"), besides [min, max]
   std::vector<std::string> choices;  // String fields: allowed values
 
   Kind kind() const { return static_cast<Kind>(ref.index()); }
@@ -40,6 +44,7 @@ struct FieldSpec {
   FieldSpec& at_least(double v) { min = v; min_exclusive = false; return *this; }
   FieldSpec& above(double v) { min = v; min_exclusive = true; return *this; }
   FieldSpec& at_most(double v) { max = v; return *this; }
+  FieldSpec& or_zero() { zero_allowed = true; return *this; }
   FieldSpec& one_of(std::vector<std::string> v) { choices = std::move(v); return *this; }
 };
 

@@ -257,7 +257,7 @@ std::vector<std::uint8_t> encode(const Instruction& in) {
   put<std::uint32_t>(h + 24, in.value);
   put<std::uint16_t>(h + 28, in.dma_queue);
   put<std::uint64_t>(h + 32, in.address);
-  put<std::uint16_t>(h + 40, static_cast<std::uint16_t>(out.size()));
+  put<std::uint16_t>(h + kInstrLengthOffset, static_cast<std::uint16_t>(out.size()));
   std::size_t at = kInstrHeaderBytes;
   for (int i = 0; i < 4; ++i) {
     if (!ops[i]->valid()) continue;
@@ -294,10 +294,11 @@ Instruction decode(const std::vector<std::uint8_t>& bytes, std::size_t& pos) {
   in.value = get<std::uint32_t>(h + 24);
   in.dma_queue = get<std::uint16_t>(h + 28);
   in.address = get<std::uint64_t>(h + 32);
-  const std::size_t length = get<std::uint16_t>(h + 40);
+  const std::size_t length = encoded_length(h);
   const std::size_t operands = static_cast<std::size_t>(__builtin_popcount(mask));
   if (length != kInstrHeaderBytes + operands * kOperandBytes)
-    throw IsaError(fmt::format("byte {}: length {} does not match {} operands", pos + 40, length, operands));
+    throw IsaError(fmt::format("byte {}: length {} does not match {} operands", pos + kInstrLengthOffset, length,
+                               operands));
   if (pos + length > bytes.size())
     throw IsaError(fmt::format("byte {}: truncated instruction ({} of {} bytes)", pos, bytes.size() - pos, length));
   AccessPattern* ops[] = {&in.dst, &in.a, &in.b, &in.c};

@@ -132,6 +132,13 @@ struct Instruction {
 // Encoded size: a fixed header plus 48 bytes per present operand.
 inline constexpr std::size_t kInstrHeaderBytes = 48;
 inline constexpr std::size_t kOperandBytes = 48;
+// Where the header holds the instruction's total length (u16, little-endian):
+// a sequencer reads it to know how many bytes to fetch before decoding.
+inline constexpr std::size_t kInstrLengthOffset = 40;
+// The total length of the instruction whose header starts at `header`.
+inline std::uint16_t encoded_length(const std::uint8_t* header) {
+  return static_cast<std::uint16_t>(header[kInstrLengthOffset] | (header[kInstrLengthOffset + 1] << 8));
+}
 
 std::vector<std::uint8_t> encode(const Instruction& in);
 // Decodes one instruction at `bytes[pos]`, advancing pos. Throws IsaError on a

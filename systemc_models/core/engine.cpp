@@ -2,6 +2,7 @@
 
 #include "core/semaphores.h"
 #include "memory/hbm.h"
+#include "trace/sim_time.h"
 
 #include <fmt/format.h>
 
@@ -28,7 +29,8 @@ Engine::EngineStats::EngineStats(trace::Stats& stats, const sc_core::sc_object& 
       fetch_wait_ns(*this, "fetch_wait_ns", "ns", "time stalled waiting for an instruction fetch"),
       memory_stall_ns(*this, "memory_stall_ns", "ns", "part of busy time spent on SBUF/PSUM access beyond the compute") {}
 
-Engine::Engine(sc_core::sc_module_name name, arch::Engine kind, double clock_ghz, CoreContext& ctx)
+Engine::Engine(sc_core::sc_module_name name, arch::Engine kind, double clock_ghz, CoreContext& ctx,
+               const std::vector<std::string>& lanes)
     : sc_module(name),
       fetch("fetch"),
       ctx_(ctx),
@@ -40,6 +42,9 @@ Engine::Engine(sc_core::sc_module_name name, arch::Engine kind, double clock_ghz
     // Stalls on a track of their own: a pipelined engine's busy slices run
     // ahead of the instruction it is issuing, and so may overlap its waits.
     track_ = ctx.timeline->track("engines", to_string(kind));
+    lane_tracks_.push_back(track_);
+    for (const auto& lane : lanes)
+      lane_tracks_.push_back(ctx.timeline->track("engines", std::string(to_string(kind)) + " " + lane));
     stall_track_ = ctx.timeline->track("engines", std::string(to_string(kind)) + " stalls");
   }
 }
@@ -54,23 +59,33 @@ void Engine::set_program(std::uint64_t address, std::uint64_t bytes) {
 sc_time Engine::cycles(double n) const { return period_ * std::ceil(n); }
 
 sc_time Engine::cycles(double n, double memory_stall) {
-  stats_.memory_stall_ns += (period_ * memory_stall).to_seconds() * 1e9;
+  stats_.memory_stall_ns += trace::ns(period_ * memory_stall);
   return cycles(n);
 }
 
+void Engine::count_busy(const sc_time& t) { stats_.busy_ns += trace::ns(t); }
+
 void Engine::add_busy(const sc_time& t) {
-  stats_.busy_ns += t.to_seconds() * 1e9;
-  if (!ctx_.timeline || !current_) return;
-  // A pipelined engine reports work at issue that the array streams after
-  // the work before it: the slice starts when the engine is free.
+  count_busy(t);
+  // Work reported at issue starts when the engine is free of the work before it.
   const sc_time start = std::max(sc_time_stamp(), track_free_);
   track_free_ = start + t;
-  last_slice_start_ = start;
-  const double start_ns = start.to_seconds() * 1e9, dur_ns = t.to_seconds() * 1e9;
+  trace_work(start, t, 0);
+}
+
+void Engine::trace_work(const sc_time& start, const sc_time& t, std::size_t lane) {
+  if (!ctx_.timeline || !current_) return;
+  const int track = lane_tracks_.at(lane);
+  const double start_ns = trace::ns(start), dur_ns = trace::ns(t);
+  if (start + t >= last_slice_end_) {
+    last_slice_end_ = start + t;
+    last_slice_track_ = track;
+  }
   nlohmann::json args = {{"instruction", arch::disassemble(*current_)}, {"index", current_index_}};
   if (const std::string* label = ctx_.timeline->label(track_, current_index_)) args["label"] = *label;
-  ctx_.timeline->slice(track_, start_ns, dur_ns, arch::to_string(current_->opcode), "instruction", std::move(args));
+  ctx_.timeline->slice(track, start_ns, dur_ns, arch::to_string(current_->opcode), "instruction", std::move(args));
   ctx_.timeline->instruction(track_, current_index_, start_ns, start_ns + dur_ns);
+  ctx_.timeline->instruction_slice(track_, current_index_, track, start_ns);
 }
 
 void Engine::wait_for_clock_edge() {
@@ -126,7 +141,7 @@ arch::Instruction Engine::fetch_next(std::uint64_t& pc, sc_time& fetch_ready) {
   if (pc + arch::kInstrHeaderBytes > program_bytes_)
     throw std::runtime_error(fmt::format("stream ends at byte {} without End", program_bytes_));
   fetch_ready = std::max(block_ready(pc), block_ready(pc + arch::kInstrHeaderBytes - 1));
-  const std::uint16_t length = static_cast<std::uint16_t>(stream_[pc + 40] | (stream_[pc + 41] << 8));
+  const std::uint16_t length = arch::encoded_length(stream_.data() + pc);
   if (pc + length > program_bytes_)
     throw std::runtime_error(fmt::format("instruction at byte {} runs past the stream's end", pc));
   if (length > arch::kInstrHeaderBytes) fetch_ready = std::max(fetch_ready, block_ready(pc + length - 1));
@@ -152,9 +167,9 @@ void Engine::run() {
       where += ": " + arch::disassemble(in);
       if (fetch_ready > sc_time_stamp()) {
         wave_state(trace::WaveProbe::EngineState::FetchWait);
-        stats_.fetch_wait_ns += (fetch_ready - sc_time_stamp()).to_seconds() * 1e9;
+        stats_.fetch_wait_ns += trace::ns(fetch_ready - sc_time_stamp());
         if (ctx_.timeline)
-          ctx_.timeline->slice(stall_track_, sc_time_stamp().to_seconds() * 1e9, (fetch_ready - sc_time_stamp()).to_seconds() * 1e9,
+          ctx_.timeline->slice(stall_track_, trace::ns(sc_time_stamp()), trace::ns(fetch_ready - sc_time_stamp()),
                                "instruction fetch", "fetch");
         sc_core::wait(fetch_ready - sc_time_stamp());
       }
@@ -186,15 +201,15 @@ void Engine::run() {
           ctx_.semaphores.wait_at_least(in.sem, in.value, name());
           if (sc_time_stamp() > start) {
             wait_for_clock_edge();
-            const double waited = (sc_time_stamp() - start).to_seconds() * 1e9;
+            const double waited = trace::ns(sc_time_stamp() - start);
             stats_.semaphore_wait_ns += waited;
             wait_by_semaphore_[in.sem] += waited;
             if (ctx_.timeline) {
-              ctx_.timeline->slice(stall_track_, start.to_seconds() * 1e9, waited,
+              ctx_.timeline->slice(stall_track_, trace::ns(start), waited,
                                    fmt::format("wait sem {} >= {}", in.sem, in.value), "semaphore",
                                    {{"semaphore", in.sem}, {"value", in.value}});
-              ctx_.timeline->wait(in.sem, in.value, stall_track_, start.to_seconds() * 1e9,
-                                  sc_time_stamp().to_seconds() * 1e9);
+              ctx_.timeline->wait(in.sem, in.value, stall_track_, track_, index, trace::ns(start),
+                                  trace::ns(sc_time_stamp()));
             }
           }
           break;
@@ -202,14 +217,11 @@ void Engine::run() {
         case arch::Opcode::SemIncr:
           drain();
           ctx_.semaphores.increment(in.sem, in.value);
-          if (ctx_.timeline) {
-            // The arrow leaves the work this increment announces: the latest busy slice.
-            const double at = track_free_ > sc_core::SC_ZERO_TIME
-                                  ? trace::Timeline::inside_end(last_slice_start_.to_seconds() * 1e9,
-                                                                track_free_.to_seconds() * 1e9)
-                                  : sc_time_stamp().to_seconds() * 1e9;
-            for (std::uint32_t i = 0; i < in.value; ++i) ctx_.timeline->signal(in.sem, track_, at);
-          }
+          if (ctx_.timeline)
+            // The arrow leaves the work this increment announces: the busy slice
+            // that ended last (none before the engine's first: no arrow).
+            ctx_.timeline->signal(in.sem, in.value, last_slice_track_, trace::ns(last_slice_end_),
+                                  trace::ns(sc_time_stamp()));
           break;
         case arch::Opcode::DmaTrigger: {
           drain();
@@ -226,7 +238,7 @@ void Engine::run() {
         }
       }
       if (ctx_.timeline)
-        ctx_.timeline->instruction(track_, index, issued.to_seconds() * 1e9, sc_time_stamp().to_seconds() * 1e9);
+        ctx_.timeline->instruction(track_, index, trace::ns(issued), trace::ns(sc_time_stamp()));
     } catch (const std::exception& e) {
       wave_state(trace::WaveProbe::EngineState::Done);
       ctx_.fail(fmt::format("{}: {}", where, e.what()));

@@ -8,6 +8,8 @@
 #include "core/core_context.h"
 
 #include <map>
+#include <string>
+#include <vector>
 #include <systemc>
 #include <tlm>
 #include <tlm_utils/simple_initiator_socket.h>
@@ -19,7 +21,10 @@ public:
   tlm_utils::simple_initiator_socket<Engine> fetch;  // to the interconnect
 
   SC_HAS_PROCESS(Engine);
-  Engine(sc_core::sc_module_name name, arch::Engine kind, double clock_ghz, CoreContext& ctx);
+  // `lanes`: more tracks for its work in traces, beside its own ("weights"
+  // makes "tensor weights"), for units that work at the same time.
+  Engine(sc_core::sc_module_name name, arch::Engine kind, double clock_ghz, CoreContext& ctx,
+         const std::vector<std::string>& lanes = {});
 
   // The stream this engine runs: `bytes` bytes at device address `address`.
   void set_program(std::uint64_t address, std::uint64_t bytes);
@@ -57,7 +62,15 @@ protected:
   // Engines whose instructions overlap (the tensor engine pipelines them)
   // report their own busy time with add_busy instead of the issue time.
   virtual bool reports_own_busy() const { return false; }
+  // Busy time `t` of the current instruction, drawn in traces from when the
+  // engine is free of the work before it.
   void add_busy(const sc_core::sc_time& t);
+  // Busy time counted without a slice (an engine that draws its own).
+  void count_busy(const sc_core::sc_time& t);
+  // A slice of the current instruction's work known to run over [start,
+  // start + t) (a pipelined unit's accept time), on lane `lane` (0: the
+  // engine's own track, i: the i-th of the constructor's lanes).
+  void trace_work(const sc_core::sc_time& start, const sc_core::sc_time& t, std::size_t lane);
 
   // When the work already issued (e.g. a pipelined matmul still leaving the
   // array) is complete. Semaphore increments, DMA triggers and End wait for
@@ -101,9 +114,12 @@ private:
   const arch::Instruction* current_ = nullptr;
   std::uint64_t current_index_ = 0;
   int track_ = -1;                     // this engine's trace track
+  std::vector<int> lane_tracks_;       // its lanes' tracks: [0] is track_
   int stall_track_ = -1;               // and the track of its stalls
-  sc_core::sc_time track_free_;        // end of the latest busy slice: slices stay sequential
-  sc_core::sc_time last_slice_start_;
+  sc_core::sc_time track_free_;        // end of the latest busy slice on track_: slices stay sequential
+  // The slice ending last, on whichever lane: the work a SemIncr announces.
+  sc_core::sc_time last_slice_end_;
+  int last_slice_track_ = -1;
   std::map<std::uint16_t, double> wait_by_semaphore_;
 
   EngineStats stats_;

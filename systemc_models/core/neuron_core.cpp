@@ -101,8 +101,17 @@ void NeuronCore::load_program(arch::Engine e, const std::vector<std::uint8_t>& s
 }
 
 RunResult NeuronCore::run() {
-  sc_core::sc_start();
+  // Past the limit the run is an error, not a saturated or wrapped time.
+  const sc_core::sc_time limit(arch::kMaxSimulatedSeconds, sc_core::SC_SEC);
+  sc_core::sc_start(limit);
   RunResult r;
+  if (!ctx_->error && sc_core::sc_pending_activity()) {
+    r.status = RunResult::Status::Error;
+    r.message = fmt::format("simulated time passed the limit of {} s (arch::kMaxSimulatedSeconds): a config whose "
+                            "costs make the run that long is almost certainly a mistake",
+                            arch::kMaxSimulatedSeconds);
+    return r;
+  }
   for (auto& e : engines_)
     if (e && e->finished()) r.end_time = std::max(r.end_time, e->end_time());
   end_time_ = r.end_time;

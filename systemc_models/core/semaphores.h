@@ -46,6 +46,16 @@ public:
   };
   const SemaphoreStats& stats() const { return stats_; }
 
+  // Every increment as it landed, when asked to keep them (for traces: the
+  // moment a DMA's semaphore write released its waiters).
+  struct Increment {
+    std::size_t index;
+    std::uint32_t delta;
+    sc_core::sc_time at;
+  };
+  void keep_increments(bool on) { keep_increments_ = on; }
+  const std::vector<Increment>& increments() const { return increment_log_; }
+
 private:
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
   void apply_due();  // SC_METHOD: applies the delayed increments whose time has come
@@ -63,6 +73,8 @@ private:
   sc_core::sc_event delayed_event_;
   SemaphoreStats stats_;
   trace::WaveProbe* waves_ = nullptr;
+  bool keep_increments_ = false;
+  std::vector<Increment> increment_log_;
 };
 
 }  // namespace tessera::core

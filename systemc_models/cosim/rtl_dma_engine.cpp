@@ -5,6 +5,9 @@
 #include "cosim/rtl_dma_engine.h"
 
 #include "arch/dma_descriptor.h"
+#include "trace/sim_time.h"
+#include "arch/dma_descriptor_check.h"
+#include "dma/dma_pattern.h"
 
 #include <fmt/format.h>
 #include <verilated.h>
@@ -350,11 +353,36 @@ void RtlDmaEngine::accept_read(std::uint32_t id, std::uint64_t addr, std::uint32
   const tlm::tlm_command cmd = ctx_.no_data && id != fetch_id_ ? tlm::TLM_IGNORE_COMMAND : tlm::TLM_READ_COMMAND;
   const sc_time delay = transport(cmd, addr, r.data.data(), static_cast<std::uint32_t>(r.data.size()), r.error);
   r.ready_cycle = cycle_ + cycles_for(delay);
+  note_walk(id, addr, r.data);
   if (log_)
-    std::fprintf(stderr, "%s %.3f AR id %u 0x%llx beats %u ready %.3f\n", name(), sc_time_stamp().to_seconds() * 1e9,
+    std::fprintf(stderr, "%s %.3f AR id %u 0x%llx beats %u ready %.3f\n", name(), trace::ns(sc_time_stamp()),
                  id, static_cast<unsigned long long>(addr), beats,
-                 (period_ * static_cast<double>(r.ready_cycle)).to_seconds() * 1e9);
+                 trace::ns(period_ * static_cast<double>(r.ready_cycle)));
   reads_.push_back(std::move(r));
+}
+
+void RtlDmaEngine::note_walk(std::uint32_t id, std::uint64_t addr, const std::vector<std::uint8_t>& data) {
+  if (id != fetch_id_) {
+    if (walking_.empty()) return;
+    Walking& w = walking_.front();
+    if (w.issued++ == 0) starts_.push_back({w.queue, w.index, sc_time_stamp()});
+    if (w.issued == w.reads) walking_.pop_front();
+    return;
+  }
+  for (std::uint32_t q = 0; q < queues_.size(); ++q) {
+    const dma::QueueState& s = queues_[q];
+    if (!s.ring_size || addr < s.ring_base || addr >= s.ring_base + std::uint64_t{s.ring_size} * arch::kDmaDescriptorBytes)
+      continue;
+    if (data.size() < arch::kDmaDescriptorBytes) return;
+    std::array<std::uint8_t, arch::kDmaDescriptorBytes> raw{};
+    std::memcpy(raw.data(), data.data(), raw.size());
+    const arch::DmaDescriptor d = arch::unpack(raw);
+    if (!arch::check(d).ok()) return;  // refused before any data moves
+    std::vector<dma::Run> reads;
+    dma::pattern_bursts(d.src_addr, d.src_size, d.src_stride, d.elem_log2, dma::max_burst_bytes(data_bytes_), reads);
+    walking_.push_back({q, static_cast<std::uint32_t>((addr - s.ring_base) / arch::kDmaDescriptorBytes), reads.size()});
+    return;
+  }
 }
 
 void RtlDmaEngine::finish_write(WriteBurst& w) {
@@ -406,9 +434,9 @@ void RtlDmaEngine::finish_write(WriteBurst& w) {
   w.data_done = true;
   w.ready_cycle = cycle_ + cycles_for(latest);
   if (log_)
-    std::fprintf(stderr, "%s %.3f WLAST 0x%llx beats %u B at %.3f\n", name(), sc_time_stamp().to_seconds() * 1e9,
+    std::fprintf(stderr, "%s %.3f WLAST 0x%llx beats %u B at %.3f\n", name(), trace::ns(sc_time_stamp()),
                  static_cast<unsigned long long>(w.addr), w.beats,
-                 (period_ * static_cast<double>(w.ready_cycle)).to_seconds() * 1e9);
+                 trace::ns(period_ * static_cast<double>(w.ready_cycle)));
 }
 
 void RtlDmaEngine::step(const RegOp* op) {
@@ -416,7 +444,7 @@ void RtlDmaEngine::step(const RegOp* op) {
   // Doorbells that have become visible go out as Q_TAIL writes, one per cycle.
   while (!pending_.empty() && pending_.front().visible <= sc_time_stamp()) {
     const PendingTail& p = pending_.front();
-    if (log_) std::fprintf(stderr, "%s %.3f doorbell q%u tail %u\n", name(), sc_time_stamp().to_seconds() * 1e9, p.queue, p.tail);
+    if (log_) std::fprintf(stderr, "%s %.3f doorbell q%u tail %u\n", name(), trace::ns(sc_time_stamp()), p.queue, p.tail);
     queues_[p.queue].tail = p.tail;
     wave_queue(p.queue);
     reg_ops_.push_back({arch::dma_reg::queue(p.queue, arch::dma_reg::kQTail), p.tail, true});
@@ -468,12 +496,12 @@ void RtlDmaEngine::step(const RegOp* op) {
 
   port_->cycle(in, out_);
   ++ticks_;
-  if (out_.moving) stats_.busy_ns += period_.to_seconds() * 1e9;
+  if (out_.moving) stats_.busy_ns += trace::ns(period_);
 
   if (out_.arvalid) accept_read(out_.arid, out_.araddr, out_.arlen + 1);
   if (out_.awvalid) {
     if (log_)
-      std::fprintf(stderr, "%s %.3f AW 0x%llx beats %u\n", name(), sc_time_stamp().to_seconds() * 1e9,
+      std::fprintf(stderr, "%s %.3f AW 0x%llx beats %u\n", name(), trace::ns(sc_time_stamp()),
                    static_cast<unsigned long long>(out_.awaddr), out_.awlen + 1);
     WriteBurst w;
     w.addr = out_.awaddr;

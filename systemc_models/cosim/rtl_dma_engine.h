@@ -77,6 +77,15 @@ private:
     bool error;
     std::vector<std::uint8_t> data;
   };
+  // A fetched descriptor whose data reads have not all gone out: the
+  // walker takes descriptors in fetch order, one at a time, each as the
+  // bursts of its source side (dma/dma_pattern.h), so the first data AR after
+  // the one before it is done starts it.
+  struct Walking {
+    std::uint32_t queue, index;
+    std::size_t reads, issued = 0;
+  };
+  std::deque<Walking> walking_;
   struct WriteBurst {
     std::uint64_t addr;
     std::uint32_t beats, beat = 0;
@@ -92,6 +101,9 @@ private:
   void write_reg_now(std::uint32_t addr, std::uint32_t value);  // before the run: no simulated time
   bool idle_and_caught_up();
   void accept_read(std::uint32_t id, std::uint64_t addr, std::uint32_t beats);
+  // Follows the walker through its reads, for starts(): a descriptor fetch
+  // (its bytes `data`) joins the walk, a data read advances it.
+  void note_walk(std::uint32_t id, std::uint64_t addr, const std::vector<std::uint8_t>& data);
   void finish_write(WriteBurst& w);
   sc_core::sc_time transport(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t* data, std::uint32_t length,
                              bool& error);

@@ -674,6 +674,32 @@ std::string parent(const std::string& s) { return s.substr(0, s.rfind('.')); }
 
 }  // namespace
 
+const std::vector<SaveFileGroup>& tensor_engine_save_file_groups() {
+  static const std::vector<SaveFileGroup> groups = {
+      {"Tensor engine control",
+       {"clk_i", "rst_ni", "cmd_valid_i", "cmd_ready_o", "cmd_op_i", "cmd_k_i", "cmd_m_i", "cmd_n_i", "cmd_acc_i",
+        "cmd_addr_i", "busy_o"},
+       false},
+      {"Array edges (stationary and moving operands in)",
+       {"st_valid_i", "st_ready_o", "st_data_i", "mv_valid_i", "mv_ready_o", "mv_data_i"}},
+      {"PSUM writes", {"ps_valid_o", "ps_ready_i", "ps_addr_o", "ps_acc_o", "ps_mask_o", "ps_data_o"}},
+  };
+  return groups;
+}
+
+// One group per engine in the save file; these are its channels, in order.
+const std::vector<SaveFileGroup>& dma_engine_save_file_groups() {
+  static const std::vector<SaveFileGroup> groups = {
+      {"AR", {"arvalid_o", "arready_i", "arid_o", "araddr_o", "arlen_o"}},
+      {"R", {"rvalid_i", "rready_o", "rid_i", "rlast_i", "rresp_i", "rdata_i"}},
+      {"AW", {"awvalid_o", "awready_i", "awid_o", "awaddr_o", "awlen_o"}},
+      {"W", {"wvalid_o", "wready_i", "wlast_o", "wstrb_o", "wdata_o"}},
+      {"B", {"bvalid_i", "bready_o", "bid_i", "bresp_i"}},
+      {"control", {"busy_o", "reg_req_i", "reg_we_i", "reg_addr_i", "reg_wdata_i"}},
+  };
+  return groups;
+}
+
 void write_gtkw(const std::string& fst, const std::string& gtkw, const std::vector<WaveSignal>& signals,
                 const std::set<std::string>& shown, const WaveWindow& window) {
   std::ofstream os(gtkw);
@@ -738,15 +764,8 @@ void write_gtkw(const std::string& fst, const std::string& gtkw, const std::vect
     for (auto* s : found) g.trace(*s, flags);
     g.end(title);
   };
-  if (!te.empty()) {
-    group("Tensor engine control", te,
-          {"clk_i", "rst_ni", "cmd_valid_i", "cmd_ready_o", "cmd_op_i", "cmd_k_i", "cmd_m_i", "cmd_n_i", "cmd_acc_i",
-           "cmd_addr_i", "busy_o"},
-          kDec);
-    group("Array edges (stationary and moving operands in)", te,
-          {"st_valid_i", "st_ready_o", "st_data_i", "mv_valid_i", "mv_ready_o", "mv_data_i"}, kHex);
-    group("PSUM writes", te, {"ps_valid_o", "ps_ready_i", "ps_addr_o", "ps_acc_o", "ps_mask_o", "ps_data_o"}, kHex);
-  }
+  if (!te.empty())
+    for (const SaveFileGroup& sg : tensor_engine_save_file_groups()) group(sg.title, te, sg.ports, sg.hex ? kHex : kDec);
 
   // Each traced DMA engine's AXI channels.
   std::map<int, std::string> dma_tops;
@@ -760,16 +779,9 @@ void write_gtkw(const std::string& fst, const std::string& gtkw, const std::vect
   for (const auto& [e, scope] : dma_tops) {
     const std::string title = fmt::format("DMA engine {} AXI", e);
     g.begin(title);
-    for (const auto& [ch, leaves] : std::vector<std::pair<std::string, std::vector<std::string>>>{
-             {"AR", {"arvalid_o", "arready_i", "arid_o", "araddr_o", "arlen_o"}},
-             {"R", {"rvalid_i", "rready_o", "rid_i", "rlast_i", "rresp_i", "rdata_i"}},
-             {"AW", {"awvalid_o", "awready_i", "awid_o", "awaddr_o", "awlen_o"}},
-             {"W", {"wvalid_o", "wready_i", "wlast_o", "wstrb_o", "wdata_o"}},
-             {"B", {"bvalid_i", "bready_o", "bid_i", "bresp_i"}},
-             {"control", {"busy_o", "reg_req_i", "reg_we_i", "reg_addr_i", "reg_wdata_i"}}}) {
-      for (const auto& l : leaves)
-        if (auto* s = find(scope + "." + l)) g.trace(*s, kHex);
-    }
+    for (const SaveFileGroup& channel : dma_engine_save_file_groups())
+      for (const auto& l : channel.ports)
+        if (auto* s = find(scope + "." + l)) g.trace(*s, channel.hex ? kHex : kDec);
     g.end(title);
   }
 

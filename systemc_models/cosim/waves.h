@@ -82,6 +82,18 @@ std::vector<WaveSignal> merge_waves(const std::vector<WavePart>& parts, const st
 // Writes the GTKWave save file for `fst` (and the opcode translate filter
 // beside it): the signals of `signals` in named groups; `shown` limits the
 // transaction-level rows to those signals (those that ever changed).
+// The RTL ports the save file shows, group by group: the tensor engine's
+// (under its top module) and each traced DMA engine's. A name the Verilated
+// model does not have would silently drop out of the save file, so a test
+// records a run and checks every one.
+struct SaveFileGroup {
+  std::string title;  // the DMA groups' titles follow "DMA engine N AXI"
+  std::vector<std::string> ports;
+  bool hex = true;    // else decimal
+};
+const std::vector<SaveFileGroup>& tensor_engine_save_file_groups();
+const std::vector<SaveFileGroup>& dma_engine_save_file_groups();
+
 void write_gtkw(const std::string& fst, const std::string& gtkw, const std::vector<WaveSignal>& signals,
                 const std::set<std::string>& shown, const WaveWindow& window);
 

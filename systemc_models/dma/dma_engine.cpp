@@ -2,6 +2,7 @@
 
 #include "arch/dma_descriptor_check.h"
 #include "dma/dma_pattern.h"
+#include "trace/sim_time.h"
 
 #include <fmt/format.h>
 
@@ -20,9 +21,6 @@ using sc_core::SC_NS;
 using sc_core::SC_ZERO_TIME;
 
 namespace {
-
-// Bursts of at most 256 beats that never cross a 4 KiB page.
-std::uint32_t max_burst_bytes(std::uint32_t data_bytes) { return std::min<std::uint32_t>(4096, 256 * data_bytes); }
 
 // Cycle counts of the RTL (rtl/dma/tsr_dma_engine.sv), measured through the
 // AXI4-to-TLM bridge (cosim/, TESSERA_DMA_BRIDGE_LOG): see docs/cosim.md.
@@ -249,9 +247,9 @@ sc_time DmaEngine::transport_at(tlm::tlm_command cmd, std::uint64_t address, std
   socket->b_transport(t, delay);
   error = t.is_response_error();
   if (log_)
-    std::fprintf(stderr, "%s %.3f %s 0x%llx bytes %u answer %.3f\n", name(), sc_time_stamp().to_seconds() * 1e9,
+    std::fprintf(stderr, "%s %.3f %s 0x%llx bytes %u answer %.3f\n", name(), trace::ns(sc_time_stamp()),
                  cmd == tlm::TLM_WRITE_COMMAND ? "W" : "R", static_cast<unsigned long long>(address), length,
-                 (sc_time_stamp() + delay).to_seconds() * 1e9);
+                 trace::ns(sc_time_stamp() + delay));
   return sc_time_stamp() + delay;
 }
 
@@ -538,6 +536,7 @@ void DmaEngine::execute(Fetched f) {
       read_at += src[ri].bytes;
       read_end[ri] = read_at;
       next_read = sc_time_stamp() + cycle;  // one AR per cycle, even when this one went out late
+      if (ri == 0) starts_.push_back({q, f.index, t_read});
       ++ri;
     } else {
       const Run& w = dst[wi];
@@ -561,7 +560,7 @@ void DmaEngine::execute(Fetched f) {
   sc_time first_r = sc_core::sc_max_time();
   for (std::size_t k = 0; k < src.size(); ++k)
     first_r = std::min(first_r, last_beat[k] - cycle * static_cast<double>(read_beats[k] - 1));
-  stats_.busy_ns += (last_w - first_r + cycle).to_seconds() * 1e9;
+  stats_.busy_ns += trace::ns(last_w - first_r + cycle);
   // The completion stage holds one descriptor: this one moves in once its last
   // write beat is out and the previous one has written its status.
   // The stage frees when the previous status write's AW goes out, a cycle

@@ -68,6 +68,14 @@ public:
     sc_core::sc_time done;
   };
   const std::vector<Completion>& completions() const { return completions_; }
+  // When each descriptor began to move data (its first read request goes
+  // out), in start order: a trace splits its time into queued and moving.
+  struct Start {
+    std::uint32_t queue;
+    std::uint32_t index;
+    sc_core::sc_time at;
+  };
+  const std::vector<Start>& starts() const { return starts_; }
 
   void set_wave_probe(trace::WaveProbe* probe) { waves_ = probe; }
   // Every doorbell: descriptors [first, first + count) of a queue, visible
@@ -112,6 +120,7 @@ protected:
   void take_turn();
 
   std::vector<Completion> completions_;
+  std::vector<Start> starts_;
   std::vector<Doorbell> doorbells_;
 
   // Reports queue q's depth (descriptors visible and not completed) to the waveform.

@@ -4,6 +4,7 @@
 // cuts them into bursts.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -30,6 +31,9 @@ std::vector<Run> bursts(const std::vector<Run>& runs, std::uint32_t max_burst_by
 void pattern_bursts(std::uint64_t base, const std::array<std::uint16_t, 4>& size,
                     const std::array<std::uint32_t, 4>& stride, std::uint8_t elem_log2, std::uint32_t max_burst_bytes,
                     std::vector<Run>& out);
+
+// Bursts of at most 256 beats of `data_bytes` that never cross a 4 KiB page.
+inline std::uint32_t max_burst_bytes(std::uint32_t data_bytes) { return std::min<std::uint32_t>(4096, 256 * data_bytes); }
 
 // The read-to-write byte buffer of an engine with `max_outstanding` read
 // slots: one 4 KiB (largest) burst per slot, so that reads can stream while

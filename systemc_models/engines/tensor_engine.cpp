@@ -26,7 +26,7 @@ TensorEngine::TensorStats::TensorStats(trace::Stats& stats, const TensorEngine& 
 
 TensorEngine::TensorEngine(sc_core::sc_module_name name, core::CoreContext& ctx,
                            std::unique_ptr<TensorDatapath> datapath)
-    : Engine(name, arch::Engine::Tensor, ctx.cfg.tensor.clock_ghz, ctx),
+    : Engine(name, arch::Engine::Tensor, ctx.cfg.tensor.clock_ghz, ctx, {"weights"}),
       datapath_(std::move(datapath)),
       tensor_stats_(ctx.stats, *this) {
   datapath_->add_stats(tensor_stats_);
@@ -34,14 +34,13 @@ TensorEngine::TensorEngine(sc_core::sc_module_name name, core::CoreContext& ctx,
 
 void TensorEngine::settle() {
   done_cycle_ = std::max(done_cycle_, datapath_->flush());
-  report_busy(false);
+  report_busy();
 }
 
-void TensorEngine::report_busy(bool at_issue) {
+void TensorEngine::report_busy() {
   const std::uint64_t busy = std::max(busy_reported_, datapath_->busy_cycles());
-  // At issue even a hidden instruction (a load under a multiply) adds its
-  // zero-length slice to the trace, so that every instruction shows there.
-  if (at_issue || busy > busy_reported_) add_busy(cycles(static_cast<double>(busy - busy_reported_)));
+  // The trace draws each instruction's own work at issue (issue()).
+  if (busy > busy_reported_) count_busy(cycles(static_cast<double>(busy - busy_reported_)));
   busy_reported_ = busy;
 }
 
@@ -97,7 +96,14 @@ sc_core::sc_time TensorEngine::issue(TensorCommand& cmd) {
   const std::uint64_t now = now_cycle();
   const TensorTiming t = datapath_->issue(cmd, now);
   done_cycle_ = std::max(done_cycle_, t.completed);
-  report_busy(true);
+  report_busy();
+  // In traces, each instruction from the cycle the datapath accepted it:
+  // moving columns stream N cycles through the array; weights load on a
+  // lane of their own (a load overlaps the multiplies before it) until the
+  // last is in, which both datapaths know at issue.
+  const sc_core::sc_time accepted = clock_period() * static_cast<double>(t.accepted);
+  if (cmd.op == TensorCommand::Op::MultiplyMoving) trace_work(accepted, cycles(static_cast<double>(cmd.data.cols)), 0);
+  else trace_work(accepted, cycles(static_cast<double>(t.completed - t.accepted)), kWeightsLane);
   if (cmd.op == TensorCommand::Op::MultiplyMoving)
     tensor_stats_.multiplying_ns += trace::ns(cycles(static_cast<double>(cmd.data.cols)));
   // The sequencer may issue the next instruction the cycle after this one was accepted.

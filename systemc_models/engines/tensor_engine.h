@@ -47,8 +47,9 @@ private:
   // The PSUM write port: applies `mode` to the array's output at `dst`.
   std::function<void(const arch::Fp32Matrix&)> psum_writer(const arch::AccessPattern& dst, arch::PsumMode mode);
   // Adds the busy cycles the datapath has learnt of since the last call.
-  void report_busy(bool at_issue);
+  void report_busy();
 
+  static constexpr std::size_t kWeightsLane = 1;  // the trace lane of LoadStationary
   std::unique_ptr<TensorDatapath> datapath_;
   std::uint64_t done_cycle_ = 0;  // completion of everything issued so far
   std::uint64_t busy_reported_ = 0;  // datapath busy cycles already added

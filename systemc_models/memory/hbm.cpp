@@ -1,4 +1,5 @@
 #include "memory/hbm.h"
+#include "trace/sim_time.h"
 
 #include <algorithm>
 
@@ -78,9 +79,9 @@ sc_time Hbm::book(std::uint64_t address, std::uint64_t length, const sc_time& st
     per_channel_[channel_of(a)] += n;
     a += n;
   }
-  const double start_ns = start.to_seconds() * 1e9;
+  const double start_ns = trace::ns(start);
   // Bins before now can take no more requests.
-  const auto stale = static_cast<std::int64_t>(sc_core::sc_time_stamp().to_seconds() * 1e9 / kBinNs) - 1;
+  const auto stale = static_cast<std::int64_t>(trace::ns(sc_core::sc_time_stamp()) / kBinNs) - 1;
   double done_ns = start_ns;
   // Channels in index order, so that a trace's traffic bins add up in one order.
   for (std::size_t c = 0; c < channels; ++c) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <cstring>
 
 namespace tessera::memory {
@@ -18,8 +19,14 @@ PartitionedMemory::PartitionedMemory(sc_core::sc_module_name name, const Partiti
     : sc_module(name),
       socket("socket"),
       p_(params),
-      data_(params.partitions * params.partition_bytes, 0),
+      size_(params.partitions * params.partition_bytes),
+      // calloc: the OS maps zero pages on first touch, so a large SBUF costs
+      // only the bytes a kernel uses.
+      data_(static_cast<std::uint8_t*>(std::calloc(size_ ? size_ : 1, 1))),
       stats_(stats, *this) {
+  if (!data_)
+    throw MemoryError(fmt::format("{}: cannot allocate {} bytes ({} partitions of {} bytes)", this->name(), size_,
+                                  p_.partitions, p_.partition_bytes));
   socket.register_b_transport(this, &PartitionedMemory::b_transport);
   socket.register_transport_dbg(this, &PartitionedMemory::transport_dbg);
 }
@@ -28,7 +35,7 @@ std::uint8_t* PartitionedMemory::at(std::uint64_t partition, std::uint64_t byte,
   if (partition >= p_.partitions || byte > p_.partition_bytes || length > p_.partition_bytes - byte)
     throw MemoryError(fmt::format("{}: partition {} bytes {}..{} outside {} partitions of {} bytes", name(), partition,
                                   byte, byte + length - 1, p_.partitions, p_.partition_bytes));
-  return data_.data() + partition * p_.partition_bytes + byte;
+  return data_.get() + partition * p_.partition_bytes + byte;
 }
 
 const std::uint8_t* PartitionedMemory::at(std::uint64_t partition, std::uint64_t byte, std::uint64_t length) const {
@@ -50,11 +57,11 @@ sc_core::sc_time PartitionedMemory::transfer_time(std::uint64_t offset, std::uin
 void PartitionedMemory::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
   const std::uint64_t offset = trans.get_address();
   const std::uint64_t length = trans.get_data_length();
-  if (offset > data_.size() || length > data_.size() - offset) {
+  if (offset > size_ || length > size_ - offset) {
     trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
     return;
   }
-  std::uint8_t* mem = data_.data() + offset;
+  std::uint8_t* mem = data_.get() + offset;
   const unsigned char* be = trans.get_byte_enable_ptr();
   const unsigned be_len = trans.get_byte_enable_length();
   if (trans.is_read()) {
@@ -74,9 +81,9 @@ void PartitionedMemory::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc
 unsigned PartitionedMemory::transport_dbg(tlm::tlm_generic_payload& trans) {
   const std::uint64_t offset = trans.get_address();
   const std::uint64_t length = trans.get_data_length();
-  if (offset > data_.size() || length > data_.size() - offset) return 0;
-  if (trans.is_read()) std::memcpy(trans.get_data_ptr(), data_.data() + offset, length);
-  if (trans.is_write()) std::memcpy(data_.data() + offset, trans.get_data_ptr(), length);
+  if (offset > size_ || length > size_ - offset) return 0;
+  if (trans.is_read()) std::memcpy(trans.get_data_ptr(), data_.get() + offset, length);
+  if (trans.is_write()) std::memcpy(data_.get() + offset, trans.get_data_ptr(), length);
   return static_cast<unsigned>(length);
 }
 

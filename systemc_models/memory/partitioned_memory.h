@@ -11,6 +11,8 @@
 #include <tlm>
 #include <tlm_utils/simple_target_socket.h>
 
+#include <cstdlib>
+#include <memory>
 #include <stdexcept>
 #include <vector>
 
@@ -79,7 +81,11 @@ private:
   unsigned transport_dbg(tlm::tlm_generic_payload& trans);
 
   PartitionedMemoryParams p_;
-  std::vector<std::uint8_t> data_;
+  struct Free {
+    void operator()(std::uint8_t* p) const { std::free(p); }
+  };
+  std::uint64_t size_;
+  std::unique_ptr<std::uint8_t[], Free> data_;
   MemoryStats stats_;
   trace::WaveProbe* waves_ = nullptr;
   trace::WaveProbe::Memory wave_id_ = trace::WaveProbe::Memory::Sbuf;

@@ -52,31 +52,40 @@ void Timeline::flow(int from_track, double from_ns, int to_track, double to_ns, 
   const std::uint64_t id = next_flow_++;
   events_.push_back({{"ph", "s"}, {"name", name}, {"cat", "semaphore"}, {"id", id}, {"pid", a.pid}, {"tid", a.tid},
                      {"ts", us(from_ns)}});
-  // "bp": "e" binds the arrow's head to the slice that encloses it (the wait), not the next one.
+  // "bp": "e" binds the arrow's head to the slice that encloses it (the work
+  // held back), not the next slice to begin on that track.
   events_.push_back({{"ph", "f"}, {"bp", "e"}, {"name", name}, {"cat", "semaphore"}, {"id", id}, {"pid", b.pid},
                      {"tid", b.tid}, {"ts", us(to_ns)}});
 }
 
-void Timeline::signal(std::uint32_t sem, int track, double t_ns) { signals_[sem].push_back({t_ns, track}); }
-
-double Timeline::inside_end(double start_ns, double end_ns) {
-  return end_ns - std::min(0.5, (end_ns - start_ns) / 2);
+void Timeline::signal(std::uint32_t sem, std::uint32_t delta, int track, double end_ns, double at_ns) {
+  signals_[sem].push_back({delta, track, end_ns, at_ns});
 }
 
-void Timeline::wait(std::uint32_t sem, std::uint32_t value, int track, double start_ns, double end_ns) {
-  waits_[sem].push_back({value, track, inside_end(start_ns, end_ns)});
+void Timeline::wait(std::uint32_t sem, std::uint32_t value, int stall_track, int engine_track, std::uint64_t index,
+                    double start_ns, double end_ns) {
+  waits_[sem].push_back({value, stall_track, engine_track, index, start_ns, end_ns});
 }
 
-void Timeline::link_semaphores() {
-  for (auto& [sem, signals] : signals_)
-    std::stable_sort(signals.begin(), signals.end(), [](const Signal& a, const Signal& b) { return a.t < b.t; });
-  for (const auto& [sem, waits] : waits_) {
-    const auto it = signals_.find(sem);
-    if (it == signals_.end()) continue;
-    for (const Wait& w : waits) {
-      if (w.value == 0 || w.value > it->second.size()) continue;
-      const Signal& s = it->second[w.value - 1];
-      flow(s.track, s.t, w.track, w.at, "sem " + std::to_string(sem));
+void Timeline::link_semaphores(const ConsumerOf& consumer_of) {
+  for (auto& [sem, signals] : signals_) {
+    std::stable_sort(signals.begin(), signals.end(), [](const Signal& a, const Signal& b) { return a.at < b.at; });
+    const auto waits = waits_.find(sem);
+    if (waits == waits_.end()) continue;
+    // The semaphore's value after each increment: a wait for `value` was
+    // released by the first increment that took it there.
+    std::vector<std::uint64_t> value_after;
+    std::uint64_t v = 0;
+    for (const Signal& x : signals) value_after.push_back(v += x.delta);
+    for (const Wait& w : waits->second) {
+      const auto it = std::lower_bound(value_after.begin(), value_after.end(), std::uint64_t{w.value});
+      if (w.value == 0 || it == value_after.end()) continue;
+      const Signal& from = signals[static_cast<std::size_t>(it - value_after.begin())];
+      if (from.track < 0) continue;  // an increment that announced no work
+      const std::optional<Point> to = consumer_of ? consumer_of(w.engine_track, w.index) : std::nullopt;
+      const std::string name = "sem " + std::to_string(sem);
+      if (to) flow(from.track, from.end - inside(1.0), to->track, to->ns + inside(1.0), name);
+      else flow(from.track, from.end - inside(1.0), w.stall_track, w.end - inside(w.end - w.start), name);
     }
   }
   signals_.clear();
@@ -93,6 +102,16 @@ std::optional<std::pair<double, double>> Timeline::instruction_time(int track, s
   const auto it = instructions_.find(track);
   if (it == instructions_.end() || index >= it->second.size() || it->second[index].first < 0) return std::nullopt;
   return it->second[index];
+}
+
+void Timeline::instruction_slice(int engine_track, std::uint64_t index, int slice_track, double start_ns) {
+  first_slices_.emplace(std::make_pair(engine_track, index), Point{slice_track, start_ns});
+}
+
+std::optional<Timeline::Point> Timeline::instruction_slice(int engine_track, std::uint64_t index) const {
+  const auto it = first_slices_.find({engine_track, index});
+  if (it == first_slices_.end()) return std::nullopt;
+  return it->second;
 }
 
 std::map<std::string, double> Timeline::total_ns(const std::string& category) const {

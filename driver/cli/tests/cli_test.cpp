@@ -220,14 +220,15 @@ TEST(Cli, TraceSlicesMatchTheReportsBusyTimes) {
   std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> slices;
   std::set<std::string> counters, categories;
   int flow_starts = 0, flow_ends = 0;
+  std::map<std::uint64_t, double> flow_from, flow_to;  // arrow id -> ts
   bool labelled = false;
   for (const auto& e : trace["traceEvents"]) {
     ASSERT_TRUE(e.contains("ph") && e.contains("pid")) << e.dump();
     const std::string ph = e["ph"];
     if (ph == "M" && e["name"] == "thread_name") thread_name[{e["pid"], e["tid"]}] = e["args"]["name"];
     if (ph == "C") counters.insert(e["name"].get<std::string>());
-    if (ph == "s") ++flow_starts;
-    if (ph == "f") ++flow_ends;
+    if (ph == "s") ++flow_starts, flow_from[e["id"]] = e["ts"];
+    if (ph == "f") ++flow_ends, flow_to[e["id"]] = e["ts"];
     if (ph != "X") continue;
     EXPECT_GE(e["ts"].get<double>(), 0.0);
     EXPECT_GE(e["dur"].get<double>(), 0.0);
@@ -238,10 +239,16 @@ TEST(Cli, TraceSlicesMatchTheReportsBusyTimes) {
       labelled |= e["args"].value("label", std::string()).rfind("C block", 0) == 0;
     }
   }
+  // The tensor engine's slices are at the datapath's accept times: moving
+  // columns streaming through the array on its own track (they add up to
+  // the multiplying time), weight loads on a lane beside it. Its busy time
+  // also counts results draining from the array, which no slice shows.
+  EXPECT_NEAR(busy_us["tensor"] * 1000.0, report["tensor_multiplying_ns"].get<double>(), 1e-3);
+  EXPECT_GT(busy_us["tensor weights"], 0);
   for (const auto& [engine, e] : report["engines"].items()) {
     // The report's dma row is the busiest DMA engine; the trace has a track
     // per queue, whose descriptor slices include time queued behind others.
-    if (engine == "dma") continue;
+    if (engine == "dma" || engine == "tensor") continue;
     const double busy_ns = e["busy_ns"];
     EXPECT_NEAR(busy_us[engine] * 1000.0, busy_ns, 1e-6 * std::max(1.0, busy_ns)) << engine;
   }
@@ -258,6 +265,11 @@ TEST(Cli, TraceSlicesMatchTheReportsBusyTimes) {
   EXPECT_TRUE(labelled);
   EXPECT_GT(flow_starts, 0);
   EXPECT_EQ(flow_starts, flow_ends);
+  // Arrows run forward: from the producer's end to the consumer's start.
+  for (const auto& [id, from] : flow_from) {
+    ASSERT_TRUE(flow_to.count(id)) << id;
+    EXPECT_LT(from, flow_to[id]) << "arrow " << id;
+  }
   // Viewers bind each end of an arrow to the slice around it on its track.
   for (const auto& e : trace["traceEvents"]) {
     if (e["ph"] != "s" && e["ph"] != "f") continue;
@@ -280,6 +292,91 @@ TEST(Cli, TraceSlicesMatchTheReportsBusyTimes) {
   EXPECT_GE(report["top_stalls"][0]["ns"].get<double>(), report["top_stalls"].back()["ns"].get<double>());
   EXPECT_THAT(r.out, HasSubstr("tensor engine active"));
   EXPECT_THAT(r.out, HasSubstr("stall 1:"));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+
+namespace {
+
+// Bad command lines and files: each a one-line message naming the problem,
+// exit 2, before anything is simulated.
+TEST(CliBadInput, CommandLineMistakesAreNamed) {
+  for (const auto& [args, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"frobnicate", "unknown command 'frobnicate' (commands: config, list, run, regress, sweep"},
+           {"run --bogus", "--bogus"},
+           {"run --kernel gemm", "--config is required"},
+           {"run --config tiny --kernel gemm --seed -1", "--seed -1: expected a whole number"},
+           {"run --config tiny --kernel gemm --seed 18446744073709551616", "--seed 18446744073709551616: expected"},
+           {"run --config tiny --kernel gemm --seed 1e23", "--seed 1e23: expected"},
+           {"run --config tiny --kernel gemm --shape M=8,M=16", "--shape: 'M' is given twice"},
+           {"run --config tiny --kernel gemm --shape M=4611686018427387904", "beyond the largest dimension"},
+           {"run --config tiny --kernel gemm --set tensor=8", "'tensor' is a section, not a key"},
+           {"run --config tiny --kernel gemm --fidelity tlm --out /dev/null/x", "/dev/null/x: cannot create the folder"},
+       }) {
+    const auto r = run(args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.err;
+    EXPECT_THAT(r.err, HasSubstr(expect)) << args;
+    EXPECT_THAT(r.err, Not(HasSubstr("did you mean 'tensor'"))) << args;
+  }
+}
+
+// A failed write fails the command, naming the file.
+TEST(CliBadInput, AFailedWriteFailsTheRun) {
+  const auto r = run("run --config tiny --kernel gemm --shape M=8,N=64,K=8 --fidelity tlm --trace /dev/full");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("/dev/full: cannot write: No space left on device"));
+}
+
+TEST(CliBadInput, TheSeedIsInTheReport) {
+  const auto r = run("run --config tiny --kernel gemm --shape M=8,N=64,K=8 --fidelity tlm --no-data --json --seed 7");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["seed"], 7);
+}
+
+// Any readable file can be named as a config; one that is not a config is
+// refused on its first problem, without its content quoted back.
+TEST(CliBadInput, FilesThatAreNotConfigsAreRefusedWithoutEcho) {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("tessera_cli_notconfig_{}", ::getpid());
+  fs::create_directories(dir);
+  std::ofstream(dir / "shadow") << "root:$y$j9T$secrethash:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\n";
+  std::ofstream(dir / "kv.yaml") << "password: hunter2\nuser: root\n";
+  std::string deep = "tensor: ";
+  for (int i = 0; i < 2000; ++i) deep += "[";
+  std::ofstream(dir / "deep.yaml") << deep << "\n";
+  fs::create_symlink(dir / "loop_a.yaml", dir / "loop_b.yaml");
+  fs::create_symlink(dir / "loop_b.yaml", dir / "loop_a.yaml");
+  for (const auto& [file, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"shadow", "not a Tessera config: none of its top-level keys is a config section"},
+           {"kv.yaml", "not a Tessera config: none of its top-level keys is a config section"},
+           {"deep.yaml", "deep.yaml:1: not a Tessera config: nested more than 64 deep"},
+           {"loop_a.yaml", "cannot read: Too many levels of symbolic links"},
+           {std::string(300, 'x') + ".yaml", "cannot read: File name too long"},
+       }) {
+    const auto r = run("config validate " + (dir / file).string());
+    EXPECT_EQ(r.status, 2) << file;
+    EXPECT_THAT(r.err, HasSubstr(expect)) << file;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one message: " << r.err;
+    for (const char* secret : {"secrethash", "hunter2", "daemon"}) EXPECT_THAT(r.err, Not(HasSubstr(secret)));
+  }
+  fs::remove_all(dir);
+}
+
+// config.resolved.yaml loads back to the same config, whatever --set gave.
+TEST(CliBadInput, ResolvedConfigLoadsBack) {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("tessera_cli_roundtrip_{}", ::getpid());
+  auto r = run("run --config tiny --kernel gemm --set 'name=x\ty' --fidelity tlm");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("name: expected one line of text"));
+  r = run(fmt::format("run --config tiny --kernel gemm --shape M=8,N=64,K=8 --fidelity tlm --no-data "
+                      "--set \"description=it's a \\\"test\\\": #1\" --set hbm.bandwidth_gbps=12.5 --out {}",
+                      dir.string()));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto back = run("config show --json " + (dir / "config.resolved.yaml").string());
+  ASSERT_EQ(back.status, 0) << back.err;
+  const auto j = nlohmann::json::parse(back.out);
+  EXPECT_EQ(j["config"]["description"], "it's a \"test\": #1");
+  EXPECT_EQ(j["config"]["hbm"]["bandwidth_gbps"], 12.5);
   fs::remove_all(dir);
 }
 

@@ -433,6 +433,7 @@ TEST(RegressRun, ListShowsTheSelectedJobsWithoutRunningThem) {
 
 TEST(RegressSlurm, NoSbatchOnPathIsAClearError) {
   const fs::path suite = write_suite("s", kSuite);
+  fs::remove_all(fs::temp_directory_path() / "tessera_regress_nosbatch");
   std::string text;
   // The shell finds the binary by its full path; the runner looks for sbatch on this PATH.
   EXPECT_EQ(run_binary(fmt::format("regress {} --slurm --out {}", suite.string(),
@@ -640,6 +641,170 @@ TEST(RegressInterrupt, JobsDieWithAKilledRunner) {
   waitpid(b.pid, &raw, 0);
   EXPECT_TRUE(all_gone(pids)) << "a job was orphaned";
   fs::remove_all(out);
+}
+
+}  // namespace
+}  // namespace tessera::cli::regress
+
+namespace tessera::cli::regress {
+namespace {
+
+// Values a suite must not hold, each refused at its file and line.
+TEST(RegressSuite, BadValuesAreRefusedByLine) {
+  const std::string head = "tests:\n  - name: g\n    kernel: gemm\n    configs: tiny\n";
+  for (const auto& [line, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"    timeout_s: 0\n", "bad.yaml:5: 'timeout_s' must be a number above 0"},
+           {"    timeout_s: -1\n", "bad.yaml:5: 'timeout_s' must be a number above 0"},
+           {"    timeout_s: .nan\n", "bad.yaml:5: 'timeout_s' must be a number above 0"},
+           {"    tolerance_percent: -5\n", "bad.yaml:5: 'tolerance_percent' must be a number of at least 0"},
+           {"    seed: -1\n", "bad.yaml:5: 'seed' must be a whole number"},
+           {"    seed: 18446744073709551616\n", "bad.yaml:5: 'seed' must be a whole number"},
+           {"    seed: 1e23\n", "bad.yaml:5: 'seed' must be a whole number"},
+           {"    variants: []\n", "bad.yaml:5: 'variants' must be a name or a non-empty list"},
+           {"    shapes: []\n", "bad.yaml:5: 'shapes' must be a non-empty list"},
+           {"    shapes: [{M: 8, M: 16}]\n", "bad.yaml:5: duplicate key 'M'"},
+           {"    kernel: softmax\n", "bad.yaml:5: duplicate key 'kernel'"},
+       })
+    EXPECT_THAT(error_of(head + line), HasSubstr(expect)) << line;
+  EXPECT_THAT(error_of("tests:\n  - {name: g, kernel: gemm, configs: []}\n"),
+              HasSubstr("'configs' must be a name or a non-empty list"));
+  EXPECT_THAT(error_of("tests:\n  - {name: \"a\\x01b\", kernel: gemm, configs: tiny}\n"),
+              HasSubstr("a test's name is 1 to 100 letters"));
+  std::string deep = "tests: ";
+  for (int i = 0; i < 2000; ++i) deep += "[";
+  EXPECT_THAT(error_of(deep), HasSubstr("bad.yaml:1: nested more than 64 deep"));
+  const fs::path dir = fs::temp_directory_path() / "tessera_regress_test";
+  try {
+    load_suite(dir.string() + "/");
+    FAIL() << "a folder loaded as a suite";
+  } catch (const SuiteError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("cannot read: it is a folder"));
+  }
+}
+
+TEST(RegressRun, BadOptionsAreRefusedBeforeAnyJobRuns) {
+  const fs::path suite = write_suite("s", kSuite);
+  const fs::path out = fs::temp_directory_path() / "tessera_regress_badopts";
+  fs::remove_all(out);
+  for (const auto& [args, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"--shard 1/4294967297 --list", "--shard 1/4294967297: expected I/N"},
+           {"--shard 0/2 --list", "--shard 0/2: expected I/N"},
+           {"-j 0", "-j"},
+           {"-j -3", "-j"},
+           {"--baseline " + suite.string(), "not a baseline"},
+       }) {
+    std::string text;
+    EXPECT_EQ(run_binary(fmt::format("regress {} {} --out {}", suite.string(), args, out.string()), &text),
+              2)
+        << args << "\n" << text;
+    EXPECT_THAT(text, HasSubstr(expect)) << args;
+    EXPECT_FALSE(fs::exists(out / "jobs")) << args << ": a job ran";
+  }
+  std::string text;
+  EXPECT_EQ(run_binary(fmt::format("regress {} --out /dev/null/x", suite.string()), &text), 2);
+  EXPECT_THAT(text, HasSubstr("/dev/null/x: cannot create the folder"));
+  text.clear();
+  EXPECT_EQ(run_binary("regress " + suite.parent_path().string() + "/", &text), 2);
+  EXPECT_THAT(text, HasSubstr("cannot read: it is a folder"));
+}
+
+TEST(RegressOutput, JunitStaysValidXmlWithControlCharacters) {
+  JobResult bad;
+  bad.job.id = "g/x";
+  bad.job.test = "g";
+  bad.status = Status::Fail;
+  bad.message = std::string("line\x01\x1b[31m & 'q'\n");
+  const std::string xml = junit_xml("s", {bad});
+  for (char c : xml)
+    EXPECT_TRUE(static_cast<unsigned char>(c) >= 0x20 || c == '\n') << "raw control character in XML";
+  EXPECT_THAT(xml, HasSubstr("line\\x01\\x1b[31m &amp; &apos;q&apos;&#10;"));
+}
+
+// Values that would enter the submitted script as commands are refused; a
+// crafted plan cannot make the runner run anything.
+TEST(RegressSlurm, NothingEntersTheScriptAsACommand) {
+  const fs::path root = fs::temp_directory_path() / "tessera_regress_inject";
+  fs::remove_all(root);
+  fs::create_directories(root);
+  const fs::path evil = root / "s\nTESSERA_SHARD_SCRIPT\ntouch pwned\n.yaml";
+  fs::copy_file(write_suite("s", kSuite), evil);
+  std::string text;
+  EXPECT_EQ(run_binary(fmt::format("regress '{}' --emit-sbatch {} --out {}", evil.string(), (root / "x.sh").string(),
+                                   (root / "out").string()),
+                       &text),
+            2)
+      << text;
+  EXPECT_THAT(text, HasSubstr("control character"));
+  const fs::path suite = write_suite("s", kSuite);
+  for (const auto& [args, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"--partition 'batch\n#SBATCH --uid=0'", "--partition"},
+           {"--partition 'a b'", "--partition"},
+           {"--time '1;reboot'", "--time"},
+       }) {
+    text.clear();
+    EXPECT_EQ(run_binary(fmt::format("regress {} --emit-sbatch {} {} --out {}", suite.string(),
+                                     (root / "x.sh").string(), args, (root / "out2").string()),
+                         &text),
+              2)
+        << args;
+    EXPECT_THAT(text, HasSubstr(expect)) << args;
+    fs::remove_all(root / "out2");
+  }
+  text.clear();
+  EXPECT_EQ(run_binary(fmt::format("regress {} --emit-sbatch {} --out {}", suite.string(), (root / "x.sh").string(),
+                                   (root / "out%j").string()),
+                       &text),
+            2);
+  EXPECT_THAT(text, HasSubstr("% (which Slurm expands)"));
+  // A plan.json whose job ids are a command.
+  const fs::path out = root / "planned";
+  ASSERT_EQ(run_binary(fmt::format("regress {} --emit-sbatch {} --out {}", suite.string(), (root / "x.sh").string(),
+                                   out.string()),
+                       &text),
+            0)
+      << text;
+  auto plan = nlohmann::json::parse(std::ifstream(out / "slurm" / "plan.json"));
+  plan["array_id"] = "1; touch " + (root / "pwned").string();
+  plan["merge_id"] = "2";
+  std::ofstream(out / "slurm" / "plan.json") << plan.dump();
+  text.clear();
+  run_binary(fmt::format("regress merge --plan {}", out.string()), &text, "PATH=" + root.string() + ":/usr/bin:/bin");
+  EXPECT_FALSE(fs::exists(root / "pwned")) << text;
+  fs::remove_all(root);
+}
+
+// A submission removes only what an earlier run of the tool wrote.
+TEST(RegressSlurm, OutputFolderWithOtherFilesIsRefusedUnlessForced) {
+  const fs::path suite = write_suite("s", kSuite);
+  const fs::path out = fs::temp_directory_path() / "tessera_regress_manifest";
+  const fs::path script = fs::temp_directory_path() / "tessera_regress_manifest.sh";
+  fs::remove_all(out);
+  fs::create_directories(out / "mine");
+  std::ofstream(out / "mine" / "thesis.tex") << "precious\n";
+  std::string text;
+  EXPECT_EQ(run_binary(fmt::format("regress {} --emit-sbatch {} --out {}", suite.string(), script.string(), out.string()),
+                       &text),
+            2);
+  EXPECT_THAT(text, HasSubstr("holds a file that no earlier 'tessera regress --slurm' wrote (mine)"));
+  EXPECT_TRUE(fs::exists(out / "mine" / "thesis.tex"));
+  text.clear();
+  EXPECT_EQ(run_binary(fmt::format("regress {} --emit-sbatch {} --force --out {}", suite.string(), script.string(),
+                                   out.string()),
+                       &text),
+            0)
+      << text;
+  EXPECT_TRUE(fs::exists(out / "mine" / "thesis.tex"));
+  EXPECT_TRUE(fs::exists(out / "slurm" / "plan.json"));
+  // A second submission into its own folder needs no --force once the
+  // foreign file is gone, and removes only its own files.
+  fs::remove_all(out / "mine");
+  text.clear();
+  EXPECT_EQ(run_binary(fmt::format("regress {} --emit-sbatch {} --out {}", suite.string(), script.string(), out.string()),
+                       &text),
+            0)
+      << text;
+  fs::remove_all(out);
+  fs::remove(script);
 }
 
 }  // namespace

@@ -498,5 +498,26 @@ TEST_F(StudyTest, SlurmMisuseIsAClearError) {
   fs::remove_all(out);
 }
 
+// Ranges and grids that would not end, or end after millions of points,
+// are refused before anything is expanded.
+TEST_F(StudyTest, UnboundedRangesAndGridsAreRefused) {
+  const std::string head = "base: small\nkernels:\n  - kernel: gemm\nparameters:\n";
+  EXPECT_THAT(error_of(head + "  - key: hbm.bandwidth_gbps\n    range: {from: 1, to: 10, step: .nan}\n"),
+              HasSubstr("bad.yaml:6: range: 'step' must be a finite number, not .nan"));
+  EXPECT_THAT(error_of(head + "  - key: hbm.bandwidth_gbps\n    range: {from: 1, to: 10, factor: .inf}\n"),
+              HasSubstr("range: 'factor' must be a finite number"));
+  EXPECT_THAT(error_of(head + "  - key: hbm.bandwidth_gbps\n    range: {from: 1, to: 1e12, step: 1}\n"),
+              HasSubstr("range gives more than 1000 values"));
+  EXPECT_THAT(error_of(head + "  - key: hbm.bandwidth_gbps\n    range: {from: 16, to: 1015, step: 1}\n"
+                              "  - key: hbm.latency_ns\n    range: {from: 1, to: 1000, step: 1}\n"),
+              HasSubstr("the study has 1000000 points (1000000 configs x 1 runs each); at most 10000"));
+  EXPECT_THAT(error_of(head + "  - {key: hbm.bandwidth_gbps, values: [16]}\ntimeout_s: .nan\n"),
+              HasSubstr("'timeout_s' must be a number above 0"));
+  EXPECT_THAT(error_of(head + "  - {key: hbm.bandwidth_gbps, values: [16]}\nseed: -1\n"),
+              HasSubstr("'seed' must be a whole number"));
+  EXPECT_THAT(error_of(head + "  - {key: hbm.bandwidth_gbps, values: [16], values: [32]}\n"),
+              HasSubstr("duplicate key 'values'"));
+}
+
 }  // namespace
 }  // namespace tessera::cli::sweep

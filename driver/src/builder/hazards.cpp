@@ -71,9 +71,10 @@ std::size_t OnChipIndex::add(const Region& r, int op, int agent, bool is_write) 
 
 // --------------------------------------------------------------- tracker
 
-std::vector<int> HazardTracker::dependencies(int agent, const RegionList& reads, const RegionList& writes,
-                                             bool* same_agent_raw) {
-  std::vector<std::pair<int, int>> latest;  // (agent, its latest op to follow)
+void HazardTracker::dependencies(int agent, const RegionList& reads, const RegionList& writes, std::vector<int>& out,
+                                 bool* same_agent_raw) {
+  std::vector<std::pair<int, int>>& latest = latest_;
+  latest.clear();
   const auto consider = [&](int op, int op_agent, bool is_write, const Region& region) {
     if (op_agent == agent) {
       if (same_agent_raw && is_write)
@@ -115,10 +116,8 @@ std::vector<int> HazardTracker::dependencies(int agent, const RegionList& reads,
         consider(op, op_agent, is_write, region);
       });
   std::sort(latest.begin(), latest.end());
-  std::vector<int> out;
-  out.reserve(latest.size());
+  out.clear();
   for (const auto& [a, op] : latest) out.push_back(op);
-  return out;
 }
 
 void HazardTracker::record(int op, int agent, const RegionList& reads, const RegionList& writes) {

@@ -64,9 +64,10 @@ public:
   // and writing `writes` must follow, by agent. agent -1: an op that belongs
   // to no agent yet (a DMA before its queue is chosen). When
   // `same_agent_raw` is given, it is set when the op reads what an earlier op
-  // of its own agent wrote.
-  std::vector<int> dependencies(int agent, const RegionList& reads, const RegionList& writes,
-                                bool* same_agent_raw = nullptr);
+  // of its own agent wrote. The ops go into `out` (cleared first), in agent
+  // order, so that a caller can reuse one buffer for every op.
+  void dependencies(int agent, const RegionList& reads, const RegionList& writes, std::vector<int>& out,
+                    bool* same_agent_raw = nullptr);
   // Records op `op` of `agent` as the latest access of what it reads and writes.
   void record(int op, int agent, const RegionList& reads, const RegionList& writes);
 
@@ -74,6 +75,7 @@ private:
   OnChipIndex& on_chip(arch::Memory m) { return on_chip_[m == arch::Memory::Psum ? 1 : 0]; }
 
   OnChipIndex on_chip_[2];  // SBUF, PSUM
+  std::vector<std::pair<int, int>> latest_;  // dependencies(): (agent, its latest op to follow), reused
   // HBM, per tensor: writes exactly, reads summarised as each agent's latest
   // (a write waits for all of them). Kernels rarely write what they read, and
   // a large kernel reads tens of thousands of distinct tiles.

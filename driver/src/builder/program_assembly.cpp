@@ -8,7 +8,20 @@
 
 namespace tessera::builder {
 
-Program assemble(const arch::HwConfig& cfg, const Schedule& s, const std::vector<std::string>& label_names,
+namespace {
+
+// Where stream emission goes: Count sizes a stream, Fill writes it (into
+// vectors sized by Count, so that a large program holds no spare capacity).
+struct Count {
+  std::size_t n = 0;
+  void push(const arch::Instruction&, int /*label*/) { ++n; }
+  void place(int /*op*/) {}
+  std::size_t size() const { return n; }
+};
+
+}  // namespace
+
+Program assemble(const arch::HwConfig& cfg, Schedule& s, const std::vector<std::string>& label_names,
                  const std::vector<Allocation>& tiles) {
   const auto& ops = s.ops();
   const auto& queues = s.queues();
@@ -28,13 +41,15 @@ Program assemble(const arch::HwConfig& cfg, const Schedule& s, const std::vector
     for (int id : q.descriptors) signal_count[static_cast<std::size_t>(id)] = ops[static_cast<std::size_t>(id)].slot + 1;
 
   Program p;
-  const auto label_of = [&](const Op& op) { return op.label < 0 ? std::string() : label_names[static_cast<std::size_t>(op.label)]; };
+  const auto label_of = [&](int label) { return label < 0 ? std::string() : label_names[static_cast<std::size_t>(label)]; };
   std::vector<Program::OpRef> where(ops.size());  // op id -> its place in the program
-  for (int e = 0; e < arch::kNumEngines; ++e) {
-    auto& out = p.streams[static_cast<std::size_t>(e)];
-    auto& labels = p.labels[static_cast<std::size_t>(e)];
+
+  // Engine e's stream, into `out`: each op after the semaphore waits it
+  // needs (one per semaphore and value, never repeated), its increment when
+  // others wait for it, the triggers issued after it, and an End.
+  const auto emit_stream = [&](int e, auto& out) {
     std::map<std::uint16_t, std::uint32_t> waited;  // semaphore -> value already waited for
-    const auto wait_for = [&](int dep) {
+    const auto wait_for = [&](int dep, int label) {
       const auto sem = static_cast<std::uint16_t>(ops[static_cast<std::size_t>(dep)].agent);
       const std::uint32_t value = signal_count[static_cast<std::size_t>(dep)];
       if (waited[sem] >= value) return;
@@ -44,48 +59,72 @@ Program assemble(const arch::HwConfig& cfg, const Schedule& s, const std::vector
       w.opcode = arch::Opcode::SemWait;
       w.sem = sem;
       w.value = value;
-      out.push_back(w);
+      out.push(w, label);  // a wait carries the label of what it holds up
     };
     const auto emit_op = [&](int id) {
       const Op& op = ops[static_cast<std::size_t>(id)];
-      for (int dep : op.waits) wait_for(dep);
-      labels.resize(out.size(), label_of(op));  // the waits carry the label of what they hold up
-      where[static_cast<std::size_t>(id)] = {false, static_cast<std::uint32_t>(e), 0, static_cast<std::uint32_t>(out.size())};
-      out.push_back(op.in);
+      for (const int* dep = s.waits_begin(op); dep != s.waits_end(op); ++dep) wait_for(*dep, op.label);
+      out.place(id);
+      out.push(s.instruction(op), op.label);
       if (op.signal) {
         arch::Instruction inc;
         inc.engine = static_cast<arch::Engine>(e);
         inc.opcode = arch::Opcode::SemIncr;
         inc.sem = static_cast<std::uint16_t>(e);
         inc.value = 1;
-        out.push_back(inc);
+        out.push(inc, op.label);
       }
-      labels.resize(out.size(), label_of(op));
     };
     for (int id : s.stream(e)) {
       emit_op(id);
-      for (int t : ops[static_cast<std::size_t>(id)].triggers) emit_op(t);
+      for (int t = ops[static_cast<std::size_t>(id)].first_trigger; t >= 0; t = ops[static_cast<std::size_t>(t)].next_trigger)
+        emit_op(t);
     }
     if (e == kSyncAgent) {
       // The program ends when every DMA has landed, not just been started.
       for (const auto& q : queues)
-        if (!q.descriptors.empty()) wait_for(q.descriptors.back());
+        if (!q.descriptors.empty()) wait_for(q.descriptors.back(), -1);
     }
     arch::Instruction end;
     end.engine = static_cast<arch::Engine>(e);
     end.opcode = arch::Opcode::End;
-    out.push_back(end);
-    labels.resize(out.size());
-  }
-  for (const auto& q : queues) {
-    auto& ring = p.rings[{q.engine, q.queue}];
-    auto& ring_labels = p.ring_labels[{q.engine, q.queue}];
-    for (int id : q.descriptors) {
-      const Op& op = ops[static_cast<std::size_t>(id)];
-      where[static_cast<std::size_t>(id)] = {true, q.engine, q.queue, static_cast<std::uint32_t>(ring.size())};
-      ring.push_back(s.descriptor(op));
-      ring_labels.push_back(label_of(op));
+    out.push(end, -1);
+  };
+
+  struct Fill {
+    std::vector<arch::Instruction>& stream;
+    std::vector<std::string>& labels;
+    std::vector<Program::OpRef>& where;
+    std::uint32_t engine;
+    const decltype(label_of)& label_text;
+    void push(const arch::Instruction& in, int label) {
+      stream.push_back(in);
+      labels.push_back(label_text(label));
     }
+    void place(int op) {
+      where[static_cast<std::size_t>(op)] = {false, engine, 0, static_cast<std::uint32_t>(stream.size())};
+    }
+  };
+  for (int e = 0; e < arch::kNumEngines; ++e) {
+    Count count;
+    emit_stream(e, count);
+    auto& out = p.streams[static_cast<std::size_t>(e)];
+    auto& labels = p.labels[static_cast<std::size_t>(e)];
+    out.reserve(count.size());
+    labels.reserve(count.size());
+    Fill fill{out, labels, where, static_cast<std::uint32_t>(e), label_of};
+    emit_stream(e, fill);
+  }
+  for (std::size_t i = 0; i < queues.size(); ++i) {
+    const DmaQueue& q = queues[i];
+    auto& ring_labels = p.ring_labels[{q.engine, q.queue}];
+    ring_labels.reserve(q.descriptors.size());
+    for (std::size_t slot = 0; slot < q.descriptors.size(); ++slot) {
+      const Op& op = ops[static_cast<std::size_t>(q.descriptors[slot])];
+      where[static_cast<std::size_t>(q.descriptors[slot])] = {true, q.engine, q.queue, static_cast<std::uint32_t>(slot)};
+      ring_labels.push_back(label_of(op.label));
+    }
+    p.rings[{q.engine, q.queue}] = s.take_ring(i);
   }
   for (int e = 0; e < arch::kNumEngines; ++e) p.semaphore_owners.emplace_back(to_string(static_cast<arch::Engine>(e)));
   for (const auto& q : queues) p.semaphore_owners.push_back(fmt::format("dma {}.{}", q.engine, q.queue));

@@ -13,8 +13,9 @@
 
 namespace tessera::builder {
 
-// Throws KernelError when the schedule needs more semaphores than the config has.
-Program assemble(const arch::HwConfig& cfg, const Schedule& schedule, const std::vector<std::string>& labels,
+// Throws KernelError when the schedule needs more semaphores than the config
+// has. The schedule's rings move into the Program (they are left empty).
+Program assemble(const arch::HwConfig& cfg, Schedule& schedule, const std::vector<std::string>& labels,
                  const std::vector<Allocation>& tiles);
 
 }  // namespace tessera::builder

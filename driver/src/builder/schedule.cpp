@@ -10,9 +10,13 @@ namespace tessera::builder {
 
 Schedule::Schedule(const arch::HwConfig& cfg, const arch::AddressMap& map) : cfg_(cfg), map_(map) {}
 
-void Schedule::mark_signal(const std::vector<int>& deps) {
-  for (int d : deps)
+void Schedule::set_waits(Op& o, const std::vector<int>& deps) {
+  o.waits_begin = static_cast<std::uint32_t>(waits_.size());
+  for (int d : deps) {
+    waits_.push_back(d);
     if (ops_[static_cast<std::size_t>(d)].agent < kFirstQueueAgent) ops_[static_cast<std::size_t>(d)].signal = true;
+  }
+  o.waits_end = static_cast<std::uint32_t>(waits_.size());
 }
 
 int Schedule::add_instruction(arch::Engine engine, arch::Instruction in, const RegionList& reads,
@@ -21,12 +25,13 @@ int Schedule::add_instruction(arch::Engine engine, arch::Instruction in, const R
   in.engine = engine;
   Op op;
   op.agent = agent;
-  op.in = in;
+  op.instruction = static_cast<int>(instructions_.size());
+  instructions_.push_back(in);
   op.label = label;
-  op.waits = hazards_.dependencies(agent, reads, writes);
-  mark_signal(op.waits);
+  hazards_.dependencies(agent, reads, writes, deps_);
+  set_waits(op, deps_);
   const int id = static_cast<int>(ops_.size());
-  ops_.push_back(std::move(op));
+  ops_.push_back(op);
   streams_[static_cast<std::size_t>(agent)].push_back(id);
   hazards_.record(id, agent, reads, writes);
   return id;
@@ -42,7 +47,7 @@ int Schedule::queue_for(int placer) {
     std::uint32_t used = 0;
     for (const auto& q : queues_) used += q.engine == e;
     if (used < static_cast<std::uint32_t>(cfg_.dma.queues_per_engine)) {
-      queues_.push_back({e, used, placer, {}});
+      queues_.push_back({e, used, placer, {}, {}});
       return kFirstQueueAgent + static_cast<int>(queues_.size()) - 1;
     }
   }
@@ -53,11 +58,11 @@ int Schedule::queue_for(int placer) {
 
 int Schedule::add_dma(arch::DmaDescriptor d, const Region& read, const Region& write, int label) {
   const RegionList reads{read}, writes{write};
-  std::vector<int> deps = hazards_.dependencies(-1, reads, writes);
+  hazards_.dependencies(-1, reads, writes, deps_);
   int placer = kSyncAgent;
   int anchor = -1;  // the op to issue the trigger after
-  if (!deps.empty()) {
-    const int latest = *std::max_element(deps.begin(), deps.end());  // ids grow in program order
+  if (!deps_.empty()) {
+    const int latest = *std::max_element(deps_.begin(), deps_.end());  // ids grow in program order
     const int agent = ops_[static_cast<std::size_t>(latest)].agent;
     if (agent < kFirstQueueAgent && agent != kSyncAgent) {
       placer = agent;
@@ -72,7 +77,7 @@ int Schedule::add_dma(arch::DmaDescriptor d, const Region& read, const Region& w
   if (placer != kSyncAgent) q.last_anchor = anchor;
   // Same-queue read-after-write: the queue itself orders it, with a barrier.
   bool same_queue_raw = false;
-  deps = hazards_.dependencies(qagent, reads, writes, &same_queue_raw);
+  hazards_.dependencies(qagent, reads, writes, deps_, &same_queue_raw);
   if (same_queue_raw) d.flags |= arch::kDmaFlagBarrier;
 
   Op desc;
@@ -83,35 +88,39 @@ int Schedule::add_dma(arch::DmaDescriptor d, const Region& read, const Region& w
   d.sem_addr = map_.semaphore_address(static_cast<std::uint64_t>(qagent));
   d.sem_value = 1;
   d.magic = arch::kDmaDescriptorMagic;
-  desc.descriptor = static_cast<int>(descriptors_.size());
-  descriptors_.push_back(d);
+  q.ring.push_back(d);
   const int desc_id = static_cast<int>(ops_.size());
   const std::uint32_t slot = desc.slot;
-  ops_.push_back(std::move(desc));
+  ops_.push_back(desc);
   q.descriptors.push_back(desc_id);
 
   Op trig;
   trig.agent = placer;
-  trig.in.engine = static_cast<arch::Engine>(placer);
-  trig.in.opcode = arch::Opcode::DmaTrigger;
-  trig.in.dma_engine = static_cast<std::uint16_t>(q.engine);
-  trig.in.dma_queue = static_cast<std::uint16_t>(q.queue);
-  trig.in.address = slot;  // a ring slot until Device places the ring
-  trig.in.value = 1;
+  arch::Instruction in;
+  in.engine = static_cast<arch::Engine>(placer);
+  in.opcode = arch::Opcode::DmaTrigger;
+  in.dma_engine = static_cast<std::uint16_t>(q.engine);
+  in.dma_queue = static_cast<std::uint16_t>(q.queue);
+  in.address = slot;  // a ring slot until Device places the ring
+  in.value = 1;
+  trig.instruction = static_cast<int>(instructions_.size());
+  instructions_.push_back(in);
   trig.label = label;
-  for (int dep : deps) {
-    // Ops of the placer's own stream up to the anchor are done by then.
-    if (ops_[static_cast<std::size_t>(dep)].agent == placer) continue;
-    trig.waits.push_back(dep);
-  }
-  mark_signal(trig.waits);
+  // Ops of the placer's own stream up to the anchor are done by then.
+  deps_.erase(std::remove_if(deps_.begin(), deps_.end(),
+                             [&](int dep) { return ops_[static_cast<std::size_t>(dep)].agent == placer; }),
+              deps_.end());
+  set_waits(trig, deps_);
   const int trig_id = static_cast<int>(ops_.size());
-  ops_.push_back(std::move(trig));
+  ops_.push_back(trig);
   if (placer == kSyncAgent || anchor < 0) {
     // The sync stream holds triggers and waits only: append.
     streams_[static_cast<std::size_t>(placer)].push_back(trig_id);
   } else {
-    ops_[static_cast<std::size_t>(anchor)].triggers.push_back(trig_id);
+    Op& a = ops_[static_cast<std::size_t>(anchor)];
+    if (a.last_trigger < 0) a.first_trigger = trig_id;
+    else ops_[static_cast<std::size_t>(a.last_trigger)].next_trigger = trig_id;
+    a.last_trigger = trig_id;
   }
   hazards_.record(desc_id, qagent, reads, writes);
   return desc_id;

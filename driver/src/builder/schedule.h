@@ -16,6 +16,7 @@
 #include "builder/region.h"
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace tessera::builder {
@@ -26,22 +27,27 @@ constexpr int kFirstQueueAgent = arch::kNumEngines;
 // An operation: an engine instruction (placed in a stream), a DMA descriptor
 // (placed in a queue's ring) or the trigger that rings a descriptor's
 // doorbell (issued right after an operation of its stream, or appended to it).
+// A large kernel has over a million, so an op is a small record: its
+// instruction, its waits and its descriptor live in the Schedule's arrays.
 struct Op {
   int agent = 0;
-  std::uint32_t slot = 0;          // descriptor: ring slot
-  int descriptor = -1;             // descriptor: index into Schedule::descriptors()
-  arch::Instruction in;            // instruction or trigger
-  std::vector<int> waits;          // ops to wait for first
-  bool signal = false;             // instruction: increment the agent's semaphore after it
-  std::vector<int> triggers;       // instruction: DMA triggers issued right after it
+  std::uint32_t slot = 0;          // descriptor: ring slot (its index in the queue's ring)
+  int instruction = -1;            // instruction or trigger: index into Schedule::instruction(); descriptor: -1
+  std::uint32_t waits_begin = 0;   // ops to wait for first: Schedule::waits()
+  std::uint32_t waits_end = 0;
+  int first_trigger = -1;          // instruction: the DMA triggers issued right after it, in order,
+  int last_trigger = -1;           //   linked through next_trigger
+  int next_trigger = -1;           // trigger: the next one issued after the same op
   int label = -1;                  // index into the kernel's labels
+  bool signal = false;             // instruction: increment the agent's semaphore after it
 };
 
 struct DmaQueue {
   std::uint32_t engine, queue;
-  int owner;                     // the stream whose triggers feed this queue
-  std::vector<int> descriptors;  // op ids in ring order
-  int last_anchor = -1;          // the op this queue's latest trigger follows
+  int owner;                             // the stream whose triggers feed this queue
+  std::vector<int> descriptors;          // op ids in ring order
+  std::vector<arch::DmaDescriptor> ring; // the descriptors, parallel to `descriptors`
+  int last_anchor = -1;                  // the op this queue's latest trigger follows
 };
 
 class Schedule {
@@ -61,11 +67,19 @@ public:
   // Op ids of each engine's stream, without the triggers issued after them.
   const std::vector<int>& stream(int engine) const { return streams_[static_cast<std::size_t>(engine)]; }
   const std::vector<DmaQueue>& queues() const { return queues_; }
-  const arch::DmaDescriptor& descriptor(const Op& op) const { return descriptors_[static_cast<std::size_t>(op.descriptor)]; }
+  // Hands queue i's descriptors over (to the Program); the ring is empty after.
+  std::vector<arch::DmaDescriptor> take_ring(std::size_t i) { return std::move(queues_[i].ring); }
+  const arch::Instruction& instruction(const Op& op) const {
+    return instructions_[static_cast<std::size_t>(op.instruction)];
+  }
+  // The ops `op` waits for, as [begin, end).
+  const int* waits_begin(const Op& op) const { return waits_.data() + op.waits_begin; }
+  const int* waits_end(const Op& op) const { return waits_.data() + op.waits_end; }
 
 private:
   int queue_for(int placer);
-  void mark_signal(const std::vector<int>& deps);
+  // Stores `deps` as the waits of op `o` and marks the engine ops among them as signalling.
+  void set_waits(Op& o, const std::vector<int>& deps);
 
   const arch::HwConfig& cfg_;
   const arch::AddressMap& map_;
@@ -73,7 +87,9 @@ private:
   std::vector<Op> ops_;
   std::vector<std::vector<int>> streams_ = std::vector<std::vector<int>>(arch::kNumEngines);
   std::vector<DmaQueue> queues_;  // agent kFirstQueueAgent + i
-  std::vector<arch::DmaDescriptor> descriptors_;
+  std::vector<arch::Instruction> instructions_;  // of instruction and trigger ops
+  std::vector<int> waits_;                       // every op's waits, one after the other
+  std::vector<int> deps_;                        // dependencies of the op being placed, reused
   std::vector<std::uint32_t> next_engine_of_placer_ = std::vector<std::uint32_t>(arch::kNumEngines, 0);
 };
 

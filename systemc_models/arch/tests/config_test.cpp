@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -202,7 +203,7 @@ TEST_F(ConfigTest, ImpossibleValuesNameTheKeyAndLine) {
   f = write("clock.yaml", "base: tiny\ntensor:\n  clock_ghz: 0\n");
   errs = errors_of(f);
   ASSERT_EQ(errs.size(), 1u);
-  EXPECT_EQ(errs[0].str(), f + ":3: tensor.clock_ghz: must be greater than 0, got 0");
+  EXPECT_EQ(errs[0].str(), f + ":3: tensor.clock_ghz: must be at least 0.01, got 0");
 }
 
 TEST_F(ConfigTest, MovingLimitOverPsumBankIsRejected) {
@@ -283,7 +284,7 @@ TEST_F(ConfigTest, TopLevelMustBeAMapping) {
   const auto f = write("list.yaml", "- 1\n- 2\n");
   const auto errs = errors_of(f);
   ASSERT_EQ(errs.size(), 1u);
-  EXPECT_THAT(errs[0].str(), HasSubstr("a config must be a mapping"));
+  EXPECT_THAT(errs[0].str(), HasSubstr("not a Tessera config: a config is a mapping"));
 }
 
 TEST_F(ConfigTest, MissingFileIsAnError) {
@@ -320,6 +321,49 @@ TEST_F(ConfigTest, EverySchemaFieldHasUnitlessOrUnitAndDescription) {
     const bool numeric = f.kind() == FieldSpec::Kind::Int || f.kind() == FieldSpec::Kind::Float;
     if (numeric) EXPECT_FALSE(f.unit.empty());
   }
+}
+
+// Every numeric key has a lower and an upper limit, so that no valid config
+// reaches an overflowing size or time (a key added later declares both).
+TEST(ConfigSchema, EveryNumericKeyIsBoundedBothWays) {
+  for (const auto& f : schema()) {
+    if (f.kind() != FieldSpec::Kind::Int && f.kind() != FieldSpec::Kind::Float) continue;
+    EXPECT_TRUE(std::isfinite(f.min)) << f.path << " has no lower limit";
+    EXPECT_TRUE(std::isfinite(f.max)) << f.path << " has no upper limit";
+    EXPECT_LE(f.min, f.max) << f.path;
+  }
+}
+
+TEST(ConfigSchema, SectionGivenAsAKeyNamesItsKeys) {
+  try {
+    load_config(TESSERA_SOURCE_CONFIG_DIR "/tiny.yaml", {parse_override("tensor=8")});
+    FAIL() << "accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("'tensor' is a section, not a key: set one of its keys (tensor.rows,"));
+  }
+}
+
+// Rules that keep the models' allocations and clocks in range, each at the key to change.
+TEST(ConfigSchema, RulesBoundMemoriesChannelsAndTheDmaClock) {
+  const auto error_of = [](const std::vector<std::string>& sets) {
+    std::vector<Override> o;
+    for (const auto& s : sets) o.push_back(parse_override(s));
+    try {
+      load_config(TESSERA_SOURCE_CONFIG_DIR "/tiny.yaml", o);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_THAT(error_of({"sbuf.partitions=1024", "sbuf.partition_kib=2048"}),
+              ::testing::HasSubstr("sbuf.partition_kib: 1024 partitions of 2048 KiB make 2048 MiB of SBUF; at most 256 MiB"));
+  EXPECT_THAT(error_of({"psum.partitions=1024", "psum.banks=64", "psum.bank_kib=64"}),
+              ::testing::HasSubstr("psum.bank_kib: 1024 partitions of 64 banks of 64 KiB"));
+  EXPECT_THAT(error_of({"hbm.channels=32"}), ::testing::HasSubstr("hbm.channels: 32 channels share 16 GB/s"));
+  EXPECT_THAT(error_of({"dma.bytes_per_ns=4000"}), ::testing::HasSubstr("dma.bytes_per_ns: 4000 B/ns over a"));
+  EXPECT_THAT(error_of({"hbm.capacity_gib=16385"}), ::testing::HasSubstr("hbm.capacity_gib: must be at most 16384"));
+  EXPECT_THAT(error_of({"tensor.rate.fp32=0.001"}), ::testing::HasSubstr("must be at least 0.0625 (or 0)"));
+  EXPECT_EQ(error_of({"tensor.rate.fp32=0"}), "(accepted)");
 }
 
 }  // namespace

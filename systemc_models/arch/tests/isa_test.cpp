@@ -105,6 +105,10 @@ TEST(Isa, EncodedSizeIsHeaderPlusOperands) {
   Instruction end;
   end.opcode = Opcode::End;
   EXPECT_EQ(encode(end).size(), kInstrHeaderBytes);
+  // The header says how long the instruction is, for a sequencer to fetch it whole.
+  const auto bytes = encode(matmul(8, 8, 64));
+  EXPECT_EQ(encoded_length(bytes.data()), bytes.size());
+  EXPECT_EQ(encoded_length(encode(end).data()), kInstrHeaderBytes);
 }
 
 TEST(Isa, DisassemblesEveryField) {

@@ -13,6 +13,7 @@
 #include "core/neuron_core.h"
 #include "testing/stream.h"
 #include "testing/tensor_programs.h"
+#include "trace/sim_time.h"
 
 #include <fmt/format.h>
 
@@ -69,7 +70,7 @@ int sc_main(int argc, char** argv) {
     fmt::print(stderr, "{}\n", r.message);
     return 1;
   }
-  const double cycles = core.engine(arch::Engine::Tensor).end_time().to_seconds() * 1e9 * cfg.tensor.clock_ghz;
+  const double cycles = trace::ns(core.engine(arch::Engine::Tensor).end_time()) * cfg.tensor.clock_ghz;
   std::string sampled = "-";
   if (*fidelity == arch::Fidelity::Sampled)
     sampled = fmt::format("{:.0f}, {:.2f} s", stats.value("core.tensor.datapath.sampled_instructions"),

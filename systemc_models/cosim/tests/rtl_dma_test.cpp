@@ -12,6 +12,7 @@
 #include "core/neuron_core.h"
 #include "testing/dma_programs.h"
 #include "testing/stream.h"
+#include "trace/sim_time.h"
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -113,14 +114,14 @@ struct Agreement {
 Agreement compare(const char* name, const core::RunResult& rf, const core::RunResult& rr, dma::DmaSubsystem& fast,
                   dma::DmaSubsystem& rtl) {
   Agreement a;
-  a.fast_ns = rf.end_time.to_seconds() * 1e9;
-  a.rtl_ns = rr.end_time.to_seconds() * 1e9;
+  a.fast_ns = trace::ns(rf.end_time);
+  a.rtl_ns = trace::ns(rr.end_time);
   const bool print = std::getenv("TESSERA_DMA_COMPLETIONS") != nullptr;
   for (std::size_t e = 0; e < rtl.engines(); ++e) {
     std::map<std::pair<std::uint32_t, std::uint32_t>, double> fast_done;
-    for (const auto& c : fast.engine(e).completions()) fast_done[{c.queue, c.index}] = c.done.to_seconds() * 1e9;
+    for (const auto& c : fast.engine(e).completions()) fast_done[{c.queue, c.index}] = trace::ns(c.done);
     for (const auto& c : rtl.engine(e).completions()) {
-      const double r = c.done.to_seconds() * 1e9;
+      const double r = trace::ns(c.done);
       const auto it = fast_done.find({c.queue, c.index});
       EXPECT_NE(it, fast_done.end()) << "dma" << e << ".q" << c.queue << "[" << c.index << "]";
       if (it == fast_done.end()) continue;
@@ -569,7 +570,7 @@ TEST(RtlDma, TimingOnlyRunTakesTheSameTime) {
   for (NeuronCore* c : {&fast, &rtl, &fast_timing, &rtl_timing}) {
     const auto r = c->run();
     ASSERT_TRUE(r.ok()) << r.message;
-    end.push_back(r.end_time.to_seconds() * 1e9);
+    end.push_back(trace::ns(r.end_time));
   }
   std::printf("timing only: fast %.1f / %.1f ns, rtl %.1f / %.1f ns (with data / without)\n", end[0], end[2], end[1],
               end[3]);
@@ -734,7 +735,7 @@ void measure_speed(bool use_rtl) {
   const auto r = core.run();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_TRUE(r.ok()) << r.message;
-  const double ns = r.end_time.to_seconds() * 1e9;
+  const double ns = trace::ns(r.end_time);
   std::printf("%s: %.0f simulated ns in %.4f s wall: %.3g simulated ns per wall second\n",
               use_rtl ? "rtl" : "fast", ns, wall, ns / wall);
 }

@@ -17,6 +17,7 @@
 #include "testing/shipped_config.h"
 #include "testing/stream.h"
 #include "testing/tensor_programs.h"
+#include "trace/sim_time.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -227,9 +228,9 @@ json run_pipeline(arch::Fidelity fidelity, SamplingPolicy policy = {}) {
     json out;
     out["ok"] = r.ok();
     out["message"] = r.message;
-    out["end_ns"] = r.end_time.to_seconds() * 1e9;
-    out["tensor_end_ns"] = core.engine(arch::Engine::Tensor).end_time().to_seconds() * 1e9;
-    out["vector_end_ns"] = core.engine(arch::Engine::Vector).end_time().to_seconds() * 1e9;
+    out["end_ns"] = trace::ns(r.end_time);
+    out["tensor_end_ns"] = trace::ns(core.engine(arch::Engine::Tensor).end_time());
+    out["vector_end_ns"] = trace::ns(core.engine(arch::Engine::Vector).end_time());
     out["results"] = Pipeline::results(core);
     json cmds = json::array();
     if (recorder) cmds = recorder->log;
@@ -325,7 +326,7 @@ TEST(RtlTensorDatapath, TimingOnlyRunGivesTheSameCycles) {
     NeuronCore core("core", tiny(), stats, o);
     p.load(core);
     const auto r = core.run();
-    return json{{"ok", r.ok()}, {"message", r.message}, {"end_ns", r.end_time.to_seconds() * 1e9}}.dump();
+    return json{{"ok", r.ok()}, {"message", r.message}, {"end_ns", trace::ns(r.end_time)}}.dump();
   });
   const json no_data = json::parse(text);
   const json tlm = run_pipeline(arch::Fidelity::Tlm);
@@ -419,8 +420,8 @@ json run_dma_pipeline(arch::Fidelity fidelity) {
     }
     return json{{"ok", r.ok()},
                 {"message", r.message},
-                {"end_ns", r.end_time.to_seconds() * 1e9},
-                {"tensor_end_ns", core.engine(arch::Engine::Tensor).end_time().to_seconds() * 1e9},
+                {"end_ns", trace::ns(r.end_time)},
+                {"tensor_end_ns", trace::ns(core.engine(arch::Engine::Tensor).end_time())},
                 {"dma_descriptors", stats.value("dma.descriptors")},
                 {"dma_sampled", fidelity == arch::Fidelity::Sampled ? stats.value("core.dma_sampler.sampled_descriptors") : 0},
                 {"out", bits},

@@ -1,14 +1,11 @@
-// HBM, SBUF/PSUM, the interconnect and the semaphores, each driven through its
-// real TLM socket by a test initiator, checking data and simulated time.
-#include "arch/address_map.h"
-#include "core/interconnect.h"
-#include "core/semaphores.h"
+// HBM and SBUF/PSUM, each driven through its real TLM socket by a test
+// initiator, checking data and simulated time.
 #include "memory/hbm.h"
 #include "memory/partitioned_memory.h"
+#include "testing/tlm_initiator.h"
 
 #include <gtest/gtest.h>
 #include <systemc>
-#include <tlm_utils/simple_initiator_socket.h>
 
 #include <algorithm>
 #include <cstring>
@@ -21,29 +18,7 @@ namespace {
 using sc_core::sc_time;
 using sc_core::SC_NS;
 
-// Runs `body` in an SC_THREAD with a socket bound to the target under test.
-struct Initiator : sc_core::sc_module {
-  tlm_utils::simple_initiator_socket<Initiator> socket;
-  std::function<void(Initiator&)> body;
-  SC_HAS_PROCESS(Initiator);
-  explicit Initiator(sc_core::sc_module_name n) : sc_module(n), socket("socket") { SC_THREAD(run); }
-  void run() { body(*this); }
-
-  // One blocking transaction; returns the annotated delay and the response.
-  std::pair<sc_time, tlm::tlm_response_status> transport(tlm::tlm_command cmd, std::uint64_t address,
-                                                          std::uint8_t* data, unsigned length) {
-    tlm::tlm_generic_payload t;
-    t.set_command(cmd);
-    t.set_address(address);
-    t.set_data_ptr(data);
-    t.set_data_length(length);
-    t.set_streaming_width(length);
-    t.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-    sc_time delay = sc_core::SC_ZERO_TIME;
-    socket->b_transport(t, delay);
-    return {delay, t.get_response_status()};
-  }
-};
+using testing::Initiator;
 
 arch::HbmConfig hbm_config() {
   arch::HbmConfig c;
@@ -245,51 +220,6 @@ TEST(PartitionedMemory, BackdoorOutsideIsAnErrorNamingTheRange) {
     EXPECT_STREQ(e.what(), "sbuf: partition 8 bytes 0..3 outside 8 partitions of 1024 bytes");
   }
   EXPECT_THROW(sbuf.at(0, 1020, 8), memory::MemoryError);
-}
-
-TEST(Interconnect, RoutesTheAddressMapAndRejectsHoles) {
-  trace::Stats stats;
-  arch::HwConfig cfg;
-  cfg.hbm.capacity_gib = 1;
-  cfg.sbuf.partitions = 8;
-  cfg.sbuf.partition_kib = 1;
-  cfg.psum.partitions = 8;
-  cfg.psum.banks = 1;
-  cfg.psum.bank_kib = 1;
-  cfg.sync.semaphores = 4;
-  const arch::AddressMap map(cfg);
-  core::Interconnect ic("ic", map);
-  memory::Hbm hbm("hbm", hbm_config(), stats);
-  memory::PartitionedMemory sbuf("sbuf", sbuf_params(), stats);
-  memory::PartitionedMemory psum("psum", sbuf_params(), stats);
-  core::Semaphores sems("sems", 4, sc_time(5, SC_NS), stats);
-  ic.to_hbm.bind(hbm.socket);
-  ic.to_sbuf.bind(sbuf.socket);
-  ic.to_psum.bind(psum.socket);
-  ic.to_semaphores.bind(sems.socket);
-  Initiator init("init");
-  init.socket.bind(ic.target);
-  std::vector<tlm::tlm_response_status> status;
-  init.body = [&](Initiator& i) {
-    std::uint32_t v = 3;
-    auto* p = reinterpret_cast<std::uint8_t*>(&v);
-    status.push_back(i.transport(tlm::TLM_WRITE_COMMAND, map.sbuf_address(2, 16), p, 4).second);
-    status.push_back(i.transport(tlm::TLM_WRITE_COMMAND, map.psum_address(1, 0), p, 4).second);
-    status.push_back(i.transport(tlm::TLM_WRITE_COMMAND, map.semaphore_address(2), p, 4).second);
-    status.push_back(i.transport(tlm::TLM_WRITE_COMMAND, map.semaphore_address(2), p, 4).second);
-    status.push_back(i.transport(tlm::TLM_WRITE_COMMAND, arch::kSbufBase + 8 * 1024, p, 4).second);  // past SBUF
-    status.push_back(i.transport(tlm::TLM_WRITE_COMMAND, (1ull << 30) - 2, p, 4).second);            // straddles HBM end
-  };
-  sc_core::sc_start();
-  ASSERT_EQ(status.size(), 6u);
-  EXPECT_EQ(status[0], tlm::TLM_OK_RESPONSE);
-  EXPECT_EQ(status[1], tlm::TLM_OK_RESPONSE);
-  EXPECT_EQ(status[2], tlm::TLM_OK_RESPONSE);
-  EXPECT_EQ(status[4], tlm::TLM_ADDRESS_ERROR_RESPONSE);
-  EXPECT_EQ(status[5], tlm::TLM_ADDRESS_ERROR_RESPONSE);
-  EXPECT_EQ(sbuf.at(2, 16, 1)[0], 3);
-  EXPECT_EQ(psum.at(1, 0, 1)[0], 3);
-  EXPECT_EQ(sems.value(2), 6u);  // two writes of 3 add up
 }
 
 }  // namespace

@@ -50,28 +50,63 @@ TEST(Timeline, SlicesAreInMicrosecondsAndAddUpPerTrackAndCategory) {
   EXPECT_EQ(t.to_json()["displayTimeUnit"], "ns");
 }
 
-TEST(Timeline, AWaitIsLinkedToTheIncrementThatReachedItsValue) {
+TEST(Timeline, AWaitIsLinkedFromTheWorkThatReachedItsValueToTheWorkItHeldBack) {
   Timeline t;
   const int dma = t.track("DMA queues", "dma 0.0");
   const int tensor = t.track("engines", "tensor");
-  // Increments arrive out of time order; the second in time releases `>= 2`.
-  t.signal(7, dma, 300);
-  t.signal(7, dma, 100);
-  t.wait(7, 2, tensor, 50, 320);
-  t.wait(7, 3, tensor, 400, 500);  // never reached: no arrow
-  t.wait(8, 1, tensor, 0, 10);     // no increments of semaphore 8
-  t.link_semaphores();
+  const int stalls = t.track("engines", "tensor stalls");
+  // Increments arrive out of time order; with deltas 1 then 2, the one at
+  // 300 takes the semaphore from 1 to 3 and so releases `>= 2`.
+  t.signal(7, 2, dma, 290, 300);
+  t.signal(7, 1, dma, 95, 100);
+  t.wait(7, 2, stalls, tensor, 4, 50, 320);
+  t.wait(7, 4, stalls, tensor, 6, 400, 500);  // never reached: no arrow
+  t.wait(8, 1, stalls, tensor, 8, 0, 10);     // no increments of semaphore 8
+  t.wait(7, 1, stalls, tensor, 1, 20, 100);   // nothing follows it: the arrow ends in the wait
+  t.link_semaphores([&](int engine_track, std::uint64_t index) -> std::optional<Timeline::Point> {
+    EXPECT_EQ(engine_track, tensor);
+    if (index == 4) return Timeline::Point{tensor, 320};  // the instruction after the wait
+    return std::nullopt;
+  });
   const auto starts = events(t, "s"), ends = events(t, "f");
-  ASSERT_EQ(starts.size(), 1u);
-  ASSERT_EQ(ends.size(), 1u);
-  EXPECT_DOUBLE_EQ(starts[0]["ts"].get<double>(), 0.3);
+  ASSERT_EQ(starts.size(), 2u);
+  ASSERT_EQ(ends.size(), 2u);
+  // From just inside the end of the producer's slice...
+  EXPECT_DOUBLE_EQ(starts[0]["ts"].get<double>(), (290 - Timeline::inside(1.0)) / 1000);
   EXPECT_EQ(starts[0]["name"], "sem 7");
-  // The head sits just inside the end of the wait's slice.
-  EXPECT_DOUBLE_EQ(ends[0]["ts"].get<double>(), Timeline::inside_end(50, 320) / 1000);
-  EXPECT_DOUBLE_EQ(Timeline::inside_end(50, 320), 319.5);
-  EXPECT_DOUBLE_EQ(Timeline::inside_end(10, 10.4), 10.2);
+  EXPECT_EQ(starts[0]["tid"], 1);  // dma 0.0 is the DMA group's first track
+  // ... to just inside the start of the work held back, never before the start.
+  EXPECT_DOUBLE_EQ(ends[0]["ts"].get<double>(), (320 + Timeline::inside(1.0)) / 1000);
   EXPECT_EQ(starts[0]["id"], ends[0]["id"]);
   EXPECT_EQ(ends[0]["bp"], "e");
+  EXPECT_DOUBLE_EQ(starts[1]["ts"].get<double>(), (95 - Timeline::inside(1.0)) / 1000);
+  EXPECT_DOUBLE_EQ(ends[1]["ts"].get<double>(), (100 - Timeline::inside(80)) / 1000);
+  for (std::size_t i = 0; i < starts.size(); ++i)
+    EXPECT_LT(starts[i]["ts"].get<double>(), ends[i]["ts"].get<double>());
+  EXPECT_DOUBLE_EQ(Timeline::inside(1.0), 0.001);
+  EXPECT_DOUBLE_EQ(Timeline::inside(0.0008), 0.0004);
+}
+
+TEST(Timeline, AnIncrementThatAnnouncedNoWorkDrawsNoArrow) {
+  Timeline t;
+  const int tensor = t.track("engines", "tensor");
+  const int stalls = t.track("engines", "vector stalls");
+  t.signal(1, 1, -1, 0, 5);  // a SemIncr before the engine's first slice
+  t.wait(1, 1, stalls, tensor, 0, 0, 5);
+  t.link_semaphores(nullptr);
+  EXPECT_TRUE(events(t, "s").empty());
+}
+
+TEST(Timeline, TheFirstSliceOfAnInstructionIsKept) {
+  Timeline t;
+  const int tensor = t.track("engines", "tensor");
+  const int weights = t.track("engines", "tensor weights");
+  t.instruction_slice(tensor, 3, weights, 40);
+  t.instruction_slice(tensor, 3, tensor, 90);  // a later slice of the same instruction
+  ASSERT_TRUE(t.instruction_slice(tensor, 3).has_value());
+  EXPECT_EQ(t.instruction_slice(tensor, 3)->track, weights);
+  EXPECT_DOUBLE_EQ(t.instruction_slice(tensor, 3)->ns, 40);
+  EXPECT_FALSE(t.instruction_slice(tensor, 4).has_value());
 }
 
 TEST(Timeline, InstructionTimesAndLabelsAreKeptByIndex) {

@@ -1,0 +1,68 @@
+#include "yaml_file.h"
+
+#include "files.h"
+
+#include "arch/config_input.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <filesystem>
+#include <set>
+
+namespace tessera::cli {
+namespace {
+
+constexpr std::uintmax_t kMaxBytes = 16u << 20;
+
+int line_of(const YAML::Node& n) { return n.Mark().is_null() ? 0 : n.Mark().line + 1; }
+
+void check_duplicates(const std::string& path, const YAML::Node& n) {
+  if (n.IsMap()) {
+    std::set<std::string> seen;
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      if (it->first.IsScalar() && !seen.insert(it->first.Scalar()).second)
+        throw YamlFileError(fmt::format("{}:{}: duplicate key '{}'", path, line_of(it->first),
+                                        arch::quote_input(it->first.Scalar())));
+      check_duplicates(path, it->second);
+    }
+  } else if (n.IsSequence()) {
+    for (const auto& item : n) check_duplicates(path, item);
+  }
+}
+
+}  // namespace
+
+YAML::Node load_yaml_file(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (!ec && size > kMaxBytes)
+    throw YamlFileError(fmt::format("{}: {} bytes: too large for a suite or study (at most {} MiB)", path, size,
+                                    kMaxBytes >> 20));
+  std::string text;
+  try {
+    text = read_file(path);
+  } catch (const FileError& e) {
+    throw YamlFileError(e.what());
+  }
+  if (const auto line = arch::too_deep(text))
+    throw YamlFileError(fmt::format("{}:{}: nested more than {} deep", path, *line, arch::kMaxYamlDepth));
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw YamlFileError(fmt::format("{}:{}: YAML syntax error: {}", path, e.mark.line + 1, e.msg));
+  } catch (const YAML::Exception& e) {
+    throw YamlFileError(fmt::format("{}: cannot read: {}", path, e.msg));
+  }
+  check_duplicates(path, root);
+  return root;
+}
+
+bool parse_u64(const std::string& text, std::uint64_t* out) {
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return !text.empty() && ec == std::errc() && end == text.data() + text.size();
+}
+
+}  // namespace tessera::cli

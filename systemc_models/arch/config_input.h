@@ -1,0 +1,22 @@
+// Checks on YAML text before it is parsed, shared by every YAML input of
+// the project (configs here; suites and studies in the command line): a
+// file a user points at may be anything.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace tessera::arch {
+
+// Deepest nesting a YAML input may have: yaml-cpp parses by recursion.
+inline constexpr int kMaxYamlDepth = 64;
+
+// The 1-based line where `text` nests deeper than kMaxYamlDepth (flow
+// brackets and braces, or block indentation), if it does.
+std::optional<int> too_deep(const std::string& text);
+
+// `text` cut to `max` characters with control characters shown as \xNN,
+// for quoting a user's input back in a message.
+std::string quote_input(const std::string& text, std::size_t max = 40);
+
+}  // namespace tessera::arch
