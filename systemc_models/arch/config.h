@@ -75,6 +75,9 @@ struct DmaConfig {
   std::int64_t descriptor_bytes = 0;
   std::int64_t axi_data_bytes = 0;
   std::int64_t max_outstanding = 0;
+  // A burst that starts a contiguous run issues at least this many engine
+  // cycles after the previous run start of its side (0, 1: no limit).
+  std::int64_t run_gap_cycles = 0;
 };
 
 struct SyncConfig {

@@ -103,11 +103,16 @@ std::vector<FieldSpec> build_schema() {
   s.push_back(field("dma.engines", TSR_REF(IntRef, c.dma.engines), "engines", "DMA engines per core").at_least(1).at_most(64));
   s.push_back(field("dma.queues_per_engine", TSR_REF(IntRef, c.dma.queues_per_engine), "queues", "Descriptor queues per engine").at_least(1).at_most(64));
   s.push_back(field("dma.bytes_per_ns", TSR_REF(FloatRef, c.dma.bytes_per_ns), "B/ns", "Bandwidth of one engine").at_least(0.01).at_most(4096));
-  s.push_back(field("dma.start_latency_ns", TSR_REF(FloatRef, c.dma.start_latency_ns), "ns", "Time from trigger to first byte").at_least(0).at_most(1e6));
+  s.push_back(field("dma.start_latency_ns", TSR_REF(FloatRef, c.dma.start_latency_ns), "ns", 
+                    "Time from trigger to the engine seeing the doorbell (its descriptor fetch and first read follow)")
+                  .at_least(0).at_most(1e6));
   s.push_back(field("dma.descriptor_bytes", TSR_REF(IntRef, c.dma.descriptor_bytes), "bytes", "Size of one descriptor in its ring: fixed by the descriptor format (docs/dma.md)").at_least(kDmaDescriptorBytes).at_most(kDmaDescriptorBytes).def("64"));
   s.push_back(field("dma.axi_data_bytes", TSR_REF(IntRef, c.dma.axi_data_bytes), "bytes", "AXI data bus width of one engine").at_least(4).at_most(128).def("64"));
   s.push_back(field("dma.max_outstanding", TSR_REF(IntRef, c.dma.max_outstanding), "transactions",
                     "Outstanding AXI reads (and writes) per engine").at_least(1).at_most(256).def("16"));
+  s.push_back(field("dma.run_gap_cycles", TSR_REF(IntRef, c.dma.run_gap_cycles), "cycles",
+                    "Least engine cycles between the starts of two contiguous runs of one side (0, 1: no limit)")
+                  .at_least(0).at_most(255).def("0"));
 
   s.push_back(field("sync.semaphores", TSR_REF(IntRef, c.sync.semaphores), "semaphores", "Hardware semaphores").at_least(1).at_most(4096));
   s.push_back(field("sync.latency_ns", TSR_REF(FloatRef, c.sync.latency_ns), "ns", "Semaphore update to waiter wake-up").at_least(0).at_most(1e6).def("10"));
