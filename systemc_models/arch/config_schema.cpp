@@ -83,9 +83,9 @@ std::vector<FieldSpec> build_schema() {
                     "From an instruction's last element to its result being readable by the next instruction of this engine (the SBUF/PSUM write commit)").at_least(0).at_most(1e6).def("0"));
   s.push_back(field("scalar.pipelined", TSR_REF(BoolRef, c.scalar.pipelined), "",
                     "Whether an instruction's overhead overlaps the streaming of the one before it").def("true"));
-  s.push_back(field("scalar.costs.activation", TSR_REF(FloatRef, c.scalar.costs["activation"]), "cycles/element", "f(x * scale + bias) for any table function").at_least(1.0 / 1024).at_most(1024).def("1"));
   s.push_back(field("scalar.accumulate_cycles", TSR_REF(IntRef, c.scalar.accumulate_cycles), "cycles",
                     "Writing an activation's per-partition sums back to SBUF/PSUM, per instruction that has them").at_least(0).at_most(1e6).def("64"));
+  s.push_back(field("scalar.costs.activation", TSR_REF(FloatRef, c.scalar.costs["activation"]), "cycles/element", "f(x * scale + bias) for any table function").at_least(1.0 / 1024).at_most(1024).def("1"));
   s.push_back(field("scalar.costs.accumulate", TSR_REF(FloatRef, c.scalar.costs["accumulate"]), "cycles/element", "Extra cost of the optional accumulate-reduce").at_least(0).at_most(1024).def("0"));
 
   s.push_back(field("gpsimd.present", TSR_REF(BoolRef, c.gpsimd.present), "",
