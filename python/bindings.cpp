@@ -21,6 +21,7 @@
 #include <pybind11/stl.h>
 
 #include <cstring>
+#include <map>
 
 namespace py = pybind11;
 using namespace tessera;
@@ -36,6 +37,36 @@ using tessera::kernels::TunableParam;
 extern "C" __attribute__((visibility("default"))) int sc_main(int, char**) { return 0; }
 
 namespace {
+
+// Where the Python code calling the builder is: the innermost Python frame
+// (a bound C++ function makes none of its own), as a file relative to the
+// sys.path entry it was imported from (tessera/library/gemm.py; a script's
+// own folder is sys.path[0]) and a line. The builder keeps file names by
+// pointer, so each is interned once for the life of the process.
+SourceLocation caller() {
+  PyFrameObject* frame = PyEval_GetFrame();
+  if (!frame) return {};
+  const int line = PyFrame_GetLineNumber(frame);
+  const auto code = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(PyFrame_GetCode(frame)));
+  const std::string raw = py::str(code.attr("co_filename"));
+  static std::map<std::string, std::string> interned;
+  auto it = interned.find(raw);
+  if (it == interned.end()) {
+    std::string shown = raw;
+    std::size_t best = 0;
+    for (const py::handle entry : py::module_::import("sys").attr("path")) {
+      std::string dir = py::str(entry);
+      if (dir.empty()) continue;
+      if (dir.back() != '/') dir += '/';
+      if (dir.size() > best && raw.size() > dir.size() && raw.compare(0, dir.size(), dir) == 0) {
+        best = dir.size();
+        shown = raw.substr(dir.size());
+      }
+    }
+    it = interned.emplace(raw, shown).first;
+  }
+  return {it->second.c_str(), line > 0 ? static_cast<std::uint32_t>(line) : 0};
+}
 
 py::object to_python(const nlohmann::json& j) {
   switch (j.type()) {
@@ -364,50 +395,50 @@ PYBIND11_MODULE(_tessera, m) {
            py::arg("name"), py::arg("partitions"), py::arg("free"), py::arg("dtype") = DType::Fp32)
       .def("release", [](KB& kb, const Tile& t) { kb.release(t); }, py::arg("tile"))
       // HBM hazards are tracked by tensor: the builder keeps every view's tensor alive.
-      .def("dma", [](KB& kb, const Tile& dst, const View& src) { kb.dma(dst, src); }, py::arg("dst"), py::arg("src"),
+      .def("dma", [](KB& kb, const Tile& dst, const View& src) { kb.dma(dst, src, caller()); }, py::arg("dst"), py::arg("src"),
            py::keep_alive<1, 3>())
-      .def("dma", [](KB& kb, const View& dst, const Tile& src) { kb.dma(dst, src); }, py::arg("dst"), py::arg("src"),
+      .def("dma", [](KB& kb, const View& dst, const Tile& src) { kb.dma(dst, src, caller()); }, py::arg("dst"), py::arg("src"),
            py::keep_alive<1, 2>())
-      .def("dma", [](KB& kb, const Tile& dst, const View& src, std::uint32_t pitch) { kb.dma(dst, src, pitch); },
+      .def("dma", [](KB& kb, const Tile& dst, const View& src, std::uint32_t pitch) { kb.dma(dst, src, pitch, caller()); },
            py::arg("dst"), py::arg("src"), py::arg("pitch"), py::keep_alive<1, 3>())
       .def("matmul", [](KB& kb, const Tile& psum, const Tile& stationary, const Tile& moving,
-                        bool accumulate) { kb.matmul(psum, stationary, moving, accumulate); },
+                        bool accumulate) { kb.matmul(psum, stationary, moving, accumulate, caller()); },
            py::arg("psum"), py::arg("stationary"), py::arg("moving"), py::arg("accumulate") = false)
-      .def("transpose", [](KB& kb, const Tile& psum, const Tile& src) { kb.transpose(psum, src); }, py::arg("psum"),
+      .def("transpose", [](KB& kb, const Tile& psum, const Tile& src) { kb.transpose(psum, src, caller()); }, py::arg("psum"),
            py::arg("src"))
       .def("tensor_tensor", [](KB& kb, const Tile& dst, const Tile& a, const Tile& b,
-                               AluOp op) { kb.tensor_tensor(dst, a, b, op); },
+                               AluOp op) { kb.tensor_tensor(dst, a, b, op, caller()); },
            py::arg("dst"), py::arg("a"), py::arg("b"), py::arg("op"))
       // The three tensor_scalar forms: immediates; per-partition [P, 1] tiles
       // (s, and s2 or an immediate s2_value); an immediate s with a tile s2.
       .def("tensor_scalar", [](KB& kb, const Tile& dst, const Tile& a, AluOp op, float s, AluOp op2,
-                               float s2) { kb.tensor_scalar(dst, a, op, s, op2, s2); },
+                               float s2) { kb.tensor_scalar(dst, a, op, s, op2, s2, caller()); },
            py::arg("dst"), py::arg("a"), py::arg("op"), py::arg("s"), py::arg("op2") = AluOp::Bypass, py::arg("s2") = 0.0f)
       .def("tensor_scalar", [](KB& kb, const Tile& dst, const Tile& a, AluOp op, const Tile& s, AluOp op2,
-                               const Tile* s2, float s2_value) { kb.tensor_scalar(dst, a, op, s, op2, s2, s2_value); },
+                               const Tile* s2, float s2_value) { kb.tensor_scalar(dst, a, op, s, op2, s2, s2_value, caller()); },
            py::arg("dst"), py::arg("a"), py::arg("op"), py::arg("s"), py::arg("op2") = AluOp::Bypass,
            py::arg("s2") = nullptr, py::arg("s2_value") = 0.0f)
       .def("tensor_scalar", [](KB& kb, const Tile& dst, const Tile& a, AluOp op, float s, AluOp op2,
-                               const Tile& s2) { kb.tensor_scalar(dst, a, op, s, op2, s2); },
+                               const Tile& s2) { kb.tensor_scalar(dst, a, op, s, op2, s2, caller()); },
            py::arg("dst"), py::arg("a"), py::arg("op"), py::arg("s"), py::arg("op2"), py::arg("s2"))
-      .def("reduce", [](KB& kb, const Tile& dst, const Tile& a, AluOp op) { kb.reduce(dst, a, op); }, py::arg("dst"),
+      .def("reduce", [](KB& kb, const Tile& dst, const Tile& a, AluOp op) { kb.reduce(dst, a, op, caller()); }, py::arg("dst"),
            py::arg("a"), py::arg("op"))
-      .def("copy", [](KB& kb, const Tile& dst, const Tile& src, arch::Engine engine) { kb.copy(dst, src, engine); },
+      .def("copy", [](KB& kb, const Tile& dst, const Tile& src, arch::Engine engine) { kb.copy(dst, src, engine, caller()); },
            py::arg("dst"), py::arg("src"), py::arg("engine") = arch::Engine::Vector)
-      .def("memset", [](KB& kb, const Tile& dst, float value) { kb.memset(dst, value); }, py::arg("dst"), py::arg("value"))
-      .def("select", [](KB& kb, const Tile& dst, const Tile& pred, const Tile& a, const Tile& b) { kb.select(dst, pred, a, b); },
+      .def("memset", [](KB& kb, const Tile& dst, float value) { kb.memset(dst, value, caller()); }, py::arg("dst"), py::arg("value"))
+      .def("select", [](KB& kb, const Tile& dst, const Tile& pred, const Tile& a, const Tile& b) { kb.select(dst, pred, a, b, caller()); },
            py::arg("dst"), py::arg("pred"), py::arg("a"), py::arg("b"))
       .def("activation", [](KB& kb, const Tile& dst, const Tile& src, ActFunc f, float scale, float bias,
                             const Tile* bias_tile, const Tile* accumulate) {
-             kb.activation(dst, src, f, scale, bias, bias_tile, accumulate);
+             kb.activation(dst, src, f, scale, bias, bias_tile, accumulate, caller());
            },
            py::arg("dst"), py::arg("src"), py::arg("func"), py::arg("scale") = 1.0f, py::arg("bias") = 0.0f,
            py::arg("bias_tile") = nullptr, py::arg("accumulate") = nullptr)
       .def("iota", [](KB& kb, const Tile& dst, float base, float partition_step, float free_step) {
-             kb.iota(dst, base, partition_step, free_step);
+             kb.iota(dst, base, partition_step, free_step, caller());
            },
            py::arg("dst"), py::arg("base"), py::arg("partition_step"), py::arg("free_step"))
-      .def("partition_reduce", [](KB& kb, const Tile& dst, const Tile& src, AluOp op) { kb.partition_reduce(dst, src, op); },
+      .def("partition_reduce", [](KB& kb, const Tile& dst, const Tile& src, AluOp op) { kb.partition_reduce(dst, src, op, caller()); },
            py::arg("dst"), py::arg("src"), py::arg("op"))
       .def("label", [](KB& kb, const std::string& text) { kb.label(text); }, py::arg("text"))
       .def("build", [](KB& kb) { return kb.build(); });

@@ -14,6 +14,7 @@
 #include "job.h"
 #include "job_runner.h"
 #include "regress.h"
+#include "yaml_file.h"
 
 #include "arch/config.h"
 #include "common/kernel.h"
@@ -76,17 +77,12 @@ struct CalibrationSuite {
 };
 
 [[noreturn]] void fail_at(const std::string& file, const YAML::Node& at, const std::string& message) {
-  const int line = at.Mark().is_null() ? 0 : at.Mark().line + 1;
-  throw SuiteError(fmt::format("{}:{}: {}", file, line, message));
+  cli::fail_at<SuiteError>(file, at, message);
 }
 
 template <typename T>
 T get(const std::string& file, const YAML::Node& n, const std::string& key) {
-  try {
-    return n.as<T>();
-  } catch (const YAML::Exception&) {
-    fail_at(file, n, fmt::format("'{}' has the wrong type", key));
-  }
+  return scalar_as<T, SuiteError>(file, n, key);
 }
 
 // "15%" or 0.15.
@@ -109,11 +105,7 @@ const std::set<std::string> kRowKeys = {"id",      "what",     "config",     "ke
 
 void check_keys(const std::string& file, const YAML::Node& map, const std::set<std::string>& allowed,
                 const std::string& where) {
-  if (!map.IsMap()) fail_at(file, map, fmt::format("{} must be a mapping", where));
-  for (auto it = map.begin(); it != map.end(); ++it)
-    if (!allowed.count(it->first.Scalar()))
-      fail_at(file, it->first, fmt::format("unknown key '{}' in {} (allowed: {})", it->first.Scalar(), where,
-                                           fmt::join(allowed, ", ")));
+  cli::check_keys<SuiteError>(file, map, allowed, where);
 }
 
 void parse_quantity(const std::string& file, const YAML::Node& n, Row& r) {
@@ -167,11 +159,9 @@ void check_runs(const std::string& path, const YAML::Node& n, const Row& r) {
 CalibrationSuite load(const std::string& path) {
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::ParserException& e) {
-    throw SuiteError(fmt::format("{}:{}: YAML syntax error: {}", path, e.mark.line + 1, e.msg));
-  } catch (const YAML::Exception& e) {
-    throw SuiteError(fmt::format("{}: cannot read: {}", path, e.msg));
+    root = load_yaml_file(path);
+  } catch (const YamlFileError& e) {
+    throw SuiteError(e.what());
   }
   CalibrationSuite suite{path, {}};
   check_keys(path, root, {"defaults", "rows"}, "the suite");

@@ -19,18 +19,12 @@ namespace {
 namespace fs = std::filesystem;
 
 [[noreturn]] void fail(const std::string& file, const YAML::Node& at, const std::string& message) {
-  const int line = at.Mark().is_null() ? 0 : at.Mark().line + 1;
-  throw SuiteError(fmt::format("{}:{}: {}", file, line, message));
+  fail_at<SuiteError>(file, at, message);
 }
 
 void check_keys(const std::string& file, const YAML::Node& map, const std::set<std::string>& allowed,
                 const std::string& where) {
-  if (!map.IsMap()) fail(file, map, fmt::format("{} must be a mapping", where));
-  for (auto it = map.begin(); it != map.end(); ++it) {
-    const std::string key = it->first.Scalar();
-    if (!allowed.count(key))
-      fail(file, it->first, fmt::format("unknown key '{}' in {} (allowed: {})", key, where, fmt::join(allowed, ", ")));
-  }
+  cli::check_keys<SuiteError>(file, map, allowed, where);
 }
 
 std::vector<std::string> strings(const std::string& file, const YAML::Node& n, const std::string& key) {

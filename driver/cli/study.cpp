@@ -26,8 +26,6 @@ using regress::JobResult;
 constexpr std::size_t kMaxValues = 1000;
 constexpr std::size_t kMaxPoints = 10000;
 
-int line_of(const YAML::Node& n) { return n.Mark().is_null() ? 0 : n.Mark().line + 1; }
-
 [[noreturn]] void fail(const std::string& file, int line, const std::string& message) {
   throw StudyError(fmt::format("{}:{}: {}", file, line, message));
 }
@@ -38,21 +36,12 @@ int line_of(const YAML::Node& n) { return n.Mark().is_null() ? 0 : n.Mark().line
 
 void check_keys(const std::string& file, const YAML::Node& map, const std::set<std::string>& allowed,
                 const std::string& where) {
-  if (!map.IsMap()) fail(file, map, fmt::format("{} must be a mapping", where));
-  for (auto it = map.begin(); it != map.end(); ++it) {
-    const std::string key = it->first.Scalar();
-    if (!allowed.count(key))
-      fail(file, it->first, fmt::format("unknown key '{}' in {} (allowed: {})", key, where, fmt::join(allowed, ", ")));
-  }
+  cli::check_keys<StudyError>(file, map, allowed, where);
 }
 
 template <typename T>
 T scalar(const std::string& file, const YAML::Node& n, const std::string& key) {
-  try {
-    return n.as<T>();
-  } catch (const YAML::Exception&) {
-    fail(file, n, fmt::format("'{}' has the wrong type", key));
-  }
+  return scalar_as<T, StudyError>(file, n, key);
 }
 
 std::vector<std::string> names(const std::string& file, const YAML::Node& n, const std::string& key) {

@@ -60,7 +60,7 @@ TEST(Cli, RunOnTinyDefaultsToRtl) {
 }
 
 TEST(Cli, RunSampledTakesTheBudgetFromSet) {
-  const fs::path out = fs::temp_directory_path() / fmt::format("tessera_cli_sampled_{}", ::getpid());
+  const fs::path out = tessera::test_support::scratch_dir() / fmt::format("tessera_cli_sampled_{}", ::getpid());
   const auto r = run(fmt::format("run --config tiny --kernel gemm --shape M=16,N=64,K=16 --fidelity sampled "
                                  "--set simulation.sample_every=1 --set simulation.sample_rtl_budget_percent=100 "
                                  "--out {}",
@@ -82,7 +82,7 @@ TEST(Cli, ValidateShippedConfigsSucceeds) {
 }
 
 TEST(Cli, ValidateBadConfigPrintsFileLineAndExits2) {
-  const fs::path bad = fs::temp_directory_path() / "tessera_cli_bad.yaml";
+  const fs::path bad = tessera::test_support::scratch_dir() / "tessera_cli_bad.yaml";
   std::ofstream(bad) << "base: tiny\ntensor:\n  rows: 0\n";
   const auto r = run(fmt::format("config validate {}", bad.string()));
   EXPECT_EQ(r.status, 2);
@@ -154,7 +154,7 @@ TEST(Cli, NoDataGivesTheSameCycles) {
 }
 
 TEST(Cli, RunWritesReportStatsAndResolvedConfig) {
-  const fs::path out = fs::temp_directory_path() / "tessera_cli_run_out";
+  const fs::path out = tessera::test_support::scratch_dir() / "tessera_cli_run_out";
   fs::remove_all(out);
   const auto r = run(fmt::format("run --config tiny --kernel gemm --fidelity tlm --out {} --set hbm.bandwidth_gbps=32",
                                  out.string()));
@@ -206,7 +206,7 @@ TEST(Cli, ConfigDocsMatchTheSchema) {
 // engine, to the busy times of the run's report; slices of one track never
 // overlap; DMA queues, semaphore arrows, labels and counters are there.
 TEST(Cli, TraceSlicesMatchTheReportsBusyTimes) {
-  const fs::path dir = fs::temp_directory_path() / fmt::format("tessera_cli_trace_{}", ::getpid());
+  const fs::path dir = tessera::test_support::scratch_dir() / fmt::format("tessera_cli_trace_{}", ::getpid());
   fs::remove_all(dir);
   const auto r = run(fmt::format("run --config small --kernel gemm --variant blocked_mnk --shape M=64,N=256,K=96 "
                                  "--fidelity tlm --out {0} --trace {0}/trace.json",
@@ -377,7 +377,7 @@ TEST(CliBadInput, TheSeedIsInTheReport) {
 // Any readable file can be named as a config; one that is not a config is
 // refused on its first problem, without its content quoted back.
 TEST(CliBadInput, FilesThatAreNotConfigsAreRefusedWithoutEcho) {
-  const fs::path dir = fs::temp_directory_path() / fmt::format("tessera_cli_notconfig_{}", ::getpid());
+  const fs::path dir = tessera::test_support::scratch_dir() / fmt::format("tessera_cli_notconfig_{}", ::getpid());
   fs::create_directories(dir);
   std::ofstream(dir / "shadow") << "root:$y$j9T$secrethash:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\n";
   std::ofstream(dir / "kv.yaml") << "password: hunter2\nuser: root\n";
@@ -404,7 +404,7 @@ TEST(CliBadInput, FilesThatAreNotConfigsAreRefusedWithoutEcho) {
 
 // config.resolved.yaml loads back to the same config, whatever --set gave.
 TEST(CliBadInput, ResolvedConfigLoadsBack) {
-  const fs::path dir = fs::temp_directory_path() / fmt::format("tessera_cli_roundtrip_{}", ::getpid());
+  const fs::path dir = tessera::test_support::scratch_dir() / fmt::format("tessera_cli_roundtrip_{}", ::getpid());
   auto r = run("run --config tiny --kernel gemm --set 'name=x\ty' --fidelity tlm");
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("name: expected one line of text"));

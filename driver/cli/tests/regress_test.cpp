@@ -4,6 +4,7 @@
 // failing, hanging and crashing jobs through the real binary.
 #include "regress.h"
 #include "slurm.h"
+#include "tessera_process.h"
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -28,7 +29,7 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
 fs::path write_suite(const std::string& name, const std::string& text) {
-  const fs::path p = fs::temp_directory_path() / "tessera_regress_test" / (name + ".yaml");
+  const fs::path p = test_support::scratch_dir() / "tessera_regress_test" / (name + ".yaml");
   fs::create_directories(p.parent_path());
   std::ofstream(p) << text;
   return p;
@@ -151,7 +152,7 @@ TEST(RegressRun, FailingAndHangingJobsAreReportedAndTheRestGoOn) {
                                      "     shapes: [{K: 8192}]}\n"
                                      "  - {name: slow, kernel: gemm, configs: neuroncore-v2, timeout_s: 0.2,\n"
                                      "     shapes: [{M: 2048, N: 4096, K: 4096}]}\n");
-  const fs::path out = fs::temp_directory_path() / "tessera_regress_mixed";
+  const fs::path out = test_support::scratch_dir() / "tessera_regress_mixed";
   fs::remove_all(out);
   std::string text;
   const int status = run_binary(fmt::format("regress {} -j 2 --out {}", suite.string(), out.string()), &text);
@@ -182,7 +183,7 @@ TEST(RegressRun, MergedShardsEqualTheUnshardedRun) {
                                      "tests:\n"
                                      "  - {name: g, kernel: gemm, variants: [naive, hoisted, blocked_mnk],\n"
                                      "     configs: [tiny, small], shapes: [{M: 8, N: 64, K: 8}]}\n");
-  const fs::path base = fs::temp_directory_path() / "tessera_regress_shards";
+  const fs::path base = test_support::scratch_dir() / "tessera_regress_shards";
   fs::remove_all(base);
   std::string text;
   for (int i = 1; i <= 2; ++i)
@@ -346,7 +347,7 @@ TEST(RegressRun, CrashingJobIsReportedWithSignalAndLogTail) {
                                      "     shapes: [{M: 8, N: 64, K: 8}]}\n"
                                      "  - {name: crash, kernel: gemm, configs: neuroncore-v2,\n"
                                      "     shapes: [{M: 2048, N: 4096, K: 4096}]}\n");
-  const fs::path out = fs::temp_directory_path() / "tessera_regress_crash";
+  const fs::path out = test_support::scratch_dir() / "tessera_regress_crash";
   fs::remove_all(out);
   // No core file from the abort.
   const rlimit no_core{0, 0};
@@ -419,7 +420,7 @@ TEST(RegressRun, UnknownKernelVariantConfigAndShapeNameFileAndLine) {
 
 TEST(RegressRun, ListShowsTheSelectedJobsWithoutRunningThem) {
   const fs::path suite = write_suite("s", kSuite);
-  const fs::path out = fs::temp_directory_path() / "tessera_regress_list";
+  const fs::path out = test_support::scratch_dir() / "tessera_regress_list";
   fs::remove_all(out);
   std::string text;
   EXPECT_EQ(run_binary(fmt::format("regress {} --list --group smoke --shard 1/2 --out {}", suite.string(), out.string()),
@@ -433,11 +434,11 @@ TEST(RegressRun, ListShowsTheSelectedJobsWithoutRunningThem) {
 
 TEST(RegressSlurm, NoSbatchOnPathIsAClearError) {
   const fs::path suite = write_suite("s", kSuite);
-  fs::remove_all(fs::temp_directory_path() / "tessera_regress_nosbatch");
+  fs::remove_all(test_support::scratch_dir() / "tessera_regress_nosbatch");
   std::string text;
   // The shell finds the binary by its full path; the runner looks for sbatch on this PATH.
   EXPECT_EQ(run_binary(fmt::format("regress {} --slurm --out {}", suite.string(),
-                                   (fs::temp_directory_path() / "tessera_regress_nosbatch").string()),
+                                   (test_support::scratch_dir() / "tessera_regress_nosbatch").string()),
                        &text, "PATH=/nonexistent"),
             2)
       << text;
@@ -446,8 +447,8 @@ TEST(RegressSlurm, NoSbatchOnPathIsAClearError) {
 
 TEST(RegressSlurm, EmitSbatchWritesTheScriptAndPreparesTheFolder) {
   const fs::path suite = write_suite("s", kSuite);
-  const fs::path out = fs::temp_directory_path() / "tessera_regress_emit";
-  const fs::path script = fs::temp_directory_path() / "tessera_regress_emit.sh";
+  const fs::path out = test_support::scratch_dir() / "tessera_regress_emit";
+  const fs::path script = test_support::scratch_dir() / "tessera_regress_emit.sh";
   fs::remove_all(out);
   std::string text;
   ASSERT_EQ(run_binary(fmt::format("regress {} --emit-sbatch {} --shards 3 --partition batch --max-parallel 2 --out {}",
@@ -489,7 +490,7 @@ TEST(RegressSlurm, BadCombinationsAreRefused) {
 // The folder of another flow's --slurm run (a sweep's) is refused by name,
 // not misread as a suite's.
 TEST(RegressSlurm, AnotherFlowsFolderIsRefused) {
-  const fs::path out = fs::temp_directory_path() / "tessera_regress_sweep_folder";
+  const fs::path out = test_support::scratch_dir() / "tessera_regress_sweep_folder";
   fs::remove_all(out);
   fs::create_directories(out / "slurm");
   std::ofstream(out / "slurm" / "plan.json")
@@ -519,7 +520,7 @@ struct Background {
 
 Background start_runner(const std::vector<std::string>& args, const std::string& name) {
   Background b;
-  b.log = fs::temp_directory_path() / (name + ".log");
+  b.log = test_support::scratch_dir() / (name + ".log");
   std::vector<std::string> all = {TESSERA_BIN};
   all.insert(all.end(), args.begin(), args.end());
   b.pid = fork();
@@ -584,7 +585,7 @@ const char* kSlowSuite =
 // writes the results with the unfinished jobs interrupted, exits 130.
 TEST(RegressInterrupt, CtrlCStopsTheJobsAndWritesPartialResults) {
   const fs::path suite = write_suite("slow", kSlowSuite);
-  const fs::path out = fs::temp_directory_path() / "tessera_regress_interrupt";
+  const fs::path out = test_support::scratch_dir() / "tessera_regress_interrupt";
   fs::remove_all(out);
   const Background b = start_runner({"regress", suite.string(), "-j", "2", "--out", out.string()}, "interrupt");
   const auto pids = wait_for_jobs(out / "jobs", 2);
@@ -611,7 +612,7 @@ TEST(RegressInterrupt, CtrlCStopsTheJobsAndWritesPartialResults) {
 // A second Ctrl-C kills the jobs and the runner at once.
 TEST(RegressInterrupt, SecondCtrlCKillsAtOnce) {
   const fs::path suite = write_suite("slow", kSlowSuite);
-  const fs::path out = fs::temp_directory_path() / "tessera_regress_interrupt2";
+  const fs::path out = test_support::scratch_dir() / "tessera_regress_interrupt2";
   fs::remove_all(out);
   const Background b = start_runner({"regress", suite.string(), "-j", "2", "--out", out.string()}, "interrupt2");
   const auto pids = wait_for_jobs(out / "jobs", 2);
@@ -631,7 +632,7 @@ TEST(RegressInterrupt, SecondCtrlCKillsAtOnce) {
 // A runner killed outright (SIGKILL: no handler runs) takes its jobs with it.
 TEST(RegressInterrupt, JobsDieWithAKilledRunner) {
   const fs::path suite = write_suite("slow", kSlowSuite);
-  const fs::path out = fs::temp_directory_path() / "tessera_regress_killed";
+  const fs::path out = test_support::scratch_dir() / "tessera_regress_killed";
   fs::remove_all(out);
   const Background b = start_runner({"regress", suite.string(), "-j", "2", "--out", out.string()}, "killed");
   const auto pids = wait_for_jobs(out / "jobs", 2);
@@ -673,7 +674,7 @@ TEST(RegressSuite, BadValuesAreRefusedByLine) {
   std::string deep = "tests: ";
   for (int i = 0; i < 2000; ++i) deep += "[";
   EXPECT_THAT(error_of(deep), HasSubstr("bad.yaml:1: nested more than 64 deep"));
-  const fs::path dir = fs::temp_directory_path() / "tessera_regress_test";
+  const fs::path dir = test_support::scratch_dir() / "tessera_regress_test";
   try {
     load_suite(dir.string() + "/");
     FAIL() << "a folder loaded as a suite";
@@ -684,7 +685,7 @@ TEST(RegressSuite, BadValuesAreRefusedByLine) {
 
 TEST(RegressRun, BadOptionsAreRefusedBeforeAnyJobRuns) {
   const fs::path suite = write_suite("s", kSuite);
-  const fs::path out = fs::temp_directory_path() / "tessera_regress_badopts";
+  const fs::path out = test_support::scratch_dir() / "tessera_regress_badopts";
   fs::remove_all(out);
   for (const auto& [args, expect] : std::vector<std::pair<std::string, std::string>>{
            {"--shard 1/4294967297 --list", "--shard 1/4294967297: expected I/N"},
@@ -723,7 +724,7 @@ TEST(RegressOutput, JunitStaysValidXmlWithControlCharacters) {
 // Values that would enter the submitted script as commands are refused; a
 // crafted plan cannot make the runner run anything.
 TEST(RegressSlurm, NothingEntersTheScriptAsACommand) {
-  const fs::path root = fs::temp_directory_path() / "tessera_regress_inject";
+  const fs::path root = test_support::scratch_dir() / "tessera_regress_inject";
   fs::remove_all(root);
   fs::create_directories(root);
   const fs::path evil = root / "s\nTESSERA_SHARD_SCRIPT\ntouch pwned\n.yaml";
@@ -776,8 +777,8 @@ TEST(RegressSlurm, NothingEntersTheScriptAsACommand) {
 // A submission removes only what an earlier run of the tool wrote.
 TEST(RegressSlurm, OutputFolderWithOtherFilesIsRefusedUnlessForced) {
   const fs::path suite = write_suite("s", kSuite);
-  const fs::path out = fs::temp_directory_path() / "tessera_regress_manifest";
-  const fs::path script = fs::temp_directory_path() / "tessera_regress_manifest.sh";
+  const fs::path out = test_support::scratch_dir() / "tessera_regress_manifest";
+  const fs::path script = test_support::scratch_dir() / "tessera_regress_manifest.sh";
   fs::remove_all(out);
   fs::create_directories(out / "mine");
   std::ofstream(out / "mine" / "thesis.tex") << "precious\n";

@@ -2,6 +2,7 @@
 // the CSV and JSON results, and a whole sweep through the real binary with
 // its plots.
 #include "study.h"
+#include "tessera_process.h"
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -29,7 +30,7 @@ protected:
 };
 
 fs::path write_study(const std::string& name, const std::string& text) {
-  const fs::path p = fs::temp_directory_path() / "tessera_sweep_test" / (name + ".yaml");
+  const fs::path p = test_support::scratch_dir() / "tessera_sweep_test" / (name + ".yaml");
   fs::create_directories(p.parent_path());
   std::ofstream(p) << text;
   return p;
@@ -263,7 +264,7 @@ TEST_F(StudyTest, SweepRunsEveryPointAndDrawsItsPlots) {
                                      "  - kernel: gemm\n"
                                      "    variants: [naive, blocked_mnk]\n"
                                      "    shapes: [{M: 16, N: 64, K: 16}]\n");
-  const fs::path out = fs::temp_directory_path() / "tessera_sweep_run";
+  const fs::path out = test_support::scratch_dir() / "tessera_sweep_run";
   fs::remove_all(out);
   std::string text;
   ASSERT_EQ(run_binary(fmt::format("sweep {} -j 2 --out {}", study.string(), out.string()), &text), 0) << text;
@@ -303,7 +304,7 @@ TEST_F(StudyTest, SweepRunsEveryPointAndDrawsItsPlots) {
 // A kernel that does not fit a point is an answer (infeasible, exit 0); a
 // point that runs past its timeout is a failure (exit 1). Both keep their rows.
 TEST_F(StudyTest, InfeasiblePointsAreAnswersAndTimeoutsFailures) {
-  const fs::path out = fs::temp_directory_path() / "tessera_sweep_infeasible";
+  const fs::path out = test_support::scratch_dir() / "tessera_sweep_infeasible";
   fs::remove_all(out);
   std::string text;
   const fs::path infeasible = write_study("infeasible",
@@ -397,7 +398,7 @@ const char* kTinyStudy =
 // points "missing", and --rerun-failed resubmits only that shard.
 TEST_F(StudyTest, EmitSbatchShardsAndMergeEqualALocalRun) {
   const fs::path study = write_study("hbm_tiny_slurm", kTinyStudy);
-  const fs::path root = fs::temp_directory_path() / "tessera_sweep_slurm";
+  const fs::path root = test_support::scratch_dir() / "tessera_sweep_slurm";
   const fs::path out = root / "slurm", local = root / "local", script = root / "submit.sh";
   fs::remove_all(root);
   fs::create_directories(root);
@@ -490,7 +491,7 @@ TEST_F(StudyTest, SlurmMisuseIsAClearError) {
   EXPECT_EQ(run_binary("sweep merge --plan /nonexistent", &text), 2);
   EXPECT_THAT(text, HasSubstr("merge --plan /nonexistent: no slurm/plan.json there"));
   text.clear();
-  const fs::path out = fs::temp_directory_path() / "tessera_sweep_nosbatch";
+  const fs::path out = test_support::scratch_dir() / "tessera_sweep_nosbatch";
   EXPECT_EQ(run_binary(fmt::format("sweep {} --slurm --out {}", study.string(), out.string()), &text,
                        "PATH=/nonexistent"),
             2);

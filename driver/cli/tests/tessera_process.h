@@ -16,6 +16,24 @@
 
 namespace tessera::test_support {
 
+// A scratch folder of this test process's own, removed when the process
+// ends. CTest runs every test in a process of its own, two or more at once;
+// tests that shared fixed names under /tmp raced (one's study file rewritten
+// or its output folder removed under another).
+inline std::filesystem::path scratch_dir() {
+  struct Scratch {
+    pid_t owner = ::getpid();
+    std::filesystem::path dir = std::filesystem::temp_directory_path() / fmt::format("tessera_test_{}", ::getpid());
+    Scratch() { std::filesystem::create_directories(dir); }
+    ~Scratch() {
+      std::error_code ignored;
+      if (::getpid() == owner) std::filesystem::remove_all(dir, ignored);  // not from a forked child
+    }
+  };
+  static const Scratch scratch;
+  return scratch.dir;
+}
+
 struct TesseraResult {
   int status = -1;
   std::string out;
