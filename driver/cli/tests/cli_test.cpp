@@ -324,7 +324,8 @@ TEST(CliCores, BadCoreCountsAndShardsExit2) {
            {"--config tiny --cores -1", "--cores -1: expected 1 or more"},
            {"--config tiny --shard M", "--shard needs --cores N"},
            {"--config tiny --cores 2 --shard K", "--shard K: kernel 'gemm' shards over M or N"},
-           {"--config tiny --cores 2 --trace /tmp/tessera_cli_cores_trace.json", "a waveform or a timeline of a multi-core run is not supported"},
+           {"--config tiny --cores 2 --trace " + (tessera::test_support::scratch_dir() / "cores_trace.json").string(),
+            "a waveform or a timeline of a multi-core run is not supported"},
        }) {
     const auto r = run("run --kernel gemm --fidelity tlm --no-data " + args);
     EXPECT_EQ(r.status, 2) << args << ": " << r.err;
