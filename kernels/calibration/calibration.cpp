@@ -234,18 +234,46 @@ private:
 // ---------------------------------------------------------------------------
 // calib_vector
 
+// What one repeat is: an instruction on the vector, scalar or GpSimd engine.
+enum class VectorOp {
+  TensorScalar,          // vector tensor_scalar (one input)
+  TensorTensor,          // vector tensor_tensor, both inputs in SBUF
+  TensorTensorPsum,      // vector tensor_tensor, the second input in PSUM
+  Activation,            // scalar activation
+  ActivationAccumulate,  // scalar activation with per-partition sums
+  Iota,                  // GpSimd iota (no input)
+};
+
 struct VectorVariant {
   const char* name;
-  bool chain;     // each instruction reads the one before's result
-  int inputs;     // tiles read: 1 (tensor_scalar, activation) or 2 (tensor_tensor)
-  bool scalar;    // on the scalar engine (activation) rather than the vector engine
+  bool chain;  // each instruction reads the one before's result
+  VectorOp op;
+  bool two_inputs() const { return op == VectorOp::TensorTensor || op == VectorOp::TensorTensorPsum; }
 };
 
 const VectorVariant kVectorVariants[] = {
-    {"tensor_scalar", false, 1, false},  {"tensor_scalar_chain", true, 1, false},
-    {"tensor_tensor", false, 2, false},  {"tensor_tensor_chain", true, 2, false},
-    {"activation", false, 1, true},      {"activation_chain", true, 1, true},
+    {"tensor_scalar", false, VectorOp::TensorScalar},
+    {"tensor_scalar_chain", true, VectorOp::TensorScalar},
+    {"tensor_tensor", false, VectorOp::TensorTensor},
+    {"tensor_tensor_chain", true, VectorOp::TensorTensor},
+    {"tensor_tensor_psum", false, VectorOp::TensorTensorPsum},
+    {"activation", false, VectorOp::Activation},
+    {"activation_chain", true, VectorOp::Activation},
+    {"activation_accumulate", false, VectorOp::ActivationAccumulate},
+    {"iota", false, VectorOp::Iota},
 };
+
+const char* vector_op_name(VectorOp op) {
+  switch (op) {
+    case VectorOp::TensorScalar: return "tensor_scalar on the vector engine";
+    case VectorOp::TensorTensor: return "tensor_tensor on the vector engine, both inputs in SBUF";
+    case VectorOp::TensorTensorPsum: return "tensor_tensor on the vector engine, the second input in PSUM";
+    case VectorOp::Activation: return "activation on the scalar engine";
+    case VectorOp::ActivationAccumulate: return "activation on the scalar engine with per-partition sums";
+    case VectorOp::Iota: return "iota on the GpSimd engine";
+  }
+  return "?";
+}
 
 const VectorVariant& vector_variant(const std::string& name) {
   for (const auto& v : kVectorVariants)
@@ -260,13 +288,13 @@ public:
     if (P_ > dev.config().sbuf.partitions)
       throw KernelError(fmt::format("calib_vector: P={} partitions; SBUF has {}", P_, dev.config().sbuf.partitions));
     x_ = dev.allocate("x", {P_, N_}, DType::Fp32);
-    if (v_.inputs == 2) y_ = dev.allocate("y", {P_, N_}, DType::Fp32);
+    if (v_.two_inputs()) y_ = dev.allocate("y", {P_, N_}, DType::Fp32);
     out_ = dev.allocate("out", {P_, N_}, DType::Fp32);
     if (dev.no_data()) return;
     std::mt19937_64 rng(seed);
     xv_ = random_values(static_cast<std::size_t>(P_ * N_), -1, 1, DType::Fp32, rng);
     dev.upload(x_, xv_);
-    if (v_.inputs == 2) {
+    if (v_.two_inputs()) {
       yv_ = random_values(static_cast<std::size_t>(P_ * N_), -1, 1, DType::Fp32, rng);
       dev.upload(y_, yv_);
     }
@@ -277,23 +305,34 @@ public:
     const Tile a = kb.sbuf("a", u32(P_), u32(N_), DType::Fp32);
     kb.dma(a, x_.all());
     Tile b;
-    if (v_.inputs == 2) {
+    if (v_.two_inputs()) {
       b = kb.sbuf("b", u32(P_), u32(N_), DType::Fp32);
       kb.dma(b, y_.all());
+      if (v_.op == VectorOp::TensorTensorPsum) {  // DMA does not reach PSUM: the vector engine copies it there
+        const Tile bp = kb.psum("b_psum", u32(P_), u32(N_), DType::Fp32);
+        kb.copy(bp, b);
+        b = bp;
+      }
     }
     const Tile d = kb.sbuf("d", u32(P_), u32(N_), DType::Fp32);
+    Tile sums;
+    if (v_.op == VectorOp::ActivationAccumulate) sums = kb.sbuf("sums", u32(P_), 1, DType::Fp32);
     for (std::int64_t r = 0; r < R_; ++r) {
       // A chain reads the last result (from the second instruction on); an
       // independent instruction always reads the inputs. Scales of 2 and 1/2,
       // max and min keep every result exact.
       const Tile& in = v_.chain && r > 0 ? d : a;
       const bool even = r % 2 == 0;
-      if (v_.scalar)
-        kb.activation(d, in, arch::ActFunc::Identity, even ? 2.0f : 0.5f);
-      else if (v_.inputs == 1)
-        kb.tensor_scalar(d, in, arch::AluOp::Multiply, even ? 2.0f : 0.5f);
-      else
-        kb.tensor_tensor(d, in, b, even ? arch::AluOp::Max : arch::AluOp::Min);
+      switch (v_.op) {
+        case VectorOp::TensorScalar: kb.tensor_scalar(d, in, arch::AluOp::Multiply, even ? 2.0f : 0.5f); break;
+        case VectorOp::TensorTensor:
+        case VectorOp::TensorTensorPsum: kb.tensor_tensor(d, in, b, even ? arch::AluOp::Max : arch::AluOp::Min); break;
+        case VectorOp::Activation: kb.activation(d, in, arch::ActFunc::Identity, even ? 2.0f : 0.5f); break;
+        case VectorOp::ActivationAccumulate:
+          kb.activation(d, in, arch::ActFunc::Identity, even ? 2.0f : 0.5f, 0.0f, nullptr, &sums);
+          break;
+        case VectorOp::Iota: kb.iota(d, static_cast<float>(r), 1.0f, 0.5f); break;
+      }
     }
     kb.dma(out_.all(), d);
     return kb.build();
@@ -301,11 +340,17 @@ public:
 
   NumericsCheck check() override {
     std::vector<float> d(xv_.size());
+    const auto n = static_cast<std::size_t>(N_);
     for (std::int64_t r = 0; r < R_; ++r) {
       const bool even = r % 2 == 0;
       for (std::size_t i = 0; i < d.size(); ++i) {
         const float in = v_.chain && r > 0 ? d[i] : xv_[i];
-        d[i] = v_.inputs == 1 ? in * (even ? 2.0f : 0.5f) : even ? std::fmax(in, yv_[i]) : std::fmin(in, yv_[i]);
+        if (v_.op == VectorOp::Iota)
+          d[i] = static_cast<float>(r) + static_cast<float>(i / n) + 0.5f * static_cast<float>(i % n);
+        else if (v_.two_inputs())
+          d[i] = even ? std::fmax(in, yv_[i]) : std::fmin(in, yv_[i]);
+        else
+          d[i] = in * (even ? 2.0f : 0.5f);
       }
     }
     return exact(dev_.download(out_), d);
@@ -357,12 +402,11 @@ KernelSpec calib_vector_spec() {
   KernelSpec spec;
   spec.name = "calib_vector";
   spec.description =
-      "calibration: R instructions on [P, N] fp32 tiles (vector tensor_scalar / tensor_tensor, scalar activation), "
-      "independent or each reading the one before (_chain)";
+      "calibration: R instructions on [P, N] fp32 tiles (vector tensor_scalar / tensor_tensor, the second input "
+      "in SBUF or PSUM; scalar activation, with or without per-partition sums; GpSimd iota), independent or each "
+      "reading the one before (_chain)";
   for (const auto& v : kVectorVariants)
-    spec.variants.push_back({v.name, fmt::format("{} on the {} engine{}", v.inputs == 2 ? "tensor_tensor" :
-                                                 v.scalar ? "activation" : "tensor_scalar",
-                                                 v.scalar ? "scalar" : "vector",
+    spec.variants.push_back({v.name, fmt::format("{}{}", vector_op_name(v.op),
                                                  v.chain ? ", each reading the one before" : ", independent")});
   spec.shape = {{"P", 8, "partitions"}, {"N", 64, "free elements"}, {"R", 2, "instructions"}};
   spec.make = [](Device& dev, const KernelArgs& a) {

@@ -58,8 +58,8 @@ ERRORS = [
 GLOBAL_REGS = [
     ("ID", 0x000, "RO", "0x54444D41", "Reads 'TDMA'"),
     ("PARAMS", 0x004, "RO", "-", "[7:0] queues, [15:8] data bytes, [23:16] max outstanding"),
-    ("CTRL", 0x008, "RW", "0", "[0] engine enable; [15:8] read outstanding limit, [23:16] write outstanding limit (0 = parameter maximum)"),
-    ("STATUS", 0x00C, "RO", "0", "[0] busy (a descriptor active or a transaction outstanding)"),
+    ("CTRL", 0x008, "RW", "0", "[0] engine enable; [15:8] read outstanding limit, [23:16] write outstanding limit (0 = parameter maximum); [31:24] run gap: a burst that starts a contiguous run issues at least this many cycles after the previous run start of its side (0 or 1 = no limit)"),
+    ("STATUS", 0x00C, "RO", "0", "[0] busy (a descriptor active, a transaction outstanding or a run gap counting down)"),
     ("WIN_BASE_LO", 0x010, "RW", "0", "Address window base, bits 31:0"),
     ("WIN_BASE_HI", 0x014, "RW", "0", "Address window base, bits 47:32"),
     ("WIN_LIMIT_LO", 0x018, "RW", "0", "Address window limit (exclusive), bits 31:0"),

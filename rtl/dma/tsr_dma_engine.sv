@@ -15,7 +15,10 @@
 // the status word and advances HEAD, while the next descriptor already runs. A
 // fetch unit reads the next descriptor while the current one moves data.
 // A BARRIER descriptor waits for the completion stage and every write response
-// before it reads. See docs/dma.md.
+// before it reads. A burst that starts a contiguous run (one descriptor of the
+// hardware's one-run descriptor format) issues at least CTRL.run_gap cycles
+// after the previous run start of its side: the engine's per-run cost, which
+// makes small rows overhead-bound. See docs/dma.md.
 module tsr_dma_engine
   import tsr_dma_pkg::*;
   import tsr_dma_unit_pkg::*;
@@ -72,7 +75,8 @@ module tsr_dma_engine
   input  logic [1:0]           rresp_i,
   input  logic                 rlast_i,
 
-  output logic                 busy_o
+  output logic                 busy_o,
+  output logic                 moving_o   // a descriptor is moving data: its first R beat .. its last W beat
 );  `include "tsr_assert.svh"
 
   localparam int unsigned LaneW         = $clog2(DataBytes);
@@ -134,6 +138,12 @@ module tsr_dma_engine
     logic [8:0]        outstanding;
   } wside_t;
 
+  // Run gaps: cycles until the next burst that starts a run may issue, per side
+  typedef struct packed {
+    logic [7:0] ar;
+    logic [7:0] aw;
+  } gap_t;
+
   // AXI hold: once valid, a channel keeps valid and payload until ready
   typedef struct packed {
     logic ar;
@@ -161,6 +171,8 @@ module tsr_dma_engine
   slot_t [MaxOutstanding-1:0]     slot_q, slot_d;
   wside_t                         w_q, w_d;
   hold_t                          hold_q, hold_d;
+  gap_t                           gap_q, gap_d;
+  logic                           moving_q, moving_d;
   desc_t                          desc;
   assign desc = desc_t'(ctl_q.desc);
 
@@ -168,7 +180,7 @@ module tsr_dma_engine
   // Register unit
   // ---------------------------------------------------------------------------
   logic                eng_en, rewind;
-  logic [7:0]          rd_lim, wr_lim;
+  logic [7:0]          rd_lim, wr_lim, run_gap;
   logic [47:0]         win_base, win_limit;
   queue_t [Queues-1:0] queues;
   logic [QW-1:0]       rewind_queue;
@@ -188,7 +200,7 @@ module tsr_dma_engine
   ) u_regs (
     .clk_i, .rst_ni,
     .reg_req_i, .reg_we_i, .reg_addr_i, .reg_wdata_i, .reg_rdata_o,
-    .eng_en_o(eng_en), .rd_limit_o(rd_lim), .wr_limit_o(wr_lim),
+    .eng_en_o(eng_en), .rd_limit_o(rd_lim), .wr_limit_o(wr_lim), .run_gap_o(run_gap),
     .win_base_o(win_base), .win_limit_o(win_limit), .queues_o(queues),
     .rewind_o(rewind), .rewind_queue_o(rewind_queue),
     .wr_err_i(b_hs && bresp_i[1]), .wr_err_queue_i(b_owner.qid),
@@ -237,7 +249,7 @@ module tsr_dma_engine
   // Walkers
   // ---------------------------------------------------------------------------
   logic walk_start;
-  logic src_valid, src_ready, src_done, dst_valid, dst_ready, dst_done;
+  logic src_valid, src_ready, src_done, dst_valid, dst_ready, dst_done, src_first, dst_first;
   logic [47:0] src_addr, dst_addr;
   logic [BurstW-1:0] src_bytes, dst_bytes;
 
@@ -246,14 +258,14 @@ module tsr_dma_engine
     .start_i(walk_start), .base_i(desc.src_addr), .size_i(desc.src_size),
     .stride_i(desc.src_stride), .elem_log2_i(desc.elem_log2),
     .burst_valid_o(src_valid), .burst_ready_i(src_ready), .burst_addr_o(src_addr),
-    .burst_bytes_o(src_bytes), .done_o(src_done));
+    .burst_bytes_o(src_bytes), .burst_first_o(src_first), .done_o(src_done));
 
   tsr_dma_walker #(.MaxBurstBytes(MaxBurstBytes)) u_dst (
     .clk_i, .rst_ni,
     .start_i(walk_start), .base_i(desc.dst_addr), .size_i(desc.dst_size),
     .stride_i(desc.dst_stride), .elem_log2_i(desc.elem_log2),
     .burst_valid_o(dst_valid), .burst_ready_i(dst_ready), .burst_addr_o(dst_addr),
-    .burst_bytes_o(dst_bytes), .done_o(dst_done));
+    .burst_bytes_o(dst_bytes), .burst_first_o(dst_first), .done_o(dst_done));
 
   // ---------------------------------------------------------------------------
   // Channel handshakes and stream arithmetic
@@ -412,9 +424,11 @@ module tsr_dma_engine
   always_comb begin
     data_ar_ok = run_phase && src_valid && !aborting &&
                  8'(rd_outstanding) < rd_lim &&
-                 (st_q.rsv - st_q.cons) + 32'(src_bytes) <= 32'(BufBytes);
+                 (st_q.rsv - st_q.cons) + 32'(src_bytes) <= 32'(BufBytes) &&
+                 (!src_first || gap_q.ar == '0);
     data_aw_ok = run_phase && dst_valid && !aborting && wq_wready &&
-                 w_q.outstanding < 9'(wr_lim) && (st_q.cmt - st_q.awp) >= 32'(dst_bytes);
+                 w_q.outstanding < 9'(wr_lim) && (st_q.cmt - st_q.awp) >= 32'(dst_bytes) &&
+                 (!dst_first || gap_q.aw == '0);
 
     // A descriptor fetch goes first between data bursts; a held request keeps its owner.
     ar_fetch  = hold_q.ar ? hold_q.ar_fetch : fb_ar_req;
@@ -468,6 +482,15 @@ module tsr_dma_engine
     w_d    = w_q;
     hold_d = hold_t'{ar: arvalid_o && !arready_i, aw: awvalid_o && !awready_i,
                ar_fetch: ar_fetch, aw_completion: aw_completion};
+    // A run start loads its side's gap; the gap counts down every cycle.
+    gap_d.ar = (gap_q.ar != '0) ? gap_q.ar - 8'd1 : '0;
+    gap_d.aw = (gap_q.aw != '0) ? gap_q.aw - 8'd1 : '0;
+    if (ar_hs && !ar_fetch && src_first && run_gap > 8'd1) gap_d.ar = run_gap - 8'd1;
+    if (aw_hs && !aw_completion && dst_first && run_gap > 8'd1) gap_d.aw = run_gap - 8'd1;
+    // Moving ends with the descriptor's last data beat on W (every issued
+    // destination burst sent) or when the descriptor fails.
+    moving_d = moving_o && ctl_q.state != StFinish &&
+               !(w_hs && !w_head.imm && dst_done && st_q.cons + 32'(w_bytes) == st_q.awp);
     walk_start  = 1'b0;
     fb_take     = 1'b0;
     cmp_handoff = 1'b0;
@@ -581,8 +604,9 @@ module tsr_dma_engine
   // Status
   // ---------------------------------------------------------------------------
   assign busy = ctl_q.state != StIdle || cmp_valid || fb_busy || w_q.outstanding != '0 ||
-                wq_rvalid || rd_outstanding != '0;
+                wq_rvalid || rd_outstanding != '0 || gap_q != '0;
   assign busy_o = busy;
+  assign moving_o = moving_q || (r_data && run_phase);
   always_comb begin
     for (int q = 0; q < Queues; q++) begin
       q_active[q] = (ctl_q.state != StIdle && ctl_q.qid == QW'(q)) ||
@@ -600,12 +624,16 @@ module tsr_dma_engine
       slot_q <= '0;
       w_q    <= '0;
       hold_q <= '0;
+      gap_q  <= '0;
+      moving_q <= 1'b0;
     end else begin
       ctl_q  <= ctl_d;
       st_q   <= st_d;
       slot_q <= slot_d;
       w_q    <= w_d;
       hold_q <= hold_d;
+      gap_q  <= gap_d;
+      moving_q <= moving_d;
     end
   end
 

@@ -28,6 +28,7 @@ module tsr_dma_regs
   output logic                     eng_en_o,
   output logic [7:0]               rd_limit_o,   // outstanding reads allowed (1 .. MaxOutstanding)
   output logic [7:0]               wr_limit_o,   // outstanding writes allowed
+  output logic [7:0]               run_gap_o,    // cycles between run starts of a side (0, 1: none)
   output logic [47:0]              win_base_o,
   output logic [47:0]              win_limit_o,
   output queue_t [Queues-1:0]      queues_o,
@@ -62,6 +63,7 @@ module tsr_dma_regs
     logic        en;
     logic [7:0]  rd_limit;  // CTRL[15:8]; 0 = MaxOutstanding
     logic [7:0]  wr_limit;  // CTRL[23:16]
+    logic [7:0]  run_gap;   // CTRL[31:24]
     logic [47:0] win_base;
     logic [47:0] win_limit;
   } global_t;
@@ -85,6 +87,7 @@ module tsr_dma_regs
   assign eng_en_o    = glob_q.en;
   assign rd_limit_o  = limit(glob_q.rd_limit);
   assign wr_limit_o  = limit(glob_q.wr_limit);
+  assign run_gap_o   = glob_q.run_gap;
   assign win_base_o  = glob_q.win_base;
   assign win_limit_o = glob_q.win_limit;
   assign queues_o    = q_q;
@@ -129,6 +132,7 @@ module tsr_dma_regs
             glob_d.en       = reg_wdata_i[0];
             glob_d.rd_limit = reg_wdata_i[15:8];
             glob_d.wr_limit = reg_wdata_i[23:16];
+            glob_d.run_gap  = reg_wdata_i[31:24];
           end
           RegWinBaseLo:  glob_d.win_base[31:0]   = reg_wdata_i;
           RegWinBaseHi:  glob_d.win_base[47:32]  = reg_wdata_i[15:0];
@@ -216,7 +220,7 @@ module tsr_dma_regs
         unique case (reg_addr_i)
           RegId:            rdata_d = 32'h5444_4D41;
           RegParams:        rdata_d = {8'b0, 8'(MaxOutstanding), 8'(DataBytes), 8'(Queues)};
-          RegCtrl:          rdata_d = {8'b0, glob_q.wr_limit, glob_q.rd_limit, 7'b0, glob_q.en};
+          RegCtrl:          rdata_d = {glob_q.run_gap, glob_q.wr_limit, glob_q.rd_limit, 7'b0, glob_q.en};
           RegStatus:        rdata_d = {31'b0, busy_i};
           RegWinBaseLo:     rdata_d = glob_q.win_base[31:0];
           RegWinBaseHi:     rdata_d = {16'b0, glob_q.win_base[47:32]};

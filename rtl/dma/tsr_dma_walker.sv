@@ -24,6 +24,8 @@ module tsr_dma_walker #(
   input  logic                    burst_ready_i,
   output logic [47:0]             burst_addr_o,
   output logic [BurstW-1:0]       burst_bytes_o,
+  output logic                    burst_first_o, // the burst starts a run: first of the
+                                                 // pattern, or not where the last one ended
   output logic                    done_o        // every burst handed out (or idle)
 );
   logic [3:0][15:0] size_q, size_d;
@@ -35,6 +37,8 @@ module tsr_dma_walker #(
   logic [47:0]      run_addr_q, run_addr_d;   // next byte of the current run
   logic [31:0]      run_rem_q, run_rem_d;     // bytes left in the current run
   logic             active_q, active_d;
+  logic             begun_q, begun_d;         // a burst of this pattern was handed out
+  logic [47:0]      prev_end_q, prev_end_d;   // the byte after the last burst handed out
 
   logic [31:0] elem_bytes;
   logic [31:0] run_bytes;
@@ -54,6 +58,7 @@ module tsr_dma_walker #(
   assign burst_valid_o = active_q;
   assign burst_addr_o  = run_addr_q;
   assign burst_bytes_o = burst_bytes;
+  assign burst_first_o = run_rem_q == run_bytes && (!begun_q || run_addr_q != prev_end_q);
   assign done_o        = !active_q;
 
   // The address of the element at idx 0 of the current run, derived when the
@@ -72,6 +77,8 @@ module tsr_dma_walker #(
     run_rem_d   = run_rem_q;
     active_d    = active_q;
     elem_start_d = elem_start_q;
+    begun_d      = begun_q;
+    prev_end_d   = prev_end_q;
 
     if (start_i) begin
       size_d      = size_i;
@@ -85,7 +92,10 @@ module tsr_dma_walker #(
       run_rem_d   = ({8'b0, stride_i[0]} == (32'd1 << elem_log2_i)) ?
                     ({16'b0, size_i[0]} << elem_log2_i) : (32'd1 << elem_log2_i);
       active_d    = 1'b1;
+      begun_d     = 1'b0;
     end else if (active_q && burst_ready_i) begin
+      begun_d    = 1'b1;
+      prev_end_d = run_addr_q + 48'(burst_bytes);
       run_addr_d = run_addr_q + 48'(burst_bytes);
       run_rem_d  = run_rem_q - 32'(burst_bytes);
       if (last_of_run) begin
@@ -134,6 +144,8 @@ module tsr_dma_walker #(
       run_rem_q    <= '0;
       active_q     <= 1'b0;
       elem_start_q <= '0;
+      begun_q      <= 1'b0;
+      prev_end_q   <= '0;
     end else begin
       size_q       <= size_d;
       stride_q     <= stride_d;
@@ -145,6 +157,8 @@ module tsr_dma_walker #(
       run_rem_q    <= run_rem_d;
       active_q     <= active_d;
       elem_start_q <= elem_start_d;
+      begun_q      <= begun_d;
+      prev_end_q   <= prev_end_d;
     end
   end
 

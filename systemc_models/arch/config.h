@@ -36,11 +36,22 @@ struct TensorEngineConfig {
 
 // Vector, scalar and GpSimd engines share this shape; `costs` holds cycles per
 // element per lane for each operation class that engine executes.
+// Timing (docs/core.md, "Vector, scalar and GpSimd timing"): an instruction
+// spends overhead_cycles in the engine's front end (decode, starting its
+// SBUF/PSUM accesses), then streams its elements. When `pipelined`, the front
+// end takes the next instruction min_interval_cycles after this one, so the
+// overhead hides behind the instruction before it; an instruction that reads
+// what an earlier one of the same engine wrote starts only once that result
+// is committed, dependency_cycles after its last element.
 struct EngineConfig {
   bool present = true;
   double clock_ghz = 0;
   std::int64_t lanes = 0;
   std::int64_t overhead_cycles = 0;
+  std::int64_t min_interval_cycles = 0;
+  std::int64_t dependency_cycles = 0;
+  bool pipelined = true;
+  std::int64_t accumulate_cycles = 0;  // scalar: writing an activation's per-partition sums back
   std::map<std::string, double> costs;
 };
 
@@ -75,6 +86,9 @@ struct DmaConfig {
   std::int64_t descriptor_bytes = 0;
   std::int64_t axi_data_bytes = 0;
   std::int64_t max_outstanding = 0;
+  // A burst that starts a contiguous run issues at least this many engine
+  // cycles after the previous run start of its side (0, 1: no limit).
+  std::int64_t run_gap_cycles = 0;
 };
 
 struct SyncConfig {

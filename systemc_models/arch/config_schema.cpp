@@ -56,9 +56,18 @@ std::vector<FieldSpec> build_schema() {
   // Vector, scalar and GpSimd engines: approximately-timed models everywhere.
   s.push_back(field("vector.clock_ghz", TSR_REF(FloatRef, c.vector.clock_ghz), "GHz", "Vector engine clock").at_least(0.01).at_most(10));
   s.push_back(field("vector.lanes", TSR_REF(IntRef, c.vector.lanes), "lanes", "Elements processed per cycle (one per partition)").at_least(1).at_most(1024));
-  s.push_back(field("vector.overhead_cycles", TSR_REF(IntRef, c.vector.overhead_cycles), "cycles", "Fixed cost per instruction").at_least(0).at_most(1e6).def("100"));
+  s.push_back(field("vector.overhead_cycles", TSR_REF(IntRef, c.vector.overhead_cycles), "cycles",
+                    "Static cost of an instruction in the front end, before its first element streams").at_least(0).at_most(1e6).def("100"));
+  s.push_back(field("vector.min_interval_cycles", TSR_REF(IntRef, c.vector.min_interval_cycles), "cycles",
+                    "Shortest interval between two instructions entering the front end (when pipelined)").at_least(1).at_most(1e6).def("64"));
+  s.push_back(field("vector.dependency_cycles", TSR_REF(IntRef, c.vector.dependency_cycles), "cycles",
+                    "From an instruction's last element to its result being readable by the next instruction of this engine (the SBUF/PSUM write commit)").at_least(0).at_most(1e6).def("0"));
+  s.push_back(field("vector.pipelined", TSR_REF(BoolRef, c.vector.pipelined), "",
+                    "Whether an instruction's overhead overlaps the streaming of the one before it").def("true"));
   s.push_back(field("vector.costs.tensor_scalar", TSR_REF(FloatRef, c.vector.costs["tensor_scalar"]), "cycles/element", "One tensor input, one scalar operand").at_least(1.0 / 1024).at_most(1024).def("1"));
   s.push_back(field("vector.costs.tensor_tensor", TSR_REF(FloatRef, c.vector.costs["tensor_tensor"]), "cycles/element", "Two tensor inputs").at_least(1.0 / 1024).at_most(1024).def("2"));
+  s.push_back(field("vector.costs.tensor_tensor_sbuf_psum", TSR_REF(FloatRef, c.vector.costs["tensor_tensor_sbuf_psum"]), "cycles/element",
+                    "Two tensor inputs, one in SBUF and one in PSUM (each through its own read interface)").at_least(1.0 / 1024).at_most(1024).def("1"));
   s.push_back(field("vector.costs.reduce", TSR_REF(FloatRef, c.vector.costs["reduce"]), "cycles/element", "Reduction along the free axis").at_least(1.0 / 1024).at_most(1024).def("1"));
   s.push_back(field("vector.costs.copy", TSR_REF(FloatRef, c.vector.costs["copy"]), "cycles/element", "Copy and dtype conversion").at_least(1.0 / 1024).at_most(1024).def("1"));
   s.push_back(field("vector.costs.memset", TSR_REF(FloatRef, c.vector.costs["memset"]), "cycles/element", "Fill with a constant").at_least(1.0 / 1024).at_most(1024).def("1"));
@@ -66,7 +75,16 @@ std::vector<FieldSpec> build_schema() {
 
   s.push_back(field("scalar.clock_ghz", TSR_REF(FloatRef, c.scalar.clock_ghz), "GHz", "Scalar (activation) engine clock").at_least(0.01).at_most(10));
   s.push_back(field("scalar.lanes", TSR_REF(IntRef, c.scalar.lanes), "lanes", "Elements processed per cycle").at_least(1).at_most(1024));
-  s.push_back(field("scalar.overhead_cycles", TSR_REF(IntRef, c.scalar.overhead_cycles), "cycles", "Fixed cost per instruction").at_least(0).at_most(1e6).def("100"));
+  s.push_back(field("scalar.overhead_cycles", TSR_REF(IntRef, c.scalar.overhead_cycles), "cycles",
+                    "Static cost of an instruction in the front end, before its first element streams").at_least(0).at_most(1e6).def("100"));
+  s.push_back(field("scalar.min_interval_cycles", TSR_REF(IntRef, c.scalar.min_interval_cycles), "cycles",
+                    "Shortest interval between two instructions entering the front end (when pipelined)").at_least(1).at_most(1e6).def("64"));
+  s.push_back(field("scalar.dependency_cycles", TSR_REF(IntRef, c.scalar.dependency_cycles), "cycles",
+                    "From an instruction's last element to its result being readable by the next instruction of this engine (the SBUF/PSUM write commit)").at_least(0).at_most(1e6).def("0"));
+  s.push_back(field("scalar.pipelined", TSR_REF(BoolRef, c.scalar.pipelined), "",
+                    "Whether an instruction's overhead overlaps the streaming of the one before it").def("true"));
+  s.push_back(field("scalar.accumulate_cycles", TSR_REF(IntRef, c.scalar.accumulate_cycles), "cycles",
+                    "Writing an activation's per-partition sums back to SBUF/PSUM, per instruction that has them").at_least(0).at_most(1e6).def("64"));
   s.push_back(field("scalar.costs.activation", TSR_REF(FloatRef, c.scalar.costs["activation"]), "cycles/element", "f(x * scale + bias) for any table function").at_least(1.0 / 1024).at_most(1024).def("1"));
   s.push_back(field("scalar.costs.accumulate", TSR_REF(FloatRef, c.scalar.costs["accumulate"]), "cycles/element", "Extra cost of the optional accumulate-reduce").at_least(0).at_most(1024).def("0"));
 
@@ -74,7 +92,14 @@ std::vector<FieldSpec> build_schema() {
                     "Whether the generation has a GpSimd engine (NeuronCore-v1 has none)").def("true"));
   s.push_back(field("gpsimd.clock_ghz", TSR_REF(FloatRef, c.gpsimd.clock_ghz), "GHz", "GpSimd engine clock").at_least(0.01).at_most(10));
   s.push_back(field("gpsimd.lanes", TSR_REF(IntRef, c.gpsimd.lanes), "lanes", "Elements processed per cycle").at_least(1).at_most(1024));
-  s.push_back(field("gpsimd.overhead_cycles", TSR_REF(IntRef, c.gpsimd.overhead_cycles), "cycles", "Fixed cost per instruction").at_least(0).at_most(1e6).def("100"));
+  s.push_back(field("gpsimd.overhead_cycles", TSR_REF(IntRef, c.gpsimd.overhead_cycles), "cycles",
+                    "Start-up cost of an instruction, before its first element streams").at_least(0).at_most(1e6).def("150"));
+  s.push_back(field("gpsimd.min_interval_cycles", TSR_REF(IntRef, c.gpsimd.min_interval_cycles), "cycles",
+                    "Shortest interval between two instructions entering the front end (when pipelined)").at_least(1).at_most(1e6).def("64"));
+  s.push_back(field("gpsimd.dependency_cycles", TSR_REF(IntRef, c.gpsimd.dependency_cycles), "cycles",
+                    "From an instruction's last element to its result being readable by the next instruction of this engine (the SBUF/PSUM write commit)").at_least(0).at_most(1e6).def("0"));
+  s.push_back(field("gpsimd.pipelined", TSR_REF(BoolRef, c.gpsimd.pipelined), "",
+                    "Whether an instruction's overhead overlaps the streaming of the one before it").def("false"));
   s.push_back(field("gpsimd.costs.iota", TSR_REF(FloatRef, c.gpsimd.costs["iota"]), "cycles/element", "Index generation").at_least(1.0 / 1024).at_most(1024).def("1"));
   s.push_back(field("gpsimd.costs.copy", TSR_REF(FloatRef, c.gpsimd.costs["copy"]), "cycles/element", "Copy").at_least(1.0 / 1024).at_most(1024).def("1"));
   s.push_back(field("gpsimd.costs.partition_reduce", TSR_REF(FloatRef, c.gpsimd.costs["partition_reduce"]), "cycles/element",
@@ -103,11 +128,16 @@ std::vector<FieldSpec> build_schema() {
   s.push_back(field("dma.engines", TSR_REF(IntRef, c.dma.engines), "engines", "DMA engines per core").at_least(1).at_most(64));
   s.push_back(field("dma.queues_per_engine", TSR_REF(IntRef, c.dma.queues_per_engine), "queues", "Descriptor queues per engine").at_least(1).at_most(64));
   s.push_back(field("dma.bytes_per_ns", TSR_REF(FloatRef, c.dma.bytes_per_ns), "B/ns", "Bandwidth of one engine").at_least(0.01).at_most(4096));
-  s.push_back(field("dma.start_latency_ns", TSR_REF(FloatRef, c.dma.start_latency_ns), "ns", "Time from trigger to first byte").at_least(0).at_most(1e6));
+  s.push_back(field("dma.start_latency_ns", TSR_REF(FloatRef, c.dma.start_latency_ns), "ns", 
+                    "Time from trigger to the engine seeing the doorbell (its descriptor fetch and first read follow)")
+                  .at_least(0).at_most(1e6));
   s.push_back(field("dma.descriptor_bytes", TSR_REF(IntRef, c.dma.descriptor_bytes), "bytes", "Size of one descriptor in its ring: fixed by the descriptor format (docs/dma.md)").at_least(kDmaDescriptorBytes).at_most(kDmaDescriptorBytes).def("64"));
   s.push_back(field("dma.axi_data_bytes", TSR_REF(IntRef, c.dma.axi_data_bytes), "bytes", "AXI data bus width of one engine").at_least(4).at_most(128).def("64"));
   s.push_back(field("dma.max_outstanding", TSR_REF(IntRef, c.dma.max_outstanding), "transactions",
                     "Outstanding AXI reads (and writes) per engine").at_least(1).at_most(256).def("16"));
+  s.push_back(field("dma.run_gap_cycles", TSR_REF(IntRef, c.dma.run_gap_cycles), "cycles",
+                    "Least engine cycles between the starts of two contiguous runs of one side (0, 1: no limit)")
+                  .at_least(0).at_most(255).def("0"));
 
   s.push_back(field("sync.semaphores", TSR_REF(IntRef, c.sync.semaphores), "semaphores", "Hardware semaphores").at_least(1).at_most(4096));
   s.push_back(field("sync.latency_ns", TSR_REF(FloatRef, c.sync.latency_ns), "ns", "Semaphore update to waiter wake-up").at_least(0).at_most(1e6).def("10"));

@@ -54,6 +54,7 @@ void Engine::set_program(std::uint64_t address, std::uint64_t bytes) {
   program_bytes_ = bytes;
   stream_.assign(bytes, 0);
   block_time_.clear();
+  fetch_port_free_ = sc_core::SC_ZERO_TIME;
 }
 
 sc_time Engine::cycles(double n) const { return period_ * std::ceil(n); }
@@ -133,8 +134,12 @@ sc_time Engine::block_ready(std::uint64_t pc) {
   for (std::uint64_t b = block_time_.size(); b <= std::min(block + kPrefetchBlocks, blocks - 1); ++b) {
     const std::uint64_t start = b * kFetchBlockBytes;
     const std::uint64_t length = std::min(kFetchBlockBytes, program_bytes_ - start);
-    // Requests go out one after another from the sequencer's single port.
-    sc_time at = block_time_.empty() ? sc_time_stamp() : std::max(sc_time_stamp(), block_time_.back());
+    // Requests go out one after another from the sequencer's single port,
+    // each once the port has taken the one before's bytes: the prefetched
+    // blocks' latencies overlap, so a stream is fetched at the memory's
+    // bandwidth rather than one block per round trip.
+    sc_time at = std::max(sc_time_stamp(), fetch_port_free_);
+    fetch_port_free_ = at + (ctx_.hbm.unloaded_read_time(length) - ctx_.hbm.unloaded_read_time(0));
     read_device(program_address_ + start, stream_.data() + start, length, at);
     block_time_.push_back(at);
   }

@@ -111,6 +111,7 @@ private:
   static constexpr std::uint64_t kPrefetchBlocks = 2;
   std::vector<std::uint8_t> stream_;          // fetched bytes, indexed by stream offset
   std::vector<sc_core::sc_time> block_time_;  // arrival time of each requested block
+  sc_core::sc_time fetch_port_free_;          // when the fetch port can send the next request
 
   arch::Engine kind_;
   sc_core::sc_time period_;

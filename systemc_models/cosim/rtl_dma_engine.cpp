@@ -118,6 +118,7 @@ public:
     out.rready = t.rready_o;
     out.bready = t.bready_o;
     out.busy = t.busy_o;
+    out.moving = t.moving_o;
     t.clk_i = 1;
     t.eval();
     dump(true);
@@ -217,7 +218,7 @@ std::unique_ptr<DmaRtlPort> make_dma_rtl_port(const arch::HwConfig& cfg) {
 }
 
 RtlDmaEngine::RtlDmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::uint32_t queues)
-    : DmaEngineBase(name, queues, ctx.stats, "time with STATUS.busy set"),
+    : DmaEngineBase(name, queues, ctx.stats),
       ctx_(ctx),
       // The same clock as the fast model: one data beat per cycle gives the configured bandwidth.
       period_(static_cast<double>(ctx.cfg.dma.axi_data_bytes) / ctx.cfg.dma.bytes_per_ns, SC_NS),
@@ -239,7 +240,7 @@ RtlDmaEngine::RtlDmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx,
   write_reg_now(r::kWinBaseHi, 0);
   write_reg_now(r::kWinLimitLo, static_cast<std::uint32_t>(limit));
   write_reg_now(r::kWinLimitHi, static_cast<std::uint32_t>(limit >> 32));
-  write_reg_now(r::kCtrl, 1);
+  write_reg_now(r::kCtrl, 1u | static_cast<std::uint32_t>(ctx.cfg.dma.run_gap_cycles) << 24);
   if (ctx.waves) {
     if (const auto t = ctx.waves->rtl_trace(basename()))
       port_->trace_to(t->path, t->from_ps, t->to_ps, period_.to_seconds() * 1e12);
@@ -495,7 +496,7 @@ void RtlDmaEngine::step(const RegOp* op) {
 
   port_->cycle(in, out_);
   ++ticks_;
-  if (out_.busy) stats_.busy_ns += trace::ns(period_);
+  if (out_.moving) stats_.busy_ns += trace::ns(period_);
 
   if (out_.arvalid) accept_read(out_.arid, out_.araddr, out_.arlen + 1);
   if (out_.awvalid) {

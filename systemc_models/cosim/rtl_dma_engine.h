@@ -30,7 +30,8 @@ struct DmaPortIn {
 };
 
 struct DmaPortOut {
-  bool arvalid = false, awvalid = false, wvalid = false, wlast = false, rready = false, bready = false, busy = false;
+  bool arvalid = false, awvalid = false, wvalid = false, wlast = false, rready = false, bready = false, busy = false,
+       moving = false;
   std::uint32_t arid = 0, arlen = 0, awid = 0, awlen = 0;
   std::uint64_t araddr = 0, awaddr = 0, wstrb = 0;
   std::vector<std::uint8_t> wdata;  // filled only when wvalid

@@ -64,16 +64,14 @@ std::string DmaEngineBase::doorbell(std::uint32_t q, std::uint64_t address, std:
   return {};
 }
 
-DmaEngineBase::DmaEngineStats::DmaEngineStats(trace::Stats& stats, const sc_core::sc_object& owner,
-                                              const char* busy_description)
+DmaEngineBase::DmaEngineStats::DmaEngineStats(trace::Stats& stats, const sc_core::sc_object& owner)
     : Group(stats, owner),
       bytes(*this, "bytes", "bytes", "bytes moved"),
       descriptors(*this, "descriptors", "count", "descriptors completed"),
-      busy_ns(*this, "busy_ns", "ns", busy_description) {}
+      busy_ns(*this, "busy_ns", "ns", "time moving a descriptor's data, first read beat to last write beat") {}
 
-DmaEngineBase::DmaEngineBase(sc_core::sc_module_name name, std::uint32_t queues, trace::Stats& stats,
-                             const char* busy_description)
-    : sc_module(name), socket("socket"), stats_(stats, *this, busy_description), queues_(queues) {
+DmaEngineBase::DmaEngineBase(sc_core::sc_module_name name, std::uint32_t queues, trace::Stats& stats)
+    : sc_module(name), socket("socket"), stats_(stats, *this), queues_(queues) {
   const std::string base = basename();
   std::size_t digits = base.size();
   while (digits > 0 && std::isdigit(static_cast<unsigned char>(base[digits - 1]))) --digits;
@@ -138,12 +136,13 @@ void DmaEngine::take_turn_in_order() {
 }
 
 DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::uint32_t queues)
-    : DmaEngineBase(name, queues, ctx.stats, "time with a descriptor running"),
+    : DmaEngineBase(name, queues, ctx.stats),
       ctx_(ctx),
       // The engine moves one data beat per cycle, so its clock is what gives
       // the configured bandwidth.
       period_(static_cast<double>(ctx.cfg.dma.axi_data_bytes) / ctx.cfg.dma.bytes_per_ns, SC_NS),
       max_outstanding_(static_cast<std::uint32_t>(ctx.cfg.dma.max_outstanding)),
+      run_gap_(period_ * static_cast<double>(ctx.cfg.dma.run_gap_cycles)),
       fetch_ptr_(queues, 0),
       tail_visible_(queues),
       last_fetched_queue_(queues - 1) {
@@ -199,9 +198,7 @@ void DmaEngine::run() {
       next = fetch(uq, issue);
     }
     if (next) {
-      const sc_time start = sc_time_stamp();
       execute(*next);
-      stats_.busy_ns += trace::ns(sc_time_stamp() - start);
       continue;
     }
     // A doorbell rung while the engine was busy may still be on its way; its
@@ -474,18 +471,27 @@ void DmaEngine::execute(Fetched f) {
     place();
     const sc_time never = sc_core::sc_max_time();
     sc_time t_read = never, t_write = never, t_write_start = never, t_complete = never, t_fetch = never;
+    sc_time t_aw = never;
     std::uint32_t w_beats = 0;
     if (wi < dst.size()) {
       while (need < ri && read_end[need] < written + dst[wi].bytes) ++need;
       if (need < ri) {
         w_beats = aligned(dst[wi]).second / beat;
-        t_write_start = std::max({w_free_, retire(need) + cycle * kReadToWrite, write_slot_free()});
+        // Its AW goes a cycle before its first W beat can: once its data is
+        // committed and a write slot is free, in order after the last AW,
+        // and, for a run start, a run gap after the last run start.
+        t_aw = std::max(retire(need) + cycle * (kReadToWrite - 1), next_aw_);
+        if (const sc_time slot = write_slot_free(); slot > SC_ZERO_TIME) t_aw = std::max(t_aw, slot - cycle);
+        if (dst[wi].first) t_aw = std::max(t_aw, next_run_aw_);
+        t_write_start = std::max(w_free_, t_aw + cycle);
         t_write = t_write_start + cycle * static_cast<double>(w_beats - 1);
       }
     }
-    if (ri < src.size())
+    if (ri < src.size()) {
       t_read = ri >= max_outstanding_ ? std::max(next_read, retire(ri - max_outstanding_) + cycle * kReadSlotReuse)
                                       : next_read;
+      if (src[ri].first) t_read = std::max(t_read, next_run_ar_);
+    }
     if (ri < src.size() && t_read != never) t_read = std::max(t_read, room_at(src[ri].bytes, wi, t_write_start));
     if (barrier && ri == 0)  // the barrier state takes a cycle even when nothing is outstanding
       t_read = !completions_pending_.empty() ? never
@@ -526,6 +532,7 @@ void DmaEngine::execute(Fetched f) {
       if (data) std::memcpy(buffer.data() + read_at, burst.data() + (src[ri].address - lo), src[ri].bytes);
       ready_at[ri] = mem;
       read_beats[ri] = len / beat;
+      if (src[ri].first) next_run_ar_ = sc_time_stamp() + run_gap_;
       read_at += src[ri].bytes;
       read_end[ri] = read_at;
       next_read = sc_time_stamp() + cycle;  // one AR per cycle, even when this one went out late
@@ -533,6 +540,8 @@ void DmaEngine::execute(Fetched f) {
       ++ri;
     } else {
       const Run& w = dst[wi];
+      next_aw_ = t_aw + cycle;
+      if (w.first) next_run_aw_ = t_aw + run_gap_;
       w_free_ = t_write + cycle;
       last_w = t_write;
       consumed.push_back({wi, t_write_start, sent_bytes(), sent_bytes() + w.bytes});
@@ -546,6 +555,12 @@ void DmaEngine::execute(Fetched f) {
   }
 
   stats_.bytes += static_cast<double>(total);
+  // Moving: from the first data beat on R (bursts may come back out of
+  // order) to the last on W, both cycles included, as the RTL counts moving_o.
+  sc_time first_r = sc_core::sc_max_time();
+  for (std::size_t k = 0; k < src.size(); ++k)
+    first_r = std::min(first_r, last_beat[k] - cycle * static_cast<double>(read_beats[k] - 1));
+  stats_.busy_ns += trace::ns(last_w - first_r + cycle);
   // The completion stage holds one descriptor: this one moves in once its last
   // write beat is out and the previous one has written its status.
   // The stage frees when the previous status write's AW goes out, a cycle

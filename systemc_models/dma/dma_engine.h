@@ -49,8 +49,7 @@ class DmaEngineBase : public sc_core::sc_module {
 public:
   tlm_utils::simple_initiator_socket<DmaEngineBase> socket;  // to the interconnect
 
-  // `busy_description` says what counts as busy for the model.
-  DmaEngineBase(sc_core::sc_module_name name, std::uint32_t queues, trace::Stats& stats, const char* busy_description);
+  DmaEngineBase(sc_core::sc_module_name name, std::uint32_t queues, trace::Stats& stats);
 
   virtual void configure_queue(std::uint32_t queue, std::uint64_t ring_base, std::uint32_t ring_size) = 0;
   // The doorbell: `count` more descriptors, the first at `address`, become
@@ -89,8 +88,14 @@ public:
 
   // What every DMA engine model counts.
   struct DmaEngineStats : trace::Group {
-    DmaEngineStats(trace::Stats& stats, const sc_core::sc_object& owner, const char* busy_description);
-    trace::Scalar bytes, descriptors, busy_ns;
+    DmaEngineStats(trace::Stats& stats, const sc_core::sc_object& owner);
+    trace::Scalar bytes, descriptors;
+    // Time a descriptor moves data, from its first read beat to its last
+    // write beat, in both models (the RTL's moving_o): what a profile shows as
+    // a transfer. The fetch, decode and first read latency before it are the
+    // tail of the trigger-to-start path; the completion writes after it the
+    // start of the semaphore's way back.
+    trace::Scalar busy_ns;
   };
   const DmaEngineStats& stats() const { return stats_; }
 
@@ -234,6 +239,11 @@ private:
   tlm::tlm_generic_payload payload_;  // reused by every access
   sc_core::sc_time period_;
   std::uint32_t max_outstanding_;
+  sc_core::sc_time run_gap_;  // dma.run_gap_cycles: between two run starts of one side
+  // The earliest next data AR and AW that start a run (a run gap after the
+  // last ones, as the RTL's gap_q counts), and the earliest next data AW (one
+  // per cycle, in order).
+  sc_core::sc_time next_run_ar_, next_run_aw_, next_aw_;
   std::vector<std::uint32_t> fetch_ptr_;         // per queue: next descriptor to fetch
   std::vector<sc_core::sc_time> tail_visible_;  // per queue: when its latest doorbell landed
   std::uint32_t last_fetched_queue_;  // round-robin: the search starts after it

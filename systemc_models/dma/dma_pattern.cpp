@@ -32,7 +32,9 @@ void cut(const Run& r, std::uint32_t max_burst_bytes, std::vector<Run>& out) {
   while (left > 0) {
     const std::uint64_t to_boundary = max_burst_bytes - (a % max_burst_bytes);
     const std::uint32_t n = static_cast<std::uint32_t>(std::min(left, to_boundary));
-    out.push_back({a, n});
+    // A run that carries on where the previous one ended is one run with it.
+    const bool first = a == r.address && (out.empty() || out.back().address + out.back().bytes != a);
+    out.push_back({a, n, first});
     a += n;
     left -= n;
   }

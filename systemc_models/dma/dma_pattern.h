@@ -14,6 +14,9 @@ namespace tessera::dma {
 struct Run {
   std::uint64_t address;
   std::uint32_t bytes;
+  // A burst (from bursts()) that starts a contiguous run: the first of its
+  // side, or one that does not carry on where the burst before it ended.
+  bool first = true;
   friend bool operator==(const Run& a, const Run& b) { return a.address == b.address && a.bytes == b.bytes; }
 };
 

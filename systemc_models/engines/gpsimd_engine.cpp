@@ -9,7 +9,7 @@
 namespace tessera::engines {
 
 GpSimdEngine::GpSimdEngine(sc_core::sc_module_name name, core::CoreContext& ctx)
-    : Engine(name, arch::Engine::GpSimd, ctx.cfg.gpsimd.clock_ghz, ctx) {}
+    : ElementwiseEngine(name, arch::Engine::GpSimd, ctx.cfg.gpsimd, ctx) {}
 
 sc_core::sc_time GpSimdEngine::execute(const arch::Instruction& in) {
   const auto& cfg = ctx_.cfg;
@@ -22,12 +22,13 @@ sc_core::sc_time GpSimdEngine::execute(const arch::Instruction& in) {
         for (std::size_t i = 0; i < f; ++i)
           out[p * f + i] = in.imm0 + static_cast<float>(p) * in.imm1 + static_cast<float>(i) * in.imm2;
       store(ctx_, in.dst, out);
-      return cycles_of(elementwise_cycles(cfg.gpsimd, cfg, in.dst, costs.at("iota"), stride_factor(cfg, in.dst)));
+      return schedule({}, {&in.dst}, elementwise_cycles(cfg.gpsimd, in.dst, costs.at("iota"), stride_factor(cfg, in.dst)));
     }
     case arch::Opcode::Copy: {
       store(ctx_, in.dst, load(ctx_, in.a));
-      return cycles_of(elementwise_cycles(cfg.gpsimd, cfg, in.dst, costs.at("copy"),
-                                       std::max(stride_factor(cfg, in.dst), stride_factor(cfg, in.a))));
+      return schedule({&in.a}, {&in.dst},
+                      elementwise_cycles(cfg.gpsimd, in.dst, costs.at("copy"),
+                                         std::max(stride_factor(cfg, in.dst), stride_factor(cfg, in.a))));
     }
     case arch::Opcode::PartitionReduce: {
       if (in.alu != arch::AluOp::Add && in.alu != arch::AluOp::Max && in.alu != arch::AluOp::Min &&
@@ -40,7 +41,8 @@ sc_core::sc_time GpSimdEngine::execute(const arch::Instruction& in) {
       for (std::size_t p = 1; p < in.a.partition_count; ++p)  // partition order: part of the numerics contract
         for (std::size_t i = 0; i < f; ++i) out[i] = alu(in.alu, out[i], a[p * f + i]);
       store(ctx_, in.dst, out);
-      return cycles_of(elementwise_cycles(cfg.gpsimd, cfg, in.a, costs.at("partition_reduce"), stride_factor(cfg, in.a)));
+      return schedule({&in.a}, {&in.dst},
+                      elementwise_cycles(cfg.gpsimd, in.a, costs.at("partition_reduce"), stride_factor(cfg, in.a)));
     }
     default: throw std::runtime_error("not a GpSimd-engine instruction");
   }

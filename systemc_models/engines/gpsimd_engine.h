@@ -2,11 +2,11 @@
 // copies. It cannot reach PSUM (the ISA's validation rejects that).
 #pragma once
 
-#include "core/engine.h"
+#include "engines/elementwise_engine.h"
 
 namespace tessera::engines {
 
-class GpSimdEngine : public core::Engine {
+class GpSimdEngine : public ElementwiseEngine {
 public:
   GpSimdEngine(sc_core::sc_module_name name, core::CoreContext& ctx);
 

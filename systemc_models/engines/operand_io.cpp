@@ -108,11 +108,11 @@ double stride_factor(const arch::HwConfig& cfg, const arch::AccessPattern& ap) {
   return inner > cfg.sbuf.stride_penalty_threshold_bytes ? cfg.sbuf.stride_penalty_factor : 1.0;
 }
 
-ElementwiseCycles elementwise_cycles(const arch::EngineConfig& engine, const arch::HwConfig&,
-                                     const arch::AccessPattern& shape, double cost_per_element, double stride) {
+ElementwiseCycles elementwise_cycles(const arch::EngineConfig& engine, const arch::AccessPattern& shape,
+                                     double cost_per_element, double stride) {
   const double passes = std::ceil(static_cast<double>(shape.partition_count) / static_cast<double>(engine.lanes));
   const double compute = passes * static_cast<double>(shape.free_elements()) * cost_per_element;
-  return {static_cast<double>(engine.overhead_cycles) + compute * stride, compute * (stride - 1.0)};
+  return {compute * stride, compute * (stride - 1.0)};
 }
 
 float alu(arch::AluOp op, float x, float y) {

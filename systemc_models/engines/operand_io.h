@@ -18,15 +18,16 @@ void store(core::CoreContext& ctx, const arch::AccessPattern& ap, const std::vec
 // The slowdown for an innermost stride wider than sbuf.stride_penalty_threshold_bytes.
 double stride_factor(const arch::HwConfig& cfg, const arch::AccessPattern& ap);
 
-// Cycles of an element-wise instruction over `ap`'s shape:
-// overhead + ceil(partitions / lanes) * free elements * cost per element * stride factor;
+// Streaming cycles of an element-wise instruction over `ap`'s shape (the
+// engine's front-end overhead comes on top, ElementwiseEngine):
+// ceil(partitions / lanes) * free elements * cost per element * stride factor;
 // of which memory stall: the part the stride factor adds.
 struct ElementwiseCycles {
   double total = 0;
   double memory_stall = 0;
 };
-ElementwiseCycles elementwise_cycles(const arch::EngineConfig& engine, const arch::HwConfig& cfg,
-                                     const arch::AccessPattern& shape, double cost_per_element, double stride);
+ElementwiseCycles elementwise_cycles(const arch::EngineConfig& engine, const arch::AccessPattern& shape,
+                                     double cost_per_element, double stride);
 
 // fp32 ALU shared by the vector and GpSimd engines.
 float alu(arch::AluOp op, float x, float y);

@@ -24,7 +24,7 @@ float activation(arch::ActFunc f, float x) {
 }
 
 ScalarEngine::ScalarEngine(sc_core::sc_module_name name, core::CoreContext& ctx)
-    : Engine(name, arch::Engine::Scalar, ctx.cfg.scalar.clock_ghz, ctx) {}
+    : ElementwiseEngine(name, arch::Engine::Scalar, ctx.cfg.scalar, ctx) {}
 
 sc_core::sc_time ScalarEngine::execute(const arch::Instruction& in) {
   const auto& cfg = ctx_.cfg;
@@ -33,7 +33,7 @@ sc_core::sc_time ScalarEngine::execute(const arch::Instruction& in) {
   double cost = cfg.scalar.costs.at("activation");
   if (in.opcode == arch::Opcode::Copy) {
     store(ctx_, in.dst, x);
-    return cycles_of(elementwise_cycles(cfg.scalar, cfg, in.dst, cost, stride));
+    return schedule({&in.a}, {&in.dst}, elementwise_cycles(cfg.scalar, in.dst, cost, stride));
   }
   if (in.opcode != arch::Opcode::Activation) throw std::runtime_error("not a scalar-engine instruction");
   const std::size_t f = in.a.free_elements();
@@ -49,11 +49,17 @@ sc_core::sc_time ScalarEngine::execute(const arch::Instruction& in) {
     }
   }
   store(ctx_, in.dst, x);
+  ElementwiseCycles t;
   if (in.c.valid()) {
     store(ctx_, in.c, sums);
-    cost += cfg.scalar.costs.at("accumulate");
+    // The sums are kept in the engine as it goes; writing them back is a
+    // short instruction of its own on the hardware (ActReadAccumulator).
+    t = elementwise_cycles(cfg.scalar, in.dst, cost + cfg.scalar.costs.at("accumulate"), stride);
+    t.total += static_cast<double>(cfg.scalar.accumulate_cycles);
+  } else {
+    t = elementwise_cycles(cfg.scalar, in.dst, cost, stride);
   }
-  return cycles_of(elementwise_cycles(cfg.scalar, cfg, in.dst, cost, stride));
+  return schedule({&in.a, &in.b}, {&in.dst, &in.c}, t);
 }
 
 }  // namespace tessera::engines

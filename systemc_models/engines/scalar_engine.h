@@ -3,14 +3,14 @@
 // fp32 internal math with the C library's functions; rounding on store.
 #pragma once
 
-#include "core/engine.h"
+#include "engines/elementwise_engine.h"
 
 namespace tessera::engines {
 
 // The activation functions in fp32, shared with kernel references.
 float activation(arch::ActFunc f, float x);
 
-class ScalarEngine : public core::Engine {
+class ScalarEngine : public ElementwiseEngine {
 public:
   ScalarEngine(sc_core::sc_module_name name, core::CoreContext& ctx);
 

@@ -9,7 +9,7 @@
 namespace tessera::engines {
 
 VectorEngine::VectorEngine(sc_core::sc_module_name name, core::CoreContext& ctx)
-    : Engine(name, arch::Engine::Vector, ctx.cfg.vector.clock_ghz, ctx) {}
+    : ElementwiseEngine(name, arch::Engine::Vector, ctx.cfg.vector, ctx) {}
 
 sc_core::sc_time VectorEngine::execute(const arch::Instruction& in) {
   const auto& cfg = ctx_.cfg;
@@ -24,7 +24,10 @@ sc_core::sc_time VectorEngine::execute(const arch::Instruction& in) {
       out.resize(a.size());
       for (std::size_t i = 0; i < a.size(); ++i) out[i] = alu(in.alu, a[i], b[i]);
       stride = std::max(stride, stride_factor(cfg, in.b));
-      cost_key = "tensor_tensor";
+      // One input in SBUF and one in PSUM stream through separate read
+      // interfaces at once; two from the same memory share one.
+      cost_key = (in.a.memory == arch::Memory::Psum) != (in.b.memory == arch::Memory::Psum) ? "tensor_tensor_sbuf_psum"
+                                                                                            : "tensor_tensor";
       break;
     }
     case arch::Opcode::TensorScalar: {
@@ -73,7 +76,7 @@ sc_core::sc_time VectorEngine::execute(const arch::Instruction& in) {
     default: throw std::runtime_error("not a vector-engine instruction");
   }
   store(ctx_, in.dst, out);
-  return cycles_of(elementwise_cycles(cfg.vector, cfg, *shape, costs.at(cost_key), stride));
+  return schedule({&in.a, &in.b, &in.c}, {&in.dst}, elementwise_cycles(cfg.vector, *shape, costs.at(cost_key), stride));
 }
 
 }  // namespace tessera::engines

@@ -93,6 +93,12 @@ public:
   std::uint64_t max_reads_in_flight = 0, max_writes_in_flight = 0;
   // First R and last W beat handed over: the span in which data streamed.
   std::uint64_t first_r_cycle = ~0ull, last_w_cycle = 0;
+  // Every AR and AW handshake, and every R and W beat (with its burst's
+  // address): its cycle and address.
+  struct AddressEvent {
+    std::uint64_t cycle, addr;
+  };
+  std::vector<AddressEvent> ar_log, aw_log, r_log, w_log;
 
   template <class V>
   void drive(V& t, std::uint64_t now) {
@@ -140,12 +146,19 @@ public:
     wp += static_cast<char>(t.wlast_o);
     check_stable("W", t.wvalid_o, t.wready_i, w_prev_, wp);
 
-    if (t.arvalid_o && t.arready_i) accept_read(t.arid_o, t.araddr_o, t.arlen_o, t.arsize_o, t.arburst_o);
-    if (t.awvalid_o && t.awready_i) accept_write(t.awid_o, t.awaddr_o, t.awlen_o, t.awsize_o, t.awburst_o);
+    if (t.arvalid_o && t.arready_i) {
+      ar_log.push_back({now_, static_cast<std::uint64_t>(t.araddr_o)});
+      accept_read(t.arid_o, t.araddr_o, t.arlen_o, t.arsize_o, t.arburst_o);
+    }
+    if (t.awvalid_o && t.awready_i) {
+      aw_log.push_back({now_, static_cast<std::uint64_t>(t.awaddr_o)});
+      accept_write(t.awid_o, t.awaddr_o, t.awlen_o, t.awsize_o, t.awburst_o);
+    }
     w_fire_ = t.wvalid_o && t.wready_i;
     if (w_fire_) accept_beat(wbytes, wstrb, t.wlast_o);
     r_fire_ = r_valid_ && t.rready_o;
     if (r_fire_ && first_r_cycle == ~0ull) first_r_cycle = now_;
+    if (r_fire_) r_log.push_back({now_, reads_[static_cast<std::size_t>(r_pick_)].addr});
     if (w_fire_) last_w_cycle = now_;
     b_fire_ = b_valid_ && t.bready_o;
     r_holding_ = r_valid_ && !t.rready_o;
@@ -257,6 +270,7 @@ private:
   void accept_beat(const std::vector<std::uint8_t>& data, const std::vector<std::uint8_t>& strb, bool last) {
     Write* w = pending_w();
     if (!w) return violation("W beat without a write burst");
+    w_log.push_back({now_, w->addr});
     bool any = false;
     for (unsigned i = 0; i < data_bytes_; ++i) {
       const bool on = (strb[i / 8] >> (i % 8)) & 1;
@@ -405,6 +419,7 @@ public:
   AxiMemory mem;
   V& top() { return *top_; }
   std::uint64_t cycle() const { return cycle_; }
+  std::uint64_t moving_cycles = 0;  // cycles with moving_o set
 
   void tick() {
     mem.drive(*top_, cycle_);
@@ -412,6 +427,7 @@ public:
     top_->eval();
     if (trace_) trace_->dump(2 * cycle_);
     if (top_->rst_ni) mem.sample(*top_);
+    if (top_->rst_ni && top_->moving_o) ++moving_cycles;
     top_->clk_i = 1;
     top_->eval();
     if (trace_) trace_->dump(2 * cycle_ + 1);
@@ -449,8 +465,8 @@ public:
     write_reg(r::kWinLimitLo, static_cast<std::uint32_t>(limit));
     write_reg(r::kWinLimitHi, static_cast<std::uint32_t>(limit >> 32));
   }
-  void enable(unsigned rd_limit = 0, unsigned wr_limit = 0) {
-    write_reg(arch::dma_reg::kCtrl, 1u | (rd_limit << 8) | (wr_limit << 16));
+  void enable(unsigned rd_limit = 0, unsigned wr_limit = 0, unsigned run_gap = 0) {
+    write_reg(arch::dma_reg::kCtrl, 1u | (rd_limit << 8) | (wr_limit << 16) | (run_gap << 24));
   }
   void setup_queue(unsigned q, std::uint64_t base, std::uint32_t size, bool enabled = true) {
     namespace r = arch::dma_reg;
