@@ -16,6 +16,7 @@ inline constexpr int kExitInterrupted = 130;
 void add_config_command(CLI::App& app, int* exit_code);
 void add_list_command(CLI::App& app, int* exit_code);
 void add_run_command(CLI::App& app, int* exit_code);
+void add_disasm_command(CLI::App& app, int* exit_code);
 void add_regress_command(CLI::App& app, int* exit_code);
 void add_sweep_command(CLI::App& app, int* exit_code);
 void add_calibrate_command(CLI::App& app, int* exit_code);

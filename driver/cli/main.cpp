@@ -63,6 +63,7 @@ int sc_main(int argc, char** argv) {
   tessera::cli::add_config_command(app, &exit_code);
   tessera::cli::add_list_command(app, &exit_code);
   tessera::cli::add_run_command(app, &exit_code);
+  tessera::cli::add_disasm_command(app, &exit_code);
   tessera::cli::add_regress_command(app, &exit_code);
   tessera::cli::add_sweep_command(app, &exit_code);
   tessera::cli::add_calibrate_command(app, &exit_code);

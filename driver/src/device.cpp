@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <tuple>
 #include <cstring>
@@ -618,7 +619,20 @@ RunReport Device::run_single(const Program& program) {
     w.path = options_.waves;
     if (!options_.waves_window.empty()) w.window = cosim::parse_wave_window(options_.waves_window, resolved_.hw);
     if (!options_.waves_scope.empty()) w.scope = cosim::parse_wave_scope(options_.waves_scope);
-    waves = std::make_unique<cosim::WaveRecorder>(w, resolved_.hw);
+    // Each distinct call site and label once, in the order instructions name them.
+    cosim::WaveOrigins origins;
+    std::map<std::string, std::uint32_t> origin_ids;
+    for (int e = 0; e < arch::kNumEngines; ++e) {
+      auto& of = origins.instruction.emplace_back();
+      for (std::size_t i = 0; i < program.streams[e].size(); ++i) {
+        std::string name = program.origin(static_cast<arch::Engine>(e), i);
+        if (name.empty()) name = "(unknown)";
+        const auto [it, added] = origin_ids.emplace(name, static_cast<std::uint32_t>(origins.names.size()));
+        if (added) origins.names.push_back(std::move(name));
+        of.push_back(it->second);
+      }
+    }
+    waves = std::make_unique<cosim::WaveRecorder>(w, resolved_.hw, std::move(origins));
   }
   std::unique_ptr<trace::Timeline> timeline;
   if (options_.trace) timeline = std::make_unique<trace::Timeline>();

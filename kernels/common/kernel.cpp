@@ -3,6 +3,8 @@
 
 #include "tessera/kernel_builder.h"
 
+#include "arch/spelling.h"
+
 #include <dlfcn.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -33,30 +35,10 @@ Registry& the_registry() {
 
 std::string origin_text(const std::string& origin) { return origin.empty() ? "the kernel library" : origin; }
 
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
-// " (did you mean 'x'?)" when one of `names` is a likely typo of `name`.
+// "; did you mean 'x'?" when one of `names` is a likely typo of `name`.
 std::string did_you_mean(const std::string& name, const std::vector<std::string>& names) {
-  std::string best;
-  std::size_t best_d = 3;
-  for (const auto& n : names) {
-    const std::size_t d = edit_distance(name, n);
-    if (d < best_d) {
-      best_d = d;
-      best = n;
-    }
-  }
-  return best.empty() ? "" : fmt::format("; did you mean '{}'?", best);
+  const auto best = arch::closest_spelling(name, names, 2);
+  return best ? fmt::format("; did you mean '{}'?", *best) : std::string();
 }
 
 std::vector<std::pair<std::string, std::string>> split_assignments(const std::string& text, const char* option) {

@@ -5,6 +5,7 @@
 #include "arch/config_input.h"
 #include "arch/config_schema.h"
 #include "arch/rtl_builds.h"
+#include "arch/spelling.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -155,32 +156,10 @@ std::vector<std::string> list_config_names() {
 
 namespace {
 
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 // " (did you mean 'x'?)" for the closest candidate, when one is close enough.
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
-  std::string best;
-  std::size_t best_d = std::string::npos;
-  for (const auto& c : candidates) {
-    const std::size_t d = edit_distance(word, c);
-    if (d < best_d) {
-      best_d = d;
-      best = c;
-    }
-  }
-  if (best.empty() || best_d > std::max<std::size_t>(2, word.size() / 3)) return {};
-  return fmt::format(" (did you mean '{}'?)", best);
+  const auto best = closest_spelling(word, candidates, std::max<std::size_t>(2, word.size() / 3));
+  return best ? fmt::format(" (did you mean '{}'?)", *best) : std::string();
 }
 
 std::vector<std::string> all_key_paths() {

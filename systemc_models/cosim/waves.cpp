@@ -180,7 +180,8 @@ std::string waves_open_command(const std::string& fst) { return "scripts/waves "
 
 class WaveRecorder::TlmPart {
 public:
-  TlmPart(const std::string& path, const arch::HwConfig& cfg, const WaveWindow& window) : window_(window) {
+  TlmPart(const std::string& path, const arch::HwConfig& cfg, const WaveWindow& window, WaveOrigins origins)
+      : window_(window), origins_(std::move(origins)) {
     fst_ = fstWriterCreate(path.c_str(), 1);
     if (!fst_) throw std::runtime_error(fmt::format("cannot write the waveform part {}", path));
     fstWriterSetTimescale(fst_, -12);
@@ -209,6 +210,18 @@ public:
                                                               static_cast<std::uint32_t>(st_n.size()), 3,
                                                               st_n.data(), st_v.data());
 
+    // The origin enum: value 0 before an engine's first instruction, v + 1
+    // for origins_.names[v].
+    std::uint32_t origin_bits = 1;
+    while (origin_bits < 32 && (std::uint64_t{1} << origin_bits) <= origins_.names.size()) ++origin_bits;
+    std::vector<std::string> origin_values;
+    std::vector<const char*> origin_n = {"(none)"}, origin_v;
+    for (std::size_t v = 0; v <= origins_.names.size(); ++v) origin_values.push_back(bits_of(v, origin_bits));
+    for (const auto& n : origins_.names) origin_n.push_back(n.c_str());
+    for (const auto& v : origin_values) origin_v.push_back(v.c_str());
+    const fstEnumHandle origin_enum = fstWriterCreateEnumTable(
+        fst_, "origin", static_cast<std::uint32_t>(origin_n.size()), origin_bits, origin_n.data(), origin_v.data());
+
     fstWriterSetScope(fst_, FST_ST_VCD_MODULE, "tlm", nullptr);
     for (int e = 0; e < arch::kNumEngines; ++e) {
       fstWriterSetScope(fst_, FST_ST_VCD_MODULE, engine_name(e).c_str(), nullptr);
@@ -216,6 +229,8 @@ public:
       fstWriterEmitEnumTableRef(fst_, opcode_enum);
       en.opcode = var("opcode", 8, engine_name(e) + ".opcode", 0);
       en.index = var("instr_index", 32, engine_name(e) + ".instr_index", 0);
+      fstWriterEmitEnumTableRef(fst_, origin_enum);
+      en.origin = var("origin", origin_bits, engine_name(e) + ".origin", 0);
       fstWriterEmitEnumTableRef(fst_, state_enum);
       en.state = var("state", 3, engine_name(e) + ".state", 0);
       en.busy = var("busy", 1, engine_name(e) + ".busy", 0);
@@ -247,6 +262,9 @@ public:
   void instruction(int e, std::uint64_t index, std::uint8_t opcode) {
     change(engines_[e].index, index);
     change(engines_[e].opcode, opcode);
+    const std::vector<std::uint32_t>* of =
+        static_cast<std::size_t>(e) < origins_.instruction.size() ? &origins_.instruction[e] : nullptr;
+    change(engines_[e].origin, of && index < of->size() ? (*of)[index] + 1 : 0);
   }
   void state(int e, EngineState s) {
     change(engines_[e].state, static_cast<std::uint64_t>(s));
@@ -294,7 +312,7 @@ private:
     bool ever_changed = false;
   };
   struct Engine {
-    int opcode = 0, index = 0, state = 0, busy = 0, stalled = 0;
+    int opcode = 0, index = 0, origin = 0, state = 0, busy = 0, stalled = 0;
   };
 
   int var(const char* leaf, std::uint32_t bits, std::string name, std::uint64_t initial) {
@@ -337,6 +355,7 @@ private:
   std::uint64_t last_time_ = 0;
   std::vector<Var> vars_;
   Engine engines_[arch::kNumEngines];
+  WaveOrigins origins_;
   std::vector<int> sems_;
   std::vector<std::vector<int>> queues_;
   std::vector<std::array<int, 2>> traffic_;
@@ -738,6 +757,7 @@ void write_gtkw(const std::string& fst, const std::string& gtkw, const std::vect
       opened = true;
       if (auto* s = find(base + ".opcode")) g.trace(*s, kEnum, name + " opcode");
       if (auto* s = find(base + ".instr_index")) g.trace(*s, kDec, name + " instruction #");
+      if (auto* s = find(base + ".origin")) g.trace(*s, kEnum, name + " call site, label");
       if (auto* s = find(base + ".state")) g.trace(*s, kEnum, name + " state");
       if (auto* s = find(base + ".busy")) g.trace(*s, kBin, name + " busy");
       if (auto* s = find(base + ".stalled")) g.trace(*s, kBin, name + " stalled");
@@ -811,14 +831,15 @@ void write_gtkw(const std::string& fst, const std::string& gtkw, const std::vect
 
 // ---------------------------------------------------------------------------
 
-WaveRecorder::WaveRecorder(WaveOptions options, const arch::HwConfig& cfg)
+WaveRecorder::WaveRecorder(WaveOptions options, const arch::HwConfig& cfg, WaveOrigins origins)
     : options_(std::move(options)) {
   const fs::path fst(options_.path);
   if (fst.has_parent_path()) fs::create_directories(fst.parent_path());
   parts_dir_ = options_.path + ".parts";
   fs::remove_all(parts_dir_);
   fs::create_directories(parts_dir_);
-  if (options_.scope.tlm) tlm_ = std::make_unique<TlmPart>(parts_dir_ + "/tlm.fst", cfg, options_.window);
+  if (options_.scope.tlm)
+    tlm_ = std::make_unique<TlmPart>(parts_dir_ + "/tlm.fst", cfg, options_.window, std::move(origins));
 }
 
 WaveRecorder::~WaveRecorder() {

@@ -57,6 +57,13 @@ struct WaveOptions {
   WaveScope scope;
 };
 
+// Where each instruction of the program came from, for the engines'
+// `origin` signals (an enum: GTKWave shows the call site and label).
+struct WaveOrigins {
+  std::vector<std::string> names;                       // value v + 1 is names[v]; 0: no instruction yet
+  std::vector<std::vector<std::uint32_t>> instruction;  // per engine, per instruction: its index in names
+};
+
 // One input of merge_waves: an FST part and where its signals go.
 struct WavePart {
   std::string path;
@@ -102,7 +109,7 @@ void write_gtkw(const std::string& fst, const std::string& gtkw, const std::vect
 // writes FILE.fst and FILE.gtkw.
 class WaveRecorder final : public trace::WaveProbe {
 public:
-  WaveRecorder(WaveOptions options, const arch::HwConfig& cfg);
+  WaveRecorder(WaveOptions options, const arch::HwConfig& cfg, WaveOrigins origins = {});
   ~WaveRecorder() override;
 
   void engine_instruction(int engine, std::uint64_t index, std::uint8_t opcode) override;

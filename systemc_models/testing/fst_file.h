@@ -17,6 +17,7 @@ namespace tessera::test_support {
 
 struct FstSignal {
   std::uint32_t bits = 0;
+  std::map<std::uint64_t, std::string> enum_names;  // value -> name, when an enum table is attached
   std::vector<std::pair<std::uint64_t, std::string>> changes;  // (time, value bits, MSB first)
 
   // The first time the value satisfies `pred`, or -1.
@@ -50,15 +51,32 @@ struct FstFile {
     timescale = fstReaderGetTimescale(r);
     std::vector<std::string> scope;
     std::map<fstHandle, std::vector<std::string>> names;
+    // Enum tables: a definition carries the table and a handle, a reference
+    // only the handle, and applies to the next variable.
+    std::map<std::uint64_t, std::map<std::uint64_t, std::string>> tables;
+    const std::map<std::uint64_t, std::string>* pending_enum = nullptr;
     while (fstHier* h = fstReaderIterateHier(r)) {
       if (h->htyp == FST_HT_SCOPE) scope.push_back(h->u.scope.name);
       else if (h->htyp == FST_HT_UPSCOPE) scope.pop_back();
-      else if (h->htyp == FST_HT_VAR) {
+      else if (h->htyp == FST_HT_ATTRBEGIN && h->u.attr.typ == FST_AT_MISC &&
+               h->u.attr.subtype == FST_MT_ENUMTABLE) {
+        if (h->u.attr.name_length > 0) {
+          if (fstETab* t = fstUtilityExtractEnumTableFromString(h->u.attr.name)) {
+            auto& table = tables[h->u.attr.arg];
+            for (std::uint32_t i = 0; i < t->elem_count; ++i) table[FstSignal::to_uint(t->val_arr[i])] = t->literal_arr[i];
+            fstUtilityFreeEnumTable(t);
+          }
+        } else if (tables.count(h->u.attr.arg)) {
+          pending_enum = &tables[h->u.attr.arg];
+        }
+      } else if (h->htyp == FST_HT_VAR) {
         std::string name;
         for (const auto& s : scope) name += s + ".";
         const std::string declared = h->u.var.name;  // "count_q [7:0]": the range after a space
         name += declared.substr(0, declared.find(' '));
         signals[name].bits = h->u.var.length;
+        if (pending_enum) signals[name].enum_names = *pending_enum;
+        pending_enum = nullptr;
         names[h->u.var.handle].push_back(name);
       }
     }

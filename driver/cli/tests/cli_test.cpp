@@ -344,7 +344,7 @@ namespace {
 // exit 2, before anything is simulated.
 TEST(CliBadInput, CommandLineMistakesAreNamed) {
   for (const auto& [args, expect] : std::vector<std::pair<std::string, std::string>>{
-           {"frobnicate", "unknown command 'frobnicate' (commands: config, list, run, regress, sweep"},
+           {"frobnicate", "unknown command 'frobnicate' (commands: config, list, run, disasm, regress, sweep"},
            {"run --bogus", "--bogus"},
            {"run --kernel gemm", "--config is required"},
            {"run --config tiny --kernel gemm --seed -1", "--seed -1: expected a whole number"},

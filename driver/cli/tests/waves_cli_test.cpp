@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 namespace {
@@ -53,6 +54,38 @@ bool is_compute(const std::string& v) {
 }
 
 std::int64_t first_high(const FstSignal& s) { return s.first_value(1); }
+
+// Each engine's `origin` signal names, through its enum table, the call site
+// and label of the instruction it runs: the same text `tessera disasm`
+// prints for that instruction.
+TEST_F(Waves, EngineOriginSignalsNameTheCallSiteAndLabel) {
+  const std::string fst = path("gemm.fst");
+  run_ok(fmt::format("{} --fidelity tlm --waves {}", kGemm, fst));
+  const FstFile f(fst);
+  const FstSignal& origin = f.at("tlm.tensor.origin");
+  ASSERT_FALSE(origin.enum_names.empty());
+  EXPECT_EQ(origin.enum_names.at(0), "(none)");
+  const std::int64_t first_multiply = f.at("tlm.tensor.opcode").first_value(0x11);  // MultiplyMoving
+  ASSERT_GT(first_multiply, 0);
+  std::uint64_t value = 0;
+  for (const auto& [t, v] : origin.changes)
+    if (static_cast<std::int64_t>(t) <= first_multiply) value = FstSignal::to_uint(v);
+  ASSERT_TRUE(origin.enum_names.count(value)) << value;
+  const std::string name = origin.enum_names.at(value);
+  EXPECT_THAT(name, HasSubstr("at kernels/gemm/gemm.cpp:"));
+  EXPECT_THAT(name, HasSubstr("label 'C block m0 n0"));
+
+  const auto listing = run_tessera("disasm --config tiny --kernel gemm --shape M=16,N=64,K=16");
+  ASSERT_EQ(listing.status, 0) << listing.err;
+  const std::size_t line = listing.out.find("tensor MultiplyMoving");
+  ASSERT_NE(line, std::string::npos);
+  const std::size_t from = listing.out.find("; ", line) + 2, to = listing.out.find('\n', line);
+  EXPECT_EQ(name, listing.out.substr(from, to - from));
+
+  std::ifstream gtkw(path("gemm.gtkw"));
+  const std::string save((std::istreambuf_iterator<char>(gtkw)), {});
+  EXPECT_THAT(save, HasSubstr("{tensor call site, label} tlm.tensor.origin"));
+}
 
 TEST_F(Waves, RtlRunHoldsRtlAndTransactionLevelSignalsOnOneTimeAxis) {
   const std::string fst = path("gemm.fst");
