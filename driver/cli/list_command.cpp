@@ -94,6 +94,11 @@ void list_kernels(bool details) {
     for (const auto& p : k.params)
       fmt::print("  param {} (default {}, legal {}{}): {}\n", p.name, p.default_text(), p.legal_text(),
                  p.variants.empty() ? "" : fmt::format(", variants {}", fmt::join(p.variants, ", ")), p.description);
+    fmt::print("  cores: {}\n", k.shard_dims.empty()
+                                      ? std::string("one (it does not split across cores)")
+                                      : fmt::format("any of a chip's, split over {} (--cores N --shard {}; default {})",
+                                                    fmt::join(k.shard_dims, " or "), fmt::join(k.shard_dims, "|"),
+                                                    k.shard_dims.front()));
   }
 }
 

@@ -1,5 +1,7 @@
 #include "commands.h"
 #include "files.h"
+#include "job_runner.h"
+#include "process.h"
 #include "profile_page.h"
 
 #include "arch/config_format.h"
@@ -27,7 +29,29 @@ struct RunOptions {
   std::vector<std::string> sets;
   bool no_data = false, json = false;
   std::string seed = "1";
+  int cores = 0;  // 0: one core with its own share of HBM
+  std::string shard;
+  bool no_baseline = false;
 };
+
+// The same run on one core of the same chip, timing only (timing does not
+// depend on data), in a child process (SystemC runs one simulation per
+// process): the baseline of a multi-core run's speed-up. Its time in ns,
+// or an error naming why it failed.
+double one_core_time_ns(const RunOptions& o) {
+  std::vector<std::string> argv = {runner::self_exe(), "run", "--config", o.config, "--kernel", o.kernel, "--cores", "1",
+                                   "--no-data", "--json", "--seed", o.seed};
+  for (const auto& [value, option] : {std::pair{&o.variant, "--variant"}, std::pair{&o.shape, "--shape"},
+                                      std::pair{&o.fidelity, "--fidelity"}, std::pair{&o.shard, "--shard"}})
+    if (!value->empty()) argv.insert(argv.end(), {option, *value});
+  for (const auto& p : o.params) argv.insert(argv.end(), {"--param", p});
+  for (const auto& s : o.sets) argv.insert(argv.end(), {"--set", s});
+  std::string out, err;
+  const int status = run_program(argv, &out, &err);
+  if (status != 0)
+    throw std::runtime_error(fmt::format("the one-core baseline run failed (exit {}): {}", status, err));
+  return nlohmann::json::parse(out).at("time_ns").get<double>();
+}
 
 // A seed is a plain decimal integer that fits 64 bits: "-1", "2^64" or
 // "1e23" would otherwise all wrap or round to the same data.
@@ -100,9 +124,20 @@ int run(const RunOptions& o) {
       return kExitBadInput;
     }
   }
+  if (o.cores < 0) {
+    std::cerr << fmt::format("tessera run: --cores {}: expected 1 or more\n", o.cores);
+    return kExitBadInput;
+  }
+  if (!o.shard.empty() && o.cores == 0) {
+    std::cerr << "tessera run: --shard needs --cores N\n";
+    return kExitBadInput;
+  }
+  dev_opts.cores = o.cores;
+  kernels::resolve_shard(spec, o.shard);
   check_outputs(o);
   Device dev(dev_opts);
-  const RunReport report = kernels::run_kernel(dev, request);
+  RunReport report = kernels::run_kernel(dev, request, o.shard);
+  if (o.cores > 1 && report.ok && !o.no_baseline) report.set_baseline(one_core_time_ns(o));
 
   // The report says which data it ran on.
   nlohmann::json json = report.to_json();
@@ -149,6 +184,12 @@ void add_run_command(CLI::App& app, int* exit_code) {
                   "kernel's first; tessera list kernels; docs/formats.md)");
   cmd->add_option("--fidelity", o->fidelity, "rtl, sampled or tlm (default: the config's)");
   cmd->add_flag("--no-data", o->no_data, "Timing only: skip the arithmetic (same cycles)");
+  cmd->add_option("--cores", o->cores,
+                  "Run on N cores of the chip, sharing its HBM, the kernel split across them (at most chip.cores; "
+                  "docs/multicore.md); also times it on one core of the chip for the speed-up");
+  cmd->add_option("--shard", o->shard, "With --cores: the dimension the kernel splits (default: its first; "
+                                       "tessera list kernels --details)");
+  cmd->add_flag("--no-baseline", o->no_baseline, "With --cores: skip the one-core run (no speed-up in the report)");
   cmd->add_option("--seed", o->seed, "Seed of the random inputs (0 to 2^64-1)")->capture_default_str();
   cmd->add_option("--out", o->out, "Write report.json, stats.txt and config.resolved.yaml here");
   cmd->add_flag("--json", o->json, "Print the report as JSON");

@@ -1,6 +1,7 @@
 #include "tessera/device.h"
 
 #include "arch/numerics.h"
+#include "core/chip.h"
 #include "core/neuron_core.h"
 #include "arch/dma_descriptor_check.h"
 #include "engines/tensor_engine.h"
@@ -36,8 +37,7 @@ std::string waited_for(const Program& program, std::size_t sem) {
 
 // The figures a kernel author tunes by (docs/profiling.md).
 void add_profile_figures(RunReport& report, const Program& program, core::NeuronCore& core,
-                         const arch::ResolvedConfig& resolved) {
-  const arch::HwConfig& cfg = resolved.hw;
+                         const arch::ResolvedConfig& resolved, double hbm_peak_gbps) {
   const double seconds = report.time_ns * 1e-9;
   const auto bf16 = resolved.derived.peak_tflops.find(arch::TensorDType::Bf16);
   if (bf16 != resolved.derived.peak_tflops.end()) report.peak_tflops = bf16->second;
@@ -58,8 +58,8 @@ void add_profile_figures(RunReport& report, const Program& program, core::Neuron
     }
   if (report.hbm_bytes > 0) report.arithmetic_intensity = program.matmul_flops / report.hbm_bytes;
   if (report.time_ns > 0) report.hbm_bandwidth_gbps = report.hbm_bytes / report.time_ns;  // bytes/ns = GB/s
-  report.hbm_peak_gbps = cfg.hbm.bandwidth_gbps;
-  report.hbm_utilisation_percent = 100.0 * report.hbm_bandwidth_gbps / cfg.hbm.bandwidth_gbps;
+  report.hbm_peak_gbps = hbm_peak_gbps;
+  report.hbm_utilisation_percent = 100.0 * report.hbm_bandwidth_gbps / hbm_peak_gbps;
   const EngineReport& tensor = report.engines[to_string(arch::Engine::Tensor)];
   report.tensor_active_ns = tensor.busy_ns;
   report.tensor_multiplying_ns = core.tensor().tensor_stats().multiplying_ns.value();
@@ -331,12 +331,78 @@ void finish_trace(trace::Timeline& timeline, const Program& program, core::Neuro
   }
 }
 
+// Places a program's DMA rings and instruction streams on a core.
+void load(core::NeuronCore& core, const Program& program) {
+  // Rings get one spare slot: a full ring would have HEAD == TAIL, which reads as empty.
+  std::map<DmaQueueId, std::uint64_t> ring_base;
+  for (const auto& [q, descriptors] : program.rings) {
+    const std::size_t slots = descriptors.size() + 1;
+    std::vector<std::uint8_t> bytes(slots * arch::kDmaDescriptorBytes, 0);
+    for (std::size_t i = 0; i < descriptors.size(); ++i) {
+      const auto packed = arch::pack(descriptors[i]);
+      std::memcpy(&bytes[i * arch::kDmaDescriptorBytes], packed.data(), packed.size());
+    }
+    ring_base[q] = core.place(bytes);
+    core.configure_dma_queue(q.first, q.second, ring_base[q], static_cast<std::uint32_t>(slots));
+  }
+  for (int e = 0; e < arch::kNumEngines; ++e) {
+    std::vector<std::uint8_t> stream;
+    for (arch::Instruction in : program.streams[e]) {
+      if (in.opcode == arch::Opcode::DmaTrigger)
+        in.address = ring_base.at({in.dma_engine, in.dma_queue}) + in.address * arch::kDmaDescriptorBytes;
+      const auto bytes = arch::encode(in);
+      stream.insert(stream.end(), bytes.begin(), bytes.end());
+    }
+    core.load_program(static_cast<arch::Engine>(e), stream);
+  }
+}
+
+// What one core's run tells: time, engines, DMA, the profile figures and
+// the time by call site.
+void fill_report(RunReport& report, const Program& program, core::NeuronCore& core, const core::RunResult& r,
+                 const arch::ResolvedConfig& resolved, double hbm_peak_gbps) {
+  report.ok = r.ok();
+  report.error = r.message;
+  report.time_ns = trace::ns(r.end_time);
+  report.cycles = report.time_ns * resolved.hw.tensor.clock_ghz;
+  report.tensor_utilisation = core.tensor().tensor_stats().utilisation.value();
+  const auto bf16 = resolved.derived.peak_tflops.find(arch::TensorDType::Bf16);
+  if (bf16 != resolved.derived.peak_tflops.end() && report.time_ns > 0)
+    report.hfu_percent = 100.0 * program.matmul_flops / (report.time_ns * 1e-9 * bf16->second * 1e12);
+  const dma::DmaSubsystem::DmaTotals& dma_totals = core.dma().stats();
+  report.dma_bytes = dma_totals.bytes.value();
+  report.dma_transfers = dma_totals.descriptors.value();
+  report.dma_average_bytes = dma_totals.average_transfer_bytes.value();
+  for (int e = 0; e < arch::kNumEngines; ++e) {
+    const core::Engine::EngineStats& s = core.engine(static_cast<arch::Engine>(e)).stats();
+    report.engines[to_string(static_cast<arch::Engine>(e))] =
+        EngineReport{s.instructions.value(), s.busy_ns.value(), s.semaphore_wait_ns.value(), s.fetch_wait_ns.value(),
+                     s.memory_stall_ns.value()};
+  }
+  EngineReport dma{dma_totals.descriptors.value(), 0, 0, 0};
+  for (std::size_t e = 0; e < core.dma().engines(); ++e)
+    dma.busy_ns = std::max(dma.busy_ns, core.dma().engine(e).stats().busy_ns.value());
+  report.engines["dma"] = dma;
+  add_profile_figures(report, program, core, resolved, hbm_peak_gbps);
+  add_attribution(report, program, core);
+}
+
 }  // namespace
 
 Device::Device(const DeviceOptions& options)
     : options_(options),
       resolved_(arch::load_config(options.config, options.overrides)),
+      hw_(options.cores > 0 ? arch::core_on_chip(resolved_.hw) : resolved_.hw),
       fidelity_(options.fidelity.value_or(resolved_.hw.default_fidelity())) {
+  if (options_.cores < 0 || options_.cores > resolved_.hw.chip.cores) {
+    const auto from = resolved_.from.find("chip.cores");
+    throw KernelError(fmt::format("{} cores: a {} chip has {} (chip.cores{})", options_.cores, resolved_.hw.name,
+                                  resolved_.hw.chip.cores,
+                                  from == resolved_.from.end() ? ", the default" : ", " + from->second.str()));
+  }
+  if (options_.cores > 0 && (!options_.waves.empty() || options_.trace))
+    throw KernelError("a waveform or a timeline of a multi-core run is not supported yet: run without --waves, "
+                      "--trace and --html, or on one core");
   // Bad waveform options are caught before anything runs.
   if (!options_.waves.empty()) {
     try {
@@ -354,7 +420,7 @@ Tensor Device::allocate(const std::string& name, std::vector<std::int64_t> shape
   Tensor t{name, std::move(shape), dtype, 0};
   for (auto d : t.shape)
     if (d < 1) throw KernelError(fmt::format("allocate('{}'): dimension {} is not positive", name, d));
-  const arch::AddressMap map(resolved_.hw);
+  const arch::AddressMap map(hw_);
   const std::uint64_t at = (hbm_next_ + 4095) / 4096 * 4096;
   if (at + t.bytes() > map.program_area_base())
     throw KernelError(fmt::format("allocate('{}'): {} bytes do not fit the {} bytes of HBM left for tensors", name,
@@ -456,11 +522,141 @@ std::vector<float> Device::download(const Tensor& t) const {
 }
 
 RunReport Device::run(const Program& program) {
+  if (options_.cores > 1)
+    throw KernelError(fmt::format("Device::run: this device has {} cores: launch a grid of {} instances "
+                                  "(Device::launch), one program per core",
+                                  options_.cores, options_.cores));
+  if (on_chip()) return run_chip({program});
+  return run_single(program);
+}
+
+RunReport Device::launch(const std::function<Program(const Spmd&)>& build, int grid) {
+  if (grid != cores())
+    throw KernelError(fmt::format("launch: a grid of {} instances on a device of {} core{}: an SPMD launch runs "
+                                  "instance i on core i, so the grid must be the cores (DeviceOptions::cores, "
+                                  "tessera run --cores)",
+                                  grid, cores(), cores() == 1 ? "" : "s"));
+  std::vector<Program> programs;
+  for (int i = 0; i < grid; ++i) programs.push_back(build(Spmd{i, grid}));
+  if (!on_chip()) return run_single(programs.front());
+  return run_chip(programs);
+}
+
+RunReport Device::run(const std::vector<Program>& programs) {
+  if (static_cast<int>(programs.size()) != cores())
+    throw KernelError(fmt::format("Device::run: {} programs for a device of {} core{}: one program per core",
+                                  programs.size(), cores(), cores() == 1 ? "" : "s"));
+  if (!on_chip()) return run_single(programs.front());
+  return run_chip(programs);
+}
+
+namespace {
+// SystemC runs one simulation per process.
+void claim_the_simulation(bool& ran) {
   static bool process_ran = false;
-  if (process_ran || ran_)
+  if (process_ran || ran)
     throw KernelError("Device::run: SystemC runs one simulation per process; run each program in its own process "
                       "(as `tessera run` does)");
-  ran_ = process_ran = true;
+  ran = process_ran = true;
+}
+
+// The options every core of a run gets from the device's fidelity.
+core::CoreOptions core_options_for(arch::Fidelity fidelity, bool no_data, const arch::HwConfig& hw,
+                                   cosim::WaveRecorder* waves, const std::string& failure_waves_dir) {
+  core::CoreOptions o;
+  o.fidelity = fidelity;
+  o.no_data = no_data;
+  o.waves = waves;
+  // rtl and sampled need the Verilated tensor engine; tlm gets the fast model from it too.
+  o.tensor_datapath = cosim::rtl_tensor_factory(waves, failure_waves_dir);
+  // In rtl fidelity the DMA engines are the Verilated RTL too. sampled runs
+  // the fast DMA model and re-executes a sample of descriptors on the RTL.
+  if (fidelity == arch::Fidelity::Rtl) o.dma_engine = cosim::rtl_dma_factory(hw);
+  if (fidelity == arch::Fidelity::Sampled) o.dma_sampler = cosim::rtl_dma_sampler_factory(hw);
+  return o;
+}
+}  // namespace
+
+RunReport Device::run_chip(const std::vector<Program>& programs) {
+  claim_the_simulation(ran_);
+  const auto wall_start = std::chrono::steady_clock::now();
+  trace::Stats stats;
+  const std::size_t n = programs.size();
+  const core::CoreOptions shared = core_options_for(fidelity_, options_.no_data, hw_, nullptr, options_.failure_waves_dir);
+  core::Chip chip(resolved_.hw, n, stats, [&](std::size_t i) {
+    core::CoreOptions o = shared;
+    const Program* program = &programs[i];
+    o.origin_of = [program](arch::Engine e, std::uint64_t index) {
+      return program->origin(e, static_cast<std::size_t>(index));
+    };
+    return o;
+  });
+  for (const auto& [address, bytes] : data_) chip.hbm().backdoor_write(address, bytes.data(), bytes.size());
+  for (std::size_t i = 0; i < n; ++i) load(chip.core(i), programs[i]);
+  const core::ChipRunResult r = chip.run();
+
+  const double chip_peak = hw_.hbm.bandwidth_gbps;
+  std::vector<RunReport> per(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    per[i].matmul_flops = programs[i].matmul_flops;
+    fill_report(per[i], programs[i], chip.core(i), r.cores[i], resolved_, chip_peak);
+  }
+  // The chip's report: the core that ended last sets the time, and its
+  // engines, stalls and call sites are the report's.
+  std::size_t last = 0;
+  for (std::size_t i = 1; i < n; ++i)
+    if (per[i].time_ns > per[last].time_ns) last = i;
+  RunReport report = per[last];
+  report.kernel = programs.front().name;
+  report.config = resolved_.hw.name;
+  report.fidelity = arch::to_string(fidelity_);
+  report.ok = r.chip.ok();
+  report.error = r.chip.message;
+  report.time_ns = trace::ns(r.chip.end_time);
+  report.cycles = report.time_ns * hw_.tensor.clock_ghz;
+  report.critical_core = static_cast<int>(last);
+  report.matmul_flops = report.model_flops = report.dma_bytes = report.dma_transfers = report.hbm_bytes = 0;
+  report.tensor_utilisation = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const RunReport& c = per[i];
+    report.matmul_flops += c.matmul_flops;
+    report.model_flops += c.model_flops;
+    report.dma_bytes += c.dma_bytes;
+    report.dma_transfers += c.dma_transfers;
+    report.hbm_bytes += c.hbm_bytes;
+    report.tensor_utilisation += c.tensor_utilisation / static_cast<double>(n);
+    report.per_core.push_back(CoreReport{c.time_ns, c.matmul_flops, 0, c.tensor_active_ns, c.tensor_waiting_ns,
+                                         c.dma_bytes, c.hbm_bytes, c.hbm_bandwidth_gbps, c.bound_by()});
+  }
+  const auto bf16 = resolved_.derived.peak_tflops.find(arch::TensorDType::Bf16);
+  report.peak_tflops = bf16 == resolved_.derived.peak_tflops.end() ? 0 : bf16->second * static_cast<double>(n);
+  const double seconds = report.time_ns * 1e-9;
+  report.hfu_percent = report.mfu_percent = report.achieved_tflops = 0;
+  if (seconds > 0 && report.peak_tflops > 0) {
+    report.hfu_percent = 100.0 * report.matmul_flops / (seconds * report.peak_tflops * 1e12);
+    report.mfu_percent = 100.0 * report.model_flops / (seconds * report.peak_tflops * 1e12);
+    report.achieved_tflops = report.matmul_flops / seconds / 1e12;
+    for (CoreReport& c : report.per_core)
+      c.hfu_percent = 100.0 * c.matmul_flops / (seconds * bf16->second * 1e12);
+  }
+  report.dma_average_bytes = report.dma_transfers > 0 ? report.dma_bytes / report.dma_transfers : 0;
+  report.arithmetic_intensity = report.hbm_bytes > 0 ? report.matmul_flops / report.hbm_bytes : 0;
+  report.hbm_bandwidth_gbps = report.time_ns > 0 ? report.hbm_bytes / report.time_ns : 0;
+  report.hbm_peak_gbps = chip_peak;
+  report.hbm_utilisation_percent = 100.0 * report.hbm_bandwidth_gbps / chip_peak;
+  report.stats = stats.to_json();
+  for (auto& [address, bytes] : data_) chip.hbm().backdoor_read(address, bytes.data(), bytes.size());
+  stats_text_ = [&] {
+    std::ostringstream os;
+    stats.dump(os);
+    return os.str();
+  }();
+  report.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return report;
+}
+
+RunReport Device::run_single(const Program& program) {
+  claim_the_simulation(ran_);
   const auto wall_start = std::chrono::steady_clock::now();
 
   RunReport report;
@@ -493,46 +689,15 @@ RunReport Device::run(const Program& program) {
   }
   std::unique_ptr<trace::Timeline> timeline;
   if (options_.trace) timeline = std::make_unique<trace::Timeline>();
-  core::CoreOptions core_options;
+  core::CoreOptions core_options = core_options_for(fidelity_, options_.no_data, hw_, waves.get(), options_.failure_waves_dir);
   core_options.timeline = timeline.get();
-  core_options.fidelity = fidelity_;
-  core_options.no_data = options_.no_data;
   core_options.origin_of = [&program](arch::Engine e, std::uint64_t index) {
     return program.origin(e, static_cast<std::size_t>(index));
   };
-  core_options.waves = waves.get();
-  // rtl and sampled need the Verilated tensor engine; tlm gets the fast model from it too.
-  core_options.tensor_datapath = cosim::rtl_tensor_factory(waves.get(), options_.failure_waves_dir);
-  // In rtl fidelity the DMA engines are the Verilated RTL too. sampled runs
-  // the fast DMA model and re-executes a sample of descriptors on the RTL.
-  if (fidelity_ == arch::Fidelity::Rtl) core_options.dma_engine = cosim::rtl_dma_factory(resolved_.hw);
-  if (fidelity_ == arch::Fidelity::Sampled) core_options.dma_sampler = cosim::rtl_dma_sampler_factory(resolved_.hw);
-  auto core_owner = std::make_unique<core::NeuronCore>("core", resolved_.hw, stats, core_options);
+  auto core_owner = std::make_unique<core::NeuronCore>("core", hw_, stats, core_options);
   core::NeuronCore& core = *core_owner;
   for (const auto& [address, bytes] : data_) core.hbm().backdoor_write(address, bytes.data(), bytes.size());
-
-  // Rings get one spare slot: a full ring would have HEAD == TAIL, which reads as empty.
-  std::map<DmaQueueId, std::uint64_t> ring_base;
-  for (const auto& [q, descriptors] : program.rings) {
-    const std::size_t slots = descriptors.size() + 1;
-    std::vector<std::uint8_t> bytes(slots * arch::kDmaDescriptorBytes, 0);
-    for (std::size_t i = 0; i < descriptors.size(); ++i) {
-      const auto packed = arch::pack(descriptors[i]);
-      std::memcpy(&bytes[i * arch::kDmaDescriptorBytes], packed.data(), packed.size());
-    }
-    ring_base[q] = core.place(bytes);
-    core.configure_dma_queue(q.first, q.second, ring_base[q], static_cast<std::uint32_t>(slots));
-  }
-  for (int e = 0; e < arch::kNumEngines; ++e) {
-    std::vector<std::uint8_t> stream;
-    for (arch::Instruction in : program.streams[e]) {
-      if (in.opcode == arch::Opcode::DmaTrigger)
-        in.address = ring_base.at({in.dma_engine, in.dma_queue}) + in.address * arch::kDmaDescriptorBytes;
-      const auto bytes = arch::encode(in);
-      stream.insert(stream.end(), bytes.begin(), bytes.end());
-    }
-    core.load_program(static_cast<arch::Engine>(e), stream);
-  }
+  load(core, program);
 
   if (timeline) {
     for (int e = 0; e < arch::kNumEngines; ++e) {
@@ -547,30 +712,7 @@ RunReport Device::run(const Program& program) {
   }
 
   const core::RunResult r = core.run();
-  report.ok = r.ok();
-  report.error = r.message;
-  report.time_ns = trace::ns(r.end_time);
-  report.cycles = report.time_ns * resolved_.hw.tensor.clock_ghz;
-  report.tensor_utilisation = core.tensor().tensor_stats().utilisation.value();
-  const auto bf16 = resolved_.derived.peak_tflops.find(arch::TensorDType::Bf16);
-  if (bf16 != resolved_.derived.peak_tflops.end() && report.time_ns > 0)
-    report.hfu_percent = 100.0 * program.matmul_flops / (report.time_ns * 1e-9 * bf16->second * 1e12);
-  const dma::DmaSubsystem::DmaTotals& dma_totals = core.dma().stats();
-  report.dma_bytes = dma_totals.bytes.value();
-  report.dma_transfers = dma_totals.descriptors.value();
-  report.dma_average_bytes = dma_totals.average_transfer_bytes.value();
-  for (int e = 0; e < arch::kNumEngines; ++e) {
-    const core::Engine::EngineStats& s = core.engine(static_cast<arch::Engine>(e)).stats();
-    report.engines[to_string(static_cast<arch::Engine>(e))] =
-        EngineReport{s.instructions.value(), s.busy_ns.value(), s.semaphore_wait_ns.value(), s.fetch_wait_ns.value(),
-                     s.memory_stall_ns.value()};
-  }
-  EngineReport dma{dma_totals.descriptors.value(), 0, 0, 0};
-  for (std::size_t e = 0; e < core.dma().engines(); ++e)
-    dma.busy_ns = std::max(dma.busy_ns, core.dma().engine(e).stats().busy_ns.value());
-  report.engines["dma"] = dma;
-  add_profile_figures(report, program, core, resolved_);
-  add_attribution(report, program, core);
+  fill_report(report, program, core, r, resolved_, hw_.hbm.bandwidth_gbps);
   report.stats = stats.to_json();
   if (timeline) {
     finish_trace(*timeline, program, core, report.time_ns);

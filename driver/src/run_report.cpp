@@ -17,6 +17,13 @@ std::string RunReport::bound_by() const {
   return best;
 }
 
+void RunReport::set_baseline(double one_core_time_ns) {
+  baseline_time_ns = one_core_time_ns;
+  const double n = per_core.empty() ? 1.0 : static_cast<double>(per_core.size());
+  speedup = time_ns > 0 ? one_core_time_ns / time_ns : 0;
+  scaling_efficiency_percent = 100.0 * speedup / n;
+}
+
 nlohmann::json RunReport::to_json() const {
   nlohmann::json engines_json = nlohmann::json::object();
   for (const auto& [name, e] : engines)
@@ -42,7 +49,7 @@ nlohmann::json RunReport::to_json() const {
     }
     return out;
   };
-  return {
+  nlohmann::json out = {
       {"kernel", kernel},
       {"variant", variant},
       {"config", config},
@@ -83,6 +90,27 @@ nlohmann::json RunReport::to_json() const {
       {"tolerance", tolerance},
       {"wall_seconds", wall_seconds},
   };
+  if (!per_core.empty()) {
+    nlohmann::json cores = nlohmann::json::array();
+    for (const CoreReport& c : per_core)
+      cores.push_back({{"time_ns", c.time_ns},
+                       {"matmul_flops", c.matmul_flops},
+                       {"hfu_percent", c.hfu_percent},
+                       {"tensor_active_ns", c.tensor_active_ns},
+                       {"tensor_waiting_ns", c.tensor_waiting_ns},
+                       {"dma_bytes", c.dma_bytes},
+                       {"hbm_bytes", c.hbm_bytes},
+                       {"hbm_bandwidth_gbps", c.hbm_bandwidth_gbps},
+                       {"bound_by", c.bound_by}});
+    out["cores"] = per_core.size();
+    out["shard"] = shard;
+    out["per_core"] = std::move(cores);
+    out["critical_core"] = critical_core;
+    out["scaling"] = {{"baseline_time_ns", baseline_time_ns},
+                      {"speedup", speedup},
+                      {"efficiency_percent", scaling_efficiency_percent}};
+  }
+  return out;
 }
 
 std::string RunReport::summary() const {
@@ -105,6 +133,24 @@ std::string RunReport::summary() const {
   s += fmt::format("  DMA {:.3f} MB in {:.0f} transfers (average {:.0f} B); HBM {:.1f} of {:.0f} GB/s ({:.1f}%)\n",
                    dma_bytes / 1e6, dma_transfers, dma_average_bytes, hbm_bandwidth_gbps, hbm_peak_gbps,
                    hbm_utilisation_percent);
+  if (!per_core.empty()) {
+    s += fmt::format("  {} cores sharing HBM{}: chip HBM {:.1f} of {:.0f} GB/s ({:.1f}%)", per_core.size(),
+                     shard.empty() ? "" : ", sharded over " + shard, hbm_bandwidth_gbps, hbm_peak_gbps,
+                     hbm_utilisation_percent);
+    if (baseline_time_ns > 0)
+      s += fmt::format("; speed-up {:.2f}x over one core ({:.3f} us), scaling efficiency {:.1f}%", speedup,
+                       baseline_time_ns / 1000.0, scaling_efficiency_percent);
+    s += "\n";
+    s += fmt::format("  {:<5} {:>10} {:>7} {:>9} {:>10} {:>10} {:>9}  {}\n", "core", "time us", "HFU %", "active %",
+                     "DMA MB", "HBM MB", "HBM GB/s", "bound by");
+    for (std::size_t i = 0; i < per_core.size(); ++i) {
+      const CoreReport& c = per_core[i];
+      s += fmt::format("  {:<5} {:>10.3f} {:>6.2f}% {:>8.1f}% {:>10.3f} {:>10.3f} {:>9.1f}  {}{}\n", i, c.time_ns / 1000.0,
+                       c.hfu_percent, c.time_ns > 0 ? 100.0 * c.tensor_active_ns / c.time_ns : 0.0, c.dma_bytes / 1e6,
+                       c.hbm_bytes / 1e6, c.hbm_bandwidth_gbps, c.bound_by,
+                       static_cast<int>(i) == critical_core ? " (ends last: the engines below)" : "");
+    }
+  }
   s += fmt::format("  {:<8} {:>8} {:>9} {:>11} {:>11} {:>11}\n", "engine", "instrs", "busy %", "sem wait %", "fetch %",
                    "mem stall %");
   for (const auto& [name, e] : engines)

@@ -447,6 +447,23 @@ const std::string& check_dtype(const KernelSpec& spec, const std::string& dtype)
                                 dtype));
 }
 
+Program KernelInstance::build_instance(const Spmd& spmd, const std::string&) {
+  if (spmd.grid == 1) return build();
+  throw KernelError(fmt::format("this kernel does not split its work across {} cores (it declares no shard "
+                                "dimensions)", spmd.grid));
+}
+
+std::string resolve_shard(const KernelSpec& spec, const std::string& shard) {
+  if (shard.empty()) return spec.shard_dims.empty() ? "" : spec.shard_dims.front();
+  if (spec.shard_dims.empty())
+    throw KernelError(fmt::format("--shard {}: kernel '{}' runs on one core only (it declares no shard dimensions)",
+                                  shard, spec.name));
+  if (std::find(spec.shard_dims.begin(), spec.shard_dims.end(), shard) == spec.shard_dims.end())
+    throw KernelError(
+        fmt::format("--shard {}: kernel '{}' shards over {}", shard, spec.name, fmt::join(spec.shard_dims, " or ")));
+  return shard;
+}
+
 KernelArgs resolve(const KernelSpec& spec, const arch::HwConfig& config, const KernelRequest& request) {
   KernelArgs a;
   a.dtype = check_dtype(spec, request.dtype);
@@ -459,18 +476,26 @@ KernelArgs resolve(const KernelSpec& spec, const arch::HwConfig& config, const K
 
 Instance instantiate(Device& dev, const KernelRequest& request) {
   const KernelSpec& spec = kernel_named(request.kernel);
+  if (dev.cores() > 1 && spec.shard_dims.empty())
+    throw KernelError(fmt::format("kernel '{}' cannot be split across {} cores: it declares no shard dimensions "
+                                  "(KernelSpec::shard_dims); run it on one core",
+                                  spec.name, dev.cores()));
   Instance i;
   i.args = resolve(spec, dev.config(), request);
   i.kernel = spec.make(dev, i.args);
   return i;
 }
 
-RunReport run_kernel(Device& dev, const KernelRequest& request) {
+RunReport run_kernel(Device& dev, const KernelRequest& request, const std::string& shard_text) {
+  const std::string shard = resolve_shard(kernel_named(request.kernel), shard_text);
   const Instance i = instantiate(dev, request);
   const KernelArgs& args = i.args;
   KernelInstance* instance = i.kernel.get();
-  const Program program = instance->build();
-  RunReport report = dev.run(program);
+  RunReport report = dev.on_chip()
+                         ? dev.launch([&](const Spmd& spmd) { return instance->build_instance(spmd, shard); },
+                                      dev.cores())
+                         : dev.run(instance->build());
+  if (dev.on_chip()) report.shard = shard;
   report.variant = args.variant;
   report.shape = args.shape;
   report.params = args.params.to_json();

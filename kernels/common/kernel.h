@@ -134,6 +134,11 @@ class KernelInstance {
 public:
   virtual ~KernelInstance() = default;
   virtual Program build() = 0;
+  // The program of one instance of an SPMD launch over several cores
+  // (Device::launch, docs/multicore.md), splitting the work along `shard`,
+  // one of the kernel's shard dimensions; a kernel that declares shard
+  // dimensions (KernelSpec::shard_dims) overrides it. A grid of one is build().
+  virtual Program build_instance(const Spmd& spmd, const std::string& shard);
   // Compares the device's outputs with the CPU reference.
   virtual NumericsCheck check() = 0;
 };
@@ -155,6 +160,9 @@ struct KernelSpec {
   std::vector<ShapeParam> shape;
   std::vector<TunableParam> params;
   std::function<std::unique_ptr<KernelInstance>(Device&, const KernelArgs&)> make;
+  // The shape dimensions build_instance can split across the cores of a
+  // chip, the default first ("M", "N"); empty: the kernel runs on one core.
+  std::vector<std::string> shard_dims;
   // Optional, cheap: whether a parameter point can be built on a config
   // (SBUF and PSUM room), without building it. Empty when it fits, else the
   // reason. check_fits() uses it first, then the builder's own rules.
@@ -226,10 +234,17 @@ struct Instance {
 };
 Instance instantiate(Device& dev, const KernelRequest& request);
 
+// The dimension a multi-core run of `spec` splits: `shard` when it is one of
+// the kernel's shard dimensions, its first for ""; throws KernelError naming
+// the choices otherwise, or when the kernel declares none.
+std::string resolve_shard(const KernelSpec& spec, const std::string& shard);
+
 // Builds, runs and checks (unless the device is timing-only) one request:
-// what `tessera run` does. The report carries variant, shape and params;
-// a numerics mismatch sets report.error. Throws KernelError on bad input.
-RunReport run_kernel(Device& dev, const KernelRequest& request);
+// what `tessera run` does. On a device of several cores (Device::on_chip)
+// it launches one instance per core, split along `shard` (resolve_shard).
+// The report carries variant, shape and params; a numerics mismatch sets
+// report.error. Throws KernelError on bad input.
+RunReport run_kernel(Device& dev, const KernelRequest& request, const std::string& shard = "");
 
 // Whether a parameter point fits: the spec's fits() when it has one, then a
 // build (no simulation) on a timing-only device of `device`'s config. Empty

@@ -202,8 +202,9 @@ TutorialParams tutorial_params(const Params& p) {
 class Gemm : public KernelInstance {
 public:
   Gemm(Device& dev, const KernelArgs& args)
-      : dev_(dev), variant_(args.variant), params_(args.params), M_(args.shape.at("M")), N_(args.shape.at("N")),
-        K_(args.shape.at("K")), tp_(tutorial_params(args.params)), fmt_(input_format(args.dtype, dev.config())) {
+      : dev_(dev), variant_(args.variant), params_(args.params), full_m_(args.shape.at("M")),
+        full_n_(args.shape.at("N")), M_(full_m_), N_(full_n_), K_(args.shape.at("K")),
+        tp_(tutorial_params(args.params)), fmt_(input_format(args.dtype, dev.config())) {
     const std::uint64_t seed = args.seed;
     if (fmt_.dtype != DType::Bf16 &&
         std::find(kEveryDtypeVariants.begin(), kEveryDtypeVariants.end(), variant_) == kEveryDtypeVariants.end())
@@ -248,6 +249,33 @@ public:
     throw KernelError(fmt::format("gemm: no variant '{}'", name));
   }
 
+  // SPMD: instance i of the grid computes a window of C, a contiguous run
+  // of whole M tiles (shard M: its rows of C, its columns of A) or N tiles
+  // (shard N: its columns of B and C), split as evenly as whole tiles allow;
+  // every instance reads all of K, so no partial sums need combining. The
+  // window's program is the variant's, on the window's M x N.
+  Program build_instance(const Spmd& spmd, const std::string& shard) override {
+    if (spmd.grid == 1) return build();
+    const Tiling t(dev_.config(), full_m_, full_n_, K_);
+    const bool along_m = shard == "M";
+    const std::int64_t tiles = along_m ? t.mt : t.nt, tile = along_m ? t.tm : t.tn;
+    const std::int64_t full = along_m ? full_m_ : full_n_;
+    if (tiles < spmd.grid)
+      throw KernelError(fmt::format("gemm: {}={} is {} tile{} of {}, too few for {} cores to get one each: shard over "
+                                    "{}, or grow {}",
+                                    shard, full, tiles, tiles == 1 ? "" : "s", tile, spmd.grid,
+                                    along_m ? "N" : "M", shard));
+    const std::int64_t lo = tiles * spmd.instance / spmd.grid, hi = tiles * (spmd.instance + 1) / spmd.grid;
+    const std::int64_t offset = lo * tile, size = std::min(hi * tile, full) - offset;
+    (along_m ? m_off_ : n_off_) = offset;
+    (along_m ? M_ : N_) = size;
+    Program p = build();
+    m_off_ = n_off_ = 0;
+    M_ = full_m_;
+    N_ = full_n_;
+    return p;
+  }
+
   Program build() override {
     KernelBuilder kb(dev_.config(), "gemm");
     (this->*variant_step(variant_).build)(kb);
@@ -272,11 +300,11 @@ public:
     worst.correct = true;
     double worst_ratio = -1;
     const ReferenceProduct ref = reference_matmul(at_values_.data(), b_values_.data(), static_cast<std::size_t>(K_),
-                                                  static_cast<std::size_t>(M_), static_cast<std::size_t>(N_));
-    for (std::int64_t m = 0; m < M_; ++m)
-      for (std::int64_t n = 0; n < N_; ++n) {
-        const double sum = ref.sum[m * N_ + n], mag = ref.mag[m * N_ + n];
-        const double got_v = got[m * N_ + n];
+                                                  static_cast<std::size_t>(full_m_), static_cast<std::size_t>(full_n_));
+    for (std::int64_t m = 0; m < full_m_; ++m)
+      for (std::int64_t n = 0; n < full_n_; ++n) {
+        const double sum = ref.sum[m * full_n_ + n], mag = ref.mag[m * full_n_ + n];
+        const double got_v = got[m * full_n_ + n];
         const double err = std::fabs(got_v - sum), tol = gamma_k * mag + flushed;
         const double ratio = tol > 0 ? err / tol : (err > 0 ? INFINITY : 0);
         if (ratio > worst_ratio || std::isnan(got_v)) {
@@ -348,7 +376,8 @@ private:
     const std::int64_t hi = fmt_.double_row() ? std::clamp<std::int64_t>(rows - k0 - tk, 0, tk) : 0;
     return {lo, hi};
   }
-  // Loads K step `step` of `data` (and its `scale`), columns [c0, c0 + cc), into s.
+  // Loads K step `step` of `data` (and its `scale`), columns [c0, c0 + cc)
+  // of the whole tensor (a shard's offset included), into s.
   void load(KernelBuilder& kb, const Slot& s, const Tensor& data, const Tensor& scale, std::int64_t step,
             std::int64_t tk, std::int64_t c0, std::int64_t cc, SourceLocation where = SourceLocation::current()) const {
     const auto [lo, hi] = step_rows(step, tk);
@@ -389,12 +418,24 @@ private:
     return Tiling(dev_.config(), M_, N_, fmt_.mx() ? K_ / arch::kMxQuad : ceil_div(K_, fmt_.rows));
   }
 
+
+  // Windows of A (transposed), B and C in the coordinates of the window of
+  // C this program computes (all of C but on several cores).
+  View a_region(std::int64_t k0, std::int64_t m0, std::int64_t rows, std::int64_t cols) const {
+    return at_.region(k0, m_off_ + m0, rows, cols);
+  }
+  View b_region(std::int64_t k0, std::int64_t n0, std::int64_t rows, std::int64_t cols) const {
+    return b_.region(k0, n_off_ + n0, rows, cols);
+  }
+  View c_region(std::int64_t m0, std::int64_t n0, std::int64_t rows, std::int64_t cols) const {
+    return c_.region(m_off_ + m0, n_off_ + n0, rows, cols);
+  }
   // Views of the current tiles, clipped at the matrix edges.
   View at_tile(std::int64_t k0, std::int64_t m0, const Tiling& t) const {
-    return at_.region(k0, m0, std::min(t.tk, K_ - k0), std::min(t.tm, M_ - m0));
+    return a_region(k0, m0, std::min(t.tk, K_ - k0), std::min(t.tm, M_ - m0));
   }
   View b_tile(std::int64_t k0, std::int64_t n0, const Tiling& t) const {
-    return b_.region(k0, n0, std::min(t.tk, K_ - k0), std::min(t.tn, N_ - n0));
+    return b_region(k0, n0, std::min(t.tk, K_ - k0), std::min(t.tn, N_ - n0));
   }
   static Tile fit(const Tile& tile, std::int64_t p, std::int64_t f) {
     return tile.slice(0, static_cast<std::uint32_t>(p), 0, static_cast<std::uint32_t>(f));
@@ -408,7 +449,7 @@ private:
              std::int64_t nn) {
     const Tile o = fit(out, mm, nn);
     kb.copy(o, fit(acc, mm, nn), params_.choice("evacuate") == "scalar" ? arch::Engine::Scalar : arch::Engine::Vector);
-    kb.dma(c_.region(m0, n0, mm, nn), o);
+    kb.dma(c_region(m0, n0, mm, nn), o);
   }
 
   // Step 1: every tile loaded right before its multiply, one buffer each: the
@@ -422,8 +463,8 @@ private:
         const std::int64_t mm = rows_of(mi, t.tm, M_), nn = rows_of(ni, t.tn, N_);
         kb.label(fmt::format("C tile m{} n{}", mi, ni));
         for (std::int64_t ki = 0; ki < t.kt; ++ki) {
-          load(kb, a, at_, at_scale_, ki, t.tk, mi * t.tm, mm);
-          load(kb, b, b_, b_scale_, ki, t.tk, ni * t.tn, nn);
+          load(kb, a, at_, at_scale_, ki, t.tk, m_off_ + mi * t.tm, mm);
+          load(kb, b, b_, b_scale_, ki, t.tk, n_off_ + ni * t.tn, nn);
           multiply(kb, fit(acc, mm, nn), a, b, ki, t.tk, mm, nn, ki > 0);
         }
         store(kb, acc, out, mi * t.tm, ni * t.tn, mm, nn);
@@ -546,10 +587,10 @@ private:
           kb.label(fmt::format("C block m{} n{}, K block k{}", m0, n0, k0));
           for (std::int64_t i = 0; i < bms; ++i)
             for (std::int64_t k = 0; k < bks; ++k)
-              load(kb, a[buf][i][k], at_, at_scale_, k0 + k, t.tk, (m0 + i) * t.tm, rows_of(m0 + i, t.tm, M_));
+              load(kb, a[buf][i][k], at_, at_scale_, k0 + k, t.tk, m_off_ + (m0 + i) * t.tm, rows_of(m0 + i, t.tm, M_));
           for (std::int64_t j = 0; j < bns; ++j)
             for (std::int64_t k = 0; k < bks; ++k)
-              load(kb, b[buf][j][k], b_, b_scale_, k0 + k, t.tk, (n0 + j) * t.tn, rows_of(n0 + j, t.tn, N_));
+              load(kb, b[buf][j][k], b_, b_scale_, k0 + k, t.tk, n_off_ + (n0 + j) * t.tn, rows_of(n0 + j, t.tn, N_));
           for (std::int64_t i = 0; i < bms; ++i)
             for (std::int64_t k = 0; k < bks; ++k) {
               const std::int64_t mm = rows_of(m0 + i, t.tm, M_);
@@ -739,7 +780,7 @@ private:
         kb.label(fmt::format("N block {}, K block {}: rhs", n0 / bn, k0 / bk));
         for (std::int64_t kt = 0; kt < bks; ++kt)
           kb.dma(column(r, kt, block_n, rows_of(k0 + kt, t.tk, K_), width),
-                 b_.region((k0 + kt) * t.tk, n0 * t.tn, rows_of(k0 + kt, t.tk, K_), width));
+                 b_region((k0 + kt) * t.tk, n0 * t.tn, rows_of(k0 + kt, t.tk, K_), width));
         for (std::int64_t m0 = 0; m0 < t.mt; m0 += bm, ++mturn) {
           const std::int64_t bms = std::min(bm, t.mt - m0);
           const std::int64_t height = std::min(block_m, M_ - m0 * t.tm);
@@ -747,7 +788,7 @@ private:
           kb.label(fmt::format("N block {}, K block {}, M block {}", n0 / bn, k0 / bk, m0 / bm));
           for (std::int64_t kt = 0; kt < bks; ++kt)
             kb.dma(column(l, kt, block_m, rows_of(k0 + kt, t.tk, K_), height),
-                   at_.region((k0 + kt) * t.tk, m0 * t.tm, rows_of(k0 + kt, t.tk, K_), height));
+                   a_region((k0 + kt) * t.tk, m0 * t.tm, rows_of(k0 + kt, t.tk, K_), height));
           for (std::int64_t j = 0; j < bns; ++j)
             for (std::int64_t i = 0; i < bms; ++i, ++tturn) {
               const std::int64_t mm = rows_of(m0 + i, t.tm, M_), nn = rows_of(n0 + j, t.tn, N_);
@@ -765,7 +806,7 @@ private:
       kb.label(fmt::format("N block {}: store", n0 / bn));
       for (std::int64_t mi = 0; mi < t.mt; ++mi) {
         const std::int64_t mm = rows_of(mi, t.tm, M_);
-        kb.dma(c_.region(mi * t.tm, n0 * t.tn, mm, width), fit(result[mi], mm, width));
+        kb.dma(c_region(mi * t.tm, n0 * t.tn, mm, width), fit(result[mi], mm, width));
       }
     }
   }
@@ -780,7 +821,10 @@ private:
   Device& dev_;
   std::string variant_;
   Params params_;
+  std::int64_t full_m_, full_n_;
+  // The window of C being built: all of it, or one instance's.
   std::int64_t M_, N_, K_;
+  std::int64_t m_off_ = 0, n_off_ = 0;
   TutorialParams tp_;
   InputFormat fmt_;
   Tensor at_, b_, c_;
@@ -871,6 +915,7 @@ KernelSpec gemm_spec() {
   };
   spec.make = [](Device& dev, const KernelArgs& args) { return std::make_unique<Gemm>(dev, args); };
   spec.fits = gemm_fits;
+  spec.shard_dims = {"M", "N"};
   return spec;
 }
 

@@ -1,5 +1,7 @@
 #include "arch/config.h"
 
+#include "arch/address_map.h"
+
 #include "arch/config_input.h"
 #include "arch/config_schema.h"
 #include "arch/rtl_builds.h"
@@ -86,8 +88,25 @@ const std::vector<std::string>& rtl_array_sizes() {
   return sizes;
 }
 
+HbmConfig chip_hbm(const HwConfig& cfg) {
+  HbmConfig h = cfg.hbm;
+  const std::int64_t n = cfg.chip.cores;
+  h.capacity_gib = cfg.chip.hbm_capacity_gib > 0 ? cfg.chip.hbm_capacity_gib : n * cfg.hbm.capacity_gib;
+  h.bandwidth_gbps = cfg.chip.hbm_bandwidth_gbps > 0 ? cfg.chip.hbm_bandwidth_gbps
+                                                     : static_cast<double>(n) * cfg.hbm.bandwidth_gbps;
+  h.channels = cfg.chip.hbm_channels > 0 ? cfg.chip.hbm_channels : n * cfg.hbm.channels;
+  return h;
+}
+
+HwConfig core_on_chip(const HwConfig& cfg) {
+  HwConfig c = cfg;
+  c.hbm = chip_hbm(cfg);
+  return c;
+}
+
 DerivedFigures derive(const HwConfig& cfg) {
   DerivedFigures d;
+  d.chip_hbm = chip_hbm(cfg);
   const double pes = static_cast<double>(cfg.tensor.rows) * static_cast<double>(cfg.tensor.cols);
   for (const TensorDType dtype : kTensorDTypes) {
     // Two FLOPs (multiply, add) per MAC; GHz * 1e9 / 1e12 gives TFLOPS.
@@ -500,6 +519,31 @@ public:
     if (static_cast<double>(c.hbm.channels) > c.hbm.bandwidth_gbps)
       fail("hbm.channels", fmt::format("{} channels share {} GB/s: each needs at least 1 GB/s", c.hbm.channels,
                                        c.hbm.bandwidth_gbps));
+    // The chip's HBM follows the same rules as a core's (checked once the
+    // core's own pass: a derived chip figure repeats a core's mistake).
+    const bool core_hbm_ok = (c.hbm.channels & (c.hbm.channels - 1)) == 0 &&
+                             static_cast<double>(c.hbm.channels) <= c.hbm.bandwidth_gbps;
+    const HbmConfig chip = chip_hbm(c);
+    const std::string chip_key = c.chip.hbm_channels > 0 ? "chip.hbm_channels" : "chip.cores";
+    if (core_hbm_ok && (chip.channels & (chip.channels - 1)) != 0)
+      fail(chip_key, fmt::format("the chip's HBM has {} channels{}, not a power of two (the channel hash takes the "
+                                 "address modulo a polynomial of degree log2(channels))",
+                                 chip.channels,
+                                 c.chip.hbm_channels > 0
+                                     ? ""
+                                     : fmt::format(" (chip.cores {} x hbm.channels {}; set chip.hbm_channels)",
+                                                   c.chip.cores, c.hbm.channels)));
+    if (core_hbm_ok && static_cast<double>(chip.channels) > chip.bandwidth_gbps)
+      fail(chip_key, fmt::format("{} channels share the chip's {} GB/s: each needs at least 1 GB/s", chip.channels,
+                                 chip.bandwidth_gbps));
+    if (static_cast<double>(chip.capacity_gib) > static_cast<double>((kSbufBase - kHbmBase) >> 30))
+      fail(c.chip.hbm_capacity_gib > 0 ? "chip.hbm_capacity_gib" : "chip.cores",
+           fmt::format("the chip's {} GiB of HBM exceed the {} GiB window below SBUF in the address map", chip.capacity_gib,
+                       (kSbufBase - kHbmBase) >> 30));
+    // A chip's cores address all of its HBM; one core's share cannot be more.
+    if (c.chip.hbm_capacity_gib > 0 && c.chip.hbm_capacity_gib < c.hbm.capacity_gib)
+      fail("chip.hbm_capacity_gib", fmt::format("the chip's {} GiB of HBM are less than one core's {} GiB (hbm.capacity_gib)",
+                                                c.chip.hbm_capacity_gib, c.hbm.capacity_gib));
     // A DMA engine moves one AXI beat per cycle of its clock; a clock above
     // 16 GHz (a period under 62.5 ps) would round to nothing on the 1 ps
     // time grid.

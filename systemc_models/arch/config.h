@@ -112,6 +112,17 @@ struct SimulationConfig {
   double sample_rtl_budget_percent = 0;  // sampled fidelity: RTL wall-time budget beyond the first of each shape
 };
 
+// The chip a core belongs to: how many cores it has and the HBM they all
+// share (docs/multicore.md). A multi-core run (`tessera run --cores N`) puts N
+// cores on this HBM; a one-core run keeps the core's own share (`hbm:`).
+// Zero for an HBM figure means `cores` times the core's share.
+struct ChipConfig {
+  std::int64_t cores = 1;
+  std::int64_t hbm_capacity_gib = 0;
+  double hbm_bandwidth_gbps = 0;
+  std::int64_t hbm_channels = 0;
+};
+
 struct HwConfig {
   std::string name;
   std::string description;
@@ -125,9 +136,17 @@ struct HwConfig {
   DmaConfig dma;
   SyncConfig sync;
   SimulationConfig simulation;
+  ChipConfig chip;
 
   Fidelity default_fidelity() const;
 };
+
+// The HBM of the whole chip, shared by its cores: chip.hbm_* with each zero
+// replaced by chip.cores times the core's share; the core's latency.
+HbmConfig chip_hbm(const HwConfig& cfg);
+// The config one core of a multi-core run sees: the same core, addressing
+// the whole chip's HBM (chip_hbm) rather than its own share.
+HwConfig core_on_chip(const HwConfig& cfg);
 
 // The longest a simulation may run, in simulated time: a run that would pass
 // it is an error ("simulated time passed the limit"), not a silently
@@ -149,6 +168,7 @@ struct DerivedFigures {
   double hbm_bytes_per_tensor_cycle = 0;
   double dma_total_gbps = 0;
   bool rtl_build_available = false;  // a Verilated tensor engine exists for rows x cols
+  HbmConfig chip_hbm;                // chip_hbm(cfg)
 };
 DerivedFigures derive(const HwConfig& cfg);
 

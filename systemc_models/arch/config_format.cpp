@@ -71,6 +71,8 @@ std::string to_annotated_yaml(const ResolvedConfig& rc) {
                      d.psum_bank_fp32_per_partition);
   out += fmt::format("#   hbm_per_tensor_cycle   {:.1f} bytes/cycle\n", d.hbm_bytes_per_tensor_cycle);
   out += fmt::format("#   dma_total              {:.0f} GB/s over {} engines\n", d.dma_total_gbps, rc.hw.dma.engines);
+  out += fmt::format("#   chip                   {} cores sharing {} GiB of HBM at {} GB/s over {} channels\n",
+                     rc.hw.chip.cores, d.chip_hbm.capacity_gib, d.chip_hbm.bandwidth_gbps, d.chip_hbm.channels);
   out += fmt::format("#   rtl_build              {}\n",
                      d.rtl_build_available ? fmt::format("yes ({}x{})", rc.hw.tensor.rows, rc.hw.tensor.cols)
                                            : fmt::format("no {}x{} build (built: {})", rc.hw.tensor.rows,
@@ -101,6 +103,10 @@ nlohmann::json to_json(const ResolvedConfig& rc) {
         {"psum_bank_fp32_per_partition", d.psum_bank_fp32_per_partition},
         {"hbm_bytes_per_tensor_cycle", d.hbm_bytes_per_tensor_cycle},
         {"dma_total_gbps", d.dma_total_gbps},
+        {"chip_hbm",
+         {{"capacity_gib", d.chip_hbm.capacity_gib},
+          {"bandwidth_gbps", d.chip_hbm.bandwidth_gbps},
+          {"channels", d.chip_hbm.channels}}},
         {"rtl_build_available", d.rtl_build_available}}},
       {"sources", sources},
       {"chain", rc.chain},

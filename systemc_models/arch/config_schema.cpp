@@ -148,6 +148,16 @@ std::vector<FieldSpec> build_schema() {
   s.push_back(field("sync.semaphores", TSR_REF(IntRef, c.sync.semaphores), "semaphores", "Hardware semaphores").at_least(1).at_most(4096));
   s.push_back(field("sync.latency_ns", TSR_REF(FloatRef, c.sync.latency_ns), "ns", "Semaphore update to waiter wake-up").at_least(0).at_most(1e6).def("10"));
 
+  // The chip: cores sharing one HBM (docs/multicore.md).
+  s.push_back(field("chip.cores", TSR_REF(IntRef, c.chip.cores), "cores",
+                    "NeuronCores per chip, all sharing the chip's HBM; `tessera run --cores N` runs N of them").at_least(1).at_most(64).def("1"));
+  s.push_back(field("chip.hbm_capacity_gib", TSR_REF(IntRef, c.chip.hbm_capacity_gib), "GiB",
+                    "HBM of the whole chip; 0: chip.cores x hbm.capacity_gib").or_zero().at_least(1).at_most(kHbmWindowGib).def("0"));
+  s.push_back(field("chip.hbm_bandwidth_gbps", TSR_REF(FloatRef, c.chip.hbm_bandwidth_gbps), "GB/s",
+                    "HBM bandwidth of the whole chip, over its channels, which every core's requests contend for; 0: chip.cores x hbm.bandwidth_gbps").or_zero().at_least(1).at_most(1000000).def("0"));
+  s.push_back(field("chip.hbm_channels", TSR_REF(IntRef, c.chip.hbm_channels), "channels",
+                    "HBM channels of the whole chip (a power of two); 0: chip.cores x hbm.channels").or_zero().at_least(1).at_most(4096).def("0"));
+
   s.push_back(field("simulation.default_fidelity", TSR_REF(StringRef, c.simulation.default_fidelity), "",
                     "rtl, sampled or tlm; a run may override it").def("sampled").one_of({"rtl", "sampled", "tlm"}));
   s.push_back(field("simulation.sample_every", TSR_REF(IntRef, c.simulation.sample_every), "instructions",

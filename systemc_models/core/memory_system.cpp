@@ -5,11 +5,16 @@ namespace tessera::core {
 using sc_core::sc_time;
 using sc_core::SC_NS;
 
-MemorySystem::MemorySystem(const arch::HwConfig& cfg, trace::Stats& stats) : map(cfg) {
+MemorySystem::MemorySystem(const arch::HwConfig& cfg, trace::Stats& stats, memory::Hbm* shared_hbm) : map(cfg) {
   // On-chip memories count time in tensor-engine cycles: the array is what
   // they are built to feed.
   const sc_time mem_clock(1.0 / cfg.tensor.clock_ghz, SC_NS);
-  hbm = std::make_unique<memory::Hbm>("hbm", cfg.hbm, stats);
+  if (shared_hbm) {
+    hbm = shared_hbm;
+  } else {
+    own_hbm = std::make_unique<memory::Hbm>("hbm", cfg.hbm, stats);
+    hbm = own_hbm.get();
+  }
   sbuf = std::make_unique<memory::PartitionedMemory>(
       "sbuf",
       memory::PartitionedMemoryParams{map.sbuf_partitions, map.sbuf_partition_bytes, mem_clock,

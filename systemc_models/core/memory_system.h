@@ -19,14 +19,16 @@ namespace tessera::core {
 
 struct MemorySystem {
   // The modules are named hbm, sbuf, psum, semaphores and interconnect under
-  // the module being constructed.
-  MemorySystem(const arch::HwConfig& cfg, trace::Stats& stats);
+  // the module being constructed. With `shared_hbm` (a chip's, which every
+  // core's interconnect binds to) there is no HBM of its own.
+  MemorySystem(const arch::HwConfig& cfg, trace::Stats& stats, memory::Hbm* shared_hbm = nullptr);
 
   // A context for engines on these memories (no DMA doorbell).
   CoreContext context(const arch::HwConfig& cfg, trace::Stats& stats, bool no_data);
 
   arch::AddressMap map;
-  std::unique_ptr<memory::Hbm> hbm;
+  std::unique_ptr<memory::Hbm> own_hbm;
+  memory::Hbm* hbm = nullptr;  // own_hbm, or the chip's
   std::unique_ptr<memory::PartitionedMemory> sbuf;
   std::unique_ptr<memory::PartitionedMemory> psum;
   std::unique_ptr<Semaphores> semaphores;

@@ -26,11 +26,18 @@ NeuronCore::Bandwidth::Bandwidth(trace::Stats& stats, const sc_core::sc_object& 
 NeuronCore::NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, trace::Stats& stats,
                        const CoreOptions& options)
     : sc_module(name), cfg_(cfg), stats_(stats) {
-  mem_ = std::make_unique<MemorySystem>(cfg, stats);
+  mem_ = std::make_unique<MemorySystem>(cfg, stats, options.shared_hbm);
+  if (options.program_slices == 0 || options.program_slice >= options.program_slices)
+    throw std::runtime_error(fmt::format("program slice {} of {}: no such slice", options.program_slice,
+                                         options.program_slices));
+  // 256-byte aligned slices, as every stream placed in them is.
+  program_bytes_ = mem_->map.program_area_bytes() / options.program_slices / 256 * 256;
+  program_base_ = mem_->map.program_area_base() + program_bytes_ * options.program_slice;
   ctx_ = std::make_unique<CoreContext>(mem_->context(cfg, stats, options.no_data));
   ctx_->waves = options.waves;
   ctx_->timeline = options.timeline;
   ctx_->origin_of = options.origin_of;
+  if (options.shared_hbm) ctx_->dma_totals_name = std::string(this->name()) + ".dma";
   if (options.waves) {
     mem_->sbuf->set_wave_probe(options.waves, trace::WaveProbe::Memory::Sbuf);
     mem_->psum->set_wave_probe(options.waves, trace::WaveProbe::Memory::Psum);
@@ -54,10 +61,13 @@ NeuronCore::NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, 
   for (auto& e : engines_)
     if (e) e->fetch.bind(mem_->interconnect->target);
   dma_ = std::make_unique<dma::DmaSubsystem>(*ctx_, options.dma_engine);
-  const auto& hbm = mem_->hbm->stats();
-  bandwidth_.push_back(std::make_unique<Bandwidth>(stats, *mem_->hbm, *this, [&hbm] {
-    return hbm.bytes_read.value() + hbm.bytes_written.value() + hbm.bytes_timing_only.value();
-  }));
+  // A chip's HBM has its own bandwidth figure over all its cores (core/chip.h).
+  if (!options.shared_hbm) {
+    const auto& hbm = mem_->hbm->stats();
+    bandwidth_.push_back(std::make_unique<Bandwidth>(stats, *mem_->hbm, *this, [&hbm] {
+      return hbm.bytes_read.value() + hbm.bytes_written.value() + hbm.bytes_timing_only.value();
+    }));
+  }
   for (const memory::PartitionedMemory* m : {mem_->sbuf.get(), mem_->psum.get()}) {
     const auto& s = m->stats();
     bandwidth_.push_back(std::make_unique<Bandwidth>(stats, *m, *this, [&s] {
@@ -86,10 +96,13 @@ engines::TensorEngine& NeuronCore::tensor() {
 }
 
 std::uint64_t NeuronCore::place(const std::vector<std::uint8_t>& bytes) {
-  const std::uint64_t address = ctx_->map.program_area_base() + program_next_;
-  if (program_next_ + bytes.size() > ctx_->map.program_area_bytes())
-    throw std::runtime_error(fmt::format("programs exceed the {} MiB program area at the top of HBM",
-                                         ctx_->map.program_area_bytes() >> 20));
+  const std::uint64_t address = program_base_ + program_next_;
+  if (program_next_ + bytes.size() > program_bytes_)
+    throw std::runtime_error(
+        program_bytes_ == ctx_->map.program_area_bytes()
+            ? fmt::format("programs exceed the {} MiB program area at the top of HBM", program_bytes_ >> 20)
+            : fmt::format("programs exceed this core's {} KiB slice of the {} MiB program area at the top of HBM",
+                          program_bytes_ >> 10, ctx_->map.program_area_bytes() >> 20));
   mem_->hbm->backdoor_write(address, bytes.data(), bytes.size());
   program_next_ += (bytes.size() + 255) / 256 * 256;  // keep every stream 256-byte aligned
   return address;
@@ -105,6 +118,10 @@ RunResult NeuronCore::run() {
   // Past the limit the run is an error, not a saturated or wrapped time.
   const sc_core::sc_time limit(arch::kMaxSimulatedSeconds, sc_core::SC_SEC);
   sc_core::sc_start(limit);
+  return result();
+}
+
+RunResult NeuronCore::result() {
   RunResult r;
   if (!ctx_->error && sc_core::sc_pending_activity()) {
     r.status = RunResult::Status::Error;

@@ -56,6 +56,12 @@ struct CoreOptions {
   trace::WaveProbe* waves = nullptr;      // records a waveform of the run (cosim/waves.h)
   trace::Timeline* timeline = nullptr;    // record a trace of the run here
   std::function<std::string(arch::Engine, std::uint64_t)> origin_of;  // CoreContext::origin_of
+  // One core of a chip (core/chip.h): the chip's HBM instead of its own, and
+  // slice `program_slice` of `program_slices` equal slices of the program
+  // area for its instruction streams and DMA rings.
+  memory::Hbm* shared_hbm = nullptr;
+  std::uint32_t program_slice = 0;
+  std::uint32_t program_slices = 1;
 };
 
 class NeuronCore : public sc_core::sc_module {
@@ -72,7 +78,12 @@ public:
   // Points DMA queue (engine, queue) at a ring of `size` descriptors at `base`.
   void configure_dma_queue(std::uint32_t engine, std::uint32_t queue, std::uint64_t base, std::uint32_t size);
 
+  // Simulates until the end (sc_start) and returns result().
   RunResult run();
+  // How the simulation that just stopped left this core: finished, an error,
+  // or a deadlock of its engines. A chip calls it for each of its cores
+  // after running them together.
+  RunResult result();
 
   memory::Hbm& hbm() { return *mem_->hbm; }
   memory::PartitionedMemory& sbuf() { return *mem_->sbuf; }
@@ -92,6 +103,8 @@ private:
   std::array<std::unique_ptr<Engine>, arch::kNumEngines> engines_;
   std::unique_ptr<dma::DmaSubsystem> dma_;
   std::unique_ptr<dma::DescriptorSampler> dma_sampler_;
+  std::uint64_t program_base_ = 0;   // this core's slice of the program area
+  std::uint64_t program_bytes_ = 0;
   std::uint64_t program_next_ = 0;
   sc_core::sc_time end_time_;  // of the last run, for bandwidth statistics
   // Each memory's bandwidth over the run, in the memory's group.

@@ -5,7 +5,7 @@
 namespace tessera::dma {
 
 DmaSubsystem::DmaTotals::DmaTotals(trace::Stats& stats, const DmaSubsystem& dma)
-    : Group(stats, "dma"),
+    : Group(stats, dma.ctx_.dma_totals_name.c_str()),
       bytes(*this, "bytes", "bytes", "bytes moved by every DMA engine",
             [&dma] {
               double b = 0;

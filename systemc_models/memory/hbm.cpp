@@ -37,7 +37,7 @@ sc_time Hbm::unloaded_read_time(std::uint64_t length) const {
   return latency_ + sc_time(static_cast<double>(length) / bandwidth_gbps_, SC_NS);
 }
 
-unsigned Hbm::transport_dbg(tlm::tlm_generic_payload& trans) {
+unsigned Hbm::transport_dbg(int, tlm::tlm_generic_payload& trans) {
   const std::uint64_t address = trans.get_address(), length = trans.get_data_length();
   if (address > size_ || length > size_ - address) return 0;
   if (trans.is_read()) store_.read(address, trans.get_data_ptr(), length);
@@ -107,7 +107,7 @@ sc_time Hbm::book(std::uint64_t address, std::uint64_t length, const sc_time& st
   return sc_time(done_ns, SC_NS);
 }
 
-void Hbm::b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) {
+void Hbm::b_transport(int, tlm::tlm_generic_payload& trans, sc_time& delay) {
   const std::uint64_t address = trans.get_address();
   const std::uint64_t length = trans.get_data_length();
   if (address > size_ || length > size_ - address) {

@@ -17,7 +17,7 @@
 
 #include <systemc>
 #include <tlm>
-#include <tlm_utils/simple_target_socket.h>
+#include <tlm_utils/multi_passthrough_target_socket.h>
 
 #include <deque>
 #include <map>
@@ -30,7 +30,9 @@ public:
   // The unit of the channel hash: a granule is never split between channels.
   static constexpr std::uint64_t kInterleaveBytes = ChannelHash::kGranuleBytes;
 
-  tlm_utils::simple_target_socket<Hbm> socket;
+  // Every core of a chip binds its interconnect here (one binding for a
+  // single core): their requests contend at the channels.
+  tlm_utils::multi_passthrough_target_socket<Hbm> socket;
 
   Hbm(sc_core::sc_module_name name, const arch::HbmConfig& cfg, trace::Stats& stats);
 
@@ -64,8 +66,8 @@ public:
   const HbmStats& stats() const { return stats_; }
 
 private:
-  void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
-  unsigned transport_dbg(tlm::tlm_generic_payload& trans);
+  void b_transport(int initiator, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
+  unsigned transport_dbg(int initiator, tlm::tlm_generic_payload& trans);
 
   SparseStore store_;
   std::uint64_t size_;

@@ -298,6 +298,45 @@ TEST(Cli, TraceSlicesMatchTheReportsBusyTimes) {
   fs::remove_all(dir);
 }
 
+// --cores: per-core rows, the chip's HBM and the speed-up over one core
+// of the same chip (a second run, timing only); bad counts are named.
+TEST(CliCores, RunOnSeveralCoresReportsEachCoreAndTheSpeedUp) {
+  auto r = run("run --config tiny --kernel gemm --shape M=32,N=128,K=32 --fidelity tlm --cores 2 --shard N --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["cores"], 2);
+  EXPECT_EQ(j["shard"], "N");
+  ASSERT_EQ(j["per_core"].size(), 2u);
+  EXPECT_TRUE(j["correct"].get<bool>());
+  EXPECT_EQ(j["hbm_peak_gbps"], 32.0);  // the tiny chip's: twice a core's 16 GB/s
+  const double t1 = j["scaling"]["baseline_time_ns"], t2 = j["time_ns"];
+  EXPECT_GT(t1, t2);
+  EXPECT_DOUBLE_EQ(j["scaling"]["speedup"].get<double>(), t1 / t2);
+  EXPECT_DOUBLE_EQ(j["scaling"]["efficiency_percent"].get<double>(), 100.0 * t1 / t2 / 2);
+  r = run("run --config tiny --kernel gemm --shape M=32,N=128,K=32 --fidelity tlm --cores 2 --no-baseline");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("2 cores sharing HBM, sharded over M: chip HBM"));
+  EXPECT_THAT(r.out, Not(HasSubstr("speed-up")));
+}
+
+TEST(CliCores, BadCoreCountsAndShardsExit2) {
+  for (const auto& [args, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"--config neuroncore-v2 --cores 4", "4 cores: a neuroncore-v2 chip has 2 (chip.cores, "},
+           {"--config tiny --cores -1", "--cores -1: expected 1 or more"},
+           {"--config tiny --shard M", "--shard needs --cores N"},
+           {"--config tiny --cores 2 --shard K", "--shard K: kernel 'gemm' shards over M or N"},
+           {"--config tiny --cores 2 --trace " + (tessera::test_support::scratch_dir() / "cores_trace.json").string(),
+            "a waveform or a timeline of a multi-core run is not supported"},
+       }) {
+    const auto r = run("run --kernel gemm --fidelity tlm --no-data " + args);
+    EXPECT_EQ(r.status, 2) << args << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr(expect)) << args;
+  }
+  const auto r = run("run --config tiny --kernel softmax --fidelity tlm --no-data --cores 2");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("kernel 'softmax' cannot be split across 2 cores"));
+}
+
 }  // namespace
 
 namespace {

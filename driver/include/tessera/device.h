@@ -10,6 +10,7 @@
 #include "tessera/run_report.h"
 #include "tessera/tensor.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
@@ -33,6 +34,18 @@ struct DeviceOptions {
   // Where the sampled fidelity writes the waveform of a disagreement.
   std::string failure_waves_dir = ".";
   bool trace = false;                     // record a timeline of the run (trace())
+  // The cores of the chip a run uses (docs/multicore.md). 0: one core with
+  // its own share of HBM (the config's hbm: section), as a single-core run
+  // always was. N >= 1: N cores of the chip (at most chip.cores), all
+  // sharing the chip's whole HBM, one program each (launch).
+  int cores = 0;
+};
+
+// Which instance of an SPMD launch a program is built for: NKI's
+// program_id(0) and num_programs(0). Instance i runs on core i.
+struct Spmd {
+  int instance = 0;
+  int grid = 1;
 };
 
 class Device {
@@ -41,7 +54,9 @@ public:
   ~Device();
 
   const arch::ResolvedConfig& resolved() const { return resolved_; }
-  const arch::HwConfig& config() const { return resolved_.hw; }
+  // The config a core runs with: the resolved config's, addressing the
+  // whole chip's HBM (arch::core_on_chip) when the device is on a chip.
+  const arch::HwConfig& config() const { return hw_; }
   arch::Fidelity fidelity() const { return fidelity_; }
   bool no_data() const { return options_.no_data; }
 
@@ -56,6 +71,18 @@ public:
   std::vector<float> download(const Tensor& t) const;
 
   RunReport run(const Program& program);
+  // Several cores (DeviceOptions::cores): builds one program per instance
+  // of a grid of `grid` instances, which must be the device's cores, and
+  // runs them together, instance i on core i. Every tensor is visible to
+  // every core at the same address. Throws KernelError on a grid that does
+  // not match the cores.
+  RunReport launch(const std::function<Program(const Spmd&)>& build, int grid);
+  // The same with the programs built: programs[i] runs on core i.
+  RunReport run(const std::vector<Program>& programs);
+  // The cores a run uses: DeviceOptions::cores, or 1 for a single core.
+  int cores() const { return std::max(1, options_.cores); }
+  // Whether the device is (part of) a chip: DeviceOptions::cores >= 1.
+  bool on_chip() const { return options_.cores > 0; }
   // Every statistic of the last run, one line each (the stats.txt format).
   const std::string& stats_text() const { return stats_text_; }
   // The save file written beside DeviceOptions::waves by the last run, or empty.
@@ -65,8 +92,12 @@ public:
   const nlohmann::json& trace() const { return trace_; }
 
 private:
+  RunReport run_single(const Program& program);
+  RunReport run_chip(const std::vector<Program>& programs);
+
   DeviceOptions options_;
   arch::ResolvedConfig resolved_;
+  arch::HwConfig hw_;
   arch::Fidelity fidelity_;
   std::uint64_t hbm_next_ = 0;
   std::map<std::uint64_t, std::vector<std::uint8_t>> data_;  // tensor address -> bytes

@@ -44,6 +44,19 @@ struct SiteCost {
   double total_ns() const { return busy_ns + waiting_ns + fetch_wait_ns; }
 };
 
+// One core of a multi-core run (docs/multicore.md).
+struct CoreReport {
+  double time_ns = 0;           // when its last engine ended
+  double matmul_flops = 0;
+  double hfu_percent = 0;       // its matmul FLOPs / (the run's time x one core's bf16 peak)
+  double tensor_active_ns = 0;
+  double tensor_waiting_ns = 0;
+  double dma_bytes = 0;
+  double hbm_bytes = 0;         // what its descriptors moved to and from HBM
+  double hbm_bandwidth_gbps = 0;  // hbm_bytes over its own time
+  std::string bound_by;         // its busiest engine
+};
+
 struct RunReport {
   std::string kernel, variant, config, fidelity;
   std::map<std::string, std::int64_t> shape;
@@ -87,6 +100,22 @@ struct RunReport {
   double tolerance = 0;
   double wall_seconds = 0;
   nlohmann::json stats;  // every statistic, by name
+
+  // A multi-core run (Device::launch, docs/multicore.md): one row per core,
+  // empty for a single core. The figures above are then the chip's: time
+  // is the last core's end, FLOPs, bytes and HBM bandwidth are all cores'
+  // (HBM against the chip's peak), HFU and MFU against the cores' combined
+  // peak; engines, stalls and call sites are those of the core that ended
+  // last (critical_core), the one that sets the time.
+  std::vector<CoreReport> per_core;
+  int critical_core = 0;
+  std::string shard;  // the dimension the kernel split across the cores
+  // Against the same kernel on one core of the same chip (set_baseline):
+  // speed-up and scaling efficiency (speed-up / cores); 0 when not measured.
+  double baseline_time_ns = 0;
+  double speedup = 0;
+  double scaling_efficiency_percent = 0;
+  void set_baseline(double one_core_time_ns);
 
   // The engine (or "dma") with the most busy time: what bounds the run when
   // it is busy most of it; empty when nothing was busy.

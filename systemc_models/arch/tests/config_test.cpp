@@ -372,5 +372,62 @@ TEST(ConfigSchema, RulesBoundMemoriesChannelsAndTheDmaClock) {
   EXPECT_EQ(error_of({"tensor.fp32_cycles_per_column=0"}), "(accepted)");
 }
 
+// The chip section: what each shipped generation's chip shares, a zero
+// derived from the core's share, and the rules at the key to change.
+TEST(ChipConfig, EveryGenerationDeclaresItsChip) {
+  struct Expect {
+    const char* name;
+    std::int64_t cores, capacity_gib;
+    double bandwidth_gbps;
+    std::int64_t channels;
+  };
+  const Expect expected[] = {
+      {"neuroncore-v1", 4, 8, 53.7, 8},   {"neuroncore-v2", 2, 32, 820, 32},  {"neuroncore-v3", 8, 96, 2900, 128},
+      {"neuroncore-v4", 8, 144, 4900, 128}, {"tiny", 2, 2, 32, 4},            {"small", 4, 16, 256, 16},
+  };
+  for (const auto& e : expected) {
+    SCOPED_TRACE(e.name);
+    const auto rc = load_config(TESSERA_SOURCE_CONFIG_DIR "/" + std::string(e.name) + ".yaml");
+    EXPECT_EQ(rc.hw.chip.cores, e.cores);
+    EXPECT_EQ(rc.derived.chip_hbm.capacity_gib, e.capacity_gib);
+    EXPECT_DOUBLE_EQ(rc.derived.chip_hbm.bandwidth_gbps, e.bandwidth_gbps);
+    EXPECT_EQ(rc.derived.chip_hbm.channels, e.channels);
+    EXPECT_DOUBLE_EQ(rc.derived.chip_hbm.latency_ns, rc.hw.hbm.latency_ns);
+    // One core of the chip addresses all of it; nothing else changes.
+    const HwConfig on_chip = core_on_chip(rc.hw);
+    EXPECT_EQ(on_chip.hbm.capacity_gib, e.capacity_gib);
+    EXPECT_EQ(on_chip.sbuf.partition_kib, rc.hw.sbuf.partition_kib);
+  }
+}
+
+TEST(ChipConfig, BadChipsAreNamedAtTheirKey) {
+  const auto error_of = [](const std::vector<std::string>& sets) {
+    std::vector<Override> o;
+    for (const auto& s : sets) o.push_back(parse_override(s));
+    try {
+      load_config(TESSERA_SOURCE_CONFIG_DIR "/tiny.yaml", o);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_THAT(error_of({"chip.cores=0"}), HasSubstr("chip.cores: must be at least 1"));
+  EXPECT_THAT(error_of({"chip.cores=65"}), HasSubstr("chip.cores: must be at most 64"));
+  EXPECT_THAT(error_of({"chip.cores=3"}),
+              HasSubstr("chip.cores: the chip's HBM has 6 channels (chip.cores 3 x hbm.channels 2; set "
+                        "chip.hbm_channels), not a power of two"));
+  EXPECT_EQ(error_of({"chip.cores=3", "chip.hbm_channels=4"}), "(accepted)");
+  EXPECT_THAT(error_of({"chip.hbm_channels=6"}), HasSubstr("chip.hbm_channels: the chip's HBM has 6 channels, not a power of two"));
+  EXPECT_THAT(error_of({"chip.hbm_channels=64"}), HasSubstr("chip.hbm_channels: 64 channels share the chip's 32 GB/s"));
+  EXPECT_THAT(error_of({"chip.hbm_capacity_gib=20000"}), HasSubstr("chip.hbm_capacity_gib: must be at most 16384"));
+  EXPECT_THAT(error_of({"hbm.capacity_gib=4", "chip.hbm_capacity_gib=2"}),
+              HasSubstr("chip.hbm_capacity_gib: the chip's 2 GiB of HBM are less than one core's 4 GiB"));
+  EXPECT_THAT(error_of({"chip.hbm_bandwidth_gbps=0.5"}), HasSubstr("must be at least 1 (or 0)"));
+  // A core's own mistake is reported once, at the core's key.
+  const std::string once = error_of({"hbm.channels=3"});
+  EXPECT_THAT(once, HasSubstr("hbm.channels: 3 is not a power of two"));
+  EXPECT_THAT(once, ::testing::Not(HasSubstr("chip")));
+}
+
 }  // namespace
 }  // namespace tessera::arch
