@@ -164,8 +164,9 @@ py::array_t<float> bf16_values(const py::array_t<std::uint16_t, py::array::c_sty
 
 DeviceOptions device_options(const std::string& config, const py::object& overrides, const std::optional<std::string>& fidelity,
                              bool no_data, bool trace, const std::string& waves, const std::string& waves_window,
-                             const std::string& waves_scope, const std::string& failure_waves_dir) {
+                             const std::string& waves_scope, const std::string& failure_waves_dir, int cores = 0) {
   DeviceOptions o;
+  o.cores = cores;
   o.config = config;
   if (!overrides.is_none()) {
     if (py::isinstance<py::dict>(overrides)) {
@@ -356,13 +357,14 @@ PYBIND11_MODULE(_tessera, m) {
   py::class_<Device>(m, "Device", "A core opened on a config and a fidelity; one run per process (SystemC)")
       .def(py::init([](const std::string& config, const py::object& overrides, const std::optional<std::string>& fidelity,
                        bool no_data, bool trace, const std::string& waves, const std::string& waves_window,
-                       const std::string& waves_scope, const std::string& failure_waves_dir) {
+                       const std::string& waves_scope, const std::string& failure_waves_dir, int cores) {
              return std::make_unique<Device>(device_options(config, overrides, fidelity, no_data, trace, waves,
-                                                            waves_window, waves_scope, failure_waves_dir));
+                                                            waves_window, waves_scope, failure_waves_dir, cores));
            }),
            py::arg("config") = "tiny", py::arg("overrides") = py::none(), py::arg("fidelity") = py::none(),
            py::arg("no_data") = false, py::arg("trace") = false, py::arg("waves") = "", py::arg("waves_window") = "",
-           py::arg("waves_scope") = "", py::arg("failure_waves_dir") = ".")
+           py::arg("waves_scope") = "", py::arg("failure_waves_dir") = ".", py::arg("cores") = 0)
+      .def_property_readonly("cores", &Device::cores, "Cores a run uses (1 unless opened with cores=N)")
       .def_property_readonly("_config", [](const Device& d) { return config_dict(d.config()); })
       .def_property_readonly("resolved", [](const Device& d) { return to_python(arch::to_json(d.resolved())); })
       .def_property_readonly("fidelity", [](const Device& d) { return std::string(arch::to_string(d.fidelity())); })
@@ -376,6 +378,13 @@ PYBIND11_MODULE(_tessera, m) {
       .def("download", [](const Device& d, const Tensor& t) { return shaped(d.download(t), t.shape); },
            py::arg("tensor"), "The tensor's values as float32, in its shape")
       .def("run", [](Device& d, const Program& p) { return d.run(p); }, py::arg("program"))
+      .def("launch",
+           [](Device& d, const py::function& build, int grid) {
+             return d.launch([&](const Spmd& s) { return build(s.instance, s.grid).cast<Program>(); }, grid);
+           },
+           py::arg("build"), py::arg("grid"),
+           "Several cores (cores=N): build(instance, grid) makes instance's program, which runs on core instance; "
+           "the grid must be the cores (docs/multicore.md)")
       .def_property_readonly("stats_text", &Device::stats_text)
       .def("trace", [](const Device& d) { return to_python(d.trace()); },
            "The last run's timeline (Chrome trace-event format) when opened with trace=True")

@@ -89,3 +89,33 @@ def test_an_exception_in_the_child_is_raised_here():
 
     with pytest.raises(tessera.ConfigError, match="no-such-config"):
         tessera.isolated(fails)
+
+
+def test_a_kernel_launched_over_the_cores_of_a_chip():
+    def relu_rows(cores):
+        dev = tessera.Device("tiny", fidelity="tlm", cores=cores)
+        x = dev.allocate("x", [8, 16], tessera.fp32)
+        dev.upload(x, np.full((8, 16), -0.25, dtype=np.float32))
+
+        def build(instance, grid):  # NKI's program_id(0) and num_programs(0)
+            rows = 8 // grid
+            kb = tessera.KernelBuilder(dev, "relu")
+            t = kb.sbuf("t", rows, 16, tessera.fp32)
+            kb.dma(t, x.region(instance * rows, 0, rows, 16))
+            kb.activation(t, t, tessera.Act.relu, scale=2.0, bias=1.0)
+            kb.dma(x.region(instance * rows, 0, rows, 16), t)
+            return kb.build()
+
+        if cores > 1:
+            with pytest.raises(tessera.KernelError, match="a grid of 3 instances on a device of 2 cores"):
+                dev.launch(build, grid=3)
+        return dev.cores, dev.launch(build, grid=cores).to_dict(), dev.download(x)
+
+    cores, report, y = tessera.isolated(relu_rows, 2)
+    assert cores == 2
+    assert report["ok"], report["error"]
+    assert report["cores"] == 2 and len(report["per_core"]) == 2
+    assert all(c["hbm_bytes"] > 0 for c in report["per_core"])
+    np.testing.assert_array_equal(y, np.full((8, 16), 0.5, dtype=np.float32))
+    with pytest.raises(tessera.KernelError, match="3 cores: a tiny chip has 2"):
+        tessera.Device("tiny", cores=3)
