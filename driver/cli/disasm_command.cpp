@@ -3,6 +3,7 @@
 // (file:line) and label that made it. Nothing is simulated.
 #include "commands.h"
 #include "files.h"
+#include "kernel_command.h"
 
 #include "arch/config_format.h"
 #include "common/kernel.h"
@@ -11,7 +12,6 @@
 
 #include <fmt/format.h>
 
-#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -29,20 +29,8 @@ int disasm(const DisasmOptions& o) {
       std::cerr << fmt::format("tessera disasm: {} is required (tessera disasm --help)\n", option);
       return kExitBadInput;
     }
-  kernels::KernelRequest request{o.kernel, o.variant, kernels::parse_shape(o.shape), {}, 1};
-  for (const auto& text : o.params)
-    for (const auto& [name, value] : kernels::parse_param_text(text)) {
-      if (request.params.count(name)) throw KernelError(fmt::format("--param: '{}' is given twice", name));
-      request.params[name] = value;
-    }
-  const kernels::KernelSpec& spec = kernels::kernel_named(o.kernel);
-  kernels::check_params(spec, o.variant, request.params);
-  kernels::resolve_shape(spec, request.shape);
-  if (!o.out.empty()) {
-    const std::filesystem::path path(o.out);
-    if (path.has_parent_path()) make_dirs(path.parent_path());
-    check_writable(path);
-  }
+  const kernels::KernelRequest request = checked_request(o.kernel, o.variant, o.shape, o.params, 1);
+  if (!o.out.empty()) prepare_output(o.out);
 
   DeviceOptions dev_opts;
   dev_opts.config = o.config;
@@ -70,23 +58,8 @@ void add_disasm_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--param", o->params, "Tunable parameters, e.g. bm=4,bk=8 (repeatable; default: the kernel's)");
   cmd->add_option("--set", o->sets, "Override a config key: path.to.key=value (repeatable)");
   cmd->add_option("--out", o->out, "Write the listing to this file instead of standard output");
-  cmd->callback([o, exit_code] {
-    try {
-      *exit_code = disasm(*o);
-    } catch (const arch::ConfigError& e) {
-      for (const auto& d : e.diagnostics()) std::cerr << d.str() << '\n';
-      *exit_code = kExitBadInput;
-    } catch (const KernelError& e) {
-      std::cerr << "tessera disasm: " << e.what() << '\n';
-      *exit_code = kExitBadInput;
-    } catch (const FileError& e) {
-      std::cerr << "tessera disasm: " << e.what() << '\n';
-      *exit_code = kExitBadInput;
-    } catch (const std::exception& e) {
-      std::cerr << "tessera disasm: " << e.what() << '\n';
-      *exit_code = 1;
-    }
-  });
+  cmd->callback(
+      [o, exit_code] { *exit_code = run_reporting_errors("tessera disasm", [&] { return disasm(*o); }); });
 }
 
 }  // namespace tessera::cli

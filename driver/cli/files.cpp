@@ -65,4 +65,9 @@ void make_dirs(const fs::path& dir) {
   if (ec) throw FileError(fmt::format("{}: cannot create the folder: {}", dir.string(), ec.message()));
 }
 
+void prepare_output(const std::filesystem::path& file) {
+  if (file.has_parent_path()) make_dirs(file.parent_path());
+  check_writable(file);
+}
+
 }  // namespace tessera::cli

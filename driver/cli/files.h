@@ -30,4 +30,8 @@ void check_writable(const std::filesystem::path& file);
 // Creates the folder and its parents; throws FileError naming it otherwise.
 void make_dirs(const std::filesystem::path& dir);
 
+// An output file a command will write later: creates its folder and checks
+// that it can be written (make_dirs, check_writable).
+void prepare_output(const std::filesystem::path& file);
+
 }  // namespace tessera::cli

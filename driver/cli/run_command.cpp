@@ -1,5 +1,6 @@
 #include "commands.h"
 #include "files.h"
+#include "kernel_command.h"
 #include "job_runner.h"
 #include "process.h"
 #include "profile_page.h"
@@ -70,12 +71,8 @@ void check_outputs(const RunOptions& o) {
     make_dirs(o.out);
     for (const char* f : {"report.json", "stats.txt", "config.resolved.yaml"}) check_writable(fs::path(o.out) / f);
   }
-  for (const std::string* file : {&o.trace, &o.html}) {
-    if (file->empty()) continue;
-    const fs::path path(*file);
-    if (path.has_parent_path()) make_dirs(path.parent_path());
-    check_writable(path);
-  }
+  for (const std::string* file : {&o.trace, &o.html})
+    if (!file->empty()) prepare_output(*file);
 }
 
 int run(const RunOptions& o) {
@@ -92,17 +89,8 @@ int run(const RunOptions& o) {
                              std::numeric_limits<std::uint64_t>::max());
     return kExitBadInput;
   }
-  kernels::KernelRequest request{o.kernel, o.variant, kernels::parse_shape(o.shape), {}, *seed};
-  for (const auto& text : o.params)
-    for (const auto& [name, value] : kernels::parse_param_text(text)) {
-      if (request.params.count(name)) throw KernelError(fmt::format("--param: '{}' is given twice", name));
-      request.params[name] = value;
-    }
-  // Names are checked before the device opens, so that a typo is the error a
-  // user sees (unknown kernel, variant, parameter or shape: KernelError, exit 2).
+  kernels::KernelRequest request = checked_request(o.kernel, o.variant, o.shape, o.params, *seed);
   const kernels::KernelSpec& spec = kernels::kernel_named(o.kernel);
-  kernels::check_params(spec, o.variant, request.params);
-  kernels::resolve_shape(spec, request.shape);
   request.dtype = kernels::check_dtype(spec, o.dtype);
   DeviceOptions dev_opts;
   dev_opts.config = o.config;
@@ -207,23 +195,7 @@ void add_run_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--waves-scope", o->waves_scope,
                   "What to trace: tlm, tensor[:DEPTH], dma[:DEPTH], dmaN[:DEPTH], comma-separated "
                   "(default: all of it)");
-  cmd->callback([o, exit_code] {
-    try {
-      *exit_code = run(*o);
-    } catch (const arch::ConfigError& e) {
-      for (const auto& d : e.diagnostics()) std::cerr << d.str() << '\n';
-      *exit_code = kExitBadInput;
-    } catch (const KernelError& e) {
-      std::cerr << "tessera run: " << e.what() << '\n';
-      *exit_code = kExitBadInput;
-    } catch (const FileError& e) {
-      std::cerr << "tessera run: " << e.what() << '\n';
-      *exit_code = kExitBadInput;
-    } catch (const std::exception& e) {
-      std::cerr << "tessera run: " << e.what() << '\n';
-      *exit_code = 1;
-    }
-  });
+  cmd->callback([o, exit_code] { *exit_code = run_reporting_errors("tessera run", [&] { return run(*o); }); });
 }
 
 }  // namespace tessera::cli
