@@ -30,6 +30,8 @@ namespace {
 // Whom a wait on semaphore `sem` waits for: an engine's name, or "DMA" for
 // any DMA queue.
 std::string waited_for(const Program& program, std::size_t sem) {
+  for (const auto& [index, name] : program.core_semaphores)
+    if (index == sem) return fmt::format("other cores ('{}')", name);
   std::string owner = sem < program.semaphore_owners.size() ? program.semaphore_owners[sem]
                                                             : fmt::format("semaphore {}", sem);
   return owner.rfind("dma", 0) == 0 ? "DMA" : owner;
@@ -283,7 +285,8 @@ void finish_trace(trace::Timeline& timeline, const Program& program, core::Neuro
       if (d == descriptor_slice.end()) return std::nullopt;
       return d->second;
     }
-    if (in.opcode < arch::Opcode::DmaTrigger) return std::nullopt;  // End, SemIncr: no work of its own
+    if (in.opcode < arch::Opcode::DmaTrigger || in.opcode == arch::Opcode::SemSignal)
+      return std::nullopt;  // End, SemIncr, SemSignal: no work of its own
     return timeline.instruction_slice(engine_track, j);
   });
 

@@ -44,8 +44,36 @@ struct KernelBuilder::Impl {
   double matmul_flops = 0;
   bool built = false;
   std::vector<builder::LoweredPiece> pieces;  // of the DMA copy being placed, reused
+  Spmd spmd;
+  std::vector<std::string> core_semaphores;  // by order of creation: index semaphores - 1 - i
 
-  Impl(const arch::HwConfig& c, std::string n) : cfg(c), map(c), name(std::move(n)), space(c, map), schedule(c, map) {}
+  Impl(const arch::HwConfig& c, std::string n, const Spmd& s)
+      : cfg(c), map(c), name(std::move(n)), space(c, map), schedule(c, map), spmd(s) {}
+
+  // Core `core` is another core of the launch, and DMA reaches it.
+  void check_other_core(const CallName& call, int core, bool by_dma) const {
+    if (spmd.grid <= 1)
+      throw KernelError(fmt::format("{}: this kernel is built for one core; a kernel that reaches other cores is built "
+                                    "for an SPMD instance (KernelBuilder(cfg, name, spmd), Device::launch)",
+                                    call.str()));
+    if (core < 0 || core >= spmd.grid)
+      throw KernelError(fmt::format("{}: core {} is outside the launch's {} cores (0 .. {})", call.str(), core,
+                                    spmd.grid, spmd.grid - 1));
+    if (core == spmd.instance)
+      throw KernelError(fmt::format("{}: core {} is this core; within a core use dma() or copy()", call.str(), core));
+    if (by_dma && arch::peer_dma_engines(cfg) == 0)
+      throw KernelError(fmt::format("{}: no DMA engine of a {} core reaches another core's SBUF (chip.peer_dma_engines "
+                                    "is 0); exchange through HBM instead",
+                                    call.str(), cfg.name));
+  }
+
+  void check_semaphore(const CallName& call, const CoreSemaphore& sem) const {
+    const auto i = static_cast<std::size_t>(static_cast<std::uint32_t>(cfg.sync.semaphores) - 1u - sem.index);
+    if (sem.index >= static_cast<std::uint32_t>(cfg.sync.semaphores) || i >= core_semaphores.size() ||
+        core_semaphores[i] != sem.name)
+      throw KernelError(fmt::format("{}: semaphore '{}' was not made by this kernel's core_semaphore()", call.str(),
+                                    sem.name));
+  }
 
   // --- checks ---------------------------------------------------------------
 
@@ -132,7 +160,14 @@ struct KernelBuilder::Impl {
 };
 
 KernelBuilder::KernelBuilder(const arch::HwConfig& cfg, std::string kernel_name)
-    : cfg_(cfg), impl_(std::make_unique<Impl>(cfg, std::move(kernel_name))) {}
+    : KernelBuilder(cfg, std::move(kernel_name), Spmd{}) {}
+
+KernelBuilder::KernelBuilder(const arch::HwConfig& cfg, std::string kernel_name, const Spmd& spmd)
+    : cfg_(cfg), impl_(std::make_unique<Impl>(cfg, std::move(kernel_name), spmd)) {
+  if (spmd.grid < 1 || spmd.instance < 0 || spmd.instance >= spmd.grid)
+    throw KernelError(fmt::format("KernelBuilder('{}'): instance {} of a grid of {}: no such instance", impl_->name,
+                                  spmd.instance, spmd.grid));
+}
 
 KernelBuilder::~KernelBuilder() = default;
 
@@ -590,6 +625,102 @@ void KernelBuilder::partition_reduce(const Tile& dst, const Tile& src, arch::Alu
   impl_->written(dst);
 }
 
+// --------------------------------------------------------------- other cores
+
+const Spmd& KernelBuilder::spmd() const { return impl_->spmd; }
+
+CoreSemaphore KernelBuilder::core_semaphore(const std::string& name) {
+  const auto call = [&] { return fmt::format("core_semaphore('{}')", name); };
+  impl_->check_live(call);
+  for (const std::string& n : impl_->core_semaphores)
+    if (n == name) throw KernelError(fmt::format("{}: the kernel already has a semaphore of that name", call()));
+  // From the top down: the builder's own semaphores (one per engine and
+  // queue) count up from 0; build() checks that the two never meet.
+  const std::size_t taken = impl_->core_semaphores.size();
+  if (taken + arch::kNumEngines >= static_cast<std::size_t>(cfg_.sync.semaphores))
+    throw KernelError(fmt::format("{}: the config's {} semaphores are all taken", call(), cfg_.sync.semaphores));
+  impl_->core_semaphores.push_back(name);
+  return {static_cast<std::uint16_t>(cfg_.sync.semaphores - 1 - static_cast<std::int64_t>(taken)), name};
+}
+
+void KernelBuilder::dma_to_core(int core, const Tile& dst, const Tile& src, const CoreSemaphore& done,
+                                SourceLocation where) {
+  impl_->at(where);
+  const auto call = [&] {
+    return fmt::format("dma_to_core({}, tile '{}' <- tile '{}', '{}')", core, dst.name, src.name, done.name);
+  };
+  impl_->check_live(call);
+  impl_->check_other_core(call, core, true);
+  impl_->check_semaphore(call, done);
+  impl_->check_written(call, "source", src);
+  impl_->check_tile(call, "destination", dst);
+  if (src.memory != arch::Memory::Sbuf || dst.memory != arch::Memory::Sbuf)
+    throw KernelError(fmt::format("{}: a copy to another core moves an SBUF tile to an SBUF tile", call()));
+  if (src.dtype != dst.dtype || src.partitions != dst.partitions || src.free != dst.free)
+    throw KernelError(fmt::format("{}: the tiles differ: source [{} x {}] {}, destination [{} x {}] {}", call(),
+                                  src.partitions, src.free, to_string(src.dtype), dst.partitions, dst.free,
+                                  to_string(dst.dtype)));
+  const auto peer = static_cast<std::uint64_t>(core);
+  builder::lower_to_core(src, dst, peer, cfg_, impl_->map, call, impl_->pieces);
+  const auto engines = static_cast<std::uint32_t>(arch::peer_dma_engines(cfg_));
+  for (const builder::LoweredPiece& piece : impl_->pieces) {
+    const int op = impl_->schedule.add_dma(piece.descriptor, piece.read, piece.write, impl_->origin(), engines);
+    impl_->touched(op, {piece.read}, {piece.write});
+  }
+  // The increment follows every piece (it reads what they wrote).
+  arch::Instruction in;
+  in.engine = arch::Engine::GpSimd;
+  in.opcode = arch::Opcode::SemSignal;
+  in.address = impl_->map.peer_semaphore_address(peer, done.index);
+  in.value = 1;
+  impl_->check_instruction(call, in);
+  impl_->emit(arch::Engine::GpSimd, in, {builder::remote_region(dst, peer, impl_->map, 0, dst.partitions)}, {});
+}
+
+void KernelBuilder::signal_core(int core, const CoreSemaphore& sem, const Tile& after, arch::Engine engine,
+                                SourceLocation where) {
+  impl_->at(where);
+  const auto call = [&] { return fmt::format("signal_core({}, '{}', after tile '{}')", core, sem.name, after.name); };
+  impl_->check_live(call);
+  impl_->check_other_core(call, core, false);
+  impl_->check_semaphore(call, sem);
+  impl_->check_tile(call, "after", after);
+  arch::Instruction in;
+  in.engine = engine;
+  in.opcode = arch::Opcode::SemSignal;
+  in.address = impl_->map.peer_semaphore_address(static_cast<std::uint64_t>(core), sem.index);
+  in.value = 1;
+  impl_->check_instruction(call, in);
+  // As a write of the tile, it follows every earlier read and write of it.
+  impl_->emit(engine, in, {}, {region_of(after)});
+}
+
+void KernelBuilder::wait_core(const CoreSemaphore& sem, std::uint32_t count, const Tile& tile, int core,
+                              arch::Engine engine, SourceLocation where) {
+  impl_->at(where);
+  const auto call = [&] {
+    return core < 0 ? fmt::format("wait_core('{}' >= {}, tile '{}')", sem.name, count, tile.name)
+                    : fmt::format("wait_core('{}' >= {}, tile '{}' of core {})", sem.name, count, tile.name, core);
+  };
+  impl_->check_live(call);
+  if (core >= 0 || core < -1) impl_->check_other_core(call, core, false);
+  impl_->check_semaphore(call, sem);
+  impl_->check_tile(call, "guarded", tile);
+  if (count == 0) throw KernelError(fmt::format("{}: a wait for 0 raises waits for nothing", call()));
+  arch::Instruction in;
+  in.engine = engine;
+  in.opcode = arch::Opcode::SemWait;
+  in.sem = sem.index;
+  in.value = count;
+  impl_->check_instruction(call, in);
+  // As a write of what it guards, later operations on it follow the wait.
+  const builder::Region guarded = core < 0 ? region_of(tile)
+                                           : builder::remote_region(tile, static_cast<std::uint64_t>(core),
+                                                                    impl_->map, 0, tile.partitions);
+  impl_->emit(engine, in, {}, {guarded});
+  if (core < 0) impl_->written(tile);
+}
+
 // --------------------------------------------------------------------- build
 
 void KernelBuilder::label(const std::string& text) {
@@ -606,7 +737,16 @@ void KernelBuilder::label(const std::string& text) {
 Program KernelBuilder::build() {
   impl_->check_live([] { return std::string("build()"); });
   impl_->built = true;
+  const std::size_t own = arch::kNumEngines + impl_->schedule.queues().size();
+  const std::size_t reserved = impl_->core_semaphores.size();
+  if (reserved > 0 && own + reserved > static_cast<std::size_t>(cfg_.sync.semaphores))
+    throw KernelError(fmt::format("build(): needs {} semaphores (5 engines + {} DMA queues + {} raised by other "
+                                  "cores); the config has {}",
+                                  own + reserved, impl_->schedule.queues().size(), reserved, cfg_.sync.semaphores));
   Program p = builder::assemble(cfg_, impl_->schedule, impl_->labels, impl_->origins, impl_->space.allocations());
+  for (std::size_t i = 0; i < reserved; ++i)
+    p.core_semaphores.emplace_back(static_cast<std::uint16_t>(cfg_.sync.semaphores - 1 - static_cast<std::int64_t>(i)),
+                                   impl_->core_semaphores[i]);
   p.name = impl_->name;
   p.matmul_flops = impl_->matmul_flops;
   return p;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace tessera::arch {
 
 AddressMap::AddressMap(const HwConfig& cfg)
@@ -10,7 +12,26 @@ AddressMap::AddressMap(const HwConfig& cfg)
       sbuf_partitions(static_cast<std::uint64_t>(cfg.sbuf.partitions)),
       psum_partition_bytes(static_cast<std::uint64_t>(cfg.psum.banks * cfg.psum.bank_kib) * 1024),
       psum_partitions(static_cast<std::uint64_t>(cfg.psum.partitions)),
-      semaphores(static_cast<std::uint64_t>(cfg.sync.semaphores)) {}
+      semaphores(static_cast<std::uint64_t>(cfg.sync.semaphores)),
+      chip_cores(static_cast<std::uint64_t>(std::max<std::int64_t>(1, cfg.chip.cores))) {}
+
+bool AddressMap::decode_peer(std::uint64_t address, std::uint64_t length, PeerAddress& out) const {
+  if (address < kPeerBase || address >= kPeerBase + chip_cores * kPeerStride) return false;
+  const std::uint64_t core = (address - kPeerBase) / kPeerStride;
+  const std::uint64_t offset = (address - kPeerBase) % kPeerStride;
+  const auto inside = [&](std::uint64_t base, std::uint64_t size) {
+    return offset >= base && offset - base <= size && length <= size - (offset - base);
+  };
+  if (inside(0, sbuf_bytes())) {
+    out = {core, kSbufBase + offset};
+    return true;
+  }
+  if (inside(kPeerSemaphoreOffset, semaphores * kSemaphoreStride)) {
+    out = {core, kSemaphoreBase + (offset - kPeerSemaphoreOffset)};
+    return true;
+  }
+  return false;
+}
 
 Region AddressMap::region_of(std::uint64_t address, std::uint64_t length) const {
   const auto inside = [&](std::uint64_t base, std::uint64_t size) {
@@ -20,6 +41,8 @@ Region AddressMap::region_of(std::uint64_t address, std::uint64_t length) const 
   if (inside(kSbufBase, sbuf_bytes())) return Region::Sbuf;
   if (inside(kPsumBase, psum_bytes())) return Region::Psum;
   if (inside(kSemaphoreBase, semaphores * kSemaphoreStride)) return Region::Semaphore;
+  PeerAddress peer;
+  if (decode_peer(address, length, peer)) return Region::Peer;
   return Region::None;
 }
 
@@ -35,6 +58,8 @@ std::string AddressMap::describe(std::uint64_t address) const {
   if (address >= kSemaphoreBase && address < kSemaphoreBase + semaphores * kSemaphoreStride)
     return fmt::format("semaphore {}", (address - kSemaphoreBase) / kSemaphoreStride);
   if (address < hbm_bytes) return fmt::format("hbm 0x{:x}", address);
+  PeerAddress peer;
+  if (decode_peer(address, 1, peer)) return fmt::format("core {} {}", peer.core, describe(peer.local));
   return fmt::format("unmapped 0x{:x}", address);
 }
 

@@ -1,5 +1,6 @@
 // The device address map: where HBM, SBUF, PSUM and the semaphores sit in the
-// one address space that DMA descriptors and the interconnect use.
+// one address space that DMA descriptors and the interconnect use, and, on a
+// chip, where every core's SBUF and semaphores appear to the other cores.
 #pragma once
 
 #include "arch/config.h"
@@ -17,6 +18,14 @@ inline constexpr std::uint64_t kSbufBase = 0x1000'0000'0000ull;
 inline constexpr std::uint64_t kPsumBase = 0x1100'0000'0000ull;
 inline constexpr std::uint64_t kSemaphoreBase = 0x1200'0000'0000ull;
 inline constexpr std::uint64_t kSemaphoreStride = 4;  // one 32-bit register each
+// Core c of the chip, seen from the others (docs/multicore.md, "Between
+// cores"): its SBUF at kPeerBase + c * kPeerStride, its semaphores
+// kPeerSemaphoreOffset above that. kMaxChipCores (chip.cores' ceiling) end
+// at 0x6000'0000'0000, inside the descriptors' 48-bit addresses.
+inline constexpr std::uint64_t kMaxChipCores = 64;
+inline constexpr std::uint64_t kPeerBase = 0x2000'0000'0000ull;
+inline constexpr std::uint64_t kPeerStride = 0x0100'0000'0000ull;
+inline constexpr std::uint64_t kPeerSemaphoreOffset = 0x0080'0000'0000ull;
 
 // The top of HBM holds the engines' instruction streams and DMA descriptor
 // rings (a quarter of HBM, 64 MiB .. 4 GiB: a large GEMM has a million
@@ -24,7 +33,14 @@ inline constexpr std::uint64_t kSemaphoreStride = 4;  // one 32-bit register eac
 inline constexpr std::uint64_t kMinProgramAreaBytes = 64ull << 20;
 inline constexpr std::uint64_t kMaxProgramAreaBytes = 4ull << 30;
 
-enum class Region { Hbm, Sbuf, Psum, Semaphore, None };
+enum class Region { Hbm, Sbuf, Psum, Semaphore, Peer, None };
+
+// A peer address taken apart: core `core`, at `local` in that core's own map
+// (kSbufBase + ... or kSemaphoreBase + ...).
+struct PeerAddress {
+  std::uint64_t core = 0;
+  std::uint64_t local = 0;
+};
 
 struct AddressMap {
   std::uint64_t hbm_bytes;
@@ -33,6 +49,7 @@ struct AddressMap {
   std::uint64_t psum_partition_bytes;
   std::uint64_t psum_partitions;
   std::uint64_t semaphores;
+  std::uint64_t chip_cores;  // chip.cores: the peer windows that exist
 
   explicit AddressMap(const HwConfig& cfg);
 
@@ -51,6 +68,21 @@ struct AddressMap {
     return kPsumBase + partition * psum_partition_bytes + byte;
   }
   std::uint64_t semaphore_address(std::uint64_t index) const { return kSemaphoreBase + index * kSemaphoreStride; }
+  // Core `core`'s SBUF and semaphores, as another core of the chip addresses them.
+  std::uint64_t peer_sbuf_address(std::uint64_t core, std::uint64_t partition, std::uint64_t byte) const {
+    return kPeerBase + core * kPeerStride + partition * sbuf_partition_bytes + byte;
+  }
+  std::uint64_t peer_semaphore_address(std::uint64_t core, std::uint64_t index) const {
+    return kPeerBase + core * kPeerStride + kPeerSemaphoreOffset + index * kSemaphoreStride;
+  }
+  // The core and local address of [address, address + length) when it lies
+  // inside one core's peer SBUF or semaphores; false otherwise.
+  bool decode_peer(std::uint64_t address, std::uint64_t length, PeerAddress& out) const;
+  // The end of everything a DMA engine may address (its window's limit): a
+  // core's own memories, and on a chip the other cores' peer windows.
+  std::uint64_t dma_window_limit(bool on_chip) const {
+    return on_chip ? kPeerBase + chip_cores * kPeerStride : kSemaphoreBase + semaphores * kSemaphoreStride;
+  }
 
   // The region holding [address, address + length), or None when the range
   // is unmapped or straddles a region's end.

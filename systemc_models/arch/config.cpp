@@ -88,6 +88,8 @@ const std::vector<std::string>& rtl_array_sizes() {
   return sizes;
 }
 
+std::int64_t peer_dma_engines(const HwConfig& cfg) { return std::min(cfg.chip.peer_dma_engines, cfg.dma.engines); }
+
 HbmConfig chip_hbm(const HwConfig& cfg) {
   HbmConfig h = cfg.hbm;
   const std::int64_t n = cfg.chip.cores;

@@ -121,7 +121,18 @@ struct ChipConfig {
   std::int64_t hbm_capacity_gib = 0;
   double hbm_bandwidth_gbps = 0;
   std::int64_t hbm_channels = 0;
+  // The core-to-core path (docs/multicore.md, "Between cores"): each core's
+  // port into the chip's fabric, one direction each way, and how many of its
+  // DMA engines (the first ones) reach another core's SBUF and semaphores.
+  double core_link_bandwidth_gbps = 0;
+  double core_link_latency_ns = 0;
+  std::int64_t peer_dma_engines = 0;  // more than dma.engines: all of them (peer_dma_engines())
 };
+
+struct HwConfig;
+// The DMA engines of a core that reach other cores: chip.peer_dma_engines,
+// at most the core's dma.engines (a what-if with fewer engines keeps its path).
+std::int64_t peer_dma_engines(const HwConfig& cfg);
 
 struct HwConfig {
   std::string name;

@@ -150,13 +150,19 @@ std::vector<FieldSpec> build_schema() {
 
   // The chip: cores sharing one HBM (docs/multicore.md).
   s.push_back(field("chip.cores", TSR_REF(IntRef, c.chip.cores), "cores",
-                    "NeuronCores per chip, all sharing the chip's HBM; `tessera run --cores N` runs N of them").at_least(1).at_most(64).def("1"));
+                    "NeuronCores per chip, all sharing the chip's HBM; `tessera run --cores N` runs N of them").at_least(1).at_most(static_cast<double>(kMaxChipCores)).def("1"));
   s.push_back(field("chip.hbm_capacity_gib", TSR_REF(IntRef, c.chip.hbm_capacity_gib), "GiB",
                     "HBM of the whole chip; 0: chip.cores x hbm.capacity_gib").or_zero().at_least(1).at_most(kHbmWindowGib).def("0"));
   s.push_back(field("chip.hbm_bandwidth_gbps", TSR_REF(FloatRef, c.chip.hbm_bandwidth_gbps), "GB/s",
                     "HBM bandwidth of the whole chip, over its channels, which every core's requests contend for; 0: chip.cores x hbm.bandwidth_gbps").or_zero().at_least(1).at_most(1000000).def("0"));
   s.push_back(field("chip.hbm_channels", TSR_REF(IntRef, c.chip.hbm_channels), "channels",
                     "HBM channels of the whole chip (a power of two); 0: chip.cores x hbm.channels").or_zero().at_least(1).at_most(4096).def("0"));
+  s.push_back(field("chip.core_link_bandwidth_gbps", TSR_REF(FloatRef, c.chip.core_link_bandwidth_gbps), "GB/s",
+                    "Each core's port into the chip's core-to-core fabric, per direction: every byte a core's DMA sends to (or reads from) another core's SBUF crosses the sender's and the receiver's port, whose bandwidth all such transfers share").at_least(1).at_most(1000000).def("64"));
+  s.push_back(field("chip.core_link_latency_ns", TSR_REF(FloatRef, c.chip.core_link_latency_ns), "ns",
+                    "From a core's request leaving its port to its arrival at another core (data, or a semaphore increment)").at_least(0).at_most(1e6).def("100"));
+  s.push_back(field("chip.peer_dma_engines", TSR_REF(IntRef, c.chip.peer_dma_engines), "engines",
+                    "How many of a core's DMA engines (engines 0 .. N-1, at most dma.engines) reach another core's SBUF and semaphores; 0: none (cores share HBM only)").at_least(0).at_most(256).def("0"));
 
   s.push_back(field("simulation.default_fidelity", TSR_REF(StringRef, c.simulation.default_fidelity), "",
                     "rtl, sampled or tlm; a run may override it").def("sampled").one_of({"rtl", "sampled", "tlm"}));

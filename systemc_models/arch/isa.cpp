@@ -1,5 +1,7 @@
 #include "arch/isa.h"
 
+#include "arch/address_map.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -89,6 +91,7 @@ const char* to_string(Opcode op) {
     case Opcode::SemWait: return "SemWait";
     case Opcode::SemIncr: return "SemIncr";
     case Opcode::DmaTrigger: return "DmaTrigger";
+    case Opcode::SemSignal: return "SemSignal";
     case Opcode::LoadStationary: return "LoadStationary";
     case Opcode::MultiplyMoving: return "MultiplyMoving";
     case Opcode::Transpose: return "Transpose";
@@ -111,7 +114,8 @@ bool runs_on(Opcode op, Engine e) {
     case Opcode::End:
     case Opcode::SemWait:
     case Opcode::SemIncr:
-    case Opcode::DmaTrigger: return true;
+    case Opcode::DmaTrigger:
+    case Opcode::SemSignal: return true;
     case Opcode::LoadStationary:
     case Opcode::MultiplyMoving:
     case Opcode::Transpose: return e == Engine::Tensor;
@@ -359,6 +363,7 @@ std::string disassemble(const Instruction& in) {
     case Opcode::SemIncr: return s + fmt::format(" sem[{}] += {}", in.sem, in.value);
     case Opcode::DmaTrigger:
       return s + fmt::format(" dma{}.q{} {} descriptor(s) @0x{:x}", in.dma_engine, in.dma_queue, in.value, in.address);
+    case Opcode::SemSignal: return s + fmt::format(" peer sem @0x{:x} += {}", in.address, in.value);
     case Opcode::LoadStationary:
       if (in.double_row()) s += " double_row";
       break;
@@ -576,6 +581,18 @@ struct Checker {
                            cfg.dma.queues_per_engine));
         if (in.value == 0) fail("DmaTrigger of zero descriptors");
         break;
+      case Opcode::SemSignal: {
+        const AddressMap map(cfg);
+        PeerAddress peer;
+        const std::uint64_t core = in.address >= kPeerBase ? (in.address - kPeerBase) / kPeerStride : 0;
+        if (in.address >= kPeerBase && core >= map.chip_cores && core < kMaxChipCores)
+          fail(fmt::format("SemSignal: core {} does not exist (chip.cores is {})", core, map.chip_cores));
+        else if (!map.decode_peer(in.address, kSemaphoreStride, peer) || peer.local < kSemaphoreBase ||
+            in.address % kSemaphoreStride != 0)
+          fail(fmt::format("SemSignal address 0x{:x} is not another core's semaphore ({})", in.address,
+                           map.describe(in.address)));
+        break;
+      }
       case Opcode::LoadStationary:
         require("a", in.a);
         tensor_input("a", in.a, in.b);

@@ -84,6 +84,7 @@ enum class Opcode : std::uint8_t {
   SemWait = 0x02,     // block until semaphore[sem] >= value
   SemIncr = 0x03,     // semaphore[sem] += value
   DmaTrigger = 0x04,  // enqueue `count` descriptors at `address` on (dma_engine, queue), ring its doorbell
+  SemSignal = 0x05,   // another core's semaphore at peer address `address` += value (through the chip's fabric)
   // Tensor engine.
   LoadStationary = 0x10,  // src [K partitions, M] -> the array's stationary buffer
   MultiplyMoving = 0x11,  // dst(PSUM) [M, N] (=|+=) stationary.T @ src [K, N]
@@ -140,10 +141,10 @@ struct Instruction {
   ActFunc func = ActFunc::Identity;
   float imm0 = 0, imm1 = 0, imm2 = 0;
   std::uint16_t sem = 0;        // SemWait / SemIncr
-  std::uint32_t value = 0;      // SemWait threshold / SemIncr delta / DmaTrigger descriptor count
+  std::uint32_t value = 0;      // SemWait threshold / SemIncr, SemSignal delta / DmaTrigger descriptor count
   std::uint16_t dma_engine = 0; // DmaTrigger
   std::uint16_t dma_queue = 0;
-  std::uint64_t address = 0;    // DmaTrigger: device address of the first descriptor
+  std::uint64_t address = 0;    // DmaTrigger: device address of the first descriptor; SemSignal: the semaphore's
   AccessPattern dst, a, b, c;
 
   bool accumulate() const { return flags & kFlagAccumulate; }

@@ -31,6 +31,11 @@ Chip::Chip(const arch::HwConfig& cfg, std::size_t cores, trace::Stats& stats,
     o.program_slices = static_cast<std::uint32_t>(cores);
     cores_.push_back(std::make_unique<NeuronCore>(fmt::format("core{}", i).c_str(), core_cfg_, stats, o));
   }
+  fabric_ = std::make_unique<ChipFabric>("fabric", core_cfg_, cores, stats);
+  for (std::size_t i = 0; i < cores; ++i) {
+    fabric_->attach(i, cores_[i]->interconnect(), cores_[i]->semaphores());
+    cores_[i]->context().peers = &fabric_->signals(i);
+  }
   bandwidth_ = std::make_unique<Bandwidth>(stats, *hbm_, *this);
 }
 

@@ -5,10 +5,12 @@
 // fixed share of the bandwidth. Each core addresses the whole HBM at the
 // same addresses, so a tensor in HBM is visible to every core; each core's
 // instruction streams and DMA rings go to its own slice of the program area.
-// docs/multicore.md.
+// The cores reach each other's SBUF and semaphores through the chip's
+// fabric (core/fabric.h). docs/multicore.md.
 #pragma once
 
 #include "arch/config.h"
+#include "core/fabric.h"
 #include "core/neuron_core.h"
 #include "memory/hbm.h"
 #include "trace/stats.h"
@@ -38,6 +40,7 @@ public:
   std::size_t size() const { return cores_.size(); }
   NeuronCore& core(std::size_t i) { return *cores_.at(i); }
   memory::Hbm& hbm() { return *hbm_; }
+  ChipFabric& fabric() { return *fabric_; }
   // The config each core runs with: the core, addressing the whole chip's HBM.
   const arch::HwConfig& core_config() const { return core_cfg_; }
 
@@ -48,6 +51,7 @@ private:
   arch::HwConfig core_cfg_;
   std::unique_ptr<memory::Hbm> hbm_;
   std::vector<std::unique_ptr<NeuronCore>> cores_;
+  std::unique_ptr<ChipFabric> fabric_;
   sc_core::sc_time end_time_;
   // The chip's HBM bandwidth over the run (all cores' traffic).
   struct Bandwidth : trace::Group {

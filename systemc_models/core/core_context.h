@@ -33,6 +33,17 @@ public:
   virtual std::string ring(std::uint32_t engine, std::uint32_t queue, std::uint64_t address, std::uint32_t count) = 0;
 };
 
+// The chip's fabric as a sequencer sees it (core/fabric.h): a SemSignal
+// instruction increments another core's semaphore through it.
+class PeerSignals {
+public:
+  virtual ~PeerSignals() = default;
+  // Adds `value` to the semaphore at peer address `address`
+  // (arch::AddressMap::peer_semaphore_address), arriving after the path's
+  // latency. Returns an error message, or empty.
+  virtual std::string signal(std::uint64_t address, std::uint32_t value) = 0;
+};
+
 struct CoreContext {
   const arch::HwConfig& cfg;
   arch::AddressMap map;
@@ -59,6 +70,11 @@ struct CoreContext {
   // Where the DMA subsystem's totals are named: "dma" for a lone core,
   // "coreN.dma" for core N of a chip, whose statistics share one registry.
   std::string dma_totals_name = "dma";
+  // A core of a chip: its DMA engines' window takes in the other cores'
+  // SBUF and semaphores (arch::AddressMap::dma_window_limit).
+  bool on_chip = false;
+  // A core of a chip: the fabric, for semaphores of other cores; else none.
+  PeerSignals* peers = nullptr;
 };
 
 }  // namespace tessera::core

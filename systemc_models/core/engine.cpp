@@ -194,7 +194,7 @@ void Engine::run() {
       ++stats_.instructions;
       if (ctx_.waves) {
         ctx_.waves->engine_instruction(static_cast<int>(kind_), index, static_cast<std::uint8_t>(in.opcode));
-        if (in.opcode <= arch::Opcode::DmaTrigger) wave_state(trace::WaveProbe::EngineState::Control);
+        if (in.opcode <= arch::Opcode::SemSignal) wave_state(trace::WaveProbe::EngineState::Control);
       }
       current_ = &in;
       current_index_ = index;
@@ -237,6 +237,14 @@ void Engine::run() {
             ctx_.timeline->signal(in.sem, in.value, last_slice_track_, trace::ns(last_slice_end_),
                                   trace::ns(sc_time_stamp()));
           break;
+        case arch::Opcode::SemSignal: {
+          // Like SemIncr, it announces the work before it, on another core.
+          drain();
+          if (!ctx_.peers) throw std::runtime_error("SemSignal: this core is not on a chip (no other core to signal)");
+          const std::string err = ctx_.peers->signal(in.address, in.value);
+          if (!err.empty()) throw std::runtime_error(err);
+          break;
+        }
         case arch::Opcode::DmaTrigger: {
           drain();
           if (!ctx_.dma) throw std::runtime_error("this core has no DMA subsystem");

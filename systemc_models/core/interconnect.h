@@ -1,6 +1,9 @@
 // Routes the device address map (arch/address_map.h) to HBM, SBUF, PSUM and
-// the semaphores. Any number of initiators (sequencers, DMA engines) bind to
-// the one target socket; an unmapped address gets TLM_ADDRESS_ERROR_RESPONSE.
+// the semaphores, and on a chip the other cores' SBUF and semaphores to the
+// chip's fabric (core/fabric.h). Any number of initiators (sequencers, DMA
+// engines, the fabric delivering other cores' requests) bind to the one
+// target socket; an unmapped address, or a peer address from an initiator
+// with no path to the fabric, gets TLM_ADDRESS_ERROR_RESPONSE.
 #pragma once
 
 #include "arch/address_map.h"
@@ -9,6 +12,9 @@
 #include <tlm>
 #include <tlm_utils/multi_passthrough_target_socket.h>
 #include <tlm_utils/simple_initiator_socket.h>
+
+#include <memory>
+#include <vector>
 
 namespace tessera::core {
 
@@ -20,14 +26,27 @@ public:
   tlm_utils::simple_initiator_socket<Interconnect> to_psum;
   tlm_utils::simple_initiator_socket<Interconnect> to_semaphores;
 
-  Interconnect(sc_core::sc_module_name name, const arch::AddressMap& map);
+  // Only on a chip (`fabric_port`): to the chip's fabric, for other cores' addresses.
+  std::unique_ptr<tlm_utils::simple_initiator_socket<Interconnect>> to_fabric;
+
+  Interconnect(sc_core::sc_module_name name, const arch::AddressMap& map, bool fabric_port = false);
+
+  // Binds an initiator to `target`; `reaches_peers`: its requests for other
+  // cores' addresses go to the fabric (a DMA engine below chip.peer_dma_engines).
+  template <typename Socket>
+  void bind_initiator(Socket& socket, bool reaches_peers) {
+    socket.bind(target);
+    reaches_peers_.push_back(reaches_peers);
+  }
 
 private:
   void b_transport(int initiator, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
   unsigned transport_dbg(int initiator, tlm::tlm_generic_payload& trans);
-  tlm_utils::simple_initiator_socket<Interconnect>* route(tlm::tlm_generic_payload& trans, std::uint64_t& base);
+  tlm_utils::simple_initiator_socket<Interconnect>* route(int initiator, tlm::tlm_generic_payload& trans,
+                                                          std::uint64_t& base);
 
   arch::AddressMap map_;
+  std::vector<bool> reaches_peers_;  // by initiator, in binding order (bind_initiator); others: no
 };
 
 }  // namespace tessera::core

@@ -5,7 +5,8 @@ namespace tessera::core {
 using sc_core::sc_time;
 using sc_core::SC_NS;
 
-MemorySystem::MemorySystem(const arch::HwConfig& cfg, trace::Stats& stats, memory::Hbm* shared_hbm) : map(cfg) {
+MemorySystem::MemorySystem(const arch::HwConfig& cfg, trace::Stats& stats, memory::Hbm* shared_hbm, bool fabric_port)
+    : map(cfg) {
   // On-chip memories count time in tensor-engine cycles: the array is what
   // they are built to feed.
   const sc_time mem_clock(1.0 / cfg.tensor.clock_ghz, SC_NS);
@@ -29,7 +30,7 @@ MemorySystem::MemorySystem(const arch::HwConfig& cfg, trace::Stats& stats, memor
       stats);
   semaphores = std::make_unique<Semaphores>("semaphores", static_cast<std::size_t>(cfg.sync.semaphores),
                                             sc_time(cfg.sync.latency_ns, SC_NS), stats);
-  interconnect = std::make_unique<Interconnect>("interconnect", map);
+  interconnect = std::make_unique<Interconnect>("interconnect", map, fabric_port);
   interconnect->to_hbm.bind(hbm->socket);
   interconnect->to_sbuf.bind(sbuf->socket);
   interconnect->to_psum.bind(psum->socket);

@@ -20,8 +20,10 @@ namespace tessera::core {
 struct MemorySystem {
   // The modules are named hbm, sbuf, psum, semaphores and interconnect under
   // the module being constructed. With `shared_hbm` (a chip's, which every
-  // core's interconnect binds to) there is no HBM of its own.
-  MemorySystem(const arch::HwConfig& cfg, trace::Stats& stats, memory::Hbm* shared_hbm = nullptr);
+  // core's interconnect binds to) there is no HBM of its own; with
+  // `fabric_port` the interconnect has a port to the chip's fabric.
+  MemorySystem(const arch::HwConfig& cfg, trace::Stats& stats, memory::Hbm* shared_hbm = nullptr,
+               bool fabric_port = false);
 
   // A context for engines on these memories (no DMA doorbell).
   CoreContext context(const arch::HwConfig& cfg, trace::Stats& stats, bool no_data);

@@ -26,7 +26,8 @@ NeuronCore::Bandwidth::Bandwidth(trace::Stats& stats, const sc_core::sc_object& 
 NeuronCore::NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, trace::Stats& stats,
                        const CoreOptions& options)
     : sc_module(name), cfg_(cfg), stats_(stats) {
-  mem_ = std::make_unique<MemorySystem>(cfg, stats, options.shared_hbm);
+  // A core of a chip (a shared HBM) reaches the other cores through the chip's fabric.
+  mem_ = std::make_unique<MemorySystem>(cfg, stats, options.shared_hbm, options.shared_hbm != nullptr);
   if (options.program_slices == 0 || options.program_slice >= options.program_slices)
     throw std::runtime_error(fmt::format("program slice {} of {}: no such slice", options.program_slice,
                                          options.program_slices));
@@ -37,7 +38,10 @@ NeuronCore::NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, 
   ctx_->waves = options.waves;
   ctx_->timeline = options.timeline;
   ctx_->origin_of = options.origin_of;
-  if (options.shared_hbm) ctx_->dma_totals_name = std::string(this->name()) + ".dma";
+  if (options.shared_hbm) {
+    ctx_->dma_totals_name = std::string(this->name()) + ".dma";
+    ctx_->on_chip = true;
+  }
   if (options.waves) {
     mem_->sbuf->set_wave_probe(options.waves, trace::WaveProbe::Memory::Sbuf);
     mem_->psum->set_wave_probe(options.waves, trace::WaveProbe::Memory::Psum);
@@ -59,7 +63,7 @@ NeuronCore::NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, 
   engines_[static_cast<std::size_t>(arch::Engine::GpSimd)] = std::make_unique<engines::GpSimdEngine>("gpsimd", *ctx_);
   engines_[static_cast<std::size_t>(arch::Engine::Sync)] = std::make_unique<engines::SyncEngine>("sync", *ctx_);
   for (auto& e : engines_)
-    if (e) e->fetch.bind(mem_->interconnect->target);
+    if (e) mem_->interconnect->bind_initiator(e->fetch, false);
   dma_ = std::make_unique<dma::DmaSubsystem>(*ctx_, options.dma_engine);
   // A chip's HBM has its own bandwidth figure over all its cores (core/chip.h).
   if (!options.shared_hbm) {
@@ -74,7 +78,9 @@ NeuronCore::NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, 
       return s.bytes_read.value() + s.bytes_written.value() + s.bytes_timing_only.value();
     }));
   }
-  for (std::size_t i = 0; i < dma_->engines(); ++i) dma_->engine(i).socket.bind(mem_->interconnect->target);
+  // The first chip.peer_dma_engines engines reach the other cores' SBUF and semaphores.
+  for (std::size_t i = 0; i < dma_->engines(); ++i)
+    mem_->interconnect->bind_initiator(dma_->engine(i).socket, i < static_cast<std::size_t>(arch::peer_dma_engines(cfg)));
   ctx_->dma = dma_.get();
   if (options.dma_sampler) {
     dma_sampler_ = options.dma_sampler(*ctx_);

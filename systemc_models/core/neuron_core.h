@@ -89,6 +89,7 @@ public:
   memory::PartitionedMemory& sbuf() { return *mem_->sbuf; }
   memory::PartitionedMemory& psum() { return *mem_->psum; }
   Semaphores& semaphores() { return *mem_->semaphores; }
+  Interconnect& interconnect() { return *mem_->interconnect; }
   Engine& engine(arch::Engine e) { return *engines_.at(static_cast<std::size_t>(e)); }
   engines::TensorEngine& tensor();
   dma::DmaSubsystem& dma() { return *dma_; }

@@ -235,7 +235,7 @@ RtlDmaEngine::RtlDmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx,
   namespace r = arch::dma_reg;
   // The window is the whole device map, so the RTL's ADDR_WINDOW check rejects
   // what lies beyond it; holes inside it come back as decode errors instead.
-  const std::uint64_t limit = arch::kSemaphoreBase + ctx.map.semaphores * arch::kSemaphoreStride;
+  const std::uint64_t limit = ctx.map.dma_window_limit(ctx.on_chip);
   write_reg_now(r::kWinBaseLo, 0);
   write_reg_now(r::kWinBaseHi, 0);
   write_reg_now(r::kWinLimitLo, static_cast<std::uint32_t>(limit));

@@ -26,7 +26,8 @@ Hbm::Hbm(sc_core::sc_module_name name, const arch::HbmConfig& cfg, trace::Stats&
       // GB/s is bytes per ns; each of the channels carries an equal share.
       ns_per_byte_per_channel_(static_cast<double>(cfg.channels) / cfg.bandwidth_gbps),
       bin_capacity_bytes_(cfg.bandwidth_gbps / static_cast<double>(cfg.channels) * kBinNs),
-      channel_bins_(static_cast<std::size_t>(cfg.channels)),
+      channel_bins_(static_cast<std::size_t>(cfg.channels),
+                    TimeBins(ns_per_byte_per_channel_, bin_capacity_bytes_, kBinNs)),
       per_channel_(static_cast<std::size_t>(cfg.channels), 0),
       stats_(stats, *this) {
   socket.register_b_transport(this, &Hbm::b_transport);
@@ -53,24 +54,6 @@ void Hbm::backdoor_write(std::uint64_t address, const std::uint8_t* in, std::uin
   store_.write(address, in, length);
 }
 
-double& Hbm::ChannelBins::at(std::int64_t bin) {
-  if (used.empty()) first = bin;
-  while (bin < first) {
-    used.push_front(0);
-    --first;
-  }
-  const auto i = static_cast<std::size_t>(bin - first);
-  if (i >= used.size()) used.resize(i + 1, 0.0);
-  return used[i];
-}
-
-void Hbm::ChannelBins::drop_before(std::int64_t bin) {
-  while (!used.empty() && first < bin) {
-    used.pop_front();
-    ++first;
-  }
-}
-
 sc_time Hbm::book(std::uint64_t address, std::uint64_t length, const sc_time& start) {
   const std::size_t channels = channel_bins_.size();
   for (std::uint64_t a = address, end = address + length; a < end;) {
@@ -86,22 +69,9 @@ sc_time Hbm::book(std::uint64_t address, std::uint64_t length, const sc_time& st
   // Channels in index order, so that a trace's traffic bins add up in one order.
   for (std::size_t c = 0; c < channels; ++c) {
     if (per_channel_[c] == 0) continue;
-    ChannelBins& bins = channel_bins_[c];
-    bins.drop_before(stale);
-    double left = static_cast<double>(per_channel_[c]);
-    std::int64_t b = static_cast<std::int64_t>(start_ns / kBinNs);
-    double finish = start_ns;
-    while (left > 0) {
-      double& used = bins.at(b);
-      const double take = std::min(left, bin_capacity_bytes_ - used);
-      used += take;
-      left -= take;
-      if (record_traffic_) traffic_[b] += take;
-      finish = (static_cast<double>(b) + used / bin_capacity_bytes_) * kBinNs;
-      ++b;
-    }
-    // Never faster than streaming the bytes through the channel.
-    done_ns = std::max({done_ns, finish, start_ns + ns_per_byte_per_channel_ * static_cast<double>(per_channel_[c])});
+    const double finish = channel_bins_[c].book(static_cast<double>(per_channel_[c]), start_ns, stale,
+                                                record_traffic_ ? &traffic_ : nullptr);
+    done_ns = std::max(done_ns, finish);
     per_channel_[c] = 0;
   }
   return sc_time(done_ns, SC_NS);

@@ -13,13 +13,13 @@
 #include "arch/config.h"
 #include "memory/channel_hash.h"
 #include "memory/sparse_store.h"
+#include "memory/time_bins.h"
 #include "trace/stats.h"
 
 #include <systemc>
 #include <tlm>
 #include <tlm_utils/multi_passthrough_target_socket.h>
 
-#include <deque>
 #include <map>
 #include <vector>
 
@@ -77,15 +77,7 @@ private:
   double ns_per_byte_per_channel_;  // kept in ns: a per-byte sc_time would round to the time resolution
   static constexpr double kBinNs = 64;
   double bin_capacity_bytes_;  // per channel per bin
-  // One channel's bins from `first` on (bins before now take no more
-  // requests and are dropped); a bin never booked holds 0.
-  struct ChannelBins {
-    std::int64_t first = 0;
-    std::deque<double> used;  // bytes booked in bin first + i
-    double& at(std::int64_t bin);
-    void drop_before(std::int64_t bin);
-  };
-  std::vector<ChannelBins> channel_bins_;
+  std::vector<TimeBins> channel_bins_;  // each channel's bandwidth
   std::vector<std::uint64_t> per_channel_;  // book()'s scratch: bytes of the request per channel
   bool record_traffic_ = false;
   std::map<std::int64_t, double> traffic_;  // bin index -> bytes

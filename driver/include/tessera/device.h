@@ -41,13 +41,6 @@ struct DeviceOptions {
   int cores = 0;
 };
 
-// Which instance of an SPMD launch a program is built for: NKI's
-// program_id(0) and num_programs(0). Instance i runs on core i.
-struct Spmd {
-  int instance = 0;
-  int grid = 1;
-};
-
 class Device {
 public:
   explicit Device(const DeviceOptions& options);

@@ -54,6 +54,13 @@ struct MatmulInput {
   static MatmulInput mx(const Tile& data, const Tile& scale);
 };
 
+// A semaphore of this core that other cores of the chip raise
+// (KernelBuilder::core_semaphore); a running count from 0 at the launch.
+struct CoreSemaphore {
+  std::uint16_t index = 0;
+  std::string name;
+};
+
 // A broken rule, thrown by the call that broke it.
 class KernelError : public std::runtime_error {
 public:
@@ -63,6 +70,9 @@ public:
 class KernelBuilder {
 public:
   KernelBuilder(const arch::HwConfig& cfg, std::string kernel_name);
+  // A kernel for instance `spmd.instance` of an SPMD launch over
+  // `spmd.grid` cores: it may reach the other cores (below).
+  KernelBuilder(const arch::HwConfig& cfg, std::string kernel_name, const Spmd& spmd);
   ~KernelBuilder();
   KernelBuilder(const KernelBuilder&) = delete;
   KernelBuilder& operator=(const KernelBuilder&) = delete;
@@ -130,6 +140,35 @@ public:
   // --- GpSimd engine ---------------------------------------------------------
   void iota(const Tile& dst, float base, float partition_step, float free_step, SourceLocation where = SourceLocation::current());
   void partition_reduce(const Tile& dst, const Tile& src, arch::AluOp op, SourceLocation where = SourceLocation::current());  // dst [1, F]
+
+  // --- Other cores of the chip (docs/multicore.md, "Between cores") --------
+  // Every instance of an SPMD launch makes the same calls in the same order
+  // (allocating alike, so a tile names the same SBUF bytes on every core,
+  // and a semaphore's name has the same index on every core).
+  //
+  // A semaphore of this core that other cores raise and this core waits on.
+  CoreSemaphore core_semaphore(const std::string& name);
+  // This core's SBUF tile `src` into the bytes tile `dst` names on core
+  // `core`, split by partitions over the DMA engines that reach other cores
+  // (chip.peer_dma_engines). Once every piece has landed there, the GpSimd
+  // engine raises `done` on that core by 1. It waits for what wrote `src`
+  // and for any wait_core() that guards `dst` on `core`.
+  void dma_to_core(int core, const Tile& dst, const Tile& src, const CoreSemaphore& done,
+                   SourceLocation where = SourceLocation::current());
+  // Raises `sem` on core `core` by 1 from `engine` once every operation
+  // placed so far that reads or writes `after` (a tile of this core) has
+  // finished: its bytes may be overwritten now (a receive buffer is free).
+  void signal_core(int core, const CoreSemaphore& sem, const Tile& after,
+                   arch::Engine engine = arch::Engine::GpSimd, SourceLocation where = SourceLocation::current());
+  // Waits on `engine` until this core's `sem` has been raised `count` times
+  // in all, and orders every later operation on `tile` after the wait: of
+  // this core (core -1: what other cores sent into it has landed), or the
+  // tile as core `core` holds it (later dma_to_core() copies into it wait:
+  // that core said it is free).
+  void wait_core(const CoreSemaphore& sem, std::uint32_t count, const Tile& tile, int core = -1,
+                 arch::Engine engine = arch::Engine::GpSimd, SourceLocation where = SourceLocation::current());
+  // The instance this kernel is built for (grid 1: a kernel of one core).
+  const Spmd& spmd() const;
 
   // --- Profiles ---------------------------------------------------------------
   // Labels the instructions and DMAs that follow (until the next label) in

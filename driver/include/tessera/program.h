@@ -13,6 +13,13 @@
 
 namespace tessera {
 
+// Which instance of an SPMD launch a program is built for: NKI's
+// program_id(0) and num_programs(0). Instance i runs on core i.
+struct Spmd {
+  int instance = 0;
+  int grid = 1;
+};
+
 // A DMA queue: (engine, queue index).
 using DmaQueueId = std::pair<std::uint32_t, std::uint32_t>;
 
@@ -61,6 +68,8 @@ struct Program {
   std::string origin(DmaQueueId queue, std::size_t index) const;
   // Who increments each semaphore: an engine name or "dma E.Q".
   std::vector<std::string> semaphore_owners;
+  // The semaphores other cores raise (KernelBuilder::core_semaphore): index, name.
+  std::vector<std::pair<std::uint16_t, std::string>> core_semaphores;
   // Where an operation sits: instruction `index` of engine `engine`'s
   // stream, or (dma) descriptor `index` of queue (engine, queue).
   struct OpRef {

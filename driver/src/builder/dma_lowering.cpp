@@ -58,11 +58,11 @@ void fill_side(const CallName& call, const char* side, const SidePattern& pat, s
 
 }  // namespace
 
-DmaPieces::DmaPieces(const arch::HwConfig& cfg, std::uint32_t partitions, std::uint64_t bytes)
+DmaPieces::DmaPieces(const arch::HwConfig& cfg, std::uint32_t partitions, std::uint64_t bytes, std::uint32_t engines)
     : partitions_(partitions) {
   const std::uint64_t by_size = std::max<std::uint64_t>(1, bytes / kMinPieceBytes);
-  count_ = static_cast<std::uint32_t>(
-      std::min<std::uint64_t>({static_cast<std::uint64_t>(cfg.dma.engines), partitions, by_size}));
+  const std::uint64_t usable = engines > 0 ? engines : static_cast<std::uint64_t>(cfg.dma.engines);
+  count_ = static_cast<std::uint32_t>(std::min<std::uint64_t>({usable, partitions, by_size}));
 }
 
 DmaPieces::Piece DmaPieces::operator[](std::uint32_t i) const {
@@ -106,6 +106,40 @@ void lower(const DmaCopy& copy, const arch::HwConfig& cfg, const arch::AddressMa
     const Region tile_region = region_of(tile, p, np), view_region = region_of(view, p, np);
     piece.read = to_tile ? view_region : tile_region;
     piece.write = to_tile ? tile_region : view_region;
+    out.push_back(piece);
+  }
+}
+
+Region remote_region(const Tile& t, std::uint64_t core, const arch::AddressMap& map, std::uint32_t partition,
+                     std::uint32_t partitions) {
+  Region r = region_of(t, partition, partitions);
+  r.memory = arch::Memory::Hbm;
+  r.tensor = map.peer_sbuf_address(core, 0, 0);
+  return r;
+}
+
+void lower_to_core(const Tile& src, const Tile& dst, std::uint64_t core, const arch::HwConfig& cfg,
+                   const arch::AddressMap& map, const CallName& call, std::vector<LoweredPiece>& out) {
+  out.clear();
+  const std::uint32_t e = arch::size_of(src.dtype);
+  const std::int64_t partition_elems = static_cast<std::int64_t>(map.sbuf_partition_bytes / e);
+  // Both sides [partitions x free], partitions outermost.
+  const std::array<std::int64_t, 2> sizes{src.partitions, src.free};
+  const std::array<std::int64_t, 2> strides{partition_elems, 1};
+  const DmaPieces pieces(cfg, src.partitions, std::uint64_t{src.partitions} * src.bytes_per_partition(),
+                         static_cast<std::uint32_t>(arch::peer_dma_engines(cfg)));
+  for (std::uint32_t i = 0; i < pieces.size(); ++i) {
+    const auto [p, np] = pieces[i];
+    const SidePattern from{map.sbuf_address(src.partition + p, src.offset), sizes.data(), strides.data(), 2, np};
+    const SidePattern to{map.peer_sbuf_address(core, dst.partition + p, dst.offset), sizes.data(), strides.data(), 2,
+                         np};
+    LoweredPiece piece;
+    arch::DmaDescriptor& d = piece.descriptor;
+    d.elem_log2 = log2_of(e);
+    fill_side(call, "source", from, e, d.src_addr, d.src_size, d.src_stride);
+    fill_side(call, "destination", to, e, d.dst_addr, d.dst_size, d.dst_stride);
+    piece.read = region_of(src, p, np);
+    piece.write = remote_region(dst, core, map, p, np);
     out.push_back(piece);
   }
 }

@@ -39,7 +39,8 @@ public:
     std::uint32_t partitions;
   };
 
-  DmaPieces(const arch::HwConfig& cfg, std::uint32_t partitions, std::uint64_t bytes);
+  // `engines`: the engines the copy may use; 0: all of them (dma.engines).
+  DmaPieces(const arch::HwConfig& cfg, std::uint32_t partitions, std::uint64_t bytes, std::uint32_t engines = 0);
   std::uint32_t size() const { return count_; }
   Piece operator[](std::uint32_t i) const;
 
@@ -60,5 +61,19 @@ struct LoweredPiece {
 // fails leaves the kernel as it was.
 void lower(const DmaCopy& copy, const arch::HwConfig& cfg, const arch::AddressMap& map, const CallName& call,
            std::vector<LoweredPiece>& out);
+
+// The bytes tile `t` names on core `core` (partitions [partition,
+// partition + partitions) of it), as the builder orders operations on them:
+// an HBM-like region keyed by that core's peer window, so it never overlaps
+// a region of this core.
+Region remote_region(const Tile& t, std::uint64_t core, const arch::AddressMap& map, std::uint32_t partition,
+                     std::uint32_t partitions);
+
+// Lowers a copy of this core's SBUF tile `src` into tile `dst` (same shape
+// and dtype, checked by the caller) of core `core` into `out`: pieces by
+// partitions over the engines that reach other cores (chip.peer_dma_engines),
+// each reading its partitions of `src` and writing remote_region of `dst`.
+void lower_to_core(const Tile& src, const Tile& dst, std::uint64_t core, const arch::HwConfig& cfg,
+                   const arch::AddressMap& map, const CallName& call, std::vector<LoweredPiece>& out);
 
 }  // namespace tessera::builder

@@ -37,7 +37,7 @@ bool same(const AccessPattern& x, const AccessPattern& y) {
 
 TEST(Isa, EncodeDecodeRoundTripsRandomInstructions) {
   std::mt19937 rng(7);
-  const Opcode ops[] = {Opcode::Nop, Opcode::End, Opcode::SemWait, Opcode::SemIncr, Opcode::DmaTrigger,
+  const Opcode ops[] = {Opcode::Nop, Opcode::End, Opcode::SemWait, Opcode::SemIncr, Opcode::DmaTrigger, Opcode::SemSignal,
                         Opcode::LoadStationary, Opcode::MultiplyMoving, Opcode::Transpose, Opcode::TensorTensor,
                         Opcode::TensorScalar, Opcode::Reduce, Opcode::Copy, Opcode::Memset, Opcode::Select,
                         Opcode::Activation, Opcode::Iota, Opcode::PartitionReduce};

@@ -1,0 +1,40 @@
+// A bandwidth booked in fixed time bins, for targets that loosely-timed
+// initiators reach out of time order (memory/hbm.h says why): a request
+// fills the bins from its own start time on, so an early request is not
+// queued behind a later one, and overlapping requests together never exceed
+// the bandwidth. An HBM channel is one; so is each direction of a core's
+// port into the chip's fabric (core/fabric.h).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+
+namespace tessera::memory {
+
+class TimeBins {
+public:
+  // `ns_per_byte`: the bandwidth's inverse; `bin_capacity_bytes`: what one
+  // bin of `bin_ns` carries (the bandwidth times bin_ns). Both given, not
+  // derived, so a caller keeps its own rounding of them.
+  TimeBins(double ns_per_byte, double bin_capacity_bytes, double bin_ns)
+      : ns_per_byte_(ns_per_byte), capacity_(bin_capacity_bytes), bin_ns_(bin_ns) {}
+
+  // Books `bytes` from `start_ns` on and returns when the last of them is
+  // through: never sooner than streaming them at the full bandwidth. Bins
+  // before `stale_bin` take no more requests and are dropped first. With
+  // `traffic`, adds what each bin took to it (bin index -> bytes).
+  double book(double bytes, double start_ns, std::int64_t stale_bin, std::map<std::int64_t, double>* traffic = nullptr);
+
+  double bin_ns() const { return bin_ns_; }
+
+private:
+  double& at(std::int64_t bin);  // a bin never booked holds 0
+  void drop_before(std::int64_t bin);
+
+  double ns_per_byte_, capacity_, bin_ns_;
+  std::int64_t first_ = 0;
+  std::deque<double> used_;  // bytes booked in bin first_ + i
+};
+
+}  // namespace tessera::memory
