@@ -121,6 +121,23 @@ try:
         check(t in tracks, f"no track '{t}' in {tracks}")
     check(any(t.startswith("dma ") for t in tracks), f"no DMA queue track in {tracks}")
 
+    # The critical path: a row of its own with a rectangle per step that
+    # holds time, the slices of those steps outlined, and its tables.
+    path = report["critical_path"]
+    check(tracks[0] == "critical path", f"the first track is {tracks[0]!r}, not the critical path")
+    steps = browser.execute_script("return window.tessera.pathSteps")
+    expected_steps = sum(1 for s in path["steps"] if s["to_ns"] > s["from_ns"])
+    check(steps == expected_steps, f"the path row drew {steps} steps; the report has {expected_steps}")
+    outlined = browser.execute_script("return window.tessera.pathSlices")
+    check(outlined >= len({(s["resource"], s["kind"], s["index"]) for s in path["steps"] if s["kind"] != "instruction"}),
+          f"only {outlined} slices outlined for {len(path['steps'])} steps")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#path-labels tr")
+    check(len(rows) == min(100, len(path["by_label"])) + 1, f"#path-labels has {len(rows) - 1} rows")
+    waits = browser.find_elements(By.CSS_SELECTOR, "#path-waits tr")
+    check(len(waits) == min(100, len(path["waits"])) + 1 and len(path["waits"]) > 0, f"#path-waits has {len(waits) - 1} rows")
+    summary = browser.find_element(By.ID, "path-summary").text
+    check(path["by_engine"][0]["engine"] in summary, f"the path summary {summary!r} misses its first engine")
+
     rows = browser.find_elements(By.CSS_SELECTOR, "#by-site tr")
     check(len(rows) == len(report["by_site"]) + 1, f"#by-site has {len(rows) - 1} rows; the report {len(report['by_site'])}")
     first = rows[1].find_elements(By.TAG_NAME, "td")
