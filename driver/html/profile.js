@@ -1,6 +1,7 @@
 // The profile page's script: reads the run's data (the <script> element
 // #tessera-data: the report, and the trace's events for a run; the rows and
-// each config's report for a comparison) and draws it with ECharts, inlined
+// each config's report for a comparison; the points of a sweep; the jobs of
+// a suite run against its baseline) and draws it with ECharts, inlined
 // beside it. Runs from file:// with no network. window.tessera exposes what
 // the page drew (driver/cli/tests/profile_page_test.py reads it).
 (function () {
@@ -345,8 +346,95 @@
     table(page, 'compare-sites', [['config', (r) => r.config, true]].concat(costColumns('site')), top);
   }
 
+  // A sweep: a row per point, and time against the first swept parameter,
+  // a line per kernel (and per value of the other parameters).
+  function sweepPage(sw) {
+    const params = (sw.parameters || []).map((p) => p.name);
+    const points = sw.points || [];
+    const shown = (v) => (v === undefined || v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v));
+    add(page, 'div', { class: 'note', id: 'sweep-summary', text: points.length + ' points of study ' + sw.study +
+      (sw.description ? ' (' + sw.description + ')' : '') + '; swept: ' + params.join(', ') + '; ' +
+      points.filter((p) => p.status === 'pass').length + ' ran' });
+    const axis = params[0];
+    const xs = [];
+    for (const p of points) {
+      const v = shown(p.parameters[axis]);
+      if (!xs.includes(v)) xs.push(v);
+    }
+    const series = {};
+    for (const p of points) {
+      const rest = params.slice(1).map((n) => n + '=' + shown(p.parameters[n])).join(' ');
+      const name = p.kernel + (p.variant ? ' ' + p.variant : '') + (rest ? ' ' + rest : '');
+      if (!series[name]) series[name] = xs.map(() => null);
+      if (p.status === 'pass' && p.report && p.report.time_ns)
+        series[name][xs.indexOf(shown(p.parameters[axis]))] = +(p.report.time_ns / 1000).toFixed(3);
+    }
+    add(page, 'h2', { text: 'Time against ' + axis });
+    const chart = chartBox(page, 'sweep-time', 340);
+    chart.setOption({
+      animation: false,
+      tooltip: { trigger: 'axis' },
+      legend: { top: 0, type: 'scroll' },
+      grid: { left: 70, right: 30, top: 40, bottom: 50 },
+      xAxis: { type: 'category', data: xs, name: axis, nameLocation: 'middle', nameGap: 30 },
+      yAxis: { type: 'value', name: 'time (us)' },
+      series: Object.entries(series).map(([name, data]) => ({ name: name, type: 'line', data: data, connectNulls: false })),
+    });
+    window.tessera.series = Object.keys(series).length;
+    add(page, 'h2', { text: 'Points' });
+    table(page, 'sweep', [
+      ['kernel', (p) => p.kernel, true],
+      ['variant', (p) => p.variant || '', true],
+    ].concat(params.map((n) => [n, (p) => shown(p.parameters[n]), true])).concat([
+      ['status', (p) => p.status, true],
+      ['time us', (p) => (p.report && p.report.time_ns ? us(p.report.time_ns) : '')],
+      ['HFU', (p) => (p.report && p.report.time_ns ? pct(p.report.hfu_percent) : '')],
+      ['bound by', (p) => (p.report && p.report.bound_by) || '', true],
+      ['message', (p) => p.message || '', true],
+    ]), points);
+  }
+
+  // A suite run: each job's status and its time against the baseline.
+  const statusColour = { pass: '#59a14f', slower: '#e15759', faster: '#4e79a7' };
+  function regressPage(jobs) {
+    const counts = {};
+    for (const j of jobs) counts[j.status] = (counts[j.status] || 0) + 1;
+    add(page, 'div', { class: 'note', id: 'regress-summary', text: jobs.length + ' jobs: ' +
+      Object.entries(counts).map(([s, n]) => n + ' ' + s).join(', ') });
+    const compared = jobs.filter((j) => j.change_percent !== undefined);
+    add(page, 'h2', { text: 'Time against the baseline' });
+    add(page, 'div', { class: 'note', text: compared.length + ' jobs with a baseline time; a bar per job ' +
+      '(green: within its tolerance, red: slower, blue: faster).' });
+    const chart = chartBox(page, 'regress-change', 340);
+    chart.setOption({
+      animation: false,
+      tooltip: { trigger: 'axis', axisPointer: { type: 'shadow' },
+        formatter: (ps) => ps.map((p) => escapeHtml(p.name) + ': ' + p.value.toFixed(3) + '%').join('<br>') },
+      grid: { left: 70, right: 30, top: 30, bottom: 50, containLabel: true },
+      dataZoom: [{ type: 'inside' }, { type: 'slider', bottom: 5 }],
+      xAxis: { type: 'category', data: compared.map((j) => j.id), axisLabel: { show: compared.length <= 30, rotate: 30 } },
+      yAxis: { type: 'value', name: 'time change (%)' },
+      series: [{ type: 'bar', data: compared.map((j) => ({ value: +j.change_percent.toFixed(4),
+        itemStyle: { color: statusColour[j.status] || '#999' } })) }],
+    });
+    add(page, 'h2', { text: 'Jobs' });
+    const order = { error: 0, fail: 1, timeout: 2, slower: 3, faster: 4 };
+    const sorted = jobs.slice().sort((a, b) => (order[a.status] ?? 9) - (order[b.status] ?? 9) || (a.id < b.id ? -1 : 1));
+    table(page, 'regress', [
+      ['job', (j) => j.id, true],
+      ['status', (j) => j.status, true],
+      ['time us', (j) => (j.time_ns ? us(j.time_ns) : '')],
+      ['baseline us', (j) => (j.baseline_ns ? us(j.baseline_ns) : '')],
+      ['change', (j) => (j.change_percent !== undefined ? (j.change_percent >= 0 ? '+' : '') + j.change_percent.toFixed(2) + '%' : '')],
+      ['tolerance', (j) => j.tolerance_percent + '%'],
+      ['message', (j) => j.message || '', true],
+    ], sorted);
+  }
+
   add(page, 'h1', { text: data.title || 'Tessera profile' });
   if (data.kind === 'compare') comparePage(data.compare || [], data.reports || []);
+  else if (data.kind === 'sweep') sweepPage(data.sweep || {});
+  else if (data.kind === 'regress') regressPage(data.jobs || []);
   else runPage(data.report, data.trace);
   window.addEventListener('resize', () => charts.forEach((c) => c.resize()));
   window.tessera.ready = true;

@@ -1,10 +1,12 @@
 #!/usr/bin/python3
 """The offline profile page in a real browser: headless Chromium driven by
-chromium-driver through Selenium loads the page `tessera run --html` and
-`tessera compare --html` wrote, from file://, and checks that it drew the
-run's data: one timeline slice per trace slice, the call-site table's rows,
-a hovered slice's label and call site in the tooltip, no resource fetched
-over the network. Saves a screenshot.
+chromium-driver through Selenium loads the pages `tessera run`, `compare`,
+`sweep` and `regress` wrote with `--html`, from file://, and checks that
+they drew their data: for a run, one timeline slice per trace slice, the
+critical path's row and tables, the call-site table's rows, a hovered
+slice's label and call site in the tooltip; for the others, their tables'
+rows and plots; and that no page fetched anything over the network. Saves
+a screenshot of the run's page.
 
 Usage: profile_page_test.py TESSERA_BIN WORK_DIR [SCREENSHOT.png]
 Exits 77 (skipped, with the reason) when Chromium, its driver or Selenium
@@ -81,6 +83,46 @@ check("<script src" not in html and "<link" not in html, "the page refers to an 
 compare_page = os.path.join(work, "compare.html")
 tessera_run("compare", "--kernel", "gemm", "--configs", "tiny,small", "--shape", "M=32,N=64,K=32", "--fidelity", "tlm",
             "--no-data", "--no-plots", "-j", "2", "--out", os.path.join(work, "compare"), "--html", compare_page)
+
+# A sweep of two GEMM variants over three HBM bandwidths on tiny.
+study = os.path.join(work, "study.yaml")
+with open(study, "w") as f:
+    f.write("""description: the page test's sweep
+base: tiny
+fidelity: tlm
+no_data: true
+parameters:
+  - name: hbm_gbps
+    key: hbm.bandwidth_gbps
+    values: [8, 16, 32]
+kernels:
+  - kernel: gemm
+    variants: [naive, blocked_mnk]
+    shapes: [{M: 32, N: 32, K: 32}]
+""")
+sweep_page = os.path.join(work, "sweep.html")
+tessera_run("sweep", study, "--no-plots", "-j", "2", "--out", os.path.join(work, "sweep"), "--html", sweep_page)
+
+# A suite run against a baseline made here, with one job's time halved in
+# it (that job is then 100 % slower) and one job left out (no baseline).
+suite = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "regressions", "smoke.yaml")
+jobs_filter = "gemm/*/tiny/K70_M40_N130"
+baseline = os.path.join(work, "baseline.json")
+tessera_run("regress", suite, "--filter", jobs_filter, "-j", "2", "--out", os.path.join(work, "regress-base"),
+            "--baseline", baseline, "--update-baseline")
+with open(baseline) as f:
+    times = json.load(f)
+ids = sorted(times)
+check(len(ids) >= 3, f"the filter {jobs_filter} matched {len(ids)} jobs")
+slower_job, unknown_job = ids[0], ids[1]
+times[slower_job]["time_ns"] /= 2
+del times[unknown_job]
+with open(baseline, "w") as f:
+    json.dump(times, f)
+regress_page = os.path.join(work, "regress.html")
+r = subprocess.run([tessera, "regress", suite, "--filter", jobs_filter, "-j", "2", "--out", os.path.join(work, "regress"),
+                    "--baseline", baseline, "--html", regress_page], capture_output=True, text=True, timeout=300)
+check(r.returncode == 1, f"the regress run with a slower job exited {r.returncode}: {r.stderr}")
 
 options = webdriver.ChromeOptions()
 options.binary_location = CHROMIUM
@@ -177,8 +219,46 @@ try:
     check(rows[1].find_elements(By.TAG_NAME, "td")[0].text == "tiny", "the first config is not tiny")
     check(browser.find_elements(By.CSS_SELECTOR, "#compare-time canvas"), "no time chart")
     check(len(browser.find_elements(By.CSS_SELECTOR, "#compare-sites tr")) > 2, "no call sites per config")
+
+    def load(page, what):
+        browser.get("file://" + os.path.abspath(page))
+        wait_for("return window.tessera && window.tessera.ready", f"the {what} page to draw")
+        errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+        check(not errors, f"the {what} page logged errors: {errors}")
+        resources = browser.execute_script("return performance.getEntriesByType('resource').map(r => r.name)")
+        check(not resources, f"the {what} page fetched {resources}")
+
+    load(sweep_page, "sweep")
+    with open(os.path.join(work, "sweep", "results.json")) as f:
+        swept = json.load(f)
+    rows = browser.find_elements(By.CSS_SELECTOR, "#sweep tr")
+    check(len(rows) == len(swept["points"]) + 1 == 7, f"#sweep has {len(rows) - 1} rows for {len(swept['points'])} points")
+    heads = [th.text for th in rows[0].find_elements(By.TAG_NAME, "th")]
+    check("hbm_gbps" in heads, f"no swept column in {heads}")
+    check(browser.find_elements(By.CSS_SELECTOR, "#sweep-time canvas"), "no time chart on the sweep page")
+    lines = browser.execute_script("return window.tessera.series")
+    check(lines == 2, f"the sweep's plot has {lines} lines, not one per variant")
+    first = rows[1].find_elements(By.TAG_NAME, "td")
+    time_cell = heads.index("time us")
+    point = swept["points"][0]
+    check(first[time_cell].text == f"{point['report']['time_ns'] / 1000:.2f}",
+          f"the first point's time {first[time_cell].text!r} against {point['report']['time_ns']} ns")
+
+    load(regress_page, "regress")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#regress tr")
+    check(len(rows) == len(ids) + 1, f"#regress has {len(rows) - 1} rows for {len(ids)} jobs")
+    cells = [[td.text for td in row.find_elements(By.TAG_NAME, "td")] for row in rows[1:]]
+    by_id = {c[0]: c for c in cells}
+    check(by_id[slower_job][1] == "slower" and by_id[slower_job][4] == "+100.00%",
+          f"the slowed job reads {by_id[slower_job]}")
+    check(by_id[unknown_job][3] == "" and by_id[unknown_job][4] == "", f"the job without a baseline reads {by_id[unknown_job]}")
+    check(cells[0][0] == slower_job, "the slower job is not listed first")
+    summary = browser.find_element(By.ID, "regress-summary").text
+    check(f"{len(ids)} jobs" in summary and "1 slower" in summary, f"the summary says {summary!r}")
+    check(browser.find_elements(By.CSS_SELECTOR, "#regress-change canvas"), "no time-change chart")
 finally:
     browser.quit()
 
 print(f"profile_page_test: ok: {expected_slices} slices, {len(report['by_site'])} call sites, "
-      f"tooltip of slice {index}; screenshot {screenshot}")
+      f"{len(report['critical_path']['steps'])} critical-path steps, tooltip of slice {index}; "
+      f"sweep and regress pages; screenshot {screenshot}")
