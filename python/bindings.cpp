@@ -533,6 +533,8 @@ PYBIND11_MODULE(_tessera, m) {
       .def_readonly("shape", &KernelSpec::shape)
       .def_readonly("params", &KernelSpec::params)
       .def_readonly("origin", &KernelSpec::origin)
+      .def_readonly("dtypes", &KernelSpec::dtypes)
+      .def_readonly("dtype_variants", &KernelSpec::dtype_variants)
       .def("variant_names", &KernelSpec::variant_names)
       .def("__repr__", [](const KernelSpec& s) { return fmt::format("<KernelSpec {}>", s.name); });
 
@@ -540,7 +542,8 @@ PYBIND11_MODULE(_tessera, m) {
       .def_readonly("variant", &KernelArgs::variant)
       .def_readonly("shape", &KernelArgs::shape)
       .def_property_readonly("params", [](const KernelArgs& a) { return params_dict(a.params); })
-      .def_readonly("seed", &KernelArgs::seed);
+      .def_readonly("seed", &KernelArgs::seed)
+      .def_readonly("dtype", &KernelArgs::dtype);
 
   py::class_<kernels::Instance>(m, "Instance", "A registered kernel set up on a device: build(), then check()")
       .def_property_readonly("args", [](const kernels::Instance& i) { return i.args; })
@@ -554,20 +557,20 @@ PYBIND11_MODULE(_tessera, m) {
         "Loads kernels from a shared library or Python file, as tessera --plugin does");
   m.def("instantiate",
         [](Device& dev, const std::string& kernel, const std::string& variant, const kernels::Shape& shape,
-           const py::object& params, std::uint64_t seed) {
+           const py::object& params, std::uint64_t seed, const std::string& dtype) {
           return std::make_unique<kernels::Instance>(
-              kernels::instantiate(dev, {kernel, variant, shape, param_text(params), seed}));
+              kernels::instantiate(dev, {kernel, variant, shape, param_text(params), seed, dtype}));
         },
         py::arg("device"), py::arg("kernel"), py::arg("variant") = "", py::arg("shape") = kernels::Shape{},
-        py::arg("params") = py::none(), py::arg("seed") = 1, py::keep_alive<0, 1>(),
+        py::arg("params") = py::none(), py::arg("seed") = 1, py::arg("dtype") = "", py::keep_alive<0, 1>(),
         "A registered kernel set up on a device (inputs allocated and uploaded)");
   m.def("run_kernel",
         [](Device& dev, const std::string& kernel, const std::string& variant, const kernels::Shape& shape,
-           const py::object& params, std::uint64_t seed) {
-          return kernels::run_kernel(dev, {kernel, variant, shape, param_text(params), seed});
+           const py::object& params, std::uint64_t seed, const std::string& dtype) {
+          return kernels::run_kernel(dev, {kernel, variant, shape, param_text(params), seed, dtype});
         },
         py::arg("device"), py::arg("kernel"), py::arg("variant") = "", py::arg("shape") = kernels::Shape{},
-        py::arg("params") = py::none(), py::arg("seed") = 1,
+        py::arg("params") = py::none(), py::arg("seed") = 1, py::arg("dtype") = "",
         "Builds, runs and checks a registered kernel: what `tessera run` does");
   m.def("check_fits",
         [](const std::string& config, const std::string& kernel, const std::string& variant, const kernels::Shape& shape,

@@ -61,28 +61,30 @@ void list_configs_derived(int* exit_code) {
 
 void list_kernels(bool details) {
   struct Row {
-    std::string name, variants, shape, params, description;
+    std::string name, variants, shape, dtypes, params, description;
   };
-  std::vector<Row> rows{
-      {"kernel", "variants (first is default)", "shape (defaults)", "tunable (defaults)", "description"}};
+  std::vector<Row> rows{{"kernel", "variants (first is default)", "shape (defaults)", "dtypes (--dtype)",
+                         "tunable (defaults)", "description"}};
   for (const auto& k : kernels::registry()) {
     std::string shape, params;
     for (const auto& p : k.shape) shape += fmt::format("{}{}={}", shape.empty() ? "" : ",", p.name, p.default_value);
     for (const auto& p : k.params)
       params += fmt::format("{}{}={}", params.empty() ? "" : ",", p.name, p.default_text());
-    rows.push_back({k.name, fmt::format("{}", fmt::join(k.variant_names(), ", ")), shape, params.empty() ? "-" : params,
+    rows.push_back({k.name, fmt::format("{}", fmt::join(k.variant_names(), ", ")), shape,
+                    fmt::format("{}", fmt::join(k.dtypes, ",")), params.empty() ? "-" : params,
                     k.origin.empty() ? k.description : fmt::format("{} [{}]", k.description, k.origin)});
   }
-  std::size_t w[4] = {0, 0, 0, 0};  // columns as wide as their longest entry
+  std::size_t w[5] = {0, 0, 0, 0, 0};  // columns as wide as their longest entry
   for (const Row& r : rows) {
     w[0] = std::max(w[0], r.name.size());
     w[1] = std::max(w[1], r.variants.size());
     w[2] = std::max(w[2], r.shape.size());
-    w[3] = std::max(w[3], r.params.size());
+    w[3] = std::max(w[3], r.dtypes.size());
+    w[4] = std::max(w[4], r.params.size());
   }
   for (const Row& r : rows)
-    fmt::print("{:<{}}  {:<{}}  {:<{}}  {:<{}}  {}\n", r.name, w[0], r.variants, w[1], r.shape, w[2], r.params, w[3],
-               r.description);
+    fmt::print("{:<{}}  {:<{}}  {:<{}}  {:<{}}  {:<{}}  {}\n", r.name, w[0], r.variants, w[1], r.shape, w[2], r.dtypes,
+               w[3], r.params, w[4], r.description);
   if (!details) return;
   // Per kernel: what each variant, shape and tunable parameter means, and
   // each tunable's legal values (what --param and a tuner may set).
@@ -91,6 +93,14 @@ void list_kernels(bool details) {
     if (!k.origin.empty()) fmt::print("  from {}\n", k.origin);
     for (const auto& v : k.variants) fmt::print("  variant {}: {}\n", v.name, v.description);
     for (const auto& p : k.shape) fmt::print("  shape {} (default {}): {}\n", p.name, p.default_value, p.description);
+    if (k.dtypes.size() == 1)
+      fmt::print("  dtypes: {} only\n", k.dtypes.front());
+    else
+      fmt::print("  dtypes: {} (default), {} (--dtype{})\n", k.dtypes.front(),
+                 fmt::join(k.dtypes.begin() + 1, k.dtypes.end(), ", "),
+                 k.dtype_variants.empty() ? std::string()
+                                          : fmt::format("; variants {}, the others {} only",
+                                                        fmt::join(k.dtype_variants, ", "), k.dtypes.front()));
     for (const auto& p : k.params)
       fmt::print("  param {} (default {}, legal {}{}): {}\n", p.name, p.default_text(), p.legal_text(),
                  p.variants.empty() ? "" : fmt::format(", variants {}", fmt::join(p.variants, ", ")), p.description);

@@ -1,5 +1,6 @@
 #include "common/bounds.h"
 
+#include "arch/formats.h"
 #include "arch/numerics.h"
 
 #include <fmt/format.h>
@@ -13,7 +14,28 @@ double unit_roundoff(DType t) {
   switch (t) {
     case DType::Fp32: return std::ldexp(1.0, -24);
     case DType::Bf16: return std::ldexp(1.0, -8);
+    case DType::Fp8E4m3: return std::ldexp(1.0, -4);
+    case DType::Fp8E5m2: return std::ldexp(1.0, -3);
     default: throw std::invalid_argument(fmt::format("no unit roundoff for {}", to_string(t)));
+  }
+}
+
+double absolute_roundoff(DType t) {
+  switch (t) {
+    case DType::Fp32:
+    case DType::Bf16: return kMinNormalFp32;
+    case DType::Fp8E4m3: return std::ldexp(1.0, -10);
+    case DType::Fp8E5m2: return std::ldexp(1.0, -17);
+    default: throw std::invalid_argument(fmt::format("no absolute roundoff for {}", to_string(t)));
+  }
+}
+
+float held_value(DType t, float v) {
+  switch (t) {
+    case DType::Bf16: return arch::to_float(arch::to_bf16(v));
+    case DType::Fp8E4m3: return arch::fp8_e4m3_value(arch::to_fp8_e4m3(v));
+    case DType::Fp8E5m2: return arch::fp8_e5m2_value(arch::to_fp8_e5m2(v));
+    default: return v;
   }
 }
 
@@ -55,7 +77,7 @@ std::vector<float> random_values(std::size_t n, float lo, float hi, DType t, std
   std::vector<float> v(n);
   for (auto& x : v) {
     x = dist(rng);
-    if (t == DType::Bf16) x = arch::to_float(arch::to_bf16(x));
+    x = held_value(t, x);
   }
   return v;
 }

@@ -13,8 +13,17 @@
 
 namespace tessera::kernels {
 
-// Unit roundoff of round-to-nearest in a dtype: 2^-24 for fp32, 2^-8 for bf16.
+// Unit roundoff of round-to-nearest in a dtype: 2^-24 for fp32, 2^-8 for
+// bf16, 2^-4 for fp8 e4m3, 2^-3 for fp8 e5m2 (half an ulp of 1).
 double unit_roundoff(DType t);
+// The largest error of rounding a value below the dtype's normal range,
+// where the relative bound does not hold: half the fp8 subnormal spacing
+// (2^-10 e4m3, 2^-17 e5m2); for bf16 and fp32 the engines' flush of
+// subnormals, 2^-126.
+double absolute_roundoff(DType t);
+// The value a tile of dtype t holds for v: v itself for fp32, else rounded
+// to nearest even (fp8 saturating, docs/formats.md).
+float held_value(DType t, float v);
 
 // The smallest normal fp32: the engines flush anything below it to zero.
 inline constexpr double kMinNormalFp32 = 0x1p-126;
@@ -30,8 +39,8 @@ double gamma(std::int64_t n, double u = 0x1p-24);
 NumericsCheck check_within(const std::vector<float>& got, const std::vector<double>& expect,
                            const std::vector<double>& bound, const std::function<std::string(std::size_t)>& where);
 
-// n values uniform in [lo, hi], rounded to dtype on the host so that the
-// reference sees exactly the device's inputs.
+// n values uniform in [lo, hi], rounded to dtype on the host (held_value)
+// so that the reference sees exactly the device's inputs.
 std::vector<float> random_values(std::size_t n, float lo, float hi, DType t, std::mt19937_64& rng);
 
 inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }

@@ -396,12 +396,12 @@ namespace {
 
 // `given` completed with the kernel's defaults (derived or declared).
 Params complete_params(const KernelSpec& spec, const std::string& variant, const arch::HwConfig& config,
-                       const Shape& shape, const Params& given) {
+                       const Shape& shape, const Params& given, const std::string& dtype) {
   Params out = given;
   for (const auto& p : spec.params) {
     if (!p.applies_to(variant) || out.has(p.name)) continue;
     if (p.derive) {
-      const ParamContext ctx{config, shape, variant, given};
+      const ParamContext ctx{config, shape, variant, given, dtype};
       out.set(p.name, checked_value(spec, p, p.derive(ctx)));
     } else {
       out.set(p.name, p.default_value);
@@ -413,10 +413,10 @@ Params complete_params(const KernelSpec& spec, const std::string& variant, const
 }  // namespace
 
 Params resolve_params(const KernelSpec& spec, const std::string& variant_name, const arch::HwConfig& config,
-                      const Shape& shape, const Params& given) {
+                      const Shape& shape, const Params& given, const std::string& dtype) {
   const std::string& variant = spec.variant(variant_name).name;
   const TuningEntry* tuned = default_tuning_db().find(spec.name, variant, config.name, shape);
-  if (!tuned) return complete_params(spec, variant, config, shape, given);
+  if (!tuned) return complete_params(spec, variant, config, shape, given, dtype);
   // The database's point for what the run does not set, then the defaults.
   Params with_db = given;
   Params stored;
@@ -430,11 +430,12 @@ Params resolve_params(const KernelSpec& spec, const std::string& variant_name, c
   }
   for (const auto& [name, value] : stored.values())
     if (!with_db.has(name)) with_db.set(name, value);
-  with_db = complete_params(spec, variant, config, shape, with_db);
-  // An entry tuned at another shape of the bucket may not fit this one: the
-  // kernel's own defaults then.
-  if (spec.fits && tuned->shape != shape && spec.fits(config, KernelArgs{variant, shape, with_db, 1}))
-    return complete_params(spec, variant, config, shape, given);
+  with_db = complete_params(spec, variant, config, shape, with_db, dtype);
+  // An entry tuned at another shape of the bucket (or for bf16, when the
+  // run's tiles are wider) may not fit this one: the kernel's own defaults then.
+  if (spec.fits && (tuned->shape != shape || dtype != "bf16") &&
+      spec.fits(config, KernelArgs{variant, shape, with_db, 1, dtype}))
+    return complete_params(spec, variant, config, shape, given, dtype);
   return with_db;
 }
 
@@ -445,6 +446,15 @@ const std::string& check_dtype(const KernelSpec& spec, const std::string& dtype)
   throw KernelError(fmt::format("kernel '{}' takes --dtype {}, not '{}'", spec.name,
                                 spec.dtypes.size() == 1 ? spec.dtypes.front() + " only" : fmt::format("{}", fmt::join(spec.dtypes, ", ")),
                                 dtype));
+}
+
+const std::string& check_dtype(const KernelSpec& spec, const std::string& variant, const std::string& dtype) {
+  const std::string& d = check_dtype(spec, dtype);
+  const auto& takes = spec.dtype_variants;
+  if (d == spec.dtypes.front() || takes.empty() || std::find(takes.begin(), takes.end(), variant) != takes.end())
+    return d;
+  throw KernelError(fmt::format("{} {}: --dtype {}: this variant reads {} inputs only; {} run every dtype", spec.name,
+                                variant, d, spec.dtypes.front(), fmt::join(takes, " and ")));
 }
 
 Program KernelInstance::build_instance(const Spmd& spmd, const std::string&) {
@@ -466,10 +476,11 @@ std::string resolve_shard(const KernelSpec& spec, const std::string& shard) {
 
 KernelArgs resolve(const KernelSpec& spec, const arch::HwConfig& config, const KernelRequest& request) {
   KernelArgs a;
-  a.dtype = check_dtype(spec, request.dtype);
   a.variant = spec.variant(request.variant).name;
+  a.dtype = check_dtype(spec, a.variant, request.dtype);
   a.shape = resolve_shape(spec, request.shape);
-  a.params = resolve_params(spec, a.variant, config, a.shape, check_params(spec, a.variant, request.params));
+  a.params =
+      resolve_params(spec, a.variant, config, a.shape, check_params(spec, a.variant, request.params), a.dtype);
   a.seed = request.seed;
   return a;
 }

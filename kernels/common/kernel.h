@@ -79,6 +79,7 @@ struct ParamContext {
   const Shape& shape;
   const std::string& variant;
   const Params& given;
+  std::string dtype = "bf16";  // the run's input dtype (sizes its tiles)
 };
 
 // A choice the kernel makes that does not change what it computes, only how
@@ -171,6 +172,9 @@ struct KernelSpec {
   std::string origin;
   // The input dtypes it computes in (`--dtype`), the default first.
   std::vector<std::string> dtypes = {"bf16"};
+  // The variants that take every one of them; empty: all variants do. The
+  // others take the default dtype only (resolve refuses the rest).
+  std::vector<std::string> dtype_variants;
 
   // The variant called `name`, the default for ""; throws KernelError naming
   // the choices for any other name.
@@ -206,7 +210,7 @@ Params check_params(const KernelSpec& spec, const std::string& variant, const st
 // `given` (checked) completed with every other parameter the variant reads,
 // at its default for this config and shape, in declaration order.
 Params resolve_params(const KernelSpec& spec, const std::string& variant, const arch::HwConfig& config,
-                      const Shape& shape, const Params& given);
+                      const Shape& shape, const Params& given, const std::string& dtype = "bf16");
 
 // What one run asks for: names as a user writes them, checked and resolved
 // by make_instance.
@@ -216,12 +220,15 @@ struct KernelRequest {
   Shape shape;          // overrides of the kernel's default shape
   std::map<std::string, std::string> params;  // as given (--param, a suite, a study)
   std::uint64_t seed = 1;
-  std::string dtype;  // "": the kernel's default
+  std::string dtype{};  // "": the kernel's default (an initializer, so brace-initialised requests may omit it)
 };
 
 // The request's dtype: the spec's default for "", else one of spec.dtypes;
 // throws KernelError naming the dtypes the kernel takes.
 const std::string& check_dtype(const KernelSpec& spec, const std::string& dtype);
+// check_dtype, and for a variant outside spec.dtype_variants the default
+// dtype only (naming the variants that take the others).
+const std::string& check_dtype(const KernelSpec& spec, const std::string& variant, const std::string& dtype);
 
 // The resolved arguments of a request on a device's config.
 KernelArgs resolve(const KernelSpec& spec, const arch::HwConfig& config, const KernelRequest& request);

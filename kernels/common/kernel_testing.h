@@ -27,7 +27,8 @@ struct KernelRun {
 
 // Runs in the calling process (once per test process: SystemC).
 inline KernelRun run_kernel(const std::string& kernel, const std::string& variant, const Shape& shape,
-                            const std::string& config, arch::Fidelity fidelity, bool no_data = false) {
+                            const std::string& config, arch::Fidelity fidelity, bool no_data = false,
+                            const std::string& dtype = "") {
   setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_CONFIG_DIR, 1);
   KernelRun out;
   DeviceOptions o;
@@ -36,7 +37,7 @@ inline KernelRun run_kernel(const std::string& kernel, const std::string& varian
   o.no_data = no_data;
   Device dev(o);
   try {
-    auto k = instantiate(dev, {kernel, variant, shape, {}, 7}).kernel;
+    auto k = instantiate(dev, {kernel, variant, shape, {}, 7, dtype}).kernel;
     const RunReport r = dev.run(k->build());
     out.ok = r.ok;
     out.error = r.error;
@@ -56,9 +57,9 @@ inline KernelRun run_kernel(const std::string& kernel, const std::string& varian
 }
 
 inline KernelRun run_kernel_in_child(const std::string& kernel, const std::string& variant, const Shape& shape,
-                                     const std::string& config, arch::Fidelity fidelity) {
+                                     const std::string& config, arch::Fidelity fidelity, const std::string& dtype = "") {
   const std::string text = test_support::run_in_child([&] {
-    const KernelRun r = run_kernel(kernel, variant, shape, config, fidelity);
+    const KernelRun r = run_kernel(kernel, variant, shape, config, fidelity, false, dtype);
     return nlohmann::json{{"ok", r.ok},           {"error", r.error},   {"time_ns", r.time_ns},
                           {"correct", r.correct}, {"detail", r.detail}, {"matmul_flops", r.matmul_flops}}
         .dump();

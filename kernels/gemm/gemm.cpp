@@ -68,17 +68,6 @@ InputFormat input_format(const std::string& dtype, const arch::HwConfig& cfg) {
   return {DType::Bf16, 1};
 }
 
-// A value as an input tile of `t` holds it (bf16, fp32, fp8: nearest even,
-// saturating).
-float held_value(DType t, float v) {
-  switch (t) {
-    case DType::Bf16: return arch::to_float(arch::to_bf16(v));
-    case DType::Fp8E4m3: return arch::fp8_e4m3_value(arch::to_fp8_e4m3(v));
-    case DType::Fp8E5m2: return arch::fp8_e5m2_value(arch::to_fp8_e5m2(v));
-    default: return v;
-  }
-}
-
 // How many tiles of `bytes_per_tile` fit `budget` bytes per partition.
 std::int64_t fits(std::int64_t budget, std::int64_t bytes_per_tile) {
   return bytes_per_tile > 0 ? budget / bytes_per_tile : 0;
@@ -206,10 +195,6 @@ public:
         full_n_(args.shape.at("N")), M_(full_m_), N_(full_n_), K_(args.shape.at("K")),
         tp_(tutorial_params(args.params)), fmt_(input_format(args.dtype, dev.config())) {
     const std::uint64_t seed = args.seed;
-    if (fmt_.dtype != DType::Bf16 &&
-        std::find(kEveryDtypeVariants.begin(), kEveryDtypeVariants.end(), variant_) == kEveryDtypeVariants.end())
-      throw KernelError(fmt::format("gemm {}: --dtype {}: this variant reads bf16 inputs only; {} run every dtype",
-                                    variant_, args.dtype, fmt::join(kEveryDtypeVariants, " and ")));
     if (fmt_.mx() && K_ % 32 != 0)
       throw KernelError(fmt::format("gemm --dtype {}: K = {} is not a multiple of 32 (an MX scale serves a block of "
                                     "32 contraction rows)", args.dtype, K_));
@@ -871,6 +856,7 @@ KernelSpec gemm_spec() {
       "C[M,N] = A[M,K] @ B[K,N]; A given transposed ([K,M]); bf16 (or --dtype fp32, fp8, MX: blocked_mnk, naive) in, "
       "fp32 out";
   spec.dtypes = kGemmDtypes;
+  spec.dtype_variants = kEveryDtypeVariants;
   spec.variants = variants;
   spec.shape = {{"M", 256, "rows of A and C"}, {"N", 512, "columns of B and C"}, {"K", 256, "contraction"}};
   // Defaults derived as the variants always sized their blocks: blocked_mn

@@ -37,23 +37,40 @@ double act_ref(arch::ActFunc f, double x) {
 // max |act'(x)|: silu' peaks at 1.0998 (x = 2.40), gelu' at 1.1289 (x = 1.41).
 double act_lipschitz(arch::ActFunc f) { return f == arch::ActFunc::Silu ? 1.1 : 1.13; }
 
+// What --dtype takes, the default first (docs/formats.md, "MLP in every format").
+const std::vector<std::string> kMlpDtypes = {"bf16", "fp32", "fp8_e4m3", "fp8_e5m2"};
+
+// The operands' format: the dtype of x, the weights and h (the down
+// projection's moving input, which the vector engine writes, rounding and
+// saturating), and whether the config runs it in double row (fp8 where
+// tensor.fp8_rows_per_pe is 2): two chunks of contraction rows a matmul.
+struct MlpFormat {
+  DType dtype;
+  bool double_row;
+  MlpFormat(const std::string& name, const arch::HwConfig& cfg)
+      : dtype(arch::parse_dtype(name).value_or(DType::Bf16)),
+        double_row((dtype == DType::Fp8E4m3 || dtype == DType::Fp8E5m2) && cfg.tensor.fp8_rows_per_pe == 2) {}
+  std::int64_t bytes() const { return arch::size_of(dtype); }
+};
+
 // The sizes the kernel is built from. c: one chunk of any dimension that
 // meets the array (contraction on partitions, or stationary columns / PSUM
 // partitions); the weights stay resident; a block of tb tokens (the moving
 // free size, one PSUM bank of fp32 at most) needs `working(tb)` bytes more
-// per partition.
+// per partition; e is the bytes of an element of x, the weights and h.
 struct MlpPlan {
-  std::int64_t c, nk, nf, weight_bytes, sbuf_bytes, tb_max;
-  MlpPlan(const arch::HwConfig& cfg, std::int64_t T, std::int64_t D, std::int64_t F)
+  std::int64_t c, nk, nf, e, weight_bytes, sbuf_bytes, tb_max;
+  MlpPlan(const arch::HwConfig& cfg, std::int64_t T, std::int64_t D, std::int64_t F, std::int64_t element_bytes)
       : c(std::min({cfg.tensor.rows, cfg.tensor.cols, cfg.tensor.stationary_max_free, cfg.sbuf.partitions,
                     cfg.psum.partitions})),
         nk(ceil_div(D, c)),
         nf(ceil_div(F, c)),
-        weight_bytes((2 * nk * F + nf * D) * 2),
+        e(element_bytes),
+        weight_bytes((2 * nk * F + nf * D) * e),
         sbuf_bytes(cfg.sbuf.partition_kib * 1024),
         tb_max(std::min<std::int64_t>({cfg.tensor.moving_max_free, cfg.psum.bank_kib * 1024 / 4, T})) {}
   // Working set per token block: x (double-buffered), h, two act results, two outputs.
-  std::int64_t working(std::int64_t tb) const { return 2 * nk * tb * 2 + nf * tb * 2 + 2 * tb * 4 + 2 * tb * 4; }
+  std::int64_t working(std::int64_t tb) const { return 2 * nk * tb * e + nf * tb * e + 2 * tb * 4 + 2 * tb * 4; }
   // The default block: the largest that fits, halving down to c.
   std::int64_t default_tb() const {
     std::int64_t tb = tb_max;
@@ -66,21 +83,23 @@ class Mlp : public KernelInstance {
 public:
   Mlp(Device& dev, const KernelArgs& args)
       : dev_(dev), act_(args.variant == "gelu" ? arch::ActFunc::Gelu : arch::ActFunc::Silu), T_(args.shape.at("T")),
-        D_(args.shape.at("D")), F_(args.shape.at("F")), params_(args.params) {
+        D_(args.shape.at("D")), F_(args.shape.at("F")), params_(args.params), fmt_(args.dtype, dev.config()) {
     const std::uint64_t seed = args.seed;
-    xt_ = dev.allocate("xt", {D_, T_}, DType::Bf16);
-    wg_ = dev.allocate("wg", {D_, F_}, DType::Bf16);
-    wu_ = dev.allocate("wu", {D_, F_}, DType::Bf16);
-    wd_ = dev.allocate("wd", {F_, D_}, DType::Bf16);
+    const DType in = fmt_.dtype;
+    xt_ = dev.allocate("xt", {D_, T_}, in);
+    wg_ = dev.allocate("wg", {D_, F_}, in);
+    wu_ = dev.allocate("wu", {D_, F_}, in);
+    wd_ = dev.allocate("wd", {F_, D_}, in);
     yt_ = dev.allocate("yt", {D_, T_}, DType::Fp32);
     if (dev.no_data()) return;
     // Scaled so that gate values spread over about [-4, 4], where silu and
-    // gelu are far from linear, and y stays of order one.
+    // gelu are far from linear, and y stays of order one; well inside fp8's
+    // range, so no tensor needs a scale.
     std::mt19937_64 rng(seed);
     const auto fill = [&](std::vector<float>& v, std::size_t n, double half_range) {
       std::uniform_real_distribution<double> dist(-half_range, half_range);
       v.resize(n);
-      for (auto& e : v) e = arch::to_float(arch::to_bf16(static_cast<float>(dist(rng))));
+      for (auto& e : v) e = held_value(in, static_cast<float>(dist(rng)));
     };
     fill(x_, static_cast<std::size_t>(D_ * T_), 2.0);
     fill(g_, static_cast<std::size_t>(D_ * F_), 3.0 / std::sqrt(double(D_)));
@@ -95,7 +114,8 @@ public:
   Program build() override {
     const auto& cfg = dev_.config();
     KernelBuilder kb(cfg, "mlp");
-    const MlpPlan plan(cfg, T_, D_, F_);
+    const MlpPlan plan(cfg, T_, D_, F_, fmt_.bytes());
+    const DType in = fmt_.dtype;
     const std::int64_t c = plan.c, nk = plan.nk, nf = plan.nf, weight_bytes = plan.weight_bytes;
     const std::int64_t sbuf_bytes = plan.sbuf_bytes;
     const auto working = [&](std::int64_t tb) { return plan.working(tb); };
@@ -110,18 +130,18 @@ public:
     std::vector<Tile> wg(nk), wu(nk), wd(nf);
     for (std::int64_t k = 0; k < nk; ++k) {
       const std::int64_t kk = std::min(c, D_ - k * c);
-      wg[k] = kb.sbuf(fmt::format("wg{}", k), c, F_, DType::Bf16);
-      wu[k] = kb.sbuf(fmt::format("wu{}", k), c, F_, DType::Bf16);
+      wg[k] = kb.sbuf(fmt::format("wg{}", k), c, F_, in);
+      wu[k] = kb.sbuf(fmt::format("wu{}", k), c, F_, in);
       kb.dma(fit(wg[k], kk, F_), wg_.region(k * c, 0, kk, F_));
       kb.dma(fit(wu[k], kk, F_), wu_.region(k * c, 0, kk, F_));
     }
     for (std::int64_t f = 0; f < nf; ++f) {
       const std::int64_t ff = std::min(c, F_ - f * c);
-      wd[f] = kb.sbuf(fmt::format("wd{}", f), c, D_, DType::Bf16);
+      wd[f] = kb.sbuf(fmt::format("wd{}", f), c, D_, in);
       kb.dma(fit(wd[f], ff, D_), wd_.region(f * c, 0, ff, D_));
     }
-    const Tile x[2] = {kb.sbuf("x0", c, nk * tb, DType::Bf16), kb.sbuf("x1", c, nk * tb, DType::Bf16)};
-    const Tile h = kb.sbuf("h", c, nf * tb, DType::Bf16);
+    const Tile x[2] = {kb.sbuf("x0", c, nk * tb, in), kb.sbuf("x1", c, nk * tb, in)};
+    const Tile h = kb.sbuf("h", c, nf * tb, in);
     const Tile a[2] = {kb.sbuf("a0", c, tb, DType::Fp32), kb.sbuf("a1", c, tb, DType::Fp32)};
     const Tile out[2] = {kb.sbuf("y0", c, tb, DType::Fp32), kb.sbuf("y1", c, tb, DType::Fp32)};
     const Tile gate[2] = {kb.psum("gate0", c, tb), kb.psum("gate1", c, tb)};
@@ -140,17 +160,19 @@ public:
       }
       // Gate and up projections, one hidden chunk at a time; the scalar
       // engine applies the activation while the tensor engine moves on to
-      // the next chunk, the vector engine multiplies into h (bf16).
+      // the next chunk, the vector engine multiplies into h (the input dtype).
       std::vector<Tile> hf(nf);
+      const auto columns = [&](const std::vector<Tile>& w, std::int64_t at, std::int64_t n) {
+        std::vector<Tile> out(w.size());
+        for (std::size_t k = 0; k < w.size(); ++k)
+          out[k] = w[k].slice(0, xk[k].partitions, static_cast<std::uint32_t>(at), static_cast<std::uint32_t>(n));
+        return out;
+      };
       for (std::int64_t f = 0; f < nf; ++f, turn ^= 1) {
         const std::int64_t ff = std::min(c, F_ - f * c);
         const Tile g = fit(gate[turn], ff, tt), u = fit(up[turn], ff, tt);
-        for (std::int64_t k = 0; k < nk; ++k)
-          kb.matmul(g, wg[k].slice(0, xk[k].partitions, static_cast<std::uint32_t>(f * c), static_cast<std::uint32_t>(ff)),
-                    xk[k], k > 0);
-        for (std::int64_t k = 0; k < nk; ++k)
-          kb.matmul(u, wu[k].slice(0, xk[k].partitions, static_cast<std::uint32_t>(f * c), static_cast<std::uint32_t>(ff)),
-                    xk[k], k > 0);
+        contract(kb, g, columns(wg, f * c, ff), xk);
+        contract(kb, u, columns(wu, f * c, ff), xk);
         const Tile av = fit(a[turn], ff, tt);
         kb.activation(av, g, act_);
         hf[f] = h.slice(0, static_cast<std::uint32_t>(ff), static_cast<std::uint32_t>(f * tb), static_cast<std::uint32_t>(tt));
@@ -161,9 +183,10 @@ public:
       for (std::int64_t m = 0; m < nk; ++m, oturn ^= 1) {
         const std::int64_t mm = std::min(c, D_ - m * c);
         const Tile y = fit(acc[oturn], mm, tt);
+        std::vector<Tile> wdm(nf);
         for (std::int64_t f = 0; f < nf; ++f)
-          kb.matmul(y, wd[f].slice(0, hf[f].partitions, static_cast<std::uint32_t>(m * c), static_cast<std::uint32_t>(mm)),
-                    hf[f], f > 0);
+          wdm[f] = wd[f].slice(0, hf[f].partitions, static_cast<std::uint32_t>(m * c), static_cast<std::uint32_t>(mm));
+        contract(kb, y, wdm, hf);
         const Tile o = fit(out[oturn], mm, tt);
         kb.copy(o, y, params_.choice("evacuate") == "scalar" ? arch::Engine::Scalar : arch::Engine::Vector);
         kb.dma(yt_.region(m * c, t0, mm, tt), o);
@@ -172,18 +195,24 @@ public:
     return kb.build();
   }
 
-  // Reference in double from the same bf16 inputs, and a per-element bound
-  // derived from the kernel's roundings (docs/kernels.md, mlp):
-  //  - g, u: fp32 sums of D exact products: |dg| <= Eg = gamma_D sum|x wg|, same for u;
+  // Reference in double from the same inputs (as the device holds them), and
+  // a per-element bound derived from the kernel's roundings (docs/kernels.md,
+  // mlp; docs/formats.md for the other dtypes):
+  //  - g, u: fp32 sums of D products, exact for bf16 and fp8 inputs:
+  //    |dg| <= Eg = gamma_D sum|x wg|, same for u; fp32 inputs round each
+  //    product too, gamma_(D+1);
   //  - a = act(g) in fp32: |da| <= L Eg + 4 u32 (|g| + |a|) (L the activation's
   //    Lipschitz bound; libm exp/erf within an ulp and four roundings);
-  //  - h = bf16(fp32(a * u)): |dh| <= |a| Eu + |u| da + da Eu + (u32 + u_bf16)(1 + u32) |a' u'|;
-  //  - y: fp32 sum of F products of h and Wd: |dy| <= sum |dh||wd| + gamma_F sum |h'||wd|,
-  //    plus F flushed subnormal products.
+  //  - h = dtype(fp32(a * u)): |dh| <= |a| Eu + |u| da + da Eu + (u32 + u_h)(1 + u32) |a' u'| + d_h
+  //    (u_h the dtype's unit roundoff, d_h its error below the normal range);
+  //  - y: fp32 sum of F products of h and Wd: |dy| <= sum |dh||wd| + gamma_F sum |h'||wd|
+  //    (gamma_(F+1) for fp32), plus F flushed subnormal products.
   NumericsCheck check() override {
     const auto got = dev_.download(yt_);
     const double L = act_lipschitz(act_), u32 = unit_roundoff(DType::Fp32);
-    const double gamma_d = gamma(D_), gamma_f = gamma(F_);
+    const std::int64_t rounded_products = fmt_.dtype == DType::Fp32 ? 1 : 0;
+    const double gamma_d = gamma(D_ + rounded_products), gamma_f = gamma(F_ + rounded_products);
+    const double u_h = unit_roundoff(fmt_.dtype), d_h = absolute_roundoff(fmt_.dtype);
     std::vector<double> h(static_cast<std::size_t>(F_)), dh(static_cast<std::size_t>(F_));
     double max_wd = 0;
     for (float v : d_) max_wd = std::max(max_wd, std::fabs(double{v}));
@@ -204,7 +233,7 @@ public:
         const double da = L * eg + 4 * u32 * (std::fabs(g) + eg + std::fabs(a) + L * eg);
         const double prod = (std::fabs(a) + da) * (std::fabs(u) + eu);
         h[f] = a * u;
-        dh[f] = std::fabs(a) * eu + std::fabs(u) * da + da * eu + (u32 + unit_roundoff(DType::Bf16)) * (1 + u32) * prod;
+        dh[f] = std::fabs(a) * eu + std::fabs(u) * da + da * eu + (u32 + u_h) * (1 + u32) * prod + d_h;
       }
       for (std::int64_t m = 0; m < D_; ++m) {
         double y = 0, err = 0, mag = 0;
@@ -232,10 +261,29 @@ public:
   }
 
 private:
+  // acc (+)= the sum over chunks i of st[i].T @ mv[i]: in double row two
+  // chunks of equal partitions a matmul (the second as the upper half of the
+  // contraction), else one chunk a matmul.
+  void contract(KernelBuilder& kb, const Tile& acc, const std::vector<Tile>& st, const std::vector<Tile>& mv,
+                SourceLocation where = SourceLocation::current()) const {
+    bool accumulate = false;
+    for (std::size_t i = 0; i < st.size(); accumulate = true) {
+      if (fmt_.double_row && i + 1 < st.size() && st[i + 1].partitions == st[i].partitions) {
+        kb.matmul(acc, MatmulInput::double_row(st[i], st[i + 1]), MatmulInput::double_row(mv[i], mv[i + 1]),
+                  accumulate, where);
+        i += 2;
+      } else {
+        kb.matmul(acc, st[i], mv[i], accumulate, where);
+        i += 1;
+      }
+    }
+  }
+
   Device& dev_;
   arch::ActFunc act_;
   std::int64_t T_, D_, F_;
   Params params_;
+  MlpFormat fmt_;
   Tensor xt_, wg_, wu_, wd_, yt_;
   std::vector<float> x_, g_, u_, d_;
 };
@@ -245,11 +293,15 @@ private:
 KernelSpec mlp_spec() {
   KernelSpec spec;
   spec.name = "mlp";
-  spec.description = "y^T = Wd^T (act(Wg^T x^T) * Wu^T x^T), gated MLP; x^T [D,T], Wg/Wu [D,F], Wd [F,D] bf16; y^T fp32";
+  spec.description =
+      "y^T = Wd^T (act(Wg^T x^T) * Wu^T x^T), gated MLP; x^T [D,T], Wg/Wu [D,F], Wd [F,D] bf16 (or --dtype fp32, fp8; "
+      "fp8 in double row where the config has it); y^T fp32";
+  spec.dtypes = kMlpDtypes;
   spec.variants = {{"silu", "SwiGLU: silu(gate) * up"}, {"gelu", "GeGLU: gelu(gate) * up"}};
   spec.shape = {{"T", 512, "tokens"}, {"D", 128, "model dimension"}, {"F", 256, "hidden dimension"}};
   const auto plan = [](const ParamContext& ctx) {
-    return MlpPlan(ctx.config, ctx.shape.at("T"), ctx.shape.at("D"), ctx.shape.at("F"));
+    return MlpPlan(ctx.config, ctx.shape.at("T"), ctx.shape.at("D"), ctx.shape.at("F"),
+                   MlpFormat(ctx.dtype, ctx.config).bytes());
   };
   spec.params = {
       TunableParam::integer("tb", 1, 1 << 16, 1,

@@ -20,6 +20,32 @@ def test_the_library_kernels_are_there_with_their_parameters():
         tessera.kernel("gem")
 
 
+def test_a_kernel_runs_in_each_of_its_dtypes():
+    mlp = tessera.kernel("mlp")
+    assert mlp.dtypes == ["bf16", "fp32", "fp8_e4m3", "fp8_e5m2"] and mlp.dtype_variants == []
+    assert tessera.kernel("gemm").dtype_variants == ["blocked_mnk", "naive"]
+
+    shape = {"T": 64, "D": 32, "F": 64}
+
+    def run():
+        report = tessera.run_kernel(tessera.Device("tiny", fidelity="tlm"), "mlp", "silu", shape, dtype="fp8_e4m3")
+        return report.ok, report.correct
+
+    def args():
+        return tessera.instantiate(tessera.Device("tiny", no_data=True), "mlp", shape=shape, dtype="fp32").args.dtype
+
+    def refused():
+        try:
+            tessera.instantiate(tessera.Device("tiny", no_data=True), "gemm", "tiled", dtype="fp8_e4m3")
+        except tessera.KernelError as e:
+            return str(e)
+        return "(no error)"
+
+    assert tessera.isolated(run) == (True, True)
+    assert tessera.isolated(args) == "fp32"
+    assert tessera.isolated(refused).startswith("gemm tiled: --dtype fp8_e4m3: this variant reads bf16 inputs only")
+
+
 def test_parameters_resolve_and_bad_ones_are_the_cpp_errors():
     p = tessera.resolve_params("neuroncore-v2", "gemm", shape={"M": 1024, "N": 1024, "K": 1024})
     assert p == {"bm": 2, "bn": 2, "bk": 8, "evacuate": "vector"}

@@ -52,6 +52,20 @@ TEST(Cli, ListKernelsRuns) {
   EXPECT_THAT(r.out, HasSubstr("gelu, silu, relu, exp, add, multiply"));
 }
 
+// Each kernel's dtypes, and which variants take them.
+TEST(Cli, ListKernelsShowsDtypes) {
+  const auto r = run("list kernels");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("dtypes (--dtype)"));
+  EXPECT_THAT(r.out, HasSubstr("bf16,fp32,fp8_e4m3,fp8_e5m2,mxfp8,mxfp4"));
+  const auto d = run("list kernels --details");
+  EXPECT_EQ(d.status, 0) << d.err;
+  EXPECT_THAT(d.out, HasSubstr("dtypes: bf16 (default), fp32, fp8_e4m3, fp8_e5m2, mxfp8, mxfp4 (--dtype; variants "
+                               "blocked_mnk, naive, the others bf16 only)"));
+  EXPECT_THAT(d.out, HasSubstr("dtypes: bf16 (default), fp32, fp8_e4m3, fp8_e5m2 (--dtype)"));  // mlp
+  EXPECT_THAT(d.out, HasSubstr("dtypes: bf16 only"));
+}
+
 // tiny's default fidelity is rtl: the Verilated tensor engine runs the GEMM.
 TEST(Cli, RunOnTinyDefaultsToRtl) {
   const auto r = run("run --config tiny --kernel gemm --shape M=16,N=64,K=16");

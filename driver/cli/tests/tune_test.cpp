@@ -364,7 +364,9 @@ TEST_F(TuneTest, UpdateDbStoresTheBestAndCheckDbHoldsItThenCatchesADrift) {
   ASSERT_EQ(stored["entries"].size(), 2u);  // blocked_mnk and naive (evacuate)
   for (const auto& e : stored["entries"]) {
     EXPECT_EQ(e["config"], "small");
-    if (e["variant"] == "blocked_mnk") EXPECT_EQ(e["time_ns"], search["best"]["time_ns"]);
+    if (e["variant"] == "blocked_mnk") {
+      EXPECT_EQ(e["time_ns"], search["best"]["time_ns"]);
+    }
   }
   r = run_tessera(fmt::format("tune --check-db -j 2 --out {}", (dir / "check").string()), "TESSERA_TUNING_DB=" + db);
   ASSERT_EQ(r.status, 0) << r.out << r.err;

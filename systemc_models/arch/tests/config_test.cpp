@@ -325,7 +325,9 @@ TEST_F(ConfigTest, EverySchemaFieldHasUnitlessOrUnitAndDescription) {
     SCOPED_TRACE(f.path);
     EXPECT_FALSE(f.description.empty());
     const bool numeric = f.kind() == FieldSpec::Kind::Int || f.kind() == FieldSpec::Kind::Float;
-    if (numeric) EXPECT_FALSE(f.unit.empty());
+    if (numeric) {
+      EXPECT_FALSE(f.unit.empty());
+    }
   }
 }
 
