@@ -4,6 +4,7 @@
 // variants of the same steps written before them (naive, hoisted, blocked_mn,
 // blocked_mnk). docs/gemm.md measures them all.
 #include "gemm/gemm.h"
+#include "collectives/collectives.h"
 #include "common/bounds.h"
 #include "common/reference_matmul.h"
 
@@ -192,7 +193,7 @@ class Gemm : public KernelInstance {
 public:
   Gemm(Device& dev, const KernelArgs& args)
       : dev_(dev), variant_(args.variant), params_(args.params), full_m_(args.shape.at("M")),
-        full_n_(args.shape.at("N")), M_(full_m_), N_(full_n_), K_(args.shape.at("K")),
+        full_n_(args.shape.at("N")), M_(full_m_), N_(full_n_), K_(args.shape.at("K")), full_k_(K_),
         tp_(tutorial_params(args.params)), fmt_(input_format(args.dtype, dev.config())) {
     const std::uint64_t seed = args.seed;
     if (fmt_.mx() && K_ % 32 != 0)
@@ -241,6 +242,7 @@ public:
   // window's program is the variant's, on the window's M x N.
   Program build_instance(const Spmd& spmd, const std::string& shard) override {
     if (spmd.grid == 1) return build();
+    if (shard == "K") return build_k_instance(spmd);
     const Tiling t(dev_.config(), full_m_, full_n_, K_);
     const bool along_m = shard == "M";
     const std::int64_t tiles = along_m ? t.mt : t.nt, tile = along_m ? t.tm : t.tn;
@@ -267,6 +269,85 @@ public:
     Program p = kb.build();
     p.model_flops = 2.0 * static_cast<double>(M_) * static_cast<double>(N_) * static_cast<double>(K_);
     return p;
+  }
+
+  // SPMD over K: instance i multiplies a contiguous run of whole K steps
+  // (as evenly as they go) into a partial C of its own in HBM, with its
+  // variant's loop nest; then the cores sum the partials block by block
+  // through a reduce-scatter (collectives::ReduceScatter, the algorithm
+  // `k_reduction`), each core storing its chunk of the columns of every
+  // block of C. The partials go to HBM and back, which the M and N shards
+  // never pay: that and the exchange are the price of splitting K.
+  Program build_k_instance(const Spmd& spmd) {
+    const Tiling t = tiling();
+    const std::int64_t step = t.tk * (fmt_.double_row() ? 2 : 1) * (fmt_.mx() ? arch::kMxQuad : 1);
+    const std::int64_t steps = ceil_div(full_k_, step);
+    if (steps < spmd.grid)
+      throw KernelError(fmt::format("gemm: K={} is {} step{} of {}, too few for {} cores to get one each: shard over "
+                                    "M or N, or grow K",
+                                    full_k_, steps, steps == 1 ? "" : "s", step, spmd.grid));
+    if (full_n_ % spmd.grid != 0)
+      throw KernelError(fmt::format("gemm: shard K: N={} does not split into {} equal column chunks, one per core, for "
+                                    "the reduce-scatter of the partial products",
+                                    full_n_, spmd.grid));
+    const auto algorithm = collectives::parse_algorithm(params_.choice("k_reduction"));
+    if (!algorithm) throw KernelError(fmt::format("gemm: no k_reduction '{}'", params_.choice("k_reduction")));
+    if (partials_.empty())
+      for (int i = 0; i < spmd.grid; ++i)
+        partials_.push_back(dev_.allocate(fmt::format("c_partial{}", i), {full_m_, full_n_}, DType::Fp32));
+    const std::int64_t lo = steps * spmd.instance / spmd.grid, hi = steps * (spmd.instance + 1) / spmd.grid;
+    k_off_ = lo * step;
+    K_ = std::min(hi * step, full_k_) - k_off_;
+    c_target_ = &partials_.at(static_cast<std::size_t>(spmd.instance));
+    KernelBuilder kb(dev_.config(), "gemm", spmd);
+    // The tiles other cores write come first, at the same SBUF address on
+    // every core: the instances' own loop nests differ when their K
+    // windows do, and so would anything allocated after them.
+    KReduction reduction(kb, dev_.config(), full_n_, *algorithm);
+    (this->*variant_step(variant_).build)(kb);
+    reduce_partials(kb, reduction);
+    Program p = kb.build();
+    p.model_flops = 2.0 * static_cast<double>(M_) * static_cast<double>(N_) * static_cast<double>(K_);
+    k_off_ = 0;
+    K_ = full_k_;
+    c_target_ = &c_;
+    return p;
+  }
+
+  // The K shard's reduction: blocks of [partitions x W] columns of C, two
+  // in flight, and the reduce-scatter that sums them.
+  struct KReduction {
+    std::int64_t P, W;
+    collectives::ReduceScatter rs;
+    Tile bufs[2];
+    KReduction(KernelBuilder& kb, const arch::HwConfig& cfg, std::int64_t N, collectives::Algorithm algorithm)
+        : P(cfg.sbuf.partitions),
+          W(std::max<std::int64_t>(kb.spmd().grid,
+                                   std::min<std::int64_t>(N, kReduceColumns) / kb.spmd().grid * kb.spmd().grid)),
+          rs(kb, u32(P), u32(W), algorithm, "k-reduce"),
+          bufs{kb.sbuf("k-reduce block0", u32(P), u32(W), DType::Fp32),
+               kb.sbuf("k-reduce block1", u32(P), u32(W), DType::Fp32)} {}
+  };
+
+  // C = the sum of the cores' partials: each core loads its partial of a
+  // block, the reduce-scatter leaves it the sum of its chunk of the block's
+  // columns, and it stores that chunk of C.
+  void reduce_partials(KernelBuilder& kb, KReduction& red) {
+    const int n = kb.spmd().grid, rank = kb.spmd().instance;
+    const std::int64_t P = red.P, W = red.W;
+    const Tensor& partial = partials_.at(static_cast<std::size_t>(rank));
+    int block = 0;
+    for (std::int64_t r0 = 0; r0 < full_m_; r0 += P)
+      for (std::int64_t c0 = 0; c0 < full_n_; c0 += W, ++block) {
+        const std::int64_t rows = std::min(P, full_m_ - r0), cols = std::min(W, full_n_ - c0), chunk = cols / n;
+        const Tile data = red.bufs[block % 2].slice(0, u32(rows), 0, u32(cols));
+        kb.label("k-reduce load");
+        kb.dma(data, partial.region(r0, c0, rows, cols));
+        red.rs(data);
+        kb.label("k-reduce store");
+        kb.dma(c_.region(r0, c0 + rank * chunk, rows, chunk), data.columns(u32(rank * chunk), u32(chunk)));
+      }
+    kb.label("");
   }
 
   // Reference in double from the inputs the device held (reference_matmul). Each element's
@@ -366,7 +447,9 @@ private:
   void load(KernelBuilder& kb, const Slot& s, const Tensor& data, const Tensor& scale, std::int64_t step,
             std::int64_t tk, std::int64_t c0, std::int64_t cc, SourceLocation where = SourceLocation::current()) const {
     const auto [lo, hi] = step_rows(step, tk);
-    const std::int64_t k0 = step * tk * (fmt_.double_row() ? 2 : 1);
+    // A K shard's window starts k_off_ contraction rows in (tensor rows: a
+    // quarter of them in MX, whose scale rows are a 32nd).
+    const std::int64_t k0 = step * tk * (fmt_.double_row() ? 2 : 1) + (fmt_.mx() ? k_off_ / arch::kMxQuad : k_off_);
     kb.dma(fit(s.lo, lo, cc), data.region(k0, c0, lo, cc), where);
     if (hi > 0) kb.dma(fit(s.hi, hi, cc), data.region(k0 + tk, c0, hi, cc), where);
     if (!fmt_.mx()) return;
@@ -375,7 +458,7 @@ private:
     for (std::int64_t p = 0; p < lo; p += 32) {
       const std::int64_t groups = std::min<std::int64_t>(32, lo - p) / arch::kMxGroupPartitions;
       kb.dma(s.scale.slice(u32(p), u32(groups), 0, u32(cc)),
-             scale.region((k0 + p) / arch::kMxGroupPartitions, c0, groups, cc), where);
+             scale.region((k0 + p) / arch::kMxGroupPartitions, c0, groups, cc), where);  // k0 holds the window's start
     }
   }
   // acc (+)= K step `step` of a.T @ b: one matmul in the format's mode; a
@@ -407,13 +490,13 @@ private:
   // Windows of A (transposed), B and C in the coordinates of the window of
   // C this program computes (all of C but on several cores).
   View a_region(std::int64_t k0, std::int64_t m0, std::int64_t rows, std::int64_t cols) const {
-    return at_.region(k0, m_off_ + m0, rows, cols);
+    return at_.region(k_off_ + k0, m_off_ + m0, rows, cols);
   }
   View b_region(std::int64_t k0, std::int64_t n0, std::int64_t rows, std::int64_t cols) const {
-    return b_.region(k0, n_off_ + n0, rows, cols);
+    return b_.region(k_off_ + k0, n_off_ + n0, rows, cols);
   }
   View c_region(std::int64_t m0, std::int64_t n0, std::int64_t rows, std::int64_t cols) const {
-    return c_.region(m_off_ + m0, n_off_ + n0, rows, cols);
+    return c_target_->region(m_off_ + m0, n_off_ + n0, rows, cols);
   }
   // Views of the current tiles, clipped at the matrix edges.
   View at_tile(std::int64_t k0, std::int64_t m0, const Tiling& t) const {
@@ -810,6 +893,14 @@ private:
   // The window of C being built: all of it, or one instance's.
   std::int64_t M_, N_, K_;
   std::int64_t m_off_ = 0, n_off_ = 0;
+  // A K shard: the window's first contraction row, the full K, where the
+  // window's product goes (its partial; else C) and every core's partial.
+  std::int64_t k_off_ = 0;
+  std::int64_t full_k_;
+  const Tensor* c_target_ = &c_;
+  std::vector<Tensor> partials_;
+  // Columns of C per block of the K shard's reduction (fp32: 8 KiB per partition).
+  static constexpr std::int64_t kReduceColumns = 2048;
   TutorialParams tp_;
   InputFormat fmt_;
   Tensor at_, b_, c_;
@@ -895,13 +986,15 @@ KernelSpec gemm_spec() {
       TunableParam::integer("buffers", 1, 8, tutorial.buffers,
                             "copies a loop body's tiles rotate through, at most (fewer when SBUF has no room)")
           .only_for({"tiled", "hoist_load", "block_free_dimension", "fully_optimized"}),
+      TunableParam::choice("k_reduction", collectives::algorithm_names(), "ring",
+                           "with --shard K: the reduce-scatter that sums the cores' partial products (docs/multicore.md)"),
       TunableParam::choice("evacuate", {"vector", "scalar"}, "vector",
                            "the engine that copies accumulators from PSUM to SBUF")
           .only_for({"blocked_mnk", "naive", "hoisted", "blocked_mn", "tiled", "hoist_load", "block_free_dimension"}),
   };
   spec.make = [](Device& dev, const KernelArgs& args) { return std::make_unique<Gemm>(dev, args); };
   spec.fits = gemm_fits;
-  spec.shard_dims = {"M", "N"};
+  spec.shard_dims = {"M", "N", "K"};
   return spec;
 }
 

@@ -338,7 +338,7 @@ TEST(CliCores, BadCoreCountsAndShardsExit2) {
            {"--config neuroncore-v2 --cores 4", "4 cores: a neuroncore-v2 chip has 2 (chip.cores, "},
            {"--config tiny --cores -1", "--cores -1: expected 1 or more"},
            {"--config tiny --shard M", "--shard needs --cores N"},
-           {"--config tiny --cores 2 --shard K", "--shard K: kernel 'gemm' shards over M or N"},
+           {"--config tiny --cores 2 --shard Q", "--shard Q: kernel 'gemm' shards over M or N or K"},
            {"--config tiny --cores 2 --trace " + (tessera::test_support::scratch_dir() / "cores_trace.json").string(),
             "a waveform or a timeline of a multi-core run is not supported"},
        }) {

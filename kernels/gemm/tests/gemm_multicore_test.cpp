@@ -86,10 +86,32 @@ const Case kCases[] = {
     {"neuroncore-v3", 8, "M", "blocked_mnk", 1024, 512, 256},
     {"neuroncore-v3", 4, "N", "blocked_mnk", 256, 2048, 256},
     {"neuroncore-v2", 2, "M", "blocked_mnk", 256, 640, 384},
+    // K: partial products summed by a reduce-scatter across the cores.
+    {"tiny", 2, "K", "blocked_mnk", 21, 100, 37},   // K steps 5 -> 2 + 3
+    {"tiny", 2, "K", "naive", 16, 64, 40},
+    {"small", 4, "K", "blocked_mnk", 40, 96, 260},  // K steps 9 -> 2 + 2 + 2 + 3
+    {"small", 4, "K", "hoisted", 33, 128, 128},
+    {"neuroncore-v3", 2, "K", "blocked_mnk", 256, 512, 512},
     // Two Verilated tensor engines and four Verilated DMA engines in one process.
     {"tiny", 2, "M", "blocked_mnk", 21, 100, 37, arch::Fidelity::Rtl},
+    {"tiny", 2, "K", "blocked_mnk", 21, 100, 37, arch::Fidelity::Rtl},
     {"tiny", 2, "N", "naive", 16, 128, 16, arch::Fidelity::Rtl},
 };
+
+TEST(GemmOverK, TheDirectReductionMatchesTooAndEachCoreStoresItsChunk) {
+  Device dev = open("small", 4);
+  const RunReport r = run_kernel(dev, {"gemm", "blocked_mnk", {{"M", 40}, {"N", 96}, {"K", 260}},
+                                        {{"k_reduction", std::string("direct")}}, 7},
+                                 "K");
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_TRUE(r.correct) << r.error;
+  // Each core sent three of its four chunks of every block, to three cores.
+  for (int k = 0; k < 4; ++k) {
+    const double sent = r.stats.at("fabric.core" + std::to_string(k) + ".bytes_sent").get<double>();
+    const double signals = r.stats.at("fabric.core" + std::to_string(k) + ".signals_sent").get<double>();
+    EXPECT_DOUBLE_EQ(sent - 4 * signals, 3.0 / 4.0 * 40 * 96 * 4) << "core " << k;
+  }
+}
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   const Case& c = info.param;
@@ -178,8 +200,13 @@ TEST(GemmOnCores, ShardsThatDoNotFitAreErrors) {
     }
     return std::string("(accepted)");
   };
+  EXPECT_THAT(error_of({"gemm", "naive", {{"M", 16}, {"N", 64}, {"K", 8}}, {}, 7}, "Q"),
+              HasSubstr("--shard Q: kernel 'gemm' shards over M or N or K"));
+  // K = 8 is one step of the 8-row array; N = 65 has no chunk per core for the reduce-scatter.
   EXPECT_THAT(error_of({"gemm", "naive", {{"M", 16}, {"N", 64}, {"K", 8}}, {}, 7}, "K"),
-              HasSubstr("--shard K: kernel 'gemm' shards over M or N"));
+              HasSubstr("gemm: K=8 is 1 step of 8, too few for 2 cores to get one each: shard over M or N, or grow K"));
+  EXPECT_THAT(error_of({"gemm", "naive", {{"M", 16}, {"N", 65}, {"K", 64}}, {}, 7}, "K"),
+              HasSubstr("gemm: shard K: N=65 does not split into 2 equal column chunks"));
   // M = 8 is one tile of the 8-column array.
   EXPECT_THAT(error_of({"gemm", "naive", {{"M", 8}, {"N", 64}, {"K", 8}}, {}, 7}, "M"),
               HasSubstr("gemm: M=8 is 1 tile of 8, too few for 2 cores to get one each: shard over N, or grow M"));
