@@ -274,8 +274,8 @@ public:
   // SPMD over K: instance i multiplies a contiguous run of whole K steps
   // (as evenly as they go) into a partial C of its own in HBM, with its
   // variant's loop nest; then the cores sum the partials block by block
-  // through a reduce-scatter (collectives::ReduceScatter, the algorithm
-  // `k_reduction`), each core storing its chunk of the columns of every
+  // through a ring reduce-scatter (collectives::ReduceScatter), each core
+  // storing its chunk of the columns of every
   // block of C. The partials go to HBM and back, which the M and N shards
   // never pay: that and the exchange are the price of splitting K.
   Program build_k_instance(const Spmd& spmd) {
@@ -290,8 +290,6 @@ public:
       throw KernelError(fmt::format("gemm: shard K: N={} does not split into {} equal column chunks, one per core, for "
                                     "the reduce-scatter of the partial products",
                                     full_n_, spmd.grid));
-    const auto algorithm = collectives::parse_algorithm(params_.choice("k_reduction"));
-    if (!algorithm) throw KernelError(fmt::format("gemm: no k_reduction '{}'", params_.choice("k_reduction")));
     if (partials_.empty())
       for (int i = 0; i < spmd.grid; ++i)
         partials_.push_back(dev_.allocate(fmt::format("c_partial{}", i), {full_m_, full_n_}, DType::Fp32));
@@ -303,7 +301,7 @@ public:
     // The tiles other cores write come first, at the same SBUF address on
     // every core: the instances' own loop nests differ when their K
     // windows do, and so would anything allocated after them.
-    KReduction reduction(kb, dev_.config(), full_n_, *algorithm);
+    KReduction reduction(kb, dev_.config(), full_n_, k_reduction_);
     (this->*variant_step(variant_).build)(kb);
     reduce_partials(kb, reduction);
     Program p = kb.build();
@@ -899,6 +897,8 @@ private:
   std::int64_t full_k_;
   const Tensor* c_target_ = &c_;
   std::vector<Tensor> partials_;
+  // The reduce-scatter of the partials (the kernel 'collective' compares the algorithms).
+  collectives::Algorithm k_reduction_ = collectives::Algorithm::Ring;
   // Columns of C per block of the K shard's reduction (fp32: 8 KiB per partition).
   static constexpr std::int64_t kReduceColumns = 2048;
   TutorialParams tp_;
@@ -986,8 +986,6 @@ KernelSpec gemm_spec() {
       TunableParam::integer("buffers", 1, 8, tutorial.buffers,
                             "copies a loop body's tiles rotate through, at most (fewer when SBUF has no room)")
           .only_for({"tiled", "hoist_load", "block_free_dimension", "fully_optimized"}),
-      TunableParam::choice("k_reduction", collectives::algorithm_names(), "ring",
-                           "with --shard K: the reduce-scatter that sums the cores' partial products (docs/multicore.md)"),
       TunableParam::choice("evacuate", {"vector", "scalar"}, "vector",
                            "the engine that copies accumulators from PSUM to SBUF")
           .only_for({"blocked_mnk", "naive", "hoisted", "blocked_mn", "tiled", "hoist_load", "block_free_dimension"}),

@@ -33,7 +33,7 @@ arch::HwConfig config(const std::string& name) {
 TEST(Registry, EveryLibraryKernelRegistersItselfInNameOrder) {
   std::vector<std::string> names;
   for (const auto& k : registry()) names.push_back(k.name);
-  EXPECT_THAT(names, ElementsAre("attention", "calib_dma", "calib_matmul", "calib_vector", "conv2d", "cumsum",
+  EXPECT_THAT(names, ElementsAre("attention", "calib_dma", "calib_matmul", "calib_vector", "collective", "conv2d", "cumsum",
                                  "elementwise", "gemm", "layernorm", "mlp", "reduce", "rmsnorm", "softmax", "transpose"));
   for (const auto& k : registry()) {
     EXPECT_TRUE(k.origin.empty()) << k.name;
