@@ -165,19 +165,35 @@ void DmaEngine::configure_queue(std::uint32_t q, std::uint64_t ring_base, std::u
 
 void DmaEngine::apply_due_doorbells() {
   while (!pending_.empty() && pending_.front().visible <= sc_time_stamp()) {
-    queues_[pending_.front().queue].tail = pending_.front().tail;
-    tail_visible_[pending_.front().queue] = pending_.front().visible;
-    wave_queue(pending_.front().queue);
+    const PendingTail& p = pending_.front();
+    const sc_time write = std::max(on_clock(p.visible), next_tail_write_);
+    next_tail_write_ = write + period_;
+    // A queue that still had descriptors to fetch was ready before this write.
+    if (fetch_ptr_[p.queue] == queues_[p.queue].tail) tail_visible_[p.queue] = write;
+    queues_[p.queue].tail = p.tail;
+    wave_queue(p.queue);
     pending_.pop_front();
   }
 }
 
-std::int64_t DmaEngine::ready_queue(std::uint32_t after) const {
+sc_time DmaEngine::fetch_ready_at(const sc_time& not_before) const {
+  sc_time at = sc_core::sc_max_time();
+  for (std::uint32_t q = 0; q < queues_.size(); ++q) {
+    const QueueState& s = queues_[q];
+    if (s.error == arch::DmaError::kNone && s.ring_size > 0 && fetch_ptr_[q] != s.tail)
+      at = std::min(at, std::max(not_before, tail_visible_[q] + period_ * kDoorbellToFetch));
+  }
+  return at;
+}
+
+std::int64_t DmaEngine::ready_queue(std::uint32_t after, const sc_time& ar) const {
   const auto n = static_cast<std::uint32_t>(queues_.size());
   for (std::uint32_t i = 1; i <= n; ++i) {
     const std::uint32_t q = (after + i) % n;
     const QueueState& s = queues_[q];
-    if (s.error == arch::DmaError::kNone && s.ring_size > 0 && fetch_ptr_[q] != s.tail) return q;
+    if (s.error == arch::DmaError::kNone && s.ring_size > 0 && fetch_ptr_[q] != s.tail &&
+        tail_visible_[q] + period_ * kDoorbellToFetch <= ar)
+      return q;
   }
   return -1;
 }
@@ -185,32 +201,34 @@ std::int64_t DmaEngine::ready_queue(std::uint32_t after) const {
 void DmaEngine::run() {
   for (;;) {
     apply_due_doorbells();
-    std::optional<Fetched> next;
     if (prefetched_) {
-      next = prefetched_;
+      const Fetched next = *prefetched_;
       prefetched_.reset();
-    } else if (const std::int64_t q = ready_queue(last_fetched_queue_); q >= 0) {
-      // Fetched by an idle fetch unit: two cycles after the doorbell's
-      // register write, four after the previous fetch's data.
-      const auto uq = static_cast<std::uint32_t>(q);
-      const sc_time issue = std::max({on_clock(sc_time_stamp()), on_clock(tail_visible_[uq]) + period_ * kDoorbellToFetch,
-                                      last_fetch_ready_ + period_ * kFetchAhead});
-      next = fetch(uq, issue);
+      execute(next);
+      continue;
     }
-    if (next) {
-      execute(*next);
+    // An idle fetch unit fetches two cycles after the doorbell's register
+    // write, four after the previous fetch's data.
+    const sc_time never = sc_core::sc_max_time();
+    const sc_time issue =
+        fetch_ready_at(std::max(on_clock(sc_time_stamp()), last_fetch_ready_ + period_ * kFetchAhead));
+    // The completion stage's writes go out in their own cycles meanwhile
+    // (within one cycle the fetch's AR goes before a W).
+    const sc_time due = completions_pending_.empty() ? never : completion_time();
+    if (issue != never && issue <= due) {
+      const std::int64_t q = ready_queue(last_fetched_queue_, issue);
+      execute(fetch(static_cast<std::uint32_t>(q), issue));
       continue;
     }
     // A doorbell rung while the engine was busy may still be on its way; its
     // notification can be lost (an sc_event keeps only its earliest pending
     // notification), so wait for its visible time too.
-    if (completions_pending_.empty()) {
+    if (due == never) {
       if (pending_.empty()) sleep_on(doorbell_event_);
       else sleep_for(pending_.front().visible - sc_time_stamp(), doorbell_event_);
       continue;
     }
-    // Nothing to fetch: finish the completion stage, unless a doorbell comes first.
-    const sc_time due = completion_time();
+    // Finish the completion stage, unless a doorbell comes first.
     const sc_time until = pending_.empty() ? due : std::min(due, pending_.front().visible);
     if (until > sc_time_stamp()) {
       sleep_for(until - sc_time_stamp(), doorbell_event_);
@@ -500,22 +518,32 @@ void DmaEngine::execute(Fetched f) {
     if (!completions_pending_.empty()) t_complete = completion_time();
     if (!prefetch_done) {
       apply_due_doorbells();
-      if (ready_queue(q) >= 0 || queues_[q].tail != fetch_ptr_[q]) {
-        t_fetch = std::max({f.ready + cycle * kFetchAhead, data_start, sc_time_stamp()});
-      } else if (!pending_.empty()) {
-        t_fetch = on_clock(pending_.front().visible) + cycle * kDoorbellToFetch;
-      }
+      const sc_time unit_free = std::max({f.ready + cycle * kFetchAhead, data_start, sc_time_stamp()});
+      t_fetch = fetch_ready_at(unit_free);
+      if (t_fetch == never && !pending_.empty())
+        t_fetch = std::max(unit_free, std::max(on_clock(pending_.front().visible), next_tail_write_) +
+                                          cycle * kDoorbellToFetch);
     }
     if (ri == src.size() && wi == dst.size()) break;
+    // A doorbell rung while the engine waits for its next access may let the
+    // fetch unit go first (the RTL's fetch unit sees the new tail the cycle
+    // after its register write): wait for either, then decide again.
+    if (!prefetch_done) {
+      const sc_time next = std::min({t_complete, t_fetch, t_read, t_write});
+      if (next != never && next > sc_time_stamp()) {
+        sleep_for(next - sc_time_stamp(), doorbell_event_);
+        continue;
+      }
+    }
 
     // Within one cycle the bridge hands memory the AR before the W: reads win ties.
-    if (t_complete < t_read && t_complete <= std::min(t_write_start, t_fetch)) {
+    if (t_complete < std::min(t_read, t_fetch) && t_complete <= t_write_start) {
       complete_oldest();
       if (ctx_.error) return;
     } else if (t_fetch <= std::min(t_read, t_write)) {
       if (t_fetch > sc_time_stamp()) sleep_for(t_fetch - sc_time_stamp());
       apply_due_doorbells();
-      const std::int64_t nq = ready_queue(q);
+      const std::int64_t nq = ready_queue(q, sc_time_stamp());
       if (nq >= 0) {
         prefetched_ = fetch(static_cast<std::uint32_t>(nq), on_clock(sc_time_stamp()));
         fetch_on_r = true;

@@ -190,8 +190,14 @@ private:
 
   void run();
   void apply_due_doorbells();
-  // The next queue with a descriptor to fetch, round-robin after `after`; -1 if none.
-  std::int64_t ready_queue(std::uint32_t after) const;
+  // The fetch unit picks among the queues whose tail write it has seen: a
+  // queue is ready for a fetch AR from kDoorbellToFetch cycles after the
+  // Q_TAIL write that made it non-empty. fetch_ready_at: the earliest AR at
+  // or after `not_before` for any queue (never if none has a descriptor to
+  // fetch); ready_queue: the queue an AR at `ar` reads, round-robin after
+  // `after`, -1 if none.
+  sc_core::sc_time fetch_ready_at(const sc_core::sc_time& not_before) const;
+  std::int64_t ready_queue(std::uint32_t after, const sc_core::sc_time& ar) const;
   Fetched fetch(std::uint32_t q, sc_core::sc_time issue);
   // Moves the descriptor in `f` from the queue's ring through memory; returns
   // when its last write beat is out (the next descriptor may start).
@@ -245,7 +251,10 @@ private:
   // per cycle, in order).
   sc_core::sc_time next_run_ar_, next_run_aw_, next_aw_;
   std::vector<std::uint32_t> fetch_ptr_;         // per queue: next descriptor to fetch
-  std::vector<sc_core::sc_time> tail_visible_;  // per queue: when its latest doorbell landed
+  // Per queue: the cycle of the Q_TAIL write that made it ready to fetch
+  // (doorbells go to the RTL's register port one write per cycle, in order).
+  std::vector<sc_core::sc_time> tail_visible_;
+  sc_core::sc_time next_tail_write_;  // the first cycle the register port is free for a Q_TAIL write
   std::uint32_t last_fetched_queue_;  // round-robin: the search starts after it
   std::optional<Fetched> prefetched_;
   std::deque<PendingCompletion> completions_pending_;

@@ -70,8 +70,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GemmTest,
 
 // rtl fidelity through the driver: the tensor engine and the DMA engines are
 // the Verilated RTL. Each fidelity runs in its own child process; the numbers
-// must be correct and the end-to-end time tlm's to the cycle, but for the
-// runs rtl_agreement.h lists (docs/cosim.md, "Whole kernels").
+// must be correct and the end-to-end time tlm's to the cycle (rtl_agreement.h,
+// docs/cosim.md, "Whole kernels").
 class GemmRtlTest : public ::testing::TestWithParam<std::tuple<std::string, Case>> {};
 
 nlohmann::json run_gemm(const std::string& variant, const Case& c, arch::Fidelity fidelity) {
