@@ -73,6 +73,22 @@ std::string compare_page(const std::string& title, const nlohmann::json& rows, c
   return fill(title, {{"kind", "compare"}, {"title", title}, {"compare", rows}, {"reports", reports}});
 }
 
+std::string sweep_page(const std::string& title, const nlohmann::json& results) {
+  nlohmann::json data = results;
+  for (auto& point : data["points"]) {
+    const nlohmann::json report = point.value("report", nlohmann::json::object());
+    nlohmann::json kept = nlohmann::json::object();
+    for (const char* key : {"time_ns", "hfu_percent", "achieved_tflops", "bound_by", "config"})
+      if (report.contains(key)) kept[key] = report[key];
+    point["report"] = std::move(kept);
+  }
+  return fill(title, {{"kind", "sweep"}, {"title", title}, {"sweep", std::move(data)}});
+}
+
+std::string regress_page(const std::string& title, const nlohmann::json& jobs) {
+  return fill(title, {{"kind", "regress"}, {"title", title}, {"jobs", jobs}});
+}
+
 void write_page(const std::string& path, const std::string& page) {
   const std::filesystem::path p(path);
   if (p.has_parent_path()) make_dirs(p.parent_path());

@@ -19,6 +19,13 @@ std::string run_page(const std::string& title, const nlohmann::json& report, con
 // the same order (null where a config did not run).
 std::string compare_page(const std::string& title, const nlohmann::json& rows, const nlohmann::json& reports);
 
+// A sweep's page: its results.json (sweep::results_json); each point keeps
+// the figures of its report the page shows.
+std::string sweep_page(const std::string& title, const nlohmann::json& results);
+
+// A suite run's page: a row per job against the baseline (regress::against_baseline).
+std::string regress_page(const std::string& title, const nlohmann::json& jobs);
+
 // Writes `page` to `path`, making its folder; throws FileError (files.h)
 // naming the path when it cannot.
 void write_page(const std::string& path, const std::string& page);

@@ -225,6 +225,27 @@ nlohmann::json make_baseline(const std::vector<JobResult>& results) {
   return b;
 }
 
+nlohmann::json against_baseline(const std::vector<JobResult>& results, const nlohmann::json& baseline) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const JobResult& r : results) {
+    nlohmann::json row = {{"id", r.job.id},         {"kernel", r.job.kernel},
+                          {"variant", r.job.variant}, {"config", r.job.config},
+                          {"status", to_string(r.status)}, {"message", r.message},
+                          {"tolerance_percent", r.job.tolerance_percent}, {"wall_seconds", r.wall_seconds}};
+    const double now = r.report.is_object() ? r.report.value("time_ns", 0.0) : 0.0;
+    if (now > 0) row["time_ns"] = now;
+    if (baseline.is_object() && baseline.contains(r.job.id) && baseline[r.job.id].is_object()) {
+      const auto& was = baseline[r.job.id];
+      if (was.contains("time_ns") && was["time_ns"].is_number() && was["time_ns"].get<double>() > 0) {
+        row["baseline_ns"] = was["time_ns"];
+        if (now > 0) row["change_percent"] = 100.0 * (now - was["time_ns"].get<double>()) / was["time_ns"].get<double>();
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
 namespace {
 
 std::string xml_escape(const std::string& s) {

@@ -43,6 +43,10 @@ std::vector<Job> select(const Suite& suite, const std::string& group, const std:
 // time moved beyond its tolerance gets status slower/faster with the delta.
 void compare_to_baseline(std::vector<JobResult>& results, const nlohmann::json& baseline);
 nlohmann::json make_baseline(const std::vector<JobResult>& results);
+// A row per job for the suite's page (profile_page.h regress_page): its
+// status, time, the baseline's time and the change against it in percent
+// (absent where the baseline has no time for it), and its tolerance.
+nlohmann::json against_baseline(const std::vector<JobResult>& results, const nlohmann::json& baseline);
 
 std::string junit_xml(const std::string& suite, const std::vector<JobResult>& results);
 // The summary: per kernel a matrix (test, variant and shape down, config

@@ -1,4 +1,5 @@
 #include "files.h"
+#include "profile_page.h"
 #include "commands.h"
 #include "regress.h"
 #include "job_runner.h"
@@ -31,7 +32,7 @@ using regress::JobResult;
 using runner::Status;
 
 struct RegressOptions {
-  std::string suite, group, filter, shard, out = "out/regress", baseline;
+  std::string suite, group, filter, shard, out = "out/regress", baseline, html;
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool update_baseline = false, list = false;
   slurm::SubmitOptions submit;
@@ -147,6 +148,21 @@ public:
     write_file(out / "results.json", all.dump(2) + "\n");
     write_file(out / "junit.xml", regress::junit_xml(suite, results));
     write_file(out / "summary.md", regress::summary_markdown(suite, results));
+    if (const std::string html = plan.value("html", ""); !html.empty()) {
+      // The baseline's times beside this run's (none when it has no file).
+      nlohmann::json baseline;
+      const fs::path file = plan.value("baseline_file", "");
+      if (!file.empty() && fs::exists(file)) {
+        try {
+          baseline = nlohmann::json::parse(read_file(file));
+        } catch (const std::exception& e) {
+          std::cerr << fmt::format("{}: {}: not a baseline, the page shows none: {}\n", kRegress, file.string(),
+                                   arch::quote_input(e.what(), 200));
+        }
+      }
+      write_page(html, regress_page(fmt::format("suite {}", suite), regress::against_baseline(results, baseline)));
+      std::cerr << fmt::format("{}: page {}\n", kRegress, html);
+    }
     std::cout << '\n' << regress::summary_markdown(suite, results, false);
     return all_passed(results) ? 0 : 1;
   }
@@ -164,12 +180,21 @@ public:
   }
 };
 
+// The baseline a run compares with: --baseline, or the suite's own beside it.
+fs::path baseline_path(const regress::Suite& suite, const RegressOptions& o) {
+  return o.baseline.empty() ? fs::path(o.suite).parent_path() / "baselines" / (suite.name + ".json")
+                            : fs::path(o.baseline);
+}
+
 nlohmann::json suite_plan(const regress::Suite& suite, const RegressOptions& o) {
   return {{"suite", fs::absolute(o.suite).lexically_normal().string()},
           {"suite_name", suite.name},
           {"group", o.group},
           {"filter", o.filter},
-          {"baseline", o.baseline.empty() ? "" : fs::absolute(o.baseline).string()}};
+          {"baseline", o.baseline.empty() ? "" : fs::absolute(o.baseline).string()},
+          // The page's baseline: the one the jobs were compared with.
+          {"baseline_file", fs::absolute(baseline_path(suite, o)).string()},
+          {"html", o.html.empty() ? "" : fs::absolute(o.html).lexically_normal().string()}};
 }
 
 int run_suite(const RegressOptions& o) {
@@ -219,9 +244,7 @@ int run_suite(const RegressOptions& o) {
   if (slurm) return runner::submit(flow, suite_plan(suite, o), jobs.size(), o.out, o.submit);
 
   // Everything the run will read or write is checked before the jobs run.
-  const fs::path baseline = o.baseline.empty()
-                                ? fs::path(o.suite).parent_path() / "baselines" / (suite.name + ".json")
-                                : fs::path(o.baseline);
+  const fs::path baseline = baseline_path(suite, o);
   nlohmann::json baseline_times;
   if (o.update_baseline) {
     make_dirs(baseline.parent_path().empty() ? fs::path(".") : baseline.parent_path());
@@ -325,6 +348,7 @@ void add_regress_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--out", o->out, "Output folder")->capture_default_str();
   cmd->add_option("--baseline", o->baseline, "Baseline file (default: regressions/baselines/<suite>.json)");
   cmd->add_flag("--update-baseline", o->update_baseline, "Write this run's times as the baseline");
+  cmd->add_option("--html", o->html, "Also write the results against the baseline as a page here (one HTML file, no network)");
   cmd->add_flag("--list", o->list, "Check the suite (names, configs, shapes) and list its jobs without running them");
   slurm::add_submit_options(*cmd, o->submit,
                             {"suite", "job", "Follow the jobs with a progress line; exit with the suite's status"});

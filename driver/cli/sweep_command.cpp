@@ -1,4 +1,5 @@
 #include "files.h"
+#include "profile_page.h"
 #include "process.h"
 #include "commands.h"
 #include "job_runner.h"
@@ -29,7 +30,7 @@ using runner::JobResult;
 using runner::Status;
 
 struct SweepOptions {
-  std::string study, out, shard;
+  std::string study, out, shard, html;
   std::vector<std::string> kernels;
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool no_data = false, no_plots = false, dry_run = false;
@@ -139,7 +140,12 @@ public:
     for (const auto& p : g.points)
       if (ran.count(p.job.id)) points.push_back(p);
     write_file(out / "results.csv", sweep::results_csv(g.study, points, results));
-    write_file(out / "results.json", sweep::results_json(g.study, points, results).dump(2) + "\n");
+    const nlohmann::json all = sweep::results_json(g.study, points, results);
+    write_file(out / "results.json", all.dump(2) + "\n");
+    if (const std::string html = plan.value("html", ""); !html.empty()) {
+      write_page(html, sweep_page(fmt::format("sweep {}", g.study.name), all));
+      std::cerr << fmt::format("{}: page {}\n", kSweep, html);
+    }
     std::size_t failed = 0;
     for (const auto& r : results) {
       if (r.status == Status::Pass) continue;
@@ -201,7 +207,8 @@ nlohmann::json study_plan(const sweep::Study& study, const SweepOptions& o) {
           {"study_name", study.name},
           {"kernels", o.kernels},
           {"no_data", o.no_data},
-          {"no_plots", o.no_plots}};
+          {"no_plots", o.no_plots},
+          {"html", o.html.empty() ? "" : fs::absolute(o.html).lexically_normal().string()}};
 }
 
 int run_sweep(const SweepOptions& o) {
@@ -284,6 +291,7 @@ void add_sweep_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--kernels", o->kernels, "Run only these kernels of the study (the others are not checked)")
       ->delimiter(',');
   cmd->add_flag("--no-plots", o->no_plots, "Write results.csv and results.json only");
+  cmd->add_option("--html", o->html, "Also write the results as a page here (one HTML file, no network)");
   cmd->add_flag("--dry-run", o->dry_run, "Check the study and list its points without running them");
   cmd->add_option("--shard", o->shard, "Run the deterministic shard I of N of the grid (I/N)");
   slurm::add_submit_options(*cmd, o->submit,

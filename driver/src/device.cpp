@@ -9,6 +9,7 @@
 #include "cosim/rtl_dma_engine.h"
 #include "cosim/rtl_tensor_datapath.h"
 #include "cosim/waves.h"
+#include "run_timing.h"
 #include "tessera/kernel_builder.h"
 #include "trace/sim_time.h"
 
@@ -222,85 +223,42 @@ void add_attribution(RunReport& report, const Program& program, core::NeuronCore
 // (from doorbells, starts, semaphore writes and completions), semaphore
 // arrows, HBM bandwidth and SBUF/PSUM occupancy.
 void finish_trace(trace::Timeline& timeline, const Program& program, core::NeuronCore& core, double end_ns) {
-  using trace::ns;
-  // The semaphores' increments as they landed, by semaphore, in time order.
-  std::map<std::size_t, std::vector<double>> increments;
-  for (const auto& inc : core.semaphores().increments()) increments[inc.index].push_back(ns(inc.at));
   // Descriptor (engine, queue, index) -> when it moved data, and the first
   // slice it drew (where the work a DmaTrigger rang starts).
   std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, std::pair<double, double>> descriptor_time;
   std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, trace::Timeline::Point> descriptor_slice;
-  for (std::size_t e = 0; e < core.dma().engines(); ++e) {
-    const dma::DmaEngineBase& engine = core.dma().engine(e);
-    const auto e32 = static_cast<std::uint32_t>(e);
-    std::map<std::pair<std::uint32_t, std::uint32_t>, double> visible, started;  // (queue, index) -> time
-    for (const auto& d : engine.doorbells())
-      for (std::uint32_t i = 0; i < d.count; ++i) visible[{d.queue, d.first + i}] = ns(d.visible);
-    for (const auto& st : engine.starts()) started.emplace(std::make_pair(st.queue, st.index), ns(st.at));
-    std::map<std::uint32_t, std::vector<std::pair<std::uint32_t, double>>> done;  // queue -> (index, status written)
-    for (const auto& c : engine.completions()) done[c.queue].emplace_back(c.index, ns(c.done));
-    for (auto& [q, list] : done) {
-      std::sort(list.begin(), list.end());
-      const std::string owner = fmt::format("dma {}.{}", e32, q);
-      const int track = timeline.track("DMA queues", owner);
-      const auto ring = program.rings.find({e32, q});
-      const auto labels = program.ring_labels.find({e32, q});
-      const auto sites = program.ring_sites.find({e32, q});
-      const auto owned = std::find(program.semaphore_owners.begin(), program.semaphore_owners.end(), owner);
-      const auto sem = owned == program.semaphore_owners.end()
-                           ? -1
-                           : static_cast<std::int64_t>(owned - program.semaphore_owners.begin());
-      const std::vector<double>* sem_writes =
-          sem < 0 || !increments.count(static_cast<std::size_t>(sem)) ? nullptr : &increments[static_cast<std::size_t>(sem)];
-      std::size_t next_write = 0;  // the queue's semaphore writes land in ring order
-      double previous_release = 0;
-      for (const auto& [index, status] : list) {
-        const arch::DmaDescriptor* d =
-            ring != program.rings.end() && index < ring->second.size() ? &ring->second[index] : nullptr;
-        // Released when its semaphore write landed (its waiters may go), or
-        // without a semaphore when its status was written.
-        double release = status;
-        std::uint32_t delta = 0;
-        if (d && (d->flags & arch::kDmaFlagCompletion) && sem_writes && next_write < sem_writes->size()) {
-          release = (*sem_writes)[next_write++];
-          delta = d->sem_value;
-        }
-        const auto v = visible.find({q, index});
-        const double shown = v == visible.end() ? previous_release : v->second;
-        const auto s = started.find({q, index});
-        // A queue runs its descriptors in order: one is queued from when its
-        // doorbell landed or the one before it was released, and moves from
-        // its first read (or that release, when its reads began while the one
-        // before it waited for its last write responses).
-        const double queued_from = std::max(shown, previous_release);
-        const double moving_from =
-            std::min(release, std::max(s == started.end() ? queued_from : s->second, previous_release));
-        previous_release = release;
-        descriptor_time[{e32, q, index}] = {moving_from, release};
-        nlohmann::json args = {{"index", index}, {"visible_ns", shown}, {"status_ns", status}};
-        if (s != started.end()) args["first_read_ns"] = s->second;
-        std::string name = fmt::format("descriptor {}", index);
-        if (d) {
-          args["bytes"] = arch::dma_elements(d->src_size) << d->elem_log2;
-          args["src"] = fmt::format("0x{:x}", d->src_addr);
-          args["dst"] = fmt::format("0x{:x}", d->dst_addr);
-        }
-        if (labels != program.ring_labels.end() && index < labels->second.size() && !labels->second[index].empty()) {
-          args["label"] = labels->second[index];
-          name = labels->second[index];
-        }
-        if (sites != program.ring_sites.end() && index < sites->second.size())
-          if (std::string site = program.site_name(sites->second[index]); !site.empty()) args["site"] = std::move(site);
-        if (moving_from > queued_from) {
-          timeline.slice(track, queued_from, moving_from - queued_from, "queued", "dma queued", args);
-          descriptor_slice[{e32, q, index}] = {track, queued_from};
-        } else {
-          descriptor_slice[{e32, q, index}] = {track, moving_from};
-        }
-        timeline.slice(track, moving_from, release - moving_from, name, "dma", std::move(args));
-        if (sem >= 0 && delta > 0) timeline.signal(static_cast<std::uint32_t>(sem), delta, track, release, release);
-      }
+  for (const timing::DescriptorTime& t : timing::descriptor_times(program, core)) {
+    const DmaQueueId id{t.engine, t.queue};
+    const int track = timeline.track("DMA queues", fmt::format("dma {}.{}", t.engine, t.queue));
+    const auto ring = program.rings.find(id);
+    const auto labels = program.ring_labels.find(id);
+    const auto sites = program.ring_sites.find(id);
+    const arch::DmaDescriptor* d =
+        ring != program.rings.end() && t.index < ring->second.size() ? &ring->second[t.index] : nullptr;
+    descriptor_time[{t.engine, t.queue, t.index}] = {t.moving_from_ns, t.release_ns};
+    nlohmann::json args = {{"index", t.index}, {"visible_ns", t.visible_ns}, {"status_ns", t.status_ns}};
+    if (t.first_read_ns >= 0) args["first_read_ns"] = t.first_read_ns;
+    std::string name = fmt::format("descriptor {}", t.index);
+    if (d) {
+      args["bytes"] = arch::dma_elements(d->src_size) << d->elem_log2;
+      args["src"] = fmt::format("0x{:x}", d->src_addr);
+      args["dst"] = fmt::format("0x{:x}", d->dst_addr);
     }
+    if (labels != program.ring_labels.end() && t.index < labels->second.size() && !labels->second[t.index].empty()) {
+      args["label"] = labels->second[t.index];
+      name = labels->second[t.index];
+    }
+    if (sites != program.ring_sites.end() && t.index < sites->second.size())
+      if (std::string site = program.site_name(sites->second[t.index]); !site.empty()) args["site"] = std::move(site);
+    if (t.moving_from_ns > t.queued_from_ns) {
+      timeline.slice(track, t.queued_from_ns, t.moving_from_ns - t.queued_from_ns, "queued", "dma queued", args);
+      descriptor_slice[{t.engine, t.queue, t.index}] = {track, t.queued_from_ns};
+    } else {
+      descriptor_slice[{t.engine, t.queue, t.index}] = {track, t.moving_from_ns};
+    }
+    timeline.slice(track, t.moving_from_ns, t.release_ns - t.moving_from_ns, name, "dma", std::move(args));
+    if (t.semaphore >= 0 && t.delta > 0)
+      timeline.signal(static_cast<std::uint32_t>(t.semaphore), t.delta, track, t.release_ns, t.release_ns);
   }
   // A wait held back the engine's next instruction past its other waits: a
   // compute instruction (its first slice), or a DmaTrigger (the first
@@ -750,11 +708,13 @@ RunReport Device::run_single(const Program& program) {
       timeline->set_sites(track, std::move(sites));
     }
     core.hbm().record_traffic(true);
-    core.semaphores().keep_increments(true);
   }
+  // The DMA semaphore writes' landing times, for the critical path.
+  core.semaphores().keep_increments(true);
 
   const core::RunResult r = core.run();
   fill_report(report, program, core, r, resolved_, hw_.hbm.bandwidth_gbps);
+  if (report.ok) report.critical_path = timing::critical_path(timing::run_events(program, core));
   report.stats = stats.to_json();
   if (timeline) {
     finish_trace(*timeline, program, core, report.time_ns);

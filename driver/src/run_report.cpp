@@ -49,6 +49,34 @@ nlohmann::json RunReport::to_json() const {
     }
     return out;
   };
+  nlohmann::json path = nlohmann::json::object();
+  if (!critical_path.empty()) {
+    nlohmann::json steps = nlohmann::json::array(), waits = nlohmann::json::array();
+    for (const PathStep& st : critical_path.steps) {
+      nlohmann::json row = {{"resource", st.resource}, {"kind", st.kind},    {"name", st.name},
+                            {"label", st.label},       {"site", st.site},    {"index", st.index},
+                            {"start_ns", st.start_ns}, {"end_ns", st.end_ns}, {"from_ns", st.from_ns},
+                            {"to_ns", st.to_ns}};
+      if (st.gap_ns > 0) row["gap"] = {{"ns", st.gap_ns}, {"reason", st.gap}};
+      steps.push_back(std::move(row));
+    }
+    for (const PathWait& w : critical_path.waits)
+      waits.push_back({{"engine", w.engine}, {"label", w.label}, {"site", w.site}, {"index", w.index},
+                       {"start_ns", w.start_ns}, {"end_ns", w.end_ns}, {"waited_ns", w.end_ns - w.start_ns},
+                       {"released_by", w.released_by}, {"released_by_label", w.released_by_label}});
+    const auto shares = [&](const std::vector<PathShare>& rows, bool labels) {
+      nlohmann::json out = nlohmann::json::array();
+      for (const PathShare& r : rows) {
+        nlohmann::json row = {{"engine", r.engine}, {"ns", r.ns}, {"waiting_ns", r.waiting_ns},
+                              {"percent", time_ns > 0 ? 100.0 * r.ns / time_ns : 0.0}};
+        if (labels) row["label"] = r.label;
+        out.push_back(std::move(row));
+      }
+      return out;
+    };
+    path = {{"end_ns", critical_path.end_ns}, {"steps", std::move(steps)}, {"waits", std::move(waits)},
+            {"by_engine", shares(critical_path.by_engine, false)}, {"by_label", shares(critical_path.by_label, true)}};
+  }
   nlohmann::json out = {
       {"kernel", kernel},
       {"variant", variant},
@@ -84,6 +112,7 @@ nlohmann::json RunReport::to_json() const {
       {"top_stalls", stalls_json},
       {"by_site", costs_json(by_site, false)},
       {"by_label", costs_json(by_label, true)},
+      {"critical_path", std::move(path)},
       {"checked", checked},
       {"correct", correct},
       {"max_abs_error", max_abs_error},
@@ -180,6 +209,29 @@ std::string RunReport::summary() const {
                        c.engine, c.count, c.busy_ns / 1000, (c.waiting_ns + c.fetch_wait_ns) / 1000, waits);
     }
     if (by_site.size() > kRows) s += fmt::format("  ... {} more call sites in report.json (by_site, by_label)\n", by_site.size() - kRows);
+  }
+  if (!critical_path.empty()) {
+    // What set the end time: the path's share by engine, its heaviest
+    // labels, and its longest wait; report.json has every step.
+    std::string engines_text, labels_text;
+    for (const PathShare& r : critical_path.by_engine)
+      engines_text += fmt::format("{}{} {:.1f}%", engines_text.empty() ? "" : ", ", r.engine, pct(r.ns));
+    constexpr std::size_t kLabels = 4;
+    for (std::size_t i = 0; i < std::min(kLabels, critical_path.by_label.size()); ++i) {
+      const PathShare& r = critical_path.by_label[i];
+      labels_text += fmt::format("{}{} '{}' {:.1f}%", labels_text.empty() ? "" : ", ", r.engine, r.label, pct(r.ns));
+    }
+    s += fmt::format("  critical path: {} steps, {} waits; on it: {}\n", critical_path.steps.size(),
+                     critical_path.waits.size(), engines_text);
+    s += fmt::format("  critical path by label: {}\n", labels_text);
+    const auto longest = std::max_element(critical_path.waits.begin(), critical_path.waits.end(),
+                                          [](const PathWait& a, const PathWait& b) {
+                                            return a.end_ns - a.start_ns < b.end_ns - b.start_ns;
+                                          });
+    if (longest != critical_path.waits.end())
+      s += fmt::format("  longest wait on it: {} {:.3f} us at {} '{}', released by {} '{}'\n", longest->engine,
+                       (longest->end_ns - longest->start_ns) / 1000, longest->site.empty() ? "(none)" : longest->site,
+                       longest->label, longest->released_by, longest->released_by_label);
   }
   if (checked)
     s += fmt::format("  numerics: {} (max abs error {:.3g}, tolerance {:.3g})\n", correct ? "match" : "MISMATCH",

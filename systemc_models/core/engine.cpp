@@ -199,11 +199,13 @@ void Engine::run() {
       current_ = &in;
       current_index_ = index;
       const sc_time issued = sc_time_stamp();
+      costs_[index].issue_ns = trace::ns(issued);
       switch (in.opcode) {
         case arch::Opcode::End:
           drain();
           finished_ = true;
           end_time_ = sc_time_stamp();
+          costs_[index].done_ns = trace::ns(end_time_);
           wave_state(trace::WaveProbe::EngineState::Done);
           return;
         case arch::Opcode::Nop: break;
@@ -251,6 +253,7 @@ void Engine::run() {
           sc_core::wait(busy);
         }
       }
+      costs_[index].done_ns = trace::ns(sc_time_stamp());
       if (ctx_.timeline)
         ctx_.timeline->instruction(track_, index, trace::ns(issued), trace::ns(sc_time_stamp()));
     } catch (const std::exception& e) {

@@ -47,9 +47,13 @@ public:
   // call site): busy time counted while it was the current instruction (a
   // pipelined engine's work learnt later counts for the instruction that
   // waited for it), time blocked on its semaphore (a SemWait), and on its
-  // fetch. Each adds up over the stream to the engine's statistic.
+  // fetch. Each adds up over the stream to the engine's statistic. And when
+  // the sequencer held it: from its issue (its fetch done) to when the next
+  // could issue (a SemWait's release, a drain's end), for the
+  // critical path (docs/profiling.md); -1 for an instruction never reached.
   struct InstructionCost {
     double busy_ns = 0, semaphore_wait_ns = 0, fetch_wait_ns = 0;
+    double issue_ns = -1, done_ns = -1;
   };
   const std::vector<InstructionCost>& instruction_costs() const { return costs_; }
 

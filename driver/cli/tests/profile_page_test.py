@@ -1,10 +1,12 @@
 #!/usr/bin/python3
 """The offline profile page in a real browser: headless Chromium driven by
-chromium-driver through Selenium loads the page `tessera run --html` and
-`tessera compare --html` wrote, from file://, and checks that it drew the
-run's data: one timeline slice per trace slice, the call-site table's rows,
-a hovered slice's label and call site in the tooltip, no resource fetched
-over the network. Saves a screenshot.
+chromium-driver through Selenium loads the pages `tessera run`, `compare`,
+`sweep` and `regress` wrote with `--html`, from file://, and checks that
+they drew their data: for a run, one timeline slice per trace slice, the
+critical path's row and tables, the call-site table's rows, a hovered
+slice's label and call site in the tooltip; for the others, their tables'
+rows and plots; and that no page fetched anything over the network. Saves
+a screenshot of the run's page.
 
 Usage: profile_page_test.py TESSERA_BIN WORK_DIR [SCREENSHOT.png]
 Exits 77 (skipped, with the reason) when Chromium, its driver or Selenium
@@ -82,6 +84,46 @@ compare_page = os.path.join(work, "compare.html")
 tessera_run("compare", "--kernel", "gemm", "--configs", "tiny,small", "--shape", "M=32,N=64,K=32", "--fidelity", "tlm",
             "--no-data", "--no-plots", "-j", "2", "--out", os.path.join(work, "compare"), "--html", compare_page)
 
+# A sweep of two GEMM variants over three HBM bandwidths on tiny.
+study = os.path.join(work, "study.yaml")
+with open(study, "w") as f:
+    f.write("""description: the page test's sweep
+base: tiny
+fidelity: tlm
+no_data: true
+parameters:
+  - name: hbm_gbps
+    key: hbm.bandwidth_gbps
+    values: [8, 16, 32]
+kernels:
+  - kernel: gemm
+    variants: [naive, blocked_mnk]
+    shapes: [{M: 32, N: 32, K: 32}]
+""")
+sweep_page = os.path.join(work, "sweep.html")
+tessera_run("sweep", study, "--no-plots", "-j", "2", "--out", os.path.join(work, "sweep"), "--html", sweep_page)
+
+# A suite run against a baseline made here, with one job's time halved in
+# it (that job is then 100 % slower) and one job left out (no baseline).
+suite = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "regressions", "smoke.yaml")
+jobs_filter = "gemm/*/tiny/K70_M40_N130"
+baseline = os.path.join(work, "baseline.json")
+tessera_run("regress", suite, "--filter", jobs_filter, "-j", "2", "--out", os.path.join(work, "regress-base"),
+            "--baseline", baseline, "--update-baseline")
+with open(baseline) as f:
+    times = json.load(f)
+ids = sorted(times)
+check(len(ids) >= 3, f"the filter {jobs_filter} matched {len(ids)} jobs")
+slower_job, unknown_job = ids[0], ids[1]
+times[slower_job]["time_ns"] /= 2
+del times[unknown_job]
+with open(baseline, "w") as f:
+    json.dump(times, f)
+regress_page = os.path.join(work, "regress.html")
+r = subprocess.run([tessera, "regress", suite, "--filter", jobs_filter, "-j", "2", "--out", os.path.join(work, "regress"),
+                    "--baseline", baseline, "--html", regress_page], capture_output=True, text=True, timeout=300)
+check(r.returncode == 1, f"the regress run with a slower job exited {r.returncode}: {r.stderr}")
+
 options = webdriver.ChromeOptions()
 options.binary_location = CHROMIUM
 for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1100",
@@ -120,6 +162,23 @@ try:
     for t in ["tensor", "tensor weights", "vector", "tensor stalls"]:
         check(t in tracks, f"no track '{t}' in {tracks}")
     check(any(t.startswith("dma ") for t in tracks), f"no DMA queue track in {tracks}")
+
+    # The critical path: a row of its own with a rectangle per step that
+    # holds time, the slices of those steps outlined, and its tables.
+    path = report["critical_path"]
+    check(tracks[0] == "critical path", f"the first track is {tracks[0]!r}, not the critical path")
+    steps = browser.execute_script("return window.tessera.pathSteps")
+    expected_steps = sum(1 for s in path["steps"] if s["to_ns"] > s["from_ns"])
+    check(steps == expected_steps, f"the path row drew {steps} steps; the report has {expected_steps}")
+    outlined = browser.execute_script("return window.tessera.pathSlices")
+    check(outlined >= len({(s["resource"], s["kind"], s["index"]) for s in path["steps"] if s["kind"] != "instruction"}),
+          f"only {outlined} slices outlined for {len(path['steps'])} steps")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#path-labels tr")
+    check(len(rows) == min(100, len(path["by_label"])) + 1, f"#path-labels has {len(rows) - 1} rows")
+    waits = browser.find_elements(By.CSS_SELECTOR, "#path-waits tr")
+    check(len(waits) == min(100, len(path["waits"])) + 1 and len(path["waits"]) > 0, f"#path-waits has {len(waits) - 1} rows")
+    summary = browser.find_element(By.ID, "path-summary").text
+    check(path["by_engine"][0]["engine"] in summary, f"the path summary {summary!r} misses its first engine")
 
     rows = browser.find_elements(By.CSS_SELECTOR, "#by-site tr")
     check(len(rows) == len(report["by_site"]) + 1, f"#by-site has {len(rows) - 1} rows; the report {len(report['by_site'])}")
@@ -160,8 +219,46 @@ try:
     check(rows[1].find_elements(By.TAG_NAME, "td")[0].text == "tiny", "the first config is not tiny")
     check(browser.find_elements(By.CSS_SELECTOR, "#compare-time canvas"), "no time chart")
     check(len(browser.find_elements(By.CSS_SELECTOR, "#compare-sites tr")) > 2, "no call sites per config")
+
+    def load(page, what):
+        browser.get("file://" + os.path.abspath(page))
+        wait_for("return window.tessera && window.tessera.ready", f"the {what} page to draw")
+        errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+        check(not errors, f"the {what} page logged errors: {errors}")
+        resources = browser.execute_script("return performance.getEntriesByType('resource').map(r => r.name)")
+        check(not resources, f"the {what} page fetched {resources}")
+
+    load(sweep_page, "sweep")
+    with open(os.path.join(work, "sweep", "results.json")) as f:
+        swept = json.load(f)
+    rows = browser.find_elements(By.CSS_SELECTOR, "#sweep tr")
+    check(len(rows) == len(swept["points"]) + 1 == 7, f"#sweep has {len(rows) - 1} rows for {len(swept['points'])} points")
+    heads = [th.text for th in rows[0].find_elements(By.TAG_NAME, "th")]
+    check("hbm_gbps" in heads, f"no swept column in {heads}")
+    check(browser.find_elements(By.CSS_SELECTOR, "#sweep-time canvas"), "no time chart on the sweep page")
+    lines = browser.execute_script("return window.tessera.series")
+    check(lines == 2, f"the sweep's plot has {lines} lines, not one per variant")
+    first = rows[1].find_elements(By.TAG_NAME, "td")
+    time_cell = heads.index("time us")
+    point = swept["points"][0]
+    check(first[time_cell].text == f"{point['report']['time_ns'] / 1000:.2f}",
+          f"the first point's time {first[time_cell].text!r} against {point['report']['time_ns']} ns")
+
+    load(regress_page, "regress")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#regress tr")
+    check(len(rows) == len(ids) + 1, f"#regress has {len(rows) - 1} rows for {len(ids)} jobs")
+    cells = [[td.text for td in row.find_elements(By.TAG_NAME, "td")] for row in rows[1:]]
+    by_id = {c[0]: c for c in cells}
+    check(by_id[slower_job][1] == "slower" and by_id[slower_job][4] == "+100.00%",
+          f"the slowed job reads {by_id[slower_job]}")
+    check(by_id[unknown_job][3] == "" and by_id[unknown_job][4] == "", f"the job without a baseline reads {by_id[unknown_job]}")
+    check(cells[0][0] == slower_job, "the slower job is not listed first")
+    summary = browser.find_element(By.ID, "regress-summary").text
+    check(f"{len(ids)} jobs" in summary and "1 slower" in summary, f"the summary says {summary!r}")
+    check(browser.find_elements(By.CSS_SELECTOR, "#regress-change canvas"), "no time-change chart")
 finally:
     browser.quit()
 
 print(f"profile_page_test: ok: {expected_slices} slices, {len(report['by_site'])} call sites, "
-      f"tooltip of slice {index}; screenshot {screenshot}")
+      f"{len(report['critical_path']['steps'])} critical-path steps, tooltip of slice {index}; "
+      f"sweep and regress pages; screenshot {screenshot}")

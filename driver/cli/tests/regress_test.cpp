@@ -138,6 +138,31 @@ TEST(RegressBaseline, SlowerAndFasterBeyondToleranceFail) {
   EXPECT_EQ(make_baseline(r)["b"]["time_ns"], 1100.0);
 }
 
+// The suite page's rows: each job's change against the baseline, none where
+// the baseline has no time for it or the job has no time.
+TEST(RegressBaseline, PageRowsGiveEachJobsChange) {
+  std::vector<JobResult> r(3);
+  r[0].job.id = "a";
+  r[0].report = {{"time_ns", 1100.0}};
+  r[0].status = Status::Slower;
+  r[1].job.id = "b";
+  r[1].report = {{"time_ns", 500.0}};
+  r[2].job.id = "c";
+  r[2].status = Status::Fail;
+  const nlohmann::json base = {{"a", {{"time_ns", 1000.0}}}, {"c", {{"time_ns", 1000.0}}}, {"b", "not an entry"}};
+  const nlohmann::json rows = against_baseline(r, base);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0]["status"], "slower");
+  EXPECT_DOUBLE_EQ(rows[0]["baseline_ns"].get<double>(), 1000.0);
+  EXPECT_NEAR(rows[0]["change_percent"].get<double>(), 10.0, 1e-9);
+  EXPECT_FALSE(rows[1].contains("baseline_ns"));
+  EXPECT_FALSE(rows[1].contains("change_percent"));
+  EXPECT_DOUBLE_EQ(rows[2]["baseline_ns"].get<double>(), 1000.0);
+  EXPECT_FALSE(rows[2].contains("time_ns"));
+  EXPECT_FALSE(rows[2].contains("change_percent"));
+  EXPECT_EQ(against_baseline(r, nlohmann::json())[0].count("change_percent"), 0u);
+}
+
 TEST(RegressOutput, JunitHasOneTestcasePerJobAndEscapes) {
   JobResult ok, bad;
   ok.job.id = "g/x";

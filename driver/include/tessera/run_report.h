@@ -44,6 +44,54 @@ struct SiteCost {
   double total_ns() const { return busy_ns + waiting_ns + fetch_wait_ns; }
 };
 
+// The chain of work and waits that set a run's end time (docs/profiling.md
+// "The critical path"), walked back from the event that ended last: each
+// step is one instruction (its sequencer's issue to done), one semaphore
+// wait, or a DMA descriptor's queued or moving time, and covers the part of
+// the end time [from_ns, to_ns] the step held; the steps tile [0, end].
+struct PathStep {
+  std::string resource;  // an engine ("tensor"), or a DMA queue ("dma 0.1")
+  std::string kind;      // "instruction", "wait", "dma queued", "dma"
+  std::string name;      // the instruction's disassembly, or "descriptor N"
+  std::string label, site;
+  std::int64_t index = -1;     // in its engine's stream, or its queue's ring
+  double start_ns = 0, end_ns = 0;  // the event's own times
+  double from_ns = 0, to_ns = 0;    // the part of the end time on this step
+  // The part of [from_ns, to_ns] before the event began, and why: the
+  // "instruction fetch", the "doorbell" (a DmaTrigger to its descriptor
+  // being visible), the "queue" (behind the queue's previous descriptor),
+  // or "start" (the run's first event); empty when none.
+  double gap_ns = 0;
+  std::string gap;
+  double ns() const { return to_ns - from_ns; }
+};
+
+// A semaphore wait the path goes through: the engine waited [start_ns,
+// end_ns] and the event that released it is the step before it.
+struct PathWait {
+  std::string engine, label, site;
+  std::int64_t index = -1;
+  double start_ns = 0, end_ns = 0;
+  std::string released_by;  // "dma 0.1 descriptor 3", "vector TensorScalar ..."
+  std::string released_by_label;
+};
+
+// Time on the path of one engine ("dma": every DMA queue) or (engine, label).
+struct PathShare {
+  std::string engine, label;
+  double ns = 0;          // of the end time
+  double waiting_ns = 0;  // of which waits, queued time and gaps
+};
+
+struct CriticalPath {
+  std::vector<PathStep> steps;      // in time order
+  std::vector<PathShare> by_engine; // largest first
+  std::vector<PathShare> by_label;  // largest first
+  std::vector<PathWait> waits;      // in time order
+  double end_ns = 0;
+  bool empty() const { return steps.empty(); }
+};
+
 // One core of a multi-core run (docs/multicore.md).
 struct CoreReport {
   double time_ns = 0;           // when its last engine ended
@@ -93,6 +141,8 @@ struct RunReport {
   // Time by (engine, call site) and by (engine, label), largest total first;
   // the sync engine is left out (see top_stalls), DMA descriptors are "dma".
   std::vector<SiteCost> by_site, by_label;
+  // What set the end time (single-core runs; empty on a chip).
+  CriticalPath critical_path;
   // Numerics, from the kernel's reference.
   bool checked = false;
   bool correct = false;

@@ -1,0 +1,284 @@
+#include "run_timing.h"
+
+#include "core/neuron_core.h"
+#include "trace/sim_time.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+namespace tessera::timing {
+
+std::vector<DescriptorTime> descriptor_times(const Program& program, core::NeuronCore& core) {
+  using trace::ns;
+  // The semaphores' increments as they landed, by semaphore, in time order.
+  std::map<std::size_t, std::vector<double>> increments;
+  for (const auto& inc : core.semaphores().increments()) increments[inc.index].push_back(ns(inc.at));
+  std::vector<DescriptorTime> out;
+  for (std::size_t e = 0; e < core.dma().engines(); ++e) {
+    const dma::DmaEngineBase& engine = core.dma().engine(e);
+    const auto e32 = static_cast<std::uint32_t>(e);
+    std::map<std::pair<std::uint32_t, std::uint32_t>, double> visible, started;  // (queue, index) -> time
+    for (const auto& d : engine.doorbells())
+      for (std::uint32_t i = 0; i < d.count; ++i) visible[{d.queue, d.first + i}] = ns(d.visible);
+    for (const auto& st : engine.starts()) started.emplace(std::make_pair(st.queue, st.index), ns(st.at));
+    std::map<std::uint32_t, std::vector<std::pair<std::uint32_t, double>>> done;  // queue -> (index, status written)
+    for (const auto& c : engine.completions()) done[c.queue].emplace_back(c.index, ns(c.done));
+    for (auto& [q, list] : done) {
+      std::sort(list.begin(), list.end());
+      const auto ring = program.rings.find({e32, q});
+      const std::string owner = fmt::format("dma {}.{}", e32, q);
+      const auto owned = std::find(program.semaphore_owners.begin(), program.semaphore_owners.end(), owner);
+      const auto sem = owned == program.semaphore_owners.end()
+                           ? -1
+                           : static_cast<std::int64_t>(owned - program.semaphore_owners.begin());
+      const auto writes = sem < 0 ? increments.end() : increments.find(static_cast<std::size_t>(sem));
+      std::size_t next_write = 0;  // the queue's semaphore writes land in ring order
+      double previous_release = 0;
+      for (const auto& [index, status] : list) {
+        const arch::DmaDescriptor* d =
+            ring != program.rings.end() && index < ring->second.size() ? &ring->second[index] : nullptr;
+        DescriptorTime t;
+        t.engine = e32;
+        t.queue = q;
+        t.index = index;
+        t.status_ns = status;
+        t.semaphore = sem;
+        t.release_ns = status;
+        if (d && (d->flags & arch::kDmaFlagCompletion) && writes != increments.end() &&
+            next_write < writes->second.size()) {
+          t.release_ns = writes->second[next_write++];
+          t.delta = d->sem_value;
+        }
+        const auto v = visible.find({q, index});
+        t.visible_ns = v == visible.end() ? previous_release : v->second;
+        const auto s = started.find({q, index});
+        if (s != started.end()) t.first_read_ns = s->second;
+        t.queued_from_ns = std::max(t.visible_ns, previous_release);
+        t.moving_from_ns =
+            std::min(t.release_ns, std::max(s == started.end() ? t.queued_from_ns : s->second, previous_release));
+        previous_release = t.release_ns;
+        out.push_back(t);
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<Event> run_events(const Program& program, core::NeuronCore& core) {
+  std::vector<Event> events;
+  const auto add = [&](Event e) {
+    events.push_back(std::move(e));
+    return static_cast<int>(events.size()) - 1;
+  };
+  // Instructions, each after the one before it on its engine.
+  std::vector<std::vector<int>> of_instruction(arch::kNumEngines);
+  for (int e = 0; e < arch::kNumEngines; ++e) {
+    const auto kind = static_cast<arch::Engine>(e);
+    const auto& stream = program.streams[static_cast<std::size_t>(e)];
+    const auto& costs = core.engine(kind).instruction_costs();
+    of_instruction[static_cast<std::size_t>(e)].assign(stream.size(), -1);
+    const auto& labels = program.labels[static_cast<std::size_t>(e)];
+    const auto& sites = program.sites[static_cast<std::size_t>(e)];
+    int previous = -1;
+    std::int64_t last_compute = -1;
+    for (std::size_t i = 0; i < stream.size() && i < costs.size(); ++i) {
+      const auto& c = costs[i];
+      if (c.issue_ns < 0 || c.done_ns < 0) break;  // not reached: the run stopped
+      const arch::Instruction& in = stream[i];
+      Event x;
+      x.resource = to_string(kind);
+      x.kind = in.opcode == arch::Opcode::SemWait && c.done_ns > c.issue_ns ? "wait" : "instruction";
+      // Compute engines pipeline: an instruction issues and the engine goes
+      // on, and a SemIncr, DmaTrigger or End first waits for the issued work
+      // to finish. That wait is the last compute instruction's work, so it
+      // counts under that one's label and call site.
+      const bool control = in.opcode == arch::Opcode::SemIncr || in.opcode == arch::Opcode::DmaTrigger ||
+                           in.opcode == arch::Opcode::End;
+      const bool finishing = control && c.done_ns > c.issue_ns && last_compute >= 0;
+      const std::size_t origin = finishing ? static_cast<std::size_t>(last_compute) : i;
+      x.name = finishing ? fmt::format("finishing #{} {}, then {}", last_compute, arch::to_string(stream[origin].opcode),
+                                       arch::to_string(in.opcode))
+                         : arch::disassemble(in);
+      if (origin < labels.size()) x.label = labels[origin];
+      if (origin < sites.size()) x.site = program.site_name(sites[origin]);
+      x.index = static_cast<std::int64_t>(origin);
+      if (in.opcode > arch::Opcode::DmaTrigger) last_compute = static_cast<std::int64_t>(i);
+      x.start = c.issue_ns;
+      x.end = c.done_ns;
+      if (previous >= 0) x.after.push_back(previous);
+      previous = of_instruction[static_cast<std::size_t>(e)][i] = add(std::move(x));
+    }
+  }
+  // Descriptors: queued, then moving; each after the one before it in its
+  // queue, and the first part after the DmaTrigger that rang it.
+  const std::vector<DescriptorTime> descriptors = descriptor_times(program, core);
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, int> first_part;  // (engine, queue, index)
+  std::map<DmaQueueId, std::vector<std::pair<int, std::uint32_t>>> signals_of_queue;  // moving event, delta
+  std::map<DmaQueueId, int> last_of_queue;
+  for (const DescriptorTime& t : descriptors) {
+    const DmaQueueId id{t.engine, t.queue};
+    Event x;
+    x.resource = fmt::format("dma {}.{}", t.engine, t.queue);
+    x.name = fmt::format("descriptor {}", t.index);
+    x.index = t.index;
+    if (const auto l = program.ring_labels.find(id); l != program.ring_labels.end() && t.index < l->second.size())
+      x.label = l->second[t.index];
+    if (const auto s = program.ring_sites.find(id); s != program.ring_sites.end() && t.index < s->second.size())
+      x.site = program.site_name(s->second[t.index]);
+    const auto last = last_of_queue.find(id);
+    if (last != last_of_queue.end()) x.after.push_back(last->second);
+    if (t.moving_from_ns > t.queued_from_ns) {
+      Event queued = x;
+      queued.kind = "dma queued";
+      queued.start = t.queued_from_ns;
+      queued.end = t.moving_from_ns;
+      const int q = add(std::move(queued));
+      first_part[{t.engine, t.queue, t.index}] = q;
+      x.after = {q};
+    }
+    x.kind = "dma";
+    x.start = t.moving_from_ns;
+    x.end = t.release_ns;
+    const int moving = add(std::move(x));
+    first_part.emplace(std::make_tuple(t.engine, t.queue, t.index), moving);
+    last_of_queue[id] = moving;
+    if (t.delta > 0) signals_of_queue[id].emplace_back(moving, t.delta);
+  }
+  for (int e = 0; e < arch::kNumEngines; ++e) {
+    const auto& stream = program.streams[static_cast<std::size_t>(e)];
+    for (std::size_t i = 0; i < stream.size(); ++i) {
+      const int trigger = of_instruction[static_cast<std::size_t>(e)][i];
+      if (trigger < 0 || stream[i].opcode != arch::Opcode::DmaTrigger) continue;
+      const arch::Instruction& in = stream[i];
+      for (std::uint64_t k = 0; k < std::max<std::uint64_t>(1, in.value); ++k) {
+        const auto part = first_part.find({in.dma_engine, in.dma_queue, static_cast<std::uint32_t>(in.address + k)});
+        if (part != first_part.end()) events[static_cast<std::size_t>(part->second)].after.push_back(trigger);
+      }
+    }
+  }
+  // Each blocked wait after the signal that took its semaphore to its value:
+  // a semaphore has one owner (Program::semaphore_owners), whose signals
+  // land in its program order.
+  for (std::size_t sem = 0; sem < program.semaphore_owners.size(); ++sem) {
+    const std::string& owner = program.semaphore_owners[sem];
+    std::vector<std::pair<int, std::uint32_t>> signals;
+    if (owner.rfind("dma ", 0) == 0) {
+      std::uint32_t de = 0, dq = 0;
+      if (std::sscanf(owner.c_str(), "dma %u.%u", &de, &dq) == 2) {
+        const auto it = signals_of_queue.find({de, dq});
+        if (it != signals_of_queue.end()) signals = it->second;
+      }
+    } else {
+      for (int e = 0; e < arch::kNumEngines; ++e) {
+        if (owner != to_string(static_cast<arch::Engine>(e))) continue;
+        const auto& stream = program.streams[static_cast<std::size_t>(e)];
+        for (std::size_t i = 0; i < stream.size(); ++i) {
+          const int id = of_instruction[static_cast<std::size_t>(e)][i];
+          if (id >= 0 && stream[i].opcode == arch::Opcode::SemIncr && stream[i].sem == sem)
+            signals.emplace_back(id, stream[i].value);
+        }
+      }
+    }
+    std::vector<std::uint64_t> value_after;
+    std::uint64_t v = 0;
+    for (const auto& [id, delta] : signals) value_after.push_back(v += delta);
+    for (int e = 0; e < arch::kNumEngines; ++e) {
+      const auto& stream = program.streams[static_cast<std::size_t>(e)];
+      for (std::size_t i = 0; i < stream.size(); ++i) {
+        const int id = of_instruction[static_cast<std::size_t>(e)][i];
+        if (id < 0 || stream[i].opcode != arch::Opcode::SemWait || stream[i].sem != sem) continue;
+        Event& w = events[static_cast<std::size_t>(id)];
+        if (w.kind != "wait") continue;
+        const auto it = std::lower_bound(value_after.begin(), value_after.end(), std::uint64_t{stream[i].value});
+        if (it == value_after.end()) continue;
+        w.released_by = signals[static_cast<std::size_t>(it - value_after.begin())].first;
+        w.after.push_back(w.released_by);
+      }
+    }
+  }
+  return events;
+}
+
+namespace {
+
+std::string engine_of(const std::string& resource) { return resource.rfind("dma", 0) == 0 ? "dma" : resource; }
+
+bool waiting_kind(const std::string& kind) { return kind == "wait" || kind == "dma queued"; }
+
+std::vector<PathShare> largest_first(std::map<std::pair<std::string, std::string>, PathShare>& rows) {
+  std::vector<PathShare> out;
+  for (auto& [key, row] : rows) out.push_back(std::move(row));
+  std::stable_sort(out.begin(), out.end(), [](const PathShare& a, const PathShare& b) { return a.ns > b.ns; });
+  return out;
+}
+
+}  // namespace
+
+CriticalPath critical_path(const std::vector<Event>& events) {
+  CriticalPath path;
+  if (events.empty()) return path;
+  int current = 0;
+  for (std::size_t i = 1; i < events.size(); ++i)
+    if (events[i].end > events[static_cast<std::size_t>(current)].end) current = static_cast<int>(i);
+  double hi = events[static_cast<std::size_t>(current)].end;
+  path.end_ns = hi;
+  std::set<int> seen;
+  while (current >= 0 && seen.insert(current).second) {
+    const Event& x = events[static_cast<std::size_t>(current)];
+    // The event it could not start before that ended last held it back.
+    int bound = -1;
+    for (const int p : x.after)
+      if (bound < 0 || events[static_cast<std::size_t>(p)].end > events[static_cast<std::size_t>(bound)].end) bound = p;
+    const double from = bound < 0 ? 0.0 : std::min(events[static_cast<std::size_t>(bound)].end, hi);
+    PathStep s;
+    s.resource = x.resource;
+    s.kind = x.kind;
+    s.name = x.name;
+    s.label = x.label;
+    s.site = x.site;
+    s.index = x.index;
+    s.start_ns = x.start;
+    s.end_ns = x.end;
+    s.from_ns = from;
+    s.to_ns = hi;
+    s.gap_ns = std::max(0.0, std::min(x.start, hi) - from);
+    if (s.gap_ns > 0) {
+      const bool same = bound >= 0 && events[static_cast<std::size_t>(bound)].resource == x.resource;
+      if (bound < 0) s.gap = "start";
+      else if (x.kind == "dma" || x.kind == "dma queued") s.gap = same ? "queue" : "doorbell";
+      else s.gap = "instruction fetch";
+    }
+    if (x.kind == "wait" && bound >= 0 && bound == x.released_by) {
+      const Event& by = events[static_cast<std::size_t>(bound)];
+      path.waits.push_back({x.resource, x.label, x.site, x.index, x.start, x.end,
+                            by.resource + " " + by.name, by.label});
+    }
+    if (s.ns() > 0 || x.kind == "wait") path.steps.push_back(std::move(s));
+    hi = from;
+    current = bound;
+  }
+  std::reverse(path.steps.begin(), path.steps.end());
+  std::reverse(path.waits.begin(), path.waits.end());
+  std::map<std::pair<std::string, std::string>, PathShare> by_engine, by_label;
+  for (const PathStep& s : path.steps) {
+    const double waiting = waiting_kind(s.kind) ? s.ns() : s.gap_ns;
+    for (auto* rows : {&by_engine, &by_label}) {
+      const std::string engine = engine_of(s.resource);
+      const std::string label = rows == &by_label ? s.label : "";
+      PathShare& r = (*rows)[{engine, label}];
+      r.engine = engine;
+      r.label = label;
+      r.ns += s.ns();
+      r.waiting_ns += waiting;
+    }
+  }
+  path.by_engine = largest_first(by_engine);
+  path.by_label = largest_first(by_label);
+  return path;
+}
+
+}  // namespace tessera::timing

@@ -1,0 +1,63 @@
+// What a run's recorded timing says after the run: each DMA descriptor's
+// queued and moving time (for traces and the critical path), and the chain
+// of work and waits that set the end time (docs/profiling.md "The critical
+// path").
+#pragma once
+
+#include "tessera/program.h"
+#include "tessera/run_report.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tessera::core {
+class NeuronCore;
+}
+
+namespace tessera::timing {
+
+// One descriptor as its queue ran it. A queue runs its descriptors in
+// order: one is queued from when its doorbell landed or the one before it
+// was released, and moves from its first read (or that release, when its
+// reads began while the one before it waited for its last write responses)
+// until it is released: its semaphore write landed, or without one, its
+// status was written.
+struct DescriptorTime {
+  std::uint32_t engine = 0, queue = 0, index = 0;
+  double visible_ns = 0;     // its doorbell landed (or the one before it was released, when unknown)
+  double first_read_ns = -1; // its first read went out; -1: not recorded
+  double status_ns = 0;      // its status write
+  double queued_from_ns = 0, moving_from_ns = 0, release_ns = 0;
+  std::int64_t semaphore = -1;  // the queue's semaphore, -1: none
+  std::uint32_t delta = 0;      // what its release added to it (0: it signals nothing)
+};
+// Every completed descriptor of the core's DMA engines, by engine, queue
+// and ring order. Needs the semaphores' increments (Semaphores::keep_increments).
+std::vector<DescriptorTime> descriptor_times(const Program& program, core::NeuronCore& core);
+
+// An interval of work one resource did, and the events it could not start
+// before (its own previous one, a DmaTrigger that rang it, the signal that
+// released its wait): each of those ends at or before its end.
+struct Event {
+  std::string resource;  // "tensor", "dma 0.1"
+  std::string kind;      // "instruction", "wait", "dma queued", "dma"
+  std::string name, label, site;
+  std::int64_t index = -1;
+  double start = 0, end = 0;
+  std::vector<int> after;  // indices into the event list
+  int released_by = -1;    // a wait: the event whose semaphore signal released it
+};
+
+// The run's events from what the core recorded: every instruction each
+// engine's sequencer reached (issue to done; a SemWait that blocked is a
+// "wait"), every descriptor's queued and moving parts, and the semaphore
+// signal that released each blocked wait.
+std::vector<Event> run_events(const Program& program, core::NeuronCore& core);
+
+// Walks back from the event that ended last: at each event, to whichever of
+// the events it could not start before ended last (its engine busy with the
+// one before, or the signal it waited for), until the run's start.
+CriticalPath critical_path(const std::vector<Event>& events);
+
+}  // namespace tessera::timing
