@@ -330,14 +330,16 @@
       animation: false,
       tooltip: { trigger: 'axis' },
       legend: { top: 0 },
-      grid: { left: 70, right: 60, top: 30, bottom: 30 },
+      grid: { left: 70, right: 70, top: 30, bottom: 30 },
       xAxis: { type: 'category', data: ran.map((r) => r.config) },
-      yAxis: [{ type: 'value', name: 'time (us)' }, { type: 'value', name: 'speed-up', splitLine: { show: false } }],
+      yAxis: [{ type: 'value', name: 'time (us)' }, { type: 'value', name: 'speed-up, HFU %', splitLine: { show: false } }],
       series: [
         { name: 'time (us)', type: 'bar', data: ran.map((r) => +(r.time_ns / 1000).toFixed(2)), itemStyle: { color: '#4e79a7' } },
         { name: 'speed-up', type: 'line', yAxisIndex: 1, data: ran.map((r) => +r.speedup.toFixed(2)), itemStyle: { color: '#e15759' } },
+        { name: 'HFU %', type: 'line', yAxisIndex: 1, data: ran.map((r) => +r.hfu_percent.toFixed(2)), itemStyle: { color: '#59a14f' } },
       ],
     });
+    window.tessera.series = 3;
     add(page, 'h2', { text: 'Top call sites on each config' });
     const top = [];
     (reports || []).forEach((rep, i) => {

@@ -714,7 +714,8 @@ RunReport Device::run_single(const Program& program) {
 
   const core::RunResult r = core.run();
   fill_report(report, program, core, r, resolved_, hw_.hbm.bandwidth_gbps);
-  if (report.ok) report.critical_path = timing::critical_path(timing::run_events(program, core));
+  if (report.ok)
+    report.critical_path = timing::critical_path(timing::run_events(program, core), timing::run_work(program, core));
   report.stats = stats.to_json();
   if (timeline) {
     finish_trace(*timeline, program, core, report.time_ns);

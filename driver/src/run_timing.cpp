@@ -84,7 +84,6 @@ std::vector<Event> run_events(const Program& program, core::NeuronCore& core) {
     const auto& labels = program.labels[static_cast<std::size_t>(e)];
     const auto& sites = program.sites[static_cast<std::size_t>(e)];
     int previous = -1;
-    std::int64_t last_compute = -1;
     for (std::size_t i = 0; i < stream.size() && i < costs.size(); ++i) {
       const auto& c = costs[i];
       if (c.issue_ns < 0 || c.done_ns < 0) break;  // not reached: the run stopped
@@ -92,21 +91,10 @@ std::vector<Event> run_events(const Program& program, core::NeuronCore& core) {
       Event x;
       x.resource = to_string(kind);
       x.kind = in.opcode == arch::Opcode::SemWait && c.done_ns > c.issue_ns ? "wait" : "instruction";
-      // Compute engines pipeline: an instruction issues and the engine goes
-      // on, and a SemIncr, DmaTrigger or End first waits for the issued work
-      // to finish. That wait is the last compute instruction's work, so it
-      // counts under that one's label and call site.
-      const bool control = in.opcode == arch::Opcode::SemIncr || in.opcode == arch::Opcode::DmaTrigger ||
-                           in.opcode == arch::Opcode::End;
-      const bool finishing = control && c.done_ns > c.issue_ns && last_compute >= 0;
-      const std::size_t origin = finishing ? static_cast<std::size_t>(last_compute) : i;
-      x.name = finishing ? fmt::format("finishing #{} {}, then {}", last_compute, arch::to_string(stream[origin].opcode),
-                                       arch::to_string(in.opcode))
-                         : arch::disassemble(in);
-      if (origin < labels.size()) x.label = labels[origin];
-      if (origin < sites.size()) x.site = program.site_name(sites[origin]);
-      x.index = static_cast<std::int64_t>(origin);
-      if (in.opcode > arch::Opcode::DmaTrigger) last_compute = static_cast<std::int64_t>(i);
+      x.name = arch::disassemble(in);
+      if (i < labels.size()) x.label = labels[i];
+      if (i < sites.size()) x.site = program.site_name(sites[i]);
+      x.index = static_cast<std::int64_t>(i);
       x.start = c.issue_ns;
       x.end = c.done_ns;
       if (previous >= 0) x.after.push_back(previous);
@@ -203,7 +191,72 @@ std::vector<Event> run_events(const Program& program, core::NeuronCore& core) {
   return events;
 }
 
+std::vector<Work> run_work(const Program& program, core::NeuronCore& core) {
+  std::vector<Work> out;
+  for (int e = 0; e < arch::kNumEngines; ++e) {
+    const auto kind = static_cast<arch::Engine>(e);
+    const auto& stream = program.streams[static_cast<std::size_t>(e)];
+    const auto& costs = core.engine(kind).instruction_costs();
+    const std::size_t first = out.size();
+    for (std::size_t i = 0; i < stream.size() && i < costs.size(); ++i) {
+      if (costs[i].work_start_ns < 0 || costs[i].work_end_ns <= costs[i].work_start_ns) continue;
+      Work w;
+      w.resource = to_string(kind);
+      w.name = arch::disassemble(stream[i]);
+      if (i < program.labels[static_cast<std::size_t>(e)].size()) w.label = program.labels[static_cast<std::size_t>(e)][i];
+      if (i < program.sites[static_cast<std::size_t>(e)].size())
+        w.site = program.site_name(program.sites[static_cast<std::size_t>(e)][i]);
+      w.index = static_cast<std::int64_t>(i);
+      w.start = costs[i].work_start_ns;
+      w.end = costs[i].work_end_ns;
+      out.push_back(std::move(w));
+    }
+    std::stable_sort(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
+                     [](const Work& a, const Work& b) { return a.start < b.start; });
+  }
+  return out;
+}
+
 namespace {
+
+// An instruction step split by the work its engine did over it: the parts
+// no work covers stay the step's own (its gap with the first).
+void split_by_work(const PathStep& s, const std::vector<const Work*>& work, std::vector<PathStep>& out) {
+  const auto piece = [&](double from, double to, const Work* w) {
+    if (to <= from) return;
+    PathStep p = s;
+    p.from_ns = from;
+    p.to_ns = to;
+    if (from > s.from_ns) {
+      p.gap_ns = 0;
+      p.gap.clear();
+    }
+    if (w) {
+      p.name = w->name;
+      p.label = w->label;
+      p.site = w->site;
+      p.index = w->index;
+      p.start_ns = w->start;
+      p.end_ns = w->end;
+      p.gap_ns = 0;
+      p.gap.clear();
+    }
+    out.push_back(std::move(p));
+  };
+  const double own = s.from_ns + s.gap_ns;
+  piece(s.from_ns, own, nullptr);
+  // The first work ending after `own` (work on one lane runs in order).
+  auto it = std::partition_point(work.begin(), work.end(), [&](const Work* w) { return w->end <= own; });
+  double t = own;
+  for (; it != work.end() && (*it)->start < s.to_ns; ++it) {
+    const double from = std::max((*it)->start, t), to = std::min((*it)->end, s.to_ns);
+    if (to <= t) continue;
+    piece(t, from, nullptr);
+    piece(from, to, *it);
+    t = to;
+  }
+  piece(t, s.to_ns, nullptr);
+}
 
 std::string engine_of(const std::string& resource) { return resource.rfind("dma", 0) == 0 ? "dma" : resource; }
 
@@ -218,7 +271,7 @@ std::vector<PathShare> largest_first(std::map<std::pair<std::string, std::string
 
 }  // namespace
 
-CriticalPath critical_path(const std::vector<Event>& events) {
+CriticalPath critical_path(const std::vector<Event>& events, const std::vector<Work>& work) {
   CriticalPath path;
   if (events.empty()) return path;
   int current = 0;
@@ -255,7 +308,7 @@ CriticalPath critical_path(const std::vector<Event>& events) {
     if (x.kind == "wait" && bound >= 0 && bound == x.released_by) {
       const Event& by = events[static_cast<std::size_t>(bound)];
       path.waits.push_back({x.resource, x.label, x.site, x.index, x.start, x.end,
-                            by.resource + " " + by.name, by.label});
+                            by.name.rfind(by.resource, 0) == 0 ? by.name : by.resource + " " + by.name, by.label});
     }
     if (s.ns() > 0 || x.kind == "wait") path.steps.push_back(std::move(s));
     hi = from;
@@ -263,6 +316,19 @@ CriticalPath critical_path(const std::vector<Event>& events) {
   }
   std::reverse(path.steps.begin(), path.steps.end());
   std::reverse(path.waits.begin(), path.waits.end());
+  if (!work.empty()) {
+    std::map<std::string, std::vector<const Work*>> by_engine_work;
+    for (const Work& w : work) by_engine_work[w.resource].push_back(&w);
+    for (auto& [engine, list] : by_engine_work)
+      std::stable_sort(list.begin(), list.end(), [](const Work* a, const Work* b) { return a->start < b->start; });
+    std::vector<PathStep> split;
+    for (const PathStep& s : path.steps) {
+      const auto w = by_engine_work.find(s.resource);
+      if (s.kind != "instruction" || w == by_engine_work.end()) split.push_back(s);
+      else split_by_work(s, w->second, split);
+    }
+    path.steps = std::move(split);
+  }
   std::map<std::pair<std::string, std::string>, PathShare> by_engine, by_label;
   for (const PathStep& s : path.steps) {
     const double waiting = waiting_kind(s.kind) ? s.ns() : s.gap_ns;

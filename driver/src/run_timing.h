@@ -49,15 +49,28 @@ struct Event {
   int released_by = -1;    // a wait: the event whose semaphore signal released it
 };
 
+// When one instruction's own work ran on its engine (a pipelined engine
+// works on an instruction after its sequencer has moved on).
+struct Work {
+  std::string resource, name, label, site;
+  std::int64_t index = -1;
+  double start = 0, end = 0;
+};
+
 // The run's events from what the core recorded: every instruction each
 // engine's sequencer reached (issue to done; a SemWait that blocked is a
 // "wait"), every descriptor's queued and moving parts, and the semaphore
 // signal that released each blocked wait.
 std::vector<Event> run_events(const Program& program, core::NeuronCore& core);
+// Every instruction's own work, by engine, in time order.
+std::vector<Work> run_work(const Program& program, core::NeuronCore& core);
 
 // Walks back from the event that ended last: at each event, to whichever of
 // the events it could not start before ended last (its engine busy with the
-// one before, or the signal it waited for), until the run's start.
-CriticalPath critical_path(const std::vector<Event>& events);
+// one before, or the signal it waited for), until the run's start. A step
+// on an engine is then split by the work that engine was doing meanwhile
+// (`work`): a sequencer held at issue, or draining before a SemIncr, waits
+// for an earlier instruction's work, and the time is that one's.
+CriticalPath critical_path(const std::vector<Event>& events, const std::vector<Work>& work = {});
 
 }  // namespace tessera::timing

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,35 @@ TEST(CriticalPath, AWaitIsOnThePathOnlyForItsLatencyAfterTheRelease) {
   ASSERT_EQ(p.waits.size(), 1u);
   EXPECT_EQ(p.waits[0].released_by, "dma 0.0 load");
   EXPECT_DOUBLE_EQ(p.waits[0].end_ns - p.waits[0].start_ns, 48);
+}
+
+// A pipelined engine: its sequencer issues a, is held issuing b until a's
+// work is nearly done, then drains b before its SemIncr. The path's time on
+// the engine is the work's: a for its work, b for the rest.
+TEST(CriticalPath, AnEnginesTimeIsTheWorkItWasDoing) {
+  std::vector<Event> events = {
+      event("vector", 0, 1, {}, "a"),       // 0: issues a
+      event("vector", 1, 10, {0}, "b"),     // 1: held issuing b while a's work runs
+      event("vector", 10, 12, {1}, "incr"), // 2: drains b
+  };
+  std::vector<timing::Work> work(2);
+  work[0].resource = work[1].resource = "vector";
+  work[0].label = work[0].name = "a";
+  work[0].index = 0;
+  work[0].start = 1;
+  work[0].end = 9;
+  work[1].label = work[1].name = "b";
+  work[1].index = 1;
+  work[1].start = 9.5;
+  work[1].end = 12;
+  const CriticalPath p = timing::critical_path(events, work);
+  expect_tiles(p, 12);
+  EXPECT_THAT(labels_of(p), ::testing::ElementsAre("a", "a", "b", "b", "b"));
+  std::map<std::string, double> by_label;
+  for (const PathShare& s : p.by_label) by_label[s.label] = s.ns;
+  EXPECT_DOUBLE_EQ(by_label["a"], 9);  // its issue, then its work
+  EXPECT_DOUBLE_EQ(by_label["b"], 3);  // its issue once a was done, then its work
+  EXPECT_EQ(by_label.count("incr"), 0u);
 }
 
 DeviceOptions tiny_options() {

@@ -4,13 +4,16 @@
 // variance. Rows lie on SBUF partitions (P rows per block), so the row
 // statistics are free-axis reductions and [P, 1] per-partition scalars; gamma
 // and beta are loaded once, broadcast to every partition by a DMA whose
-// partition stride is 0. Row blocks rotate through three buffers so loads,
-// compute and stores of consecutive blocks overlap.
+// partition stride is 0. Row blocks rotate through `bufs` buffers (4) so
+// loads, compute and stores of consecutive blocks overlap: with three, a
+// buffer's store, its next load and that block's statistics queued behind
+// one another and set the end time (docs/profiling.md "A worked example").
 //
-// split (default): the second moment comes from the scalar engine, whose
-// activation squares (x - mean) or x and sums each row as it goes, while the
-// vector engine does the rest; normalising is one vector pass with two
-// per-partition scalars ((x + -mean) * rstd).
+// split (default): the row statistics come from the scalar engine, whose
+// activation sums each row as it goes (layernorm: an identity pass for the
+// mean, then squares of (x - mean); rmsnorm: squares of x), while the vector
+// engine normalises: one pass with two per-partition scalars
+// ((x + -mean) * rstd), then gamma (and beta).
 // vector: every pass on the vector engine (square, reduce, subtract and
 // scale as separate instructions); the scalar engine only takes the [P, 1]
 // rsqrt.
@@ -71,6 +74,7 @@ public:
                                     cfg.sbuf.partition_kib * 1024));
     const std::uint32_t pmax = u32(std::min(P, R_));
     const Tile g = kb.sbuf("gamma", pmax, u32(D_), DType::Fp32);
+    kb.label(layer_ ? "gamma and beta" : "gamma");
     kb.dma(g, View{&gamma_, 0, {pmax, D_}, {0, 1}});
     Tile b;
     if (layer_) {
@@ -95,6 +99,7 @@ public:
     const std::int64_t blocks = ceil_div(R_, P);
     const auto rows_of = [&](std::int64_t blk) { return u32(std::min(P, R_ - blk * P)); };
     const auto load = [&](std::int64_t blk) {
+      kb.label("load");
       if (blk < blocks)
         kb.dma(sets[static_cast<std::size_t>(blk % buffers)].x.slice(0, rows_of(blk), 0, u32(D_)),
                x_.region(blk * P, 0, rows_of(blk), D_));
@@ -105,10 +110,18 @@ public:
     const auto stats = [&](std::int64_t blk) {
       const Set& s = set_of(blk);
       const Tile x = rows(blk, s.x), junk = rows(blk, scratch), rstd = rows(blk, s.s3);
+      kb.label("statistics");
       if (layer_) {
         const Tile sum = rows(blk, s.s0), negmean = rows(blk, s.s1), var = rows(blk, s.s2);
-        kb.reduce(sum, x, arch::AluOp::Add);
-        kb.tensor_scalar(negmean, sum, arch::AluOp::Multiply, -inv_d);
+        if (split) {
+          // The row sums on the scalar engine too (an identity pass that
+          // accumulates), leaving the vector engine only the normalising.
+          kb.activation(junk, x, arch::ActFunc::Identity, 1.0f, 0.0f, nullptr, &sum);
+          kb.activation(negmean, sum, arch::ActFunc::Identity, -inv_d);
+        } else {
+          kb.reduce(sum, x, arch::AluOp::Add);
+          kb.tensor_scalar(negmean, sum, arch::AluOp::Multiply, -inv_d);
+        }
         if (split) {
           kb.activation(junk, x, arch::ActFunc::Square, 1.0f, 0.0f, &negmean, &var);
         } else {
@@ -132,6 +145,7 @@ public:
     const auto finish = [&](std::int64_t blk) {
       const Set& s = set_of(blk);
       const Tile x = rows(blk, s.x), rstd = rows(blk, s.s3), gr = rows(blk, g);
+      kb.label("normalise");
       if (layer_ && split) {
         const Tile negmean = rows(blk, s.s1);
         kb.tensor_scalar(x, x, arch::AluOp::Add, negmean, arch::AluOp::Multiply, &rstd);
@@ -140,6 +154,7 @@ public:
       }
       kb.tensor_tensor(x, x, gr, arch::AluOp::Multiply);
       if (layer_) kb.tensor_tensor(x, x, rows(blk, b), arch::AluOp::Add);
+      kb.label("store");
       kb.dma(out_.region(blk * P, 0, rows_of(blk), D_), x);
     };
     // split: the next block's statistics are issued before this block's
@@ -233,11 +248,11 @@ KernelSpec norm_spec(bool layer) {
   spec.name = layer ? "layernorm" : "rmsnorm";
   spec.description = layer ? "out = (x - mean) / sqrt(var + 1e-5) * gamma + beta per row, fp32 [R,D]"
                            : "out = x / sqrt(mean(x^2) + 1e-5) * gamma per row, fp32 [R,D]";
-  spec.variants = {{"split", "the second moment on the scalar engine (square and sum in one pass), the rest on vector"},
+  spec.variants = {{"split", "the row statistics on the scalar engine (each sum in one pass), normalising on vector"},
                    {"vector", "every pass on the vector engine; the scalar engine only takes the rsqrt"}};
   spec.shape = {{"R", 1024, "rows (tokens)"}, {"D", 1024, "row length (the normalised axis)"}};
   spec.params = {TunableParam::integer(
-      "bufs", 1, 8, 3, "row blocks in flight (load, compute, store overlap), at most (fewer when SBUF is short)")};
+      "bufs", 1, 8, 4, "row blocks in flight (load, compute, store overlap), at most (fewer when SBUF is short)")};
   spec.make = [layer](Device& dev, const KernelArgs& args) { return std::make_unique<Norm>(dev, args, layer); };
   return spec;
 }

@@ -79,6 +79,12 @@ void Engine::add_busy(const sc_time& t) {
 }
 
 void Engine::trace_work(const sc_time& start, const sc_time& t, std::size_t lane) {
+  if (lane == 0 && current_ && current_index_ < costs_.size() && t > sc_core::SC_ZERO_TIME) {
+    InstructionCost& c = costs_[current_index_];
+    const double from = trace::ns(start), to = trace::ns(start + t);
+    c.work_start_ns = c.work_start_ns < 0 ? from : std::min(c.work_start_ns, from);
+    c.work_end_ns = std::max(c.work_end_ns, to);
+  }
   if (!ctx_.timeline || !current_) return;
   const int track = lane_tracks_.at(lane);
   const double start_ns = trace::ns(start), dur_ns = trace::ns(t);

@@ -49,11 +49,14 @@ public:
   // waited for it), time blocked on its semaphore (a SemWait), and on its
   // fetch. Each adds up over the stream to the engine's statistic. And when
   // the sequencer held it: from its issue (its fetch done) to when the next
-  // could issue (a SemWait's release, a drain's end), for the
-  // critical path (docs/profiling.md); -1 for an instruction never reached.
+  // could issue (a SemWait's release, a drain's end), and when its own work
+  // ran on the engine (its slices on the engine's first lane: a pipelined
+  // engine works on it after the sequencer has moved on), for the critical
+  // path (docs/profiling.md); -1 where none.
   struct InstructionCost {
     double busy_ns = 0, semaphore_wait_ns = 0, fetch_wait_ns = 0;
     double issue_ns = -1, done_ns = -1;
+    double work_start_ns = -1, work_end_ns = -1;
   };
   const std::vector<InstructionCost>& instruction_costs() const { return costs_; }
 

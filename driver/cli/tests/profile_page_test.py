@@ -218,6 +218,7 @@ try:
     check(len(rows) == 3, f"#compare has {len(rows) - 1} rows, not 2")
     check(rows[1].find_elements(By.TAG_NAME, "td")[0].text == "tiny", "the first config is not tiny")
     check(browser.find_elements(By.CSS_SELECTOR, "#compare-time canvas"), "no time chart")
+    check(browser.execute_script("return window.tessera.series") == 3, "the compare plot lacks time, speed-up or HFU")
     check(len(browser.find_elements(By.CSS_SELECTOR, "#compare-sites tr")) > 2, "no call sites per config")
 
     def load(page, what):
