@@ -39,6 +39,7 @@ nlohmann::json to_json(const JobResult& r, const std::string& suite) {
                         {"status", to_string(r.status)}, {"message", r.message},
                         {"wall_seconds", r.wall_seconds}, {"report", r.report}};
   if (!j.params.empty()) out["params"] = j.params;
+  if (!j.dtype.empty()) out["dtype"] = j.dtype;
   return out;
 }
 
@@ -52,6 +53,7 @@ JobResult result_from_json(const nlohmann::json& j, std::string* suite) {
   r.job.fidelity = j.value("fidelity", std::string());
   r.job.shape = j.value("shape", std::map<std::string, std::int64_t>());
   r.job.params = j.value("params", std::map<std::string, std::string>());
+  r.job.dtype = j.value("dtype", std::string());
   r.job.seed = j.value("seed", std::uint64_t{1});
   const std::string status = j.at("status");
   const auto s = parse_status(status);

@@ -18,6 +18,7 @@ struct Job {
   std::string test, kernel, variant, config, fidelity;
   std::map<std::string, std::int64_t> shape;
   std::map<std::string, std::string> params;  // tunable parameters (tessera run --param)
+  std::string dtype;                          // input dtype (tessera run --dtype); "": the kernel's default
   std::uint64_t seed = 1;
   double timeout_s = 600;
   double tolerance_percent = 2;  // allowed time change against the baseline

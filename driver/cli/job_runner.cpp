@@ -218,6 +218,7 @@ std::vector<std::string> run_args(const Job& j, const std::string& dir) {
   std::vector<std::string> a = {"run", "--config", j.config, "--kernel", j.kernel, "--out", dir, "--json",
                                 "--seed", std::to_string(j.seed)};
   if (!j.variant.empty()) a.insert(a.end(), {"--variant", j.variant});
+  if (!j.dtype.empty()) a.insert(a.end(), {"--dtype", j.dtype});
   if (!j.fidelity.empty()) a.insert(a.end(), {"--fidelity", j.fidelity});
   if (!j.shape.empty()) {
     std::string s;

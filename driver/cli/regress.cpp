@@ -96,7 +96,7 @@ Suite load_suite(const std::string& path) {
   std::set<std::string> ids;
   for (const YAML::Node& t : root["tests"]) {
     std::set<std::string> allowed = kSettings;
-    for (const char* k : {"name", "kernel", "variants", "configs", "shapes", "params"}) allowed.insert(k);
+    for (const char* k : {"name", "kernel", "variants", "dtypes", "configs", "shapes", "params"}) allowed.insert(k);
     check_keys(path, t, allowed, "a test");
     for (const char* k : {"name", "kernel", "configs"})
       if (!t[k]) fail(path, t, fmt::format("a test needs '{}'", k));
@@ -121,6 +121,13 @@ Suite load_suite(const std::string& path) {
                                                             : std::vector<std::string>{""};
     const std::vector<std::string> configs = strings(path, t["configs"], "configs");
     if (configs.empty()) fail(path, t["configs"], "'configs' must not be empty");
+    // Input dtypes (tessera run --dtype); none: the kernel's default. Checked
+    // against the kernel with the rest of the registry's rules (validate).
+    std::vector<std::string> dtypes{""};
+    if (t["dtypes"]) {
+      dtypes = strings(path, t["dtypes"], "dtypes");
+      if (dtypes.empty()) fail(path, t["dtypes"], "'dtypes' must not be empty");
+    }
     std::vector<std::map<std::string, std::int64_t>> shapes;
     if (t["shapes"]) {
       if (!t["shapes"].IsSequence() || t["shapes"].size() == 0)
@@ -156,18 +163,20 @@ Suite load_suite(const std::string& path) {
       param_sets.emplace_back();
     }
     for (const auto& v : variants)
+      for (const auto& d : dtypes)
       for (const auto& c : configs)
         for (const auto& s : shapes)
           for (const auto& ps : param_sets) {
             Job j = base;
             j.variant = v;
+            j.dtype = d;
             j.config = c;
             j.shape = s;
             j.params = ps;
             std::string shape_text, param_text;
             for (const auto& [k, x] : s) shape_text += fmt::format("{}{}{}", shape_text.empty() ? "" : "_", k, x);
             for (const auto& [k, x] : ps) param_text += fmt::format("{}{}{}", param_text.empty() ? "" : "_", k, x);
-            j.id = fmt::format("{}/{}/{}{}{}", j.test, v.empty() ? "default" : v, c,
+            j.id = fmt::format("{}/{}{}/{}{}{}", j.test, v.empty() ? "default" : v, d.empty() ? "" : "." + d, c,
                                shape_text.empty() ? "" : "/" + shape_text, param_text.empty() ? "" : "/" + param_text);
             if (!ids.insert(j.id).second) fail(path, t, fmt::format("job '{}' appears twice", j.id));
             if (suite.jobs.size() >= kMaxJobs)
@@ -340,8 +349,9 @@ std::string summary_markdown(const std::string& suite, const std::vector<JobResu
     for (const auto& r : results) {
       if (r.job.kernel != kernel) continue;
       if (std::find(configs.begin(), configs.end(), r.job.config) == configs.end()) configs.push_back(r.job.config);
-      const std::string row = fmt::format("{} | {} | {}", r.job.test, r.job.variant.empty() ? "default" : r.job.variant,
-                                          shape_text(r.job));
+      const std::string row =
+          fmt::format("{} | {}{} | {}", r.job.test, r.job.variant.empty() ? "default" : r.job.variant,
+                      r.job.dtype.empty() ? "" : " (" + r.job.dtype + ")", shape_text(r.job));
       if (std::find(rows.begin(), rows.end(), row) == rows.end()) rows.push_back(row);
       cells[{row, r.job.config}] = cell(r);
     }

@@ -41,7 +41,8 @@ struct RegressOptions {
 const char* kRegress = "tessera regress";
 
 // Problems a suite file can only show against the registry and the config
-// library: unknown kernels, variants, shape parameters, configs, fidelities.
+// library: unknown kernels, variants, shape parameters, dtypes, configs,
+// fidelities.
 // Each names the suite file and the test's line.
 std::vector<std::string> validate(const regress::Suite& suite) {
   std::vector<std::string> errors;
@@ -68,6 +69,13 @@ std::vector<std::string> validate(const regress::Suite& suite) {
       kernels::resolve_shape(*spec, j.shape);
     } catch (const KernelError& e) {
       report(j, e.what());
+    }
+    if (!j.dtype.empty()) {
+      try {
+        kernels::check_dtype(*spec, spec->variant(j.variant).name, j.dtype);
+      } catch (const KernelError& e) {
+        report(j, e.what());
+      }
     }
     if (!j.fidelity.empty() && !arch::parse_fidelity(j.fidelity))
       report(j, fmt::format("fidelity '{}': expected rtl, sampled or tlm", j.fidelity));

@@ -156,7 +156,7 @@ Parameter parse_parameter(const std::string& file, const YAML::Node& n) {
 }
 
 KernelRuns parse_kernel(const std::string& file, const YAML::Node& n) {
-  check_keys(file, n, {"kernel", "variants", "shapes", "params"}, "a kernel entry");
+  check_keys(file, n, {"kernel", "variants", "dtypes", "shapes", "params"}, "a kernel entry");
   KernelRuns k;
   k.line = line_of(n);
   if (!n["kernel"]) fail(file, n, "a kernel entry needs 'kernel'");
@@ -176,6 +176,18 @@ KernelRuns parse_kernel(const std::string& file, const YAML::Node& n) {
         fail(file, n["variants"], e.what());
       }
     }
+  }
+  // Input dtypes, each one the kernel takes on every variant of the entry.
+  if (n["dtypes"]) {
+    k.dtypes = names(file, n["dtypes"], "dtypes");
+    for (const auto& d : k.dtypes)
+      for (const auto& v : k.variants.empty() ? std::vector<std::string>{""} : k.variants) {
+        try {
+          kernels::check_dtype(*spec, spec->variant(v).name, d);
+        } catch (const std::exception& e) {
+          fail(file, n["dtypes"], e.what());
+        }
+      }
   }
   // Tunable parameters: a list of NAME: VALUE mappings crossed with the
   // variants and shapes, each checked against every variant it meets.
@@ -390,8 +402,8 @@ Study load_study(const std::string& path, const std::set<std::string>& only_kern
   for (const auto& p : s.parameters) grid *= static_cast<double>(p.values.size());
   double runs = 0;
   for (const auto& k : s.kernels)
-    runs += static_cast<double>(std::max<std::size_t>(1, k.variants.size()) * std::max<std::size_t>(1, k.shapes.size()) *
-                                std::max<std::size_t>(1, k.params.size()));
+    runs += static_cast<double>(std::max<std::size_t>(1, k.variants.size()) * std::max<std::size_t>(1, k.dtypes.size()) *
+                                std::max<std::size_t>(1, k.shapes.size()) * std::max<std::size_t>(1, k.params.size()));
   if (grid * runs > static_cast<double>(kMaxPoints))
     fail(path, root["parameters"], fmt::format("the study has {:.0f} points ({:.0f} configs x {:.0f} runs each); at most {}",
                                                grid * runs, grid, runs, kMaxPoints));
@@ -414,7 +426,9 @@ std::vector<Point> expand(const Study& study) {
       const auto variants = k.variants.empty() ? std::vector<std::string>{""} : k.variants;
       const auto shapes = k.shapes.empty() ? std::vector<std::map<std::string, std::int64_t>>{{}} : k.shapes;
       const auto param_sets = k.params.empty() ? std::vector<std::map<std::string, std::string>>{{}} : k.params;
+      const auto dtypes = k.dtypes.empty() ? std::vector<std::string>{""} : k.dtypes;
       for (const auto& v : variants)
+        for (const auto& d : dtypes)
         for (const auto& shape : shapes)
           for (const auto& ps : param_sets) {
             Point p;
@@ -423,6 +437,7 @@ std::vector<Point> expand(const Study& study) {
             j.test = study.name;
             j.kernel = k.kernel;
             j.variant = v;
+            j.dtype = d;
             j.config = config_of(study, combination);
             j.fidelity = study.fidelity;
             j.shape = shape;
@@ -434,7 +449,8 @@ std::vector<Point> expand(const Study& study) {
             const std::string s = shape_text(shape, "_", "");
             std::string pt;
             for (const auto& [name, value] : ps) pt += fmt::format("{}{}{}", pt.empty() ? "" : "_", name, value);
-            j.id = fmt::format("{}/{}/{}{}{}", prefix, k.kernel, v.empty() ? "default" : v, s.empty() ? "" : "/" + s,
+            j.id = fmt::format("{}/{}/{}{}{}{}", prefix, k.kernel, v.empty() ? "default" : v, d.empty() ? "" : "." + d,
+                               s.empty() ? "" : "/" + s,
                                pt.empty() ? "" : "/" + pt);
             points.push_back(std::move(p));
           }
@@ -484,7 +500,7 @@ std::string results_csv(const Study& study, const std::vector<Point>& points, co
       for (auto it = r.report["engines"].begin(); it != r.report["engines"].end(); ++it) engine_set.insert(it.key());
   std::vector<std::string> header;
   for (const auto& p : study.parameters) header.push_back(p.name);
-  for (const char* c : {"kernel", "variant", "shape", "status"}) header.emplace_back(c);
+  for (const char* c : {"kernel", "variant", "dtype", "shape", "status"}) header.emplace_back(c);
   for (const auto& [name, key] : kFigures) header.emplace_back(name);
   for (const auto& e : engine_set) header.push_back(e + "_busy_percent");
   for (const auto& e : engine_set) header.push_back(e + "_busy_ns");
@@ -498,6 +514,7 @@ std::string results_csv(const Study& study, const std::vector<Point>& points, co
     for (const auto& [name, value] : p.parameters) row.push_back(value);
     row.push_back(p.job.kernel);
     row.push_back(report.value("variant", p.job.variant));
+    row.push_back(p.job.dtype);  // as the study asks; "": the kernel's default
     row.push_back(shape_text(report.contains("shape") ? report["shape"].get<std::map<std::string, std::int64_t>>()
                                                       : p.job.shape,
                              " ", "="));
@@ -532,6 +549,7 @@ nlohmann::json results_json(const Study& study, const std::vector<Point>& points
                     {"overrides", p.job.overrides},
                     {"kernel", p.job.kernel},
                     {"variant", report.value("variant", p.job.variant)},
+                    {"dtype", p.job.dtype},
                     {"shape", report.contains("shape") ? report["shape"] : nlohmann::json(p.job.shape)},
                     {"status", r ? to_string(r->status) : "not run"},
                     {"message", r ? r->message : ""},

@@ -47,6 +47,7 @@ ConfigChoice parse_config_choice(const std::string& text, const std::string& rel
 struct KernelRuns {
   std::string kernel;
   std::vector<std::string> variants;  // empty: the kernel's default
+  std::vector<std::string> dtypes;    // input dtypes (tessera run --dtype); empty: the kernel's default
   std::vector<std::map<std::string, std::int64_t>> shapes;  // empty: the kernel's default
   std::vector<std::map<std::string, std::string>> params;  // tunable parameters; empty: the kernel's defaults
   int line = 0;

@@ -38,12 +38,50 @@ std::string waited_for(const Program& program, std::size_t sem) {
   return owner.rfind("dma", 0) == 0 ? "DMA" : owner;
 }
 
+// The rate class of a matmul's inputs: the config's peak it runs against.
+arch::TensorDType rate_class(arch::DType t) {
+  switch (t) {
+    case arch::DType::Fp32: return arch::TensorDType::Fp32;
+    case arch::DType::Fp8E4m3: return arch::TensorDType::Fp8E4m3;
+    case arch::DType::Fp8E5m2: return arch::TensorDType::Fp8E5m2;
+    case arch::DType::Fp8E4m3x4:
+    case arch::DType::Fp8E5m2x4:
+    case arch::DType::Fp4E2m1x4: return arch::TensorDType::Mx;
+    default: return arch::TensorDType::Bf16;
+  }
+}
+
+// The peak a program's matmuls run against: every format's FLOPs at its own
+// rate (HFU 100 % is each at its peak all the time).
+double program_peak_tflops(const Program& program, const arch::ResolvedConfig& resolved) {
+  const auto& peaks = resolved.derived.peak_tflops;
+  const auto peak_of = [&](arch::TensorDType t) {
+    const auto it = peaks.find(t);
+    return it == peaks.end() ? 0.0 : it->second;
+  };
+  const double bf16 = peak_of(arch::TensorDType::Bf16);
+  // The seconds each format's FLOPs take at its peak, summed: the peak is
+  // the FLOPs over that (for one format, its own peak).
+  double flops = 0, seconds_at_peak = 0;
+  for (const auto& [dtype, f] : program.matmul_flops_by_dtype) {
+    const double p = peak_of(rate_class(dtype));
+    if (f <= 0 || p <= 0) continue;
+    flops += f;
+    seconds_at_peak += f / p;
+  }
+  const double rest = program.matmul_flops - flops;  // made by hand: bf16
+  if (rest > 0 && bf16 > 0) {
+    flops += rest;
+    seconds_at_peak += rest / bf16;
+  }
+  return seconds_at_peak > 0 ? flops / seconds_at_peak : bf16;
+}
+
 // The figures a kernel author tunes by (docs/profiling.md).
 void add_profile_figures(RunReport& report, const Program& program, core::NeuronCore& core,
                          const arch::ResolvedConfig& resolved, double hbm_peak_gbps) {
   const double seconds = report.time_ns * 1e-9;
-  const auto bf16 = resolved.derived.peak_tflops.find(arch::TensorDType::Bf16);
-  if (bf16 != resolved.derived.peak_tflops.end()) report.peak_tflops = bf16->second;
+  report.peak_tflops = program_peak_tflops(program, resolved);
   report.model_flops = program.model_flops > 0 ? program.model_flops : program.matmul_flops;
   if (seconds > 0) {
     report.achieved_tflops = program.matmul_flops / seconds / 1e12;
@@ -327,9 +365,9 @@ void fill_report(RunReport& report, const Program& program, core::NeuronCore& co
   report.time_ns = trace::ns(r.end_time);
   report.cycles = report.time_ns * resolved.hw.tensor.clock_ghz;
   report.tensor_utilisation = core.tensor().tensor_stats().utilisation.value();
-  const auto bf16 = resolved.derived.peak_tflops.find(arch::TensorDType::Bf16);
-  if (bf16 != resolved.derived.peak_tflops.end() && report.time_ns > 0)
-    report.hfu_percent = 100.0 * program.matmul_flops / (report.time_ns * 1e-9 * bf16->second * 1e12);
+  const double peak = program_peak_tflops(program, resolved);
+  if (peak > 0 && report.time_ns > 0)
+    report.hfu_percent = 100.0 * program.matmul_flops / (report.time_ns * 1e-9 * peak * 1e12);
   const dma::DmaSubsystem::DmaTotals& dma_totals = core.dma().stats();
   report.dma_bytes = dma_totals.bytes.value();
   report.dma_transfers = dma_totals.descriptors.value();
@@ -589,16 +627,20 @@ RunReport Device::run_chip(const std::vector<Program>& programs) {
     report.per_core.push_back(CoreReport{c.time_ns, c.matmul_flops, 0, c.tensor_active_ns, c.tensor_waiting_ns,
                                          c.dma_bytes, c.hbm_bytes, c.hbm_bandwidth_gbps, c.bound_by()});
   }
-  const auto bf16 = resolved_.derived.peak_tflops.find(arch::TensorDType::Bf16);
-  report.peak_tflops = bf16 == resolved_.derived.peak_tflops.end() ? 0 : bf16->second * static_cast<double>(n);
+  // The chip's peak: each core's, for the formats its program runs.
+  report.peak_tflops = 0;
+  for (const Program& p : programs) report.peak_tflops += program_peak_tflops(p, resolved_);
   const double seconds = report.time_ns * 1e-9;
   report.hfu_percent = report.mfu_percent = report.achieved_tflops = 0;
   if (seconds > 0 && report.peak_tflops > 0) {
     report.hfu_percent = 100.0 * report.matmul_flops / (seconds * report.peak_tflops * 1e12);
     report.mfu_percent = 100.0 * report.model_flops / (seconds * report.peak_tflops * 1e12);
     report.achieved_tflops = report.matmul_flops / seconds / 1e12;
-    for (CoreReport& c : report.per_core)
-      c.hfu_percent = 100.0 * c.matmul_flops / (seconds * bf16->second * 1e12);
+    for (std::size_t i = 0; i < n; ++i) {
+      const double peak = program_peak_tflops(programs[i], resolved_);
+      CoreReport& c = report.per_core[i];
+      c.hfu_percent = peak > 0 ? 100.0 * c.matmul_flops / (seconds * peak * 1e12) : 0;
+    }
   }
   report.dma_average_bytes = report.dma_transfers > 0 ? report.dma_bytes / report.dma_transfers : 0;
   report.arithmetic_intensity = report.hbm_bytes > 0 ? report.matmul_flops / report.hbm_bytes : 0;

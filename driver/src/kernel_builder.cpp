@@ -42,6 +42,7 @@ struct KernelBuilder::Impl {
   std::uint32_t site_line = 0;
   std::optional<RegionList> stationary;  // what the weights now in the array were loaded from, while nothing overwrote it
   double matmul_flops = 0;
+  std::map<arch::DType, double> matmul_flops_by_dtype;
   bool built = false;
   std::vector<builder::LoweredPiece> pieces;  // of the DMA copy being placed, reused
   Spmd spmd;
@@ -389,7 +390,9 @@ void KernelBuilder::matmul(const Tile& psum, const MatmulInput& stationary, cons
   if (accumulate) reads.push_back(region_of(psum));
   impl_->emit(arch::Engine::Tensor, mm, reads, {region_of(psum)});
   impl_->written(psum);
-  impl_->matmul_flops += 2.0 * st.contraction * st.columns * mv.columns;
+  const double flops = 2.0 * st.contraction * st.columns * mv.columns;
+  impl_->matmul_flops += flops;
+  impl_->matmul_flops_by_dtype[stationary.tile.dtype] += flops;
 }
 
 void KernelBuilder::transpose(const Tile& psum, const Tile& src, SourceLocation where) {
@@ -749,6 +752,7 @@ Program KernelBuilder::build() {
                                    impl_->core_semaphores[i]);
   p.name = impl_->name;
   p.matmul_flops = impl_->matmul_flops;
+  p.matmul_flops_by_dtype = impl_->matmul_flops_by_dtype;
   return p;
 }
 

@@ -15,13 +15,16 @@ namespace tessera::engines {
 TensorEngine::TensorStats::TensorStats(trace::Stats& stats, const TensorEngine& owner)
     : Group(stats, owner),
       macs(*this, "macs", "count", "multiply-accumulates performed"),
+      pe_cycles(*this, "pe_cycles", "count",
+                "PE-cycles spent multiplying: a PE taking two (fp8 double row) or four (MX) rows a cycle counts once"),
       matmuls(*this, "matmuls", "count", "MultiplyMoving instructions"),
       multiplying_ns(*this, "multiplying_ns", "ns",
                      "time the array takes in moving columns (N cycles per MultiplyMoving): the bound of HFU"),
-      utilisation(*this, "utilisation", "ratio", "MACs / (PEs x cycles until the tensor engine ended)", [this, &owner] {
+      utilisation(*this, "utilisation", "ratio", "PE-cycles multiplying / (PEs x cycles until the tensor engine ended)",
+                  [this, &owner] {
         const double pes = static_cast<double>(owner.ctx_.cfg.tensor.rows * owner.ctx_.cfg.tensor.cols);
         const double cycles = trace::ns(owner.end_time()) / trace::ns(owner.clock_period());
-        return cycles > 0 ? macs.value() / (pes * cycles) : 0.0;
+        return cycles > 0 ? pe_cycles.value() / (pes * cycles) : 0.0;
       }) {}
 
 TensorEngine::TensorEngine(sc_core::sc_module_name name, core::CoreContext& ctx,
@@ -171,8 +174,9 @@ sc_core::sc_time TensorEngine::execute(const arch::Instruction& in) {
         throw std::runtime_error(fmt::format("the tensor engine cannot multiply this moving tile with the loaded "
                                              "stationary: {}", *why));
       const sc_core::sc_time busy = issue(cmd);
-      tensor_stats_.macs += static_cast<double>(in.a.partition_count) * cmd.data.pack * in.dst.partition_count *
-                            in.dst.free_elements();
+      const double pe_cycles = static_cast<double>(in.a.partition_count) * in.dst.partition_count * in.dst.free_elements();
+      tensor_stats_.pe_cycles += pe_cycles;
+      tensor_stats_.macs += pe_cycles * cmd.data.pack;
       ++tensor_stats_.matmuls;
       return busy;
     }

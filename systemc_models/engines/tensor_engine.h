@@ -24,7 +24,7 @@ public:
 
   struct TensorStats : trace::Group {
     TensorStats(trace::Stats& stats, const TensorEngine& owner);
-    trace::Scalar macs, matmuls;
+    trace::Scalar macs, pe_cycles, matmuls;
     // The array taking in moving columns (N cycles per MultiplyMoving): the bound of HFU.
     trace::Scalar multiplying_ns;
     trace::Formula utilisation;

@@ -141,6 +141,25 @@ TEST(Cli, HelpOnEverySubcommand) {
   }
 }
 
+// HFU and tensor utilisation count each format against its own rate: fp8
+// in double row on tiny has twice bf16's peak, and a PE taking two rows a
+// cycle is used once, so neither passes 100 % (both did, against bf16's).
+TEST(Cli, HfuAndUtilisationAreAgainstTheFormatsOwnPeak) {
+  const auto bf16 = run("run --config tiny --kernel mlp --shape T=128,D=32,F=64 --fidelity tlm --no-data --json");
+  const auto fp8 =
+      run("run --config tiny --kernel mlp --shape T=128,D=32,F=64 --fidelity tlm --no-data --json --dtype fp8_e4m3");
+  ASSERT_EQ(bf16.status, 0) << bf16.err;
+  ASSERT_EQ(fp8.status, 0) << fp8.err;
+  const auto b = nlohmann::json::parse(bf16.out), f = nlohmann::json::parse(fp8.out);
+  EXPECT_DOUBLE_EQ(f["peak_tflops"].get<double>(), 2 * b["peak_tflops"].get<double>());
+  EXPECT_LE(f["hfu_percent"].get<double>(), 100.0);
+  EXPECT_LE(f["tensor_utilisation"].get<double>(), 1.0);
+  // The same FLOPs in less time at twice the peak.
+  const double expect_hfu =
+      b["hfu_percent"].get<double>() * b["time_ns"].get<double>() / f["time_ns"].get<double>() / 2;
+  EXPECT_NEAR(f["hfu_percent"].get<double>(), expect_hfu, 1e-9 * expect_hfu);
+}
+
 TEST(Cli, RunPrintsAJsonReport) {
   const auto r = run("run --config tiny --kernel gemm --variant hoisted --shape M=16,N=64,K=24 --fidelity tlm --json");
   ASSERT_EQ(r.status, 0) << r.err;

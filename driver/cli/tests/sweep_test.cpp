@@ -65,6 +65,32 @@ const char* kStudy =
     "    variants: [naive, blocked_mnk]\n"
     "    shapes: [{M: 32, N: 64, K: 32}]\n";
 
+// A kernel entry's dtypes cross with its variants; each must be one the
+// kernel takes on every variant, else an error at the entry's line.
+TEST_F(StudyTest, DtypesCrossWithVariantsAndBadOnesNameTheLine) {
+  const Study s = load_study(write_study("dtypes",
+                                         "base: neuroncore-v3\n"
+                                         "parameters:\n"
+                                         "  - {name: rows, key: tensor.fp8_rows_per_pe, values: [1, 2]}\n"
+                                         "kernels:\n"
+                                         "  - kernel: mlp\n"
+                                         "    dtypes: [bf16, fp8_e4m3]\n")
+                             .string());
+  const auto points = expand(s);
+  ASSERT_EQ(points.size(), 4u);
+  EXPECT_EQ(points[0].job.id, "rows=1/mlp/default.bf16");
+  EXPECT_EQ(points[1].job.dtype, "fp8_e4m3");
+  EXPECT_EQ(points[3].job.id, "rows=2/mlp/default.fp8_e4m3");
+  EXPECT_THAT(error_of("base: tiny\n"
+                       "parameters:\n"
+                       "  - {name: rows, key: tensor.fp8_rows_per_pe, values: [1, 2]}\n"
+                       "kernels:\n"
+                       "  - kernel: gemm\n"
+                       "    variants: [blocked_mnk, tiled]\n"
+                       "    dtypes: [fp8_e4m3]\n"),
+              HasSubstr(":7: gemm tiled: --dtype fp8_e4m3: this variant reads bf16 inputs only"));
+}
+
 TEST_F(StudyTest, GridIsTheProductOfParametersTimesKernelRuns) {
   const Study s = load_study(write_study("grid", kStudy).string());
   EXPECT_EQ(s.fidelity, "tlm");  // the default
@@ -204,13 +230,13 @@ TEST_F(StudyTest, CsvAndJsonHoldEveryPointWithItsFigures) {
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   ASSERT_EQ(lines.size(), points.size() + 1);
-  EXPECT_THAT(lines[0], HasSubstr("hbm,array,kernel,variant,shape,status,time_ns,cycles,hfu_percent,mfu_percent"));
+  EXPECT_THAT(lines[0], HasSubstr("hbm,array,kernel,variant,dtype,shape,status,time_ns,cycles,hfu_percent,mfu_percent"));
   EXPECT_THAT(lines[0], HasSubstr("dma_bytes"));
   EXPECT_THAT(lines[0], HasSubstr("tensor_busy_percent,vector_busy_percent,tensor_busy_ns,vector_busy_ns"));
-  EXPECT_THAT(lines[1], HasSubstr("32,8,gemm,naive,K=32 M=32 N=64,pass,1000,2000,12.5,12.5"));
+  EXPECT_THAT(lines[1], HasSubstr("32,8,gemm,naive,,K=32 M=32 N=64,pass,1000,2000,12.5,12.5"));
   EXPECT_THAT(lines[1], HasSubstr(",40,5,400,50"));
   // A failed point keeps its row, without figures.
-  EXPECT_THAT(lines[2], HasSubstr("32,8,gemm,blocked_mnk,K=32 M=32 N=64,fail,,"));
+  EXPECT_THAT(lines[2], HasSubstr("32,8,gemm,blocked_mnk,,K=32 M=32 N=64,fail,,"));
 
   const nlohmann::json j = results_json(s, points, results);
   EXPECT_EQ(j["study"], "grid");
@@ -272,7 +298,7 @@ TEST_F(StudyTest, SweepRunsEveryPointAndDrawsItsPlots) {
   std::vector<std::string> lines;
   for (std::string line; std::getline(csv, line);) lines.push_back(line);
   ASSERT_EQ(lines.size(), 5u) << text;
-  EXPECT_THAT(lines[0], HasSubstr("hbm_gbps,kernel,variant,shape,status,time_ns"));
+  EXPECT_THAT(lines[0], HasSubstr("hbm_gbps,kernel,variant,dtype,shape,status,time_ns"));
   const auto results = nlohmann::json::parse(std::ifstream(out / "results.json"));
   ASSERT_EQ(results["points"].size(), 4u);
   std::map<std::string, double> time;

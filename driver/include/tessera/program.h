@@ -41,6 +41,10 @@ struct Program {
   std::map<DmaQueueId, std::vector<arch::DmaDescriptor>> rings;
   // Useful matmul FLOPs (2 per MAC), for the hardware FLOPs utilisation.
   double matmul_flops = 0;
+  // The same by the stationary input's dtype: each format runs at its own
+  // rate, so HFU counts its FLOPs against its own peak (Device). FLOPs not
+  // in the map (a program made by hand) count as bf16.
+  std::map<arch::DType, double> matmul_flops_by_dtype;
   // The kernel's nominal FLOPs (e.g. 2MNK for GEMM), set by the kernel after
   // building, for the model FLOPs utilisation; 0 takes matmul_flops.
   double model_flops = 0;
