@@ -40,6 +40,8 @@ nlohmann::json to_json(const JobResult& r, const std::string& suite) {
                         {"wall_seconds", r.wall_seconds}, {"report", r.report}};
   if (!j.params.empty()) out["params"] = j.params;
   if (!j.dtype.empty()) out["dtype"] = j.dtype;
+  if (j.cores > 0) out["cores"] = j.cores;
+  if (!j.shard.empty()) out["shard"] = j.shard;
   return out;
 }
 
@@ -54,6 +56,8 @@ JobResult result_from_json(const nlohmann::json& j, std::string* suite) {
   r.job.shape = j.value("shape", std::map<std::string, std::int64_t>());
   r.job.params = j.value("params", std::map<std::string, std::string>());
   r.job.dtype = j.value("dtype", std::string());
+  r.job.cores = j.value("cores", 0);
+  r.job.shard = j.value("shard", std::string());
   r.job.seed = j.value("seed", std::uint64_t{1});
   const std::string status = j.at("status");
   const auto s = parse_status(status);

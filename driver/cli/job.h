@@ -19,6 +19,8 @@ struct Job {
   std::map<std::string, std::int64_t> shape;
   std::map<std::string, std::string> params;  // tunable parameters (tessera run --param)
   std::string dtype;                          // input dtype (tessera run --dtype); "": the kernel's default
+  int cores = 0;                              // tessera run --cores N; 0: one core with its share of HBM
+  std::string shard;                          // with cores: tessera run --shard D; "": the kernel's first
   std::uint64_t seed = 1;
   double timeout_s = 600;
   double tolerance_percent = 2;  // allowed time change against the baseline

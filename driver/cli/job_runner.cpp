@@ -219,6 +219,8 @@ std::vector<std::string> run_args(const Job& j, const std::string& dir) {
                                 "--seed", std::to_string(j.seed)};
   if (!j.variant.empty()) a.insert(a.end(), {"--variant", j.variant});
   if (!j.dtype.empty()) a.insert(a.end(), {"--dtype", j.dtype});
+  if (j.cores > 0) a.insert(a.end(), {"--cores", std::to_string(j.cores)});
+  if (!j.shard.empty()) a.insert(a.end(), {"--shard", j.shard});
   if (!j.fidelity.empty()) a.insert(a.end(), {"--fidelity", j.fidelity});
   if (!j.shape.empty()) {
     std::string s;

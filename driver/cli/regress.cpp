@@ -2,6 +2,8 @@
 
 #include "yaml_file.h"
 
+#include "arch/address_map.h"
+
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
@@ -96,7 +98,8 @@ Suite load_suite(const std::string& path) {
   std::set<std::string> ids;
   for (const YAML::Node& t : root["tests"]) {
     std::set<std::string> allowed = kSettings;
-    for (const char* k : {"name", "kernel", "variants", "dtypes", "configs", "shapes", "params"}) allowed.insert(k);
+    for (const char* k : {"name", "kernel", "variants", "dtypes", "configs", "shapes", "params", "cores", "shard"})
+      allowed.insert(k);
     check_keys(path, t, allowed, "a test");
     for (const char* k : {"name", "kernel", "configs"})
       if (!t[k]) fail(path, t, fmt::format("a test needs '{}'", k));
@@ -127,6 +130,14 @@ Suite load_suite(const std::string& path) {
     if (t["dtypes"]) {
       dtypes = strings(path, t["dtypes"], "dtypes");
       if (dtypes.empty()) fail(path, t["dtypes"], "'dtypes' must not be empty");
+    }
+    // Core counts of the chip (tessera run --cores N), and the dimension
+    // split across them; none: one core with its share of HBM. The chip's
+    // own limit is checked with the rest (validate).
+    const std::vector<int> core_list = t["cores"] ? core_counts<SuiteError>(path, t["cores"], static_cast<int>(arch::kMaxChipCores)) : std::vector<int>{0};
+    if (t["shard"]) {
+      if (!t["cores"]) fail(path, t["shard"], "'shard' needs 'cores'");
+      base.shard = t["shard"].Scalar();
     }
     std::vector<std::map<std::string, std::int64_t>> shapes;
     if (t["shapes"]) {
@@ -165,18 +176,21 @@ Suite load_suite(const std::string& path) {
     for (const auto& v : variants)
       for (const auto& d : dtypes)
       for (const auto& c : configs)
+      for (const int n : core_list)
         for (const auto& s : shapes)
           for (const auto& ps : param_sets) {
             Job j = base;
             j.variant = v;
             j.dtype = d;
+            j.cores = n;
             j.config = c;
             j.shape = s;
             j.params = ps;
             std::string shape_text, param_text;
             for (const auto& [k, x] : s) shape_text += fmt::format("{}{}{}", shape_text.empty() ? "" : "_", k, x);
             for (const auto& [k, x] : ps) param_text += fmt::format("{}{}{}", param_text.empty() ? "" : "_", k, x);
-            j.id = fmt::format("{}/{}{}/{}{}{}", j.test, v.empty() ? "default" : v, d.empty() ? "" : "." + d, c,
+            j.id = fmt::format("{}/{}{}/{}{}{}{}", j.test, v.empty() ? "default" : v, d.empty() ? "" : "." + d, c,
+                               n > 0 ? fmt::format(".cores{}", n) : "",
                                shape_text.empty() ? "" : "/" + shape_text, param_text.empty() ? "" : "/" + param_text);
             if (!ids.insert(j.id).second) fail(path, t, fmt::format("job '{}' appears twice", j.id));
             if (suite.jobs.size() >= kMaxJobs)
@@ -350,8 +364,9 @@ std::string summary_markdown(const std::string& suite, const std::vector<JobResu
       if (r.job.kernel != kernel) continue;
       if (std::find(configs.begin(), configs.end(), r.job.config) == configs.end()) configs.push_back(r.job.config);
       const std::string row =
-          fmt::format("{} | {}{} | {}", r.job.test, r.job.variant.empty() ? "default" : r.job.variant,
-                      r.job.dtype.empty() ? "" : " (" + r.job.dtype + ")", shape_text(r.job));
+          fmt::format("{} | {}{}{} | {}", r.job.test, r.job.variant.empty() ? "default" : r.job.variant,
+                      r.job.dtype.empty() ? "" : " (" + r.job.dtype + ")",
+                      r.job.cores > 0 ? fmt::format(" on {} cores", r.job.cores) : "", shape_text(r.job));
       if (std::find(rows.begin(), rows.end(), row) == rows.end()) rows.push_back(row);
       cells[{row, r.job.config}] = cell(r);
     }

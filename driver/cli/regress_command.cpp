@@ -42,11 +42,12 @@ const char* kRegress = "tessera regress";
 
 // Problems a suite file can only show against the registry and the config
 // library: unknown kernels, variants, shape parameters, dtypes, configs,
-// fidelities.
+// fidelities, core counts beyond a chip, shard dimensions.
 // Each names the suite file and the test's line.
 std::vector<std::string> validate(const regress::Suite& suite) {
   std::vector<std::string> errors;
   std::map<std::string, std::string> config_problem;  // config name -> problem ("" when fine)
+  std::map<std::string, std::int64_t> chip_cores;       // config name -> chip.cores
   std::set<std::string> reported;
   const auto report = [&](const Job& j, const std::string& message) {
     const std::string e = fmt::format("{}:{}: test '{}': {}", j.file, j.line, j.test, message);
@@ -79,9 +80,19 @@ std::vector<std::string> validate(const regress::Suite& suite) {
     }
     if (!j.fidelity.empty() && !arch::parse_fidelity(j.fidelity))
       report(j, fmt::format("fidelity '{}': expected rtl, sampled or tlm", j.fidelity));
+    if (j.cores > 1 && spec->shard_dims.empty())
+      report(j, fmt::format("cores: {}: kernel '{}' runs on one core only (it declares no shard dimensions)", j.cores,
+                            j.kernel));
+    if (!j.shard.empty()) {
+      try {
+        kernels::resolve_shard(*spec, j.shard);
+      } catch (const KernelError& e) {
+        report(j, e.what());
+      }
+    }
     if (!config_problem.count(j.config)) {
       try {
-        arch::load_config(j.config);
+        chip_cores[j.config] = arch::load_config(j.config).hw.chip.cores;
         config_problem[j.config] = "";
       } catch (const arch::ConfigError& e) {
         config_problem[j.config] = e.diagnostics().empty() ? e.what() : e.diagnostics().front().message;
@@ -89,6 +100,9 @@ std::vector<std::string> validate(const regress::Suite& suite) {
     }
     if (!config_problem[j.config].empty())
       report(j, fmt::format("config '{}': {}", j.config, config_problem[j.config]));
+    else if (j.cores > chip_cores[j.config])
+      report(j, fmt::format("cores: {}: config '{}' has {} cores per chip (chip.cores)", j.cores, j.config,
+                            chip_cores[j.config]));
   }
   return errors;
 }

@@ -2,6 +2,7 @@
 
 #include "yaml_file.h"
 
+#include "arch/address_map.h"
 #include "arch/config.h"
 #include "arch/config_schema.h"
 #include "common/kernel.h"
@@ -156,7 +157,7 @@ Parameter parse_parameter(const std::string& file, const YAML::Node& n) {
 }
 
 KernelRuns parse_kernel(const std::string& file, const YAML::Node& n) {
-  check_keys(file, n, {"kernel", "variants", "dtypes", "shapes", "params"}, "a kernel entry");
+  check_keys(file, n, {"kernel", "variants", "dtypes", "shapes", "params", "cores", "shard"}, "a kernel entry");
   KernelRuns k;
   k.line = line_of(n);
   if (!n["kernel"]) fail(file, n, "a kernel entry needs 'kernel'");
@@ -175,6 +176,22 @@ KernelRuns parse_kernel(const std::string& file, const YAML::Node& n) {
       } catch (const std::exception& e) {
         fail(file, n["variants"], e.what());
       }
+    }
+  }
+  // Core counts (tessera run --cores N) and the dimension split across
+  // them; each point's chip must have as many cores (checked per point).
+  if (n["cores"]) {
+    k.cores = core_counts<StudyError>(file, n["cores"], static_cast<int>(arch::kMaxChipCores));
+    if (spec->shard_dims.empty() && *std::max_element(k.cores.begin(), k.cores.end()) > 1)
+      fail(file, n["cores"], fmt::format("kernel '{}' runs on one core only (it declares no shard dimensions)", k.kernel));
+  }
+  if (n["shard"]) {
+    if (!n["cores"]) fail(file, n["shard"], "'shard' needs 'cores'");
+    k.shard = n["shard"].Scalar();
+    try {
+      kernels::resolve_shard(*spec, k.shard);
+    } catch (const std::exception& e) {
+      fail(file, n["shard"], e.what());
     }
   }
   // Input dtypes, each one the kernel takes on every variant of the entry.
@@ -319,7 +336,19 @@ void check_points(const Study& s) {
     for (const auto& set : overrides_of(s, combination)) overrides.push_back(arch::parse_override(set));
     const std::string config = config_of(s, combination);
     try {
-      arch::load_config(config, overrides);
+      const arch::ResolvedConfig rc = arch::load_config(config, overrides);
+      // A kernel entry's core counts must fit every point's chip.
+      for (const auto& k : s.kernels)
+        for (const int n : k.cores)
+          if (n > rc.hw.chip.cores) {
+            std::vector<std::string> point;
+            for (std::size_t i = 0; i < s.parameters.size(); ++i)
+              point.push_back(s.parameters[i].name + "=" + s.parameters[i].values[combination[i]]);
+            const std::string message = fmt::format("kernel '{}': cores {} at the point {} on {}, whose chip has {} (chip.cores)",
+                                                    k.kernel, n, fmt::join(point, ", "), config, rc.hw.chip.cores);
+            if (s.path.empty()) throw StudyError(message);
+            fail(s.path, k.line, message);
+          }
     } catch (const arch::ConfigError& e) {
       // Blame the last parameter whose value is not its first: the one most
       // likely to have pushed the config over a limit.
@@ -403,6 +432,7 @@ Study load_study(const std::string& path, const std::set<std::string>& only_kern
   double runs = 0;
   for (const auto& k : s.kernels)
     runs += static_cast<double>(std::max<std::size_t>(1, k.variants.size()) * std::max<std::size_t>(1, k.dtypes.size()) *
+                                std::max<std::size_t>(1, k.cores.size()) *
                                 std::max<std::size_t>(1, k.shapes.size()) * std::max<std::size_t>(1, k.params.size()));
   if (grid * runs > static_cast<double>(kMaxPoints))
     fail(path, root["parameters"], fmt::format("the study has {:.0f} points ({:.0f} configs x {:.0f} runs each); at most {}",
@@ -427,8 +457,10 @@ std::vector<Point> expand(const Study& study) {
       const auto shapes = k.shapes.empty() ? std::vector<std::map<std::string, std::int64_t>>{{}} : k.shapes;
       const auto param_sets = k.params.empty() ? std::vector<std::map<std::string, std::string>>{{}} : k.params;
       const auto dtypes = k.dtypes.empty() ? std::vector<std::string>{""} : k.dtypes;
+      const auto core_list = k.cores.empty() ? std::vector<int>{0} : k.cores;
       for (const auto& v : variants)
         for (const auto& d : dtypes)
+        for (const int n : core_list)
         for (const auto& shape : shapes)
           for (const auto& ps : param_sets) {
             Point p;
@@ -438,6 +470,8 @@ std::vector<Point> expand(const Study& study) {
             j.kernel = k.kernel;
             j.variant = v;
             j.dtype = d;
+            j.cores = n;
+            j.shard = k.shard;
             j.config = config_of(study, combination);
             j.fidelity = study.fidelity;
             j.shape = shape;
@@ -449,8 +483,8 @@ std::vector<Point> expand(const Study& study) {
             const std::string s = shape_text(shape, "_", "");
             std::string pt;
             for (const auto& [name, value] : ps) pt += fmt::format("{}{}{}", pt.empty() ? "" : "_", name, value);
-            j.id = fmt::format("{}/{}/{}{}{}{}", prefix, k.kernel, v.empty() ? "default" : v, d.empty() ? "" : "." + d,
-                               s.empty() ? "" : "/" + s,
+            j.id = fmt::format("{}/{}/{}{}{}{}{}", prefix, k.kernel, v.empty() ? "default" : v, d.empty() ? "" : "." + d,
+                               n > 0 ? fmt::format(".cores{}", n) : "", s.empty() ? "" : "/" + s,
                                pt.empty() ? "" : "/" + pt);
             points.push_back(std::move(p));
           }

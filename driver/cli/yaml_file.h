@@ -5,9 +5,12 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace tessera::cli {
 
@@ -58,5 +61,29 @@ T scalar_as(const std::string& file, const YAML::Node& n, const std::string& key
 
 // A plain decimal integer that fits 64 bits ("-1", "1e23" and "2^64" are not).
 bool parse_u64(const std::string& text, std::uint64_t* out);
+
+// `cores` of a suite test or a study kernel entry: a core count (tessera run
+// --cores N) or a list of them, each from 1 to `most` (a chip's limit).
+template <typename Error>
+std::vector<int> core_counts(const std::string& file, const YAML::Node& n, int most) {
+  std::vector<YAML::Node> items;
+  if (n.IsSequence()) {
+    if (n.size() == 0) fail_at<Error>(file, n, "'cores' must not be empty");
+    for (const auto& item : n) items.push_back(item);
+  } else {
+    items.push_back(n);
+  }
+  std::vector<int> out;
+  for (const auto& item : items) {
+    std::uint64_t v = 0;
+    if (!item.IsScalar() || !parse_u64(item.Scalar(), &v) || v < 1 || v > static_cast<std::uint64_t>(most))
+      fail_at<Error>(file, item, fmt::format("'cores' must be core counts from 1 to {}, not {}", most,
+                                             item.IsScalar() ? item.Scalar() : std::string("a mapping")));
+    if (std::find(out.begin(), out.end(), static_cast<int>(v)) != out.end())
+      fail_at<Error>(file, item, fmt::format("'cores': {} appears twice", v));
+    out.push_back(static_cast<int>(v));
+  }
+  return out;
+}
 
 }  // namespace tessera::cli

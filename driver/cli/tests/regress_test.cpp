@@ -471,6 +471,44 @@ TEST(RegressRun, JobsRunInTheirDtype) {
   fs::remove_all(out);
 }
 
+// A test's `cores` run each job on that many cores of the chip (tessera run
+// --cores N --shard D): the report has the chip's scaling; counts beyond a
+// chip, a kernel that cannot split, and a bad shard are errors by line.
+TEST(RegressRun, JobsRunOnTheCoresOfAChip) {
+  const fs::path suite = write_suite("cores_run",
+                                     "defaults: {fidelity: tlm}\n"
+                                     "tests:\n"
+                                     "  - {name: g, kernel: gemm, cores: [1, 2], shard: N, configs: tiny,\n"
+                                     "     shapes: [{M: 16, N: 128, K: 16}]}\n");
+  const fs::path out = test_support::scratch_dir() / "tessera_regress_cores_run";
+  fs::remove_all(out);
+  std::string text;
+  ASSERT_EQ(run_binary(fmt::format("regress {} --out {}", suite.string(), out.string()), &text), 0) << text;
+  const auto results = nlohmann::json::parse(std::ifstream(out / "results.json"));
+  ASSERT_EQ(results.size(), 2u);
+  for (const auto& r : results) {
+    EXPECT_EQ(r["report"]["cores"], r["cores"]) << r["id"];
+    EXPECT_EQ(r["shard"], "N");
+  }
+  EXPECT_EQ(results[1]["id"], "g/default/tiny.cores2/K16_M16_N128");
+  EXPECT_GT(results[1]["report"]["scaling"]["speedup"].get<double>(), 1.0);
+  fs::remove_all(out);
+
+  const fs::path bad = write_suite("cores_bad",
+                                   "tests:\n"
+                                   "  - {name: a, kernel: gemm, cores: 4, configs: tiny}\n"
+                                   "  - {name: b, kernel: softmax, cores: 2, configs: tiny}\n"
+                                   "  - {name: c, kernel: gemm, cores: 2, shard: Q, configs: tiny}\n");
+  EXPECT_EQ(run_binary(fmt::format("regress {} --list", bad.string()), &text), 2) << text;
+  EXPECT_THAT(text, HasSubstr(bad.string() + ":2: test 'a': cores: 4: config 'tiny' has 2 cores per chip (chip.cores)"));
+  EXPECT_THAT(text, HasSubstr(bad.string() + ":3: test 'b': cores: 2: kernel 'softmax' runs on one core only"));
+  EXPECT_THAT(text, HasSubstr(bad.string() + ":4: test 'c': --shard Q: kernel 'gemm' shards over"));
+  EXPECT_THROW(load_suite(write_suite("cores_zero", "tests:\n  - {name: a, kernel: gemm, cores: 0, configs: tiny}\n").string()),
+               SuiteError);
+  EXPECT_THROW(load_suite(write_suite("shard_alone", "tests:\n  - {name: a, kernel: gemm, shard: M, configs: tiny}\n").string()),
+               SuiteError);
+}
+
 TEST(RegressRun, ADtypeTheKernelDoesNotTakeNamesFileAndLine) {
   const fs::path suite = write_suite("dtypes",
                                      "tests:\n"

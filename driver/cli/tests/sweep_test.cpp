@@ -91,6 +91,39 @@ TEST_F(StudyTest, DtypesCrossWithVariantsAndBadOnesNameTheLine) {
               HasSubstr(":7: gemm tiled: --dtype fp8_e4m3: this variant reads bf16 inputs only"));
 }
 
+// A kernel entry's `cores` cross with its runs; a count beyond a point's
+// chip is named with the entry's line.
+TEST_F(StudyTest, CoresCrossWithRunsAndMustFitEveryPointsChip) {
+  const Study s = load_study(write_study("cores",
+                                         "base: small\n"
+                                         "parameters:\n"
+                                         "  - {name: hbm, key: chip.hbm_bandwidth_gbps, values: [64, 128]}\n"
+                                         "kernels:\n"
+                                         "  - kernel: gemm\n"
+                                         "    cores: [1, 4]\n"
+                                         "    shard: N\n")
+                             .string());
+  const auto points = expand(s);
+  ASSERT_EQ(points.size(), 4u);
+  EXPECT_EQ(points[1].job.id, "hbm=64/gemm/default.cores4");
+  EXPECT_EQ(points[1].job.cores, 4);
+  EXPECT_EQ(points[1].job.shard, "N");
+  EXPECT_THAT(error_of("base: small\n"
+                       "parameters:\n"
+                       "  - {name: cores, key: chip.cores, values: [4, 2]}\n"
+                       "kernels:\n"
+                       "  - kernel: gemm\n"
+                       "    cores: 4\n"),
+              HasSubstr(":5: kernel 'gemm': cores 4 at the point cores=2 on small, whose chip has 2 (chip.cores)"));
+  EXPECT_THAT(error_of("base: small\n"
+                       "parameters:\n"
+                       "  - {name: hbm, key: hbm.bandwidth_gbps, values: [64]}\n"
+                       "kernels:\n"
+                       "  - kernel: softmax\n"
+                       "    cores: 2\n"),
+              HasSubstr(":6: kernel 'softmax' runs on one core only"));
+}
+
 TEST_F(StudyTest, GridIsTheProductOfParametersTimesKernelRuns) {
   const Study s = load_study(write_study("grid", kStudy).string());
   EXPECT_EQ(s.fidelity, "tlm");  // the default
