@@ -588,6 +588,9 @@ RunReport Device::run_chip(const std::vector<Program>& programs) {
     o.origin_of = [program](arch::Engine e, std::uint64_t index) {
       return program->origin(e, static_cast<std::size_t>(index));
     };
+    o.descriptor_origin_of = [program](std::uint32_t engine, std::uint32_t queue, std::uint64_t index) {
+      return program->origin(DmaQueueId{engine, queue}, static_cast<std::size_t>(index));
+    };
     return o;
   });
   for (const auto& [address, bytes] : data_) chip.hbm().backdoor_write(address, bytes.data(), bytes.size());
@@ -696,6 +699,9 @@ RunReport Device::run_single(const Program& program) {
   core_options.timeline = timeline.get();
   core_options.origin_of = [&program](arch::Engine e, std::uint64_t index) {
     return program.origin(e, static_cast<std::size_t>(index));
+  };
+  core_options.descriptor_origin_of = [&program](std::uint32_t engine, std::uint32_t queue, std::uint64_t index) {
+    return program.origin(DmaQueueId{engine, queue}, static_cast<std::size_t>(index));
   };
   auto core_owner = std::make_unique<core::NeuronCore>("core", hw_, stats, core_options);
   core::NeuronCore& core = *core_owner;

@@ -67,6 +67,9 @@ struct CoreContext {
   // run-time errors ("at kernels/gemm/gemm.cpp:88, label 'k=2'"): the
   // program's call sites, which the core does not know; empty: by index only.
   std::function<std::string(arch::Engine, std::uint64_t)> origin_of = nullptr;
+  // The same for descriptor `index` of DMA queue (engine, queue), for the
+  // sampled fidelity's DMA disagreements.
+  std::function<std::string(std::uint32_t, std::uint32_t, std::uint64_t)> descriptor_origin_of = nullptr;
   // Where the DMA subsystem's totals are named: "dma" for a lone core,
   // "coreN.dma" for core N of a chip, whose statistics share one registry.
   std::string dma_totals_name = "dma";

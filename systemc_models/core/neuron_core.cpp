@@ -38,6 +38,7 @@ NeuronCore::NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, 
   ctx_->waves = options.waves;
   ctx_->timeline = options.timeline;
   ctx_->origin_of = options.origin_of;
+  ctx_->descriptor_origin_of = options.descriptor_origin_of;
   if (options.shared_hbm) {
     ctx_->dma_totals_name = std::string(this->name()) + ".dma";
     ctx_->on_chip = true;

@@ -56,6 +56,7 @@ struct CoreOptions {
   trace::WaveProbe* waves = nullptr;      // records a waveform of the run (cosim/waves.h)
   trace::Timeline* timeline = nullptr;    // record a trace of the run here
   std::function<std::string(arch::Engine, std::uint64_t)> origin_of;  // CoreContext::origin_of
+  std::function<std::string(std::uint32_t, std::uint32_t, std::uint64_t)> descriptor_origin_of;  // CoreContext's
   // One core of a chip (core/chip.h): the chip's HBM instead of its own, and
   // slice `program_slice` of `program_slices` equal slices of the program
   // area for its instruction streams and DMA rings.

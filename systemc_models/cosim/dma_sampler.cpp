@@ -164,9 +164,11 @@ std::vector<std::uint8_t> DmaSampler::read_destination(Shadow& sh, const arch::D
 std::string DmaSampler::describe(const Sample& s) const {
   const dma::ExecutedDescriptor& w = s.what;
   const arch::DmaDescriptor& d = w.descriptor;
-  return fmt::format("dma{}.q{} descriptor {} (at 0x{:x}: 0x{:x} sizes {} strides {} -> 0x{:x} sizes {} strides {}, "
+  const std::string origin =
+      core_.descriptor_origin_of ? core_.descriptor_origin_of(w.engine, w.queue, w.index) : std::string();
+  return fmt::format("dma{}.q{} descriptor {}{} (at 0x{:x}: 0x{:x} sizes {} strides {} -> 0x{:x} sizes {} strides {}, "
                      "{}-byte elements{}): sampled check failed",
-                     w.engine, w.queue, w.index, w.slot_address, d.src_addr, fmt::join(d.src_size, "x"),
+                     w.engine, w.queue, w.index, origin.empty() ? "" : " " + origin, w.slot_address, d.src_addr, fmt::join(d.src_size, "x"),
                      fmt::join(d.src_stride, ","), d.dst_addr, fmt::join(d.dst_size, "x"), fmt::join(d.dst_stride, ","),
                      1u << d.elem_log2, (d.flags & arch::kDmaFlagBarrier) ? ", barrier" : "");
 }

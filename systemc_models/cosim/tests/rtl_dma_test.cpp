@@ -905,12 +905,17 @@ TEST(SampledDma, DisagreementStopsTheRunNamingTheDescriptor) {
   o.dma_sampler = [&](core::CoreContext& ctx) -> std::unique_ptr<dma::DescriptorSampler> {
     return std::make_unique<DmaSampler>("dma_sampler", ctx, DmaSamplingPolicy{}, narrow_reference);
   };
+  // Where the descriptor came from, as Device gives it from the program's
+  // call sites and labels.
+  o.descriptor_origin_of = [](std::uint32_t engine, std::uint32_t queue, std::uint64_t index) {
+    return fmt::format("at kernel.cpp:{}, label 'load {}.{}'", 10 + index, engine, queue);
+  };
   NeuronCore core("core", tiny(), stats, o);
   load(core, p);
   const auto r = core.run();
   std::printf("%s\n", r.message.c_str());  // the report a user would see
   ASSERT_EQ(r.status, core::RunResult::Status::Error);
-  EXPECT_THAT(r.message, HasSubstr("dma1.q2 descriptor 0 (at 0x"));
+  EXPECT_THAT(r.message, HasSubstr("dma1.q2 descriptor 0 at kernel.cpp:10, label 'load 1.2' (at 0x"));
   EXPECT_THAT(r.message, HasSubstr("sampled check failed"));
   EXPECT_THAT(r.message, HasSubstr("DMA cycles on the RTL"));
   EXPECT_THAT(r.message, HasSubstr("in the fast model"));
