@@ -31,6 +31,22 @@ struct Job {
   int line = 0;
 };
 
+// `jobs` crossed with `values`: each job once per value, `set(job, value)`
+// giving it the value; the jobs' order outermost, so crossing axis after
+// axis lists the first axis slowest. A suite's and a study's matrices are
+// built this way.
+template <typename T, typename Set>
+std::vector<Job> cross(const std::vector<Job>& jobs, const std::vector<T>& values, Set set) {
+  std::vector<Job> out;
+  out.reserve(jobs.size() * values.size());
+  for (const Job& j : jobs)
+    for (const T& v : values) {
+      out.push_back(j);
+      set(out.back(), v);
+    }
+  return out;
+}
+
 // How a job ended. The names (to_string) are what results.json, junit.xml
 // and the summaries show.
 enum class Status {

@@ -173,30 +173,31 @@ Suite load_suite(const std::string& path) {
     } else {
       param_sets.emplace_back();
     }
-    for (const auto& v : variants)
-      for (const auto& d : dtypes)
-      for (const auto& c : configs)
-      for (const int n : core_list)
-        for (const auto& s : shapes)
-          for (const auto& ps : param_sets) {
-            Job j = base;
-            j.variant = v;
-            j.dtype = d;
-            j.cores = n;
-            j.config = c;
-            j.shape = s;
-            j.params = ps;
-            std::string shape_text, param_text;
-            for (const auto& [k, x] : s) shape_text += fmt::format("{}{}{}", shape_text.empty() ? "" : "_", k, x);
-            for (const auto& [k, x] : ps) param_text += fmt::format("{}{}{}", param_text.empty() ? "" : "_", k, x);
-            j.id = fmt::format("{}/{}{}/{}{}{}{}", j.test, v.empty() ? "default" : v, d.empty() ? "" : "." + d, c,
-                               n > 0 ? fmt::format(".cores{}", n) : "",
-                               shape_text.empty() ? "" : "/" + shape_text, param_text.empty() ? "" : "/" + param_text);
-            if (!ids.insert(j.id).second) fail(path, t, fmt::format("job '{}' appears twice", j.id));
-            if (suite.jobs.size() >= kMaxJobs)
-              fail(path, t, fmt::format("the suite has more than {} jobs", kMaxJobs));
-            suite.jobs.push_back(j);
-          }
+    // Counted before anything is expanded, so a typo in the matrix fails at once.
+    double count = 1;
+    for (const std::size_t n : {variants.size(), dtypes.size(), configs.size(), core_list.size(), shapes.size(),
+                                param_sets.size()})
+      count *= static_cast<double>(n);
+    if (static_cast<double>(suite.jobs.size()) + count > static_cast<double>(kMaxJobs))
+      fail(path, t, fmt::format("the suite has more than {} jobs", kMaxJobs));
+    std::vector<Job> jobs{base};
+    jobs = runner::cross(jobs, variants, [](Job& j, const std::string& v) { j.variant = v; });
+    jobs = runner::cross(jobs, dtypes, [](Job& j, const std::string& d) { j.dtype = d; });
+    jobs = runner::cross(jobs, configs, [](Job& j, const std::string& c) { j.config = c; });
+    jobs = runner::cross(jobs, core_list, [](Job& j, int n) { j.cores = n; });
+    jobs = runner::cross(jobs, shapes, [](Job& j, const std::map<std::string, std::int64_t>& s) { j.shape = s; });
+    jobs = runner::cross(jobs, param_sets, [](Job& j, const std::map<std::string, std::string>& p) { j.params = p; });
+    for (Job& j : jobs) {
+      std::string shape_text, param_text;
+      for (const auto& [k, x] : j.shape) shape_text += fmt::format("{}{}{}", shape_text.empty() ? "" : "_", k, x);
+      for (const auto& [k, x] : j.params) param_text += fmt::format("{}{}{}", param_text.empty() ? "" : "_", k, x);
+      j.id = fmt::format("{}/{}{}/{}{}{}{}", j.test, j.variant.empty() ? "default" : j.variant,
+                         j.dtype.empty() ? "" : "." + j.dtype, j.config,
+                         j.cores > 0 ? fmt::format(".cores{}", j.cores) : "",
+                         shape_text.empty() ? "" : "/" + shape_text, param_text.empty() ? "" : "/" + param_text);
+      if (!ids.insert(j.id).second) fail(path, t, fmt::format("job '{}' appears twice", j.id));
+      suite.jobs.push_back(std::move(j));
+    }
   }
   return suite;
 }

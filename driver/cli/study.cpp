@@ -458,36 +458,31 @@ std::vector<Point> expand(const Study& study) {
       const auto param_sets = k.params.empty() ? std::vector<std::map<std::string, std::string>>{{}} : k.params;
       const auto dtypes = k.dtypes.empty() ? std::vector<std::string>{""} : k.dtypes;
       const auto core_list = k.cores.empty() ? std::vector<int>{0} : k.cores;
-      for (const auto& v : variants)
-        for (const auto& d : dtypes)
-        for (const int n : core_list)
-        for (const auto& shape : shapes)
-          for (const auto& ps : param_sets) {
-            Point p;
-            p.parameters = params;
-            Job& j = p.job;
-            j.test = study.name;
-            j.kernel = k.kernel;
-            j.variant = v;
-            j.dtype = d;
-            j.cores = n;
-            j.shard = k.shard;
-            j.config = config_of(study, combination);
-            j.fidelity = study.fidelity;
-            j.shape = shape;
-            j.params = ps;
-            j.seed = study.seed;
-            j.timeout_s = study.timeout_s;
-            j.no_data = study.no_data;
-            j.overrides = overrides_of(study, combination);
-            const std::string s = shape_text(shape, "_", "");
-            std::string pt;
-            for (const auto& [name, value] : ps) pt += fmt::format("{}{}{}", pt.empty() ? "" : "_", name, value);
-            j.id = fmt::format("{}/{}/{}{}{}{}{}", prefix, k.kernel, v.empty() ? "default" : v, d.empty() ? "" : "." + d,
-                               n > 0 ? fmt::format(".cores{}", n) : "", s.empty() ? "" : "/" + s,
-                               pt.empty() ? "" : "/" + pt);
-            points.push_back(std::move(p));
-          }
+      Job base;
+      base.test = study.name;
+      base.kernel = k.kernel;
+      base.shard = k.shard;
+      base.config = config_of(study, combination);
+      base.fidelity = study.fidelity;
+      base.seed = study.seed;
+      base.timeout_s = study.timeout_s;
+      base.no_data = study.no_data;
+      base.overrides = overrides_of(study, combination);
+      std::vector<Job> jobs{base};
+      jobs = runner::cross(jobs, variants, [](Job& j, const std::string& v) { j.variant = v; });
+      jobs = runner::cross(jobs, dtypes, [](Job& j, const std::string& d) { j.dtype = d; });
+      jobs = runner::cross(jobs, core_list, [](Job& j, int n) { j.cores = n; });
+      jobs = runner::cross(jobs, shapes, [](Job& j, const std::map<std::string, std::int64_t>& s) { j.shape = s; });
+      jobs = runner::cross(jobs, param_sets, [](Job& j, const std::map<std::string, std::string>& p) { j.params = p; });
+      for (Job& j : jobs) {
+        const std::string s = shape_text(j.shape, "_", "");
+        std::string pt;
+        for (const auto& [name, value] : j.params) pt += fmt::format("{}{}{}", pt.empty() ? "" : "_", name, value);
+        j.id = fmt::format("{}/{}/{}{}{}{}{}", prefix, k.kernel, j.variant.empty() ? "default" : j.variant,
+                           j.dtype.empty() ? "" : "." + j.dtype, j.cores > 0 ? fmt::format(".cores{}", j.cores) : "",
+                           s.empty() ? "" : "/" + s, pt.empty() ? "" : "/" + pt);
+        points.push_back(Point{params, std::move(j)});
+      }
     }
   }
   return points;

@@ -85,7 +85,10 @@ void add_profile_figures(RunReport& report, const Program& program, core::Neuron
   report.model_flops = program.model_flops > 0 ? program.model_flops : program.matmul_flops;
   if (seconds > 0) {
     report.achieved_tflops = program.matmul_flops / seconds / 1e12;
-    if (report.peak_tflops > 0) report.mfu_percent = 100.0 * report.model_flops / (seconds * report.peak_tflops * 1e12);
+    if (report.peak_tflops > 0) {
+      report.hfu_percent = 100.0 * program.matmul_flops / (seconds * report.peak_tflops * 1e12);
+      report.mfu_percent = 100.0 * report.model_flops / (seconds * report.peak_tflops * 1e12);
+    }
   }
   // HBM data traffic is what the program's descriptors move to and from
   // HBM: the memory's own counters miss timing-only runs, which move no bytes.
@@ -365,9 +368,6 @@ void fill_report(RunReport& report, const Program& program, core::NeuronCore& co
   report.time_ns = trace::ns(r.end_time);
   report.cycles = report.time_ns * resolved.hw.tensor.clock_ghz;
   report.tensor_utilisation = core.tensor().tensor_stats().utilisation.value();
-  const double peak = program_peak_tflops(program, resolved);
-  if (peak > 0 && report.time_ns > 0)
-    report.hfu_percent = 100.0 * program.matmul_flops / (report.time_ns * 1e-9 * peak * 1e12);
   const dma::DmaSubsystem::DmaTotals& dma_totals = core.dma().stats();
   report.dma_bytes = dma_totals.bytes.value();
   report.dma_transfers = dma_totals.descriptors.value();
@@ -632,7 +632,7 @@ RunReport Device::run_chip(const std::vector<Program>& programs) {
   }
   // The chip's peak: each core's, for the formats its program runs.
   report.peak_tflops = 0;
-  for (const Program& p : programs) report.peak_tflops += program_peak_tflops(p, resolved_);
+  for (const RunReport& c : per) report.peak_tflops += c.peak_tflops;
   const double seconds = report.time_ns * 1e-9;
   report.hfu_percent = report.mfu_percent = report.achieved_tflops = 0;
   if (seconds > 0 && report.peak_tflops > 0) {
@@ -640,9 +640,8 @@ RunReport Device::run_chip(const std::vector<Program>& programs) {
     report.mfu_percent = 100.0 * report.model_flops / (seconds * report.peak_tflops * 1e12);
     report.achieved_tflops = report.matmul_flops / seconds / 1e12;
     for (std::size_t i = 0; i < n; ++i) {
-      const double peak = program_peak_tflops(programs[i], resolved_);
       CoreReport& c = report.per_core[i];
-      c.hfu_percent = peak > 0 ? 100.0 * c.matmul_flops / (seconds * peak * 1e12) : 0;
+      c.hfu_percent = per[i].peak_tflops > 0 ? 100.0 * c.matmul_flops / (seconds * per[i].peak_tflops * 1e12) : 0;
     }
   }
   report.dma_average_bytes = report.dma_transfers > 0 ? report.dma_bytes / report.dma_transfers : 0;

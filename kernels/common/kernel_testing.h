@@ -60,8 +60,14 @@ inline KernelRun run_kernel_in_child(const std::string& kernel, const std::strin
                                      const std::string& config, arch::Fidelity fidelity, const std::string& dtype = "") {
   const std::string text = test_support::run_in_child([&] {
     const KernelRun r = run_kernel(kernel, variant, shape, config, fidelity, false, dtype);
-    return nlohmann::json{{"ok", r.ok},           {"error", r.error},   {"time_ns", r.time_ns},
-                          {"correct", r.correct}, {"detail", r.detail}, {"matmul_flops", r.matmul_flops}}
+    return nlohmann::json{{"ok", r.ok},
+                          {"error", r.error},
+                          {"time_ns", r.time_ns},
+                          {"correct", r.correct},
+                          {"detail", r.detail},
+                          {"matmul_flops", r.matmul_flops},
+                          {"max_abs_error", r.max_abs_error},
+                          {"tolerance", r.tolerance}}
         .dump();
   });
   KernelRun r;
@@ -76,6 +82,8 @@ inline KernelRun run_kernel_in_child(const std::string& kernel, const std::strin
   r.correct = j["correct"];
   r.detail = j["detail"];
   r.matmul_flops = j["matmul_flops"];
+  r.max_abs_error = j["max_abs_error"];
+  r.tolerance = j["tolerance"];
   return r;
 }
 

@@ -6,6 +6,7 @@
 #include "gemm/gemm.h"
 #include "collectives/collectives.h"
 #include "common/bounds.h"
+#include "common/input_format.h"
 #include "common/reference_matmul.h"
 
 #include "arch/numerics.h"
@@ -37,37 +38,10 @@ struct Tiling {
         kt(ceil_div(K, tk)) {}
 };
 
-// How the inputs reach the array in one --dtype (docs/formats.md): the
-// dtype of the HBM inputs and SBUF tiles, and the contraction rows each
-// partition of a K step holds: 1; 2 for fp8 where the config runs it in
-// double row (tensor.fp8_rows_per_pe 2: two tiles per operand, the rows
-// [0, P) and [P, 2P) of the step); 4 for MX (one x4 tile and its scales).
-struct InputFormat {
-  DType dtype = DType::Bf16;
-  int rows = 1;
-  bool mx() const { return arch::is_mx(dtype); }
-  bool double_row() const { return rows == 2; }
-  // SBUF bytes per partition of one operand column of a K step: its tiles
-  // and, for MX, its scale tile's byte.
-  std::int64_t step_bytes() const {
-    return (double_row() ? 2 : 1) * static_cast<std::int64_t>(arch::size_of(dtype)) + (mx() ? 1 : 0);
-  }
-};
-
 // What --dtype takes, the default first.
 const std::vector<std::string> kGemmDtypes = {"bf16", "fp32", "fp8_e4m3", "fp8_e5m2", "mxfp8", "mxfp4"};
 // The variants written for every dtype; the others read bf16 only.
 const std::vector<std::string> kEveryDtypeVariants = {"blocked_mnk", "naive"};
-
-InputFormat input_format(const std::string& dtype, const arch::HwConfig& cfg) {
-  const int fp8_rows = cfg.tensor.fp8_rows_per_pe == 2 ? 2 : 1;
-  if (dtype == "fp32") return {DType::Fp32, 1};
-  if (dtype == "fp8_e4m3") return {DType::Fp8E4m3, fp8_rows};
-  if (dtype == "fp8_e5m2") return {DType::Fp8E5m2, fp8_rows};
-  if (dtype == "mxfp8") return {DType::Fp8E4m3x4, arch::kMxQuad};
-  if (dtype == "mxfp4") return {DType::Fp4E2m1x4, arch::kMxQuad};
-  return {DType::Bf16, 1};
-}
 
 // How many tiles of `bytes_per_tile` fit `budget` bytes per partition.
 std::int64_t fits(std::int64_t budget, std::int64_t bytes_per_tile) {

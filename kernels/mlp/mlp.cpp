@@ -12,6 +12,7 @@
 
 #include "arch/numerics.h"
 #include "common/bounds.h"
+#include "common/input_format.h"
 #include "common/reference_matmul.h"
 #include "tessera/kernel_builder.h"
 
@@ -40,18 +41,6 @@ double act_lipschitz(arch::ActFunc f) { return f == arch::ActFunc::Silu ? 1.1 : 
 // What --dtype takes, the default first (docs/formats.md, "MLP in every format").
 const std::vector<std::string> kMlpDtypes = {"bf16", "fp32", "fp8_e4m3", "fp8_e5m2"};
 
-// The operands' format: the dtype of x, the weights and h (the down
-// projection's moving input, which the vector engine writes, rounding and
-// saturating), and whether the config runs it in double row (fp8 where
-// tensor.fp8_rows_per_pe is 2): two chunks of contraction rows a matmul.
-struct MlpFormat {
-  DType dtype;
-  bool double_row;
-  MlpFormat(const std::string& name, const arch::HwConfig& cfg)
-      : dtype(arch::parse_dtype(name).value_or(DType::Bf16)),
-        double_row((dtype == DType::Fp8E4m3 || dtype == DType::Fp8E5m2) && cfg.tensor.fp8_rows_per_pe == 2) {}
-  std::int64_t bytes() const { return arch::size_of(dtype); }
-};
 
 // The sizes the kernel is built from. c: one chunk of any dimension that
 // meets the array (contraction on partitions, or stationary columns / PSUM
@@ -83,7 +72,7 @@ class Mlp : public KernelInstance {
 public:
   Mlp(Device& dev, const KernelArgs& args)
       : dev_(dev), act_(args.variant == "gelu" ? arch::ActFunc::Gelu : arch::ActFunc::Silu), T_(args.shape.at("T")),
-        D_(args.shape.at("D")), F_(args.shape.at("F")), params_(args.params), fmt_(args.dtype, dev.config()) {
+        D_(args.shape.at("D")), F_(args.shape.at("F")), params_(args.params), fmt_(input_format(args.dtype, dev.config())) {
     const std::uint64_t seed = args.seed;
     const DType in = fmt_.dtype;
     xt_ = dev.allocate("xt", {D_, T_}, in);
@@ -114,7 +103,7 @@ public:
   Program build() override {
     const auto& cfg = dev_.config();
     KernelBuilder kb(cfg, "mlp");
-    const MlpPlan plan(cfg, T_, D_, F_, fmt_.bytes());
+    const MlpPlan plan(cfg, T_, D_, F_, arch::size_of(fmt_.dtype));
     const DType in = fmt_.dtype;
     const std::int64_t c = plan.c, nk = plan.nk, nf = plan.nf, weight_bytes = plan.weight_bytes;
     const std::int64_t sbuf_bytes = plan.sbuf_bytes;
@@ -268,7 +257,7 @@ private:
                 SourceLocation where = SourceLocation::current()) const {
     bool accumulate = false;
     for (std::size_t i = 0; i < st.size(); accumulate = true) {
-      if (fmt_.double_row && i + 1 < st.size() && st[i + 1].partitions == st[i].partitions) {
+      if (fmt_.double_row() && i + 1 < st.size() && st[i + 1].partitions == st[i].partitions) {
         kb.matmul(acc, MatmulInput::double_row(st[i], st[i + 1]), MatmulInput::double_row(mv[i], mv[i + 1]),
                   accumulate, where);
         i += 2;
@@ -283,7 +272,10 @@ private:
   arch::ActFunc act_;
   std::int64_t T_, D_, F_;
   Params params_;
-  MlpFormat fmt_;
+  // x, the weights and h (the down projection's moving input, which the
+  // vector engine writes, rounding and saturating) are all of its dtype; in
+  // double row two chunks of contraction rows go to one matmul.
+  InputFormat fmt_;
   Tensor xt_, wg_, wu_, wd_, yt_;
   std::vector<float> x_, g_, u_, d_;
 };
@@ -301,7 +293,7 @@ KernelSpec mlp_spec() {
   spec.shape = {{"T", 512, "tokens"}, {"D", 128, "model dimension"}, {"F", 256, "hidden dimension"}};
   const auto plan = [](const ParamContext& ctx) {
     return MlpPlan(ctx.config, ctx.shape.at("T"), ctx.shape.at("D"), ctx.shape.at("F"),
-                   MlpFormat(ctx.dtype, ctx.config).bytes());
+                   arch::size_of(input_format(ctx.dtype, ctx.config).dtype));
   };
   spec.params = {
       TunableParam::integer("tb", 1, 1 << 16, 1,

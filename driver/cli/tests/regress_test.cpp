@@ -443,8 +443,6 @@ TEST(RegressRun, CrashingJobIsReportedWithSignalAndLogTail) {
   fs::remove_all(out);
 }
 
-// Names the suite loader cannot know are checked before anything runs, each
-// error with the suite file and the test's line.
 // Each job runs in its dtype: the MLP in fp8 is faster than in bf16 on tiny
 // (double row), and the report says which dtype ran.
 TEST(RegressRun, JobsRunInTheirDtype) {
@@ -521,6 +519,8 @@ TEST(RegressRun, ADtypeTheKernelDoesNotTakeNamesFileAndLine) {
   EXPECT_THAT(text, HasSubstr(f + ":3: test 'b': gemm tiled: --dtype fp8_e4m3: this variant reads bf16 inputs only"));
 }
 
+// Names the suite loader cannot know are checked before anything runs, each
+// error with the suite file and the test's line.
 TEST(RegressRun, UnknownKernelVariantConfigAndShapeNameFileAndLine) {
   const fs::path suite = write_suite("names",
                                      "tests:\n"

@@ -2,6 +2,7 @@
 // generation (tlm), each run in its own process; results within the
 // documented fp32-accumulation bound of the double reference.
 #include "common/kernel.h"
+#include "common/kernel_testing.h"
 #include "tessera/kernel_builder.h"
 
 #include "testing/child_process.h"
@@ -9,7 +10,6 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <ostream>
@@ -74,35 +74,18 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GemmTest,
 // docs/cosim.md, "Whole kernels").
 class GemmRtlTest : public ::testing::TestWithParam<std::tuple<std::string, Case>> {};
 
-nlohmann::json run_gemm(const std::string& variant, const Case& c, arch::Fidelity fidelity) {
-  const std::string text = test_support::run_in_child([&] {
-    setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_CONFIG_DIR, 1);
-    DeviceOptions o;
-    o.config = c.config;
-    o.fidelity = fidelity;
-    Device dev(o);
-    auto k = instantiate(dev, {"gemm", variant, {{"M", c.M}, {"N", c.N}, {"K", c.K}}, {}, 7}).kernel;
-    const RunReport r = dev.run(k->build());
-    const NumericsCheck check = r.ok ? k->check() : NumericsCheck{};
-    return nlohmann::json{{"ok", r.ok},
-                          {"error", r.error},
-                          {"time_ns", r.time_ns},
-                          {"correct", check.correct},
-                          {"detail", check.detail}}
-        .dump();
-  });
-  return nlohmann::json::parse(text);
+kernel_testing::KernelRun run_gemm(const std::string& variant, const Case& c, arch::Fidelity fidelity) {
+  return kernel_testing::run_kernel_in_child("gemm", variant, {{"M", c.M}, {"N", c.N}, {"K", c.K}}, c.config, fidelity);
 }
 
 TEST_P(GemmRtlTest, RtlMatchesTlmCyclesAndTheReference) {
   const auto& [variant, c] = GetParam();
   const auto rtl = run_gemm(variant, c, arch::Fidelity::Rtl);
   const auto tlm = run_gemm(variant, c, arch::Fidelity::Tlm);
-  ASSERT_TRUE(rtl["ok"].get<bool>()) << rtl["error"];
-  ASSERT_TRUE(tlm["ok"].get<bool>()) << tlm["error"];
-  EXPECT_TRUE(rtl["correct"].get<bool>()) << rtl["detail"];
-  const double r = rtl["time_ns"], t = tlm["time_ns"];
-  kernels::agreement::expect_rtl_matches_tlm(r, t);
+  ASSERT_TRUE(rtl.ok) << rtl.error;
+  ASSERT_TRUE(tlm.ok) << tlm.error;
+  EXPECT_TRUE(rtl.correct) << rtl.detail;
+  kernels::agreement::expect_rtl_matches_tlm(rtl.time_ns, tlm.time_ns);
 }
 
 const Case kRtlCases[] = {
@@ -162,24 +145,10 @@ const DtypeCase kDtypeCases[] = {
 class GemmDtypeTest
     : public ::testing::TestWithParam<std::tuple<std::string, std::string, arch::Fidelity, DtypeCase>> {};
 
-nlohmann::json run_dtype(const std::string& dtype, const std::string& variant, const DtypeCase& c,
-                         arch::Fidelity fidelity) {
-  const std::string text = test_support::run_in_child([&] {
-    setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_CONFIG_DIR, 1);
-    DeviceOptions o;
-    o.config = c.config;
-    o.fidelity = fidelity;
-    Device dev(o);
-    auto k = instantiate(dev, {"gemm", variant, {{"M", c.M}, {"N", c.N}, {"K", c.K}}, {}, 7, dtype}).kernel;
-    const RunReport r = dev.run(k->build());
-    const NumericsCheck check = r.ok ? k->check() : NumericsCheck{};
-    return nlohmann::json{{"ok", r.ok},           {"error", r.error},         {"time_ns", r.time_ns},
-                          {"flops", r.matmul_flops}, {"correct", check.correct}, {"detail", check.detail},
-                          {"error_abs", check.max_abs_error}, {"tolerance", check.tolerance}}
-        .dump();
-  });
-  if (text.rfind("exception: ", 0) == 0) return nlohmann::json{{"ok", false}, {"error", text}};
-  return nlohmann::json::parse(text);
+kernel_testing::KernelRun run_dtype(const std::string& dtype, const std::string& variant, const DtypeCase& c,
+                                    arch::Fidelity fidelity) {
+  return kernel_testing::run_kernel_in_child("gemm", variant, {{"M", c.M}, {"N", c.N}, {"K", c.K}}, c.config, fidelity,
+                                             dtype);
 }
 
 // The reference in every fidelity; rtl and sampled also within 1 % of tlm's
@@ -187,14 +156,13 @@ nlohmann::json run_dtype(const std::string& dtype, const std::string& variant, c
 TEST_P(GemmDtypeTest, MatchesTheReference) {
   const auto& [dtype, variant, fidelity, c] = GetParam();
   const auto run = run_dtype(dtype, variant, c, fidelity);
-  ASSERT_TRUE(run["ok"].get<bool>()) << run["error"];
-  EXPECT_TRUE(run["correct"].get<bool>()) << run["detail"] << " (error " << run["error_abs"] << ", tolerance "
-                                          << run["tolerance"] << ")";
-  EXPECT_DOUBLE_EQ(run["flops"].get<double>(), 2.0 * c.M * c.N * c.K);
+  ASSERT_TRUE(run.ok) << run.error;
+  EXPECT_TRUE(run.correct) << run.detail << " (error " << run.max_abs_error << ", tolerance " << run.tolerance << ")";
+  EXPECT_DOUBLE_EQ(run.matmul_flops, 2.0 * c.M * c.N * c.K);
   if (fidelity == arch::Fidelity::Tlm) return;
   const auto tlm = run_dtype(dtype, variant, c, arch::Fidelity::Tlm);
-  ASSERT_TRUE(tlm["ok"].get<bool>()) << tlm["error"];
-  const double r = run["time_ns"], t = tlm["time_ns"];
+  ASSERT_TRUE(tlm.ok) << tlm.error;
+  const double r = run.time_ns, t = tlm.time_ns;
   EXPECT_LE(std::abs(r - t), 0.01 * t) << arch::to_string(fidelity) << " " << r << " ns, tlm " << t << " ns";
 }
 
