@@ -4,7 +4,7 @@
 // variance. Rows lie on SBUF partitions (P rows per block), so the row
 // statistics are free-axis reductions and [P, 1] per-partition scalars; gamma
 // and beta are loaded once, broadcast to every partition by a DMA whose
-// partition stride is 0. Row blocks rotate through `bufs` buffers (4) so
+// partition stride is 0. Row blocks rotate through `bufs` buffers (6) so
 // loads, compute and stores of consecutive blocks overlap: with three, a
 // buffer's store, its next load and that block's statistics queued behind
 // one another and set the end time (docs/profiling.md "A worked example").
@@ -13,7 +13,10 @@
 // activation sums each row as it goes (layernorm: an identity pass for the
 // mean, then squares of (x - mean); rmsnorm: squares of x), while the vector
 // engine normalises: one pass with two per-partition scalars
-// ((x + -mean) * rstd), then gamma (and beta).
+// ((x + -mean) * rstd), then gamma (and beta); with stage=psum (default)
+// the intermediate rows go through PSUM banks, so that each multiply by
+// gamma (and the add of beta) reads one input from PSUM and one from SBUF
+// at 1 cycle per element instead of 2.
 // vector: every pass on the vector engine (square, reduce, subtract and
 // scale as separate instructions); the scalar engine only takes the [P, 1]
 // rsqrt.
@@ -36,7 +39,7 @@ class Norm : public KernelInstance {
 public:
   Norm(Device& dev, const KernelArgs& args, bool layer)
       : dev_(dev), variant_(args.variant), layer_(layer), R_(args.shape.at("R")), D_(args.shape.at("D")),
-        max_buffers_(args.params.integer("bufs")) {
+        max_buffers_(args.params.integer("bufs")), params_(args.params) {
     const std::uint64_t seed = args.seed;
     const char* name = layer ? "layernorm" : "rmsnorm";
     x_ = dev.allocate("x", {R_, D_}, DType::Fp32);
@@ -141,19 +144,69 @@ public:
         kb.activation(rstd, ss, arch::ActFunc::Rsqrt, inv_d, kEps);
       }
     };
+    // stage psum: the normalised row passes between the vector engine's
+    // multiplies through PSUM banks, a bank's width (512 fp32) at a time, so
+    // each tensor_tensor reads one input from PSUM and one from SBUF: they
+    // stream through separate read interfaces, 1 cycle per element instead of
+    // 2 with both in SBUF (vector.costs.tensor_tensor_sbuf_psum). Same
+    // operations in the same order, so the same roundings.
+    const bool via_psum = split && params_.choice("stage") == "psum";
+    const std::int64_t bank = cfg.psum.bank_kib * 1024 / 4;
+    const std::int64_t banks = cfg.psum.banks;
+    std::vector<Tile> stage;
+    if (via_psum)
+      for (std::int64_t i = 0; i < banks; ++i)
+        stage.push_back(kb.psum(fmt::format("stage{}", i), pmax, u32(std::min(bank, D_))));
+    std::int64_t turn = 0;  // the next PSUM stage
     // Normalise, scale, shift and store a block.
     const auto finish = [&](std::int64_t blk) {
       const Set& s = set_of(blk);
       const Tile x = rows(blk, s.x), rstd = rows(blk, s.s3), gr = rows(blk, g);
       kb.label("normalise");
-      if (layer_ && split) {
+      if (via_psum) {
         const Tile negmean = rows(blk, s.s1);
-        kb.tensor_scalar(x, x, arch::AluOp::Add, negmean, arch::AluOp::Multiply, &rstd);
+        // Chunk c's first step is issued before chunk c - 1's later ones, so
+        // no instruction waits for the one just before it (v3 commits a
+        // result 165 cycles after its last element).
+        const std::int64_t chunks = ceil_div(D_, bank), steps = layer_ ? 3 : 2;
+        std::vector<Tile> a(static_cast<std::size_t>(chunks)), m(static_cast<std::size_t>(chunks));
+        const auto cols = [&](const Tile& t, std::int64_t c) {
+          return t.slice(0, rows_of(blk), u32(c * bank), u32(std::min(bank, D_ - c * bank)));
+        };
+        const auto next_stage = [&](std::int64_t c) {
+          return stage[static_cast<std::size_t>(turn++ % banks)].slice(0, rows_of(blk), 0,
+                                                                       u32(std::min(bank, D_ - c * bank)));
+        };
+        for (std::int64_t u = 0; u < chunks + steps - 1; ++u) {
+          const std::int64_t c0 = u, c1 = u - 1, c2 = u - 2;
+          if (c0 < chunks) {
+            a[c0] = next_stage(c0);
+            if (layer_)
+              kb.tensor_scalar(a[c0], cols(x, c0), arch::AluOp::Add, negmean, arch::AluOp::Multiply, &rstd);
+            else
+              kb.tensor_scalar(a[c0], cols(x, c0), arch::AluOp::Multiply, rstd);
+          }
+          if (c1 >= 0 && c1 < chunks) {
+            if (layer_) {
+              m[c1] = next_stage(c1);
+              kb.tensor_tensor(m[c1], a[c1], cols(gr, c1), arch::AluOp::Multiply);
+            } else {
+              kb.tensor_tensor(cols(x, c1), a[c1], cols(gr, c1), arch::AluOp::Multiply);
+            }
+          }
+          if (layer_ && c2 >= 0 && c2 < chunks)
+            kb.tensor_tensor(cols(x, c2), m[c2], cols(rows(blk, b), c2), arch::AluOp::Add);
+        }
       } else {
-        kb.tensor_scalar(x, x, arch::AluOp::Multiply, rstd);  // layernorm vector: x already centred
+        if (layer_ && split) {
+          const Tile negmean = rows(blk, s.s1);
+          kb.tensor_scalar(x, x, arch::AluOp::Add, negmean, arch::AluOp::Multiply, &rstd);
+        } else {
+          kb.tensor_scalar(x, x, arch::AluOp::Multiply, rstd);  // layernorm vector: x already centred
+        }
+        kb.tensor_tensor(x, x, gr, arch::AluOp::Multiply);
+        if (layer_) kb.tensor_tensor(x, x, rows(blk, b), arch::AluOp::Add);
       }
-      kb.tensor_tensor(x, x, gr, arch::AluOp::Multiply);
-      if (layer_) kb.tensor_tensor(x, x, rows(blk, b), arch::AluOp::Add);
       kb.label("store");
       kb.dma(out_.region(blk * P, 0, rows_of(blk), D_), x);
     };
@@ -239,6 +292,7 @@ private:
   bool layer_;
   std::string name_;
   std::int64_t R_, D_, max_buffers_;
+  Params params_;
   Tensor x_, gamma_, beta_, out_;
   std::vector<float> xv_, gv_, bv_;
 };
@@ -252,7 +306,11 @@ KernelSpec norm_spec(bool layer) {
                    {"vector", "every pass on the vector engine; the scalar engine only takes the rsqrt"}};
   spec.shape = {{"R", 1024, "rows (tokens)"}, {"D", 1024, "row length (the normalised axis)"}};
   spec.params = {TunableParam::integer(
-      "bufs", 1, 8, 4, "row blocks in flight (load, compute, store overlap), at most (fewer when SBUF is short)")};
+                     "bufs", 1, 8, 6, "row blocks in flight (load, compute, store overlap), at most (fewer when SBUF is short)"),
+                 TunableParam::choice("stage", {"psum", "sbuf"}, "psum",
+                                      "where the normalised row waits between the vector engine's passes: psum (one "
+                                      "input of each multiply in PSUM, 1 cycle per element) or sbuf (2)")
+                     .only_for({"split"})};
   spec.make = [layer](Device& dev, const KernelArgs& args) { return std::make_unique<Norm>(dev, args, layer); };
   return spec;
 }

@@ -1,12 +1,13 @@
 // out[C, R] = x[R, C].T, bf16 (exact: nothing is rounded).
 //
-// tensor (default): H row blocks of x, [pr, W] each, are loaded with rows on
-// partitions (contiguous DMA runs of W elements). For each T columns, the H
+// tensor (default): NB row blocks of x, [pr, W] each, are loaded with rows on
+// partitions (contiguous DMA runs of W elements). For each T columns, the
 // [pr, T] blocks go through the array (a transpose is a multiply by the
-// identity) into one PSUM bank as [T, H pr]; one copy converts it back to
-// bf16 in SBUF (alternating between the vector and scalar engines, which
-// share the evacuation), and one store writes it as T rows of out, each a
-// contiguous run of H pr elements.
+// identity), H of them side by side in one PSUM bank as [T, H pr]; one copy
+// per bank converts it back to bf16 into its columns of an SBUF output stage
+// (alternating between the vector and scalar engines, which share the
+// evacuation), and one store writes the stage as T rows of out, each a
+// contiguous run of NB pr elements.
 // dma: no engine touches the data. Each load reads a [pc, fr] block of x
 // column-wise (partition p takes column c0 + p: a strided pattern of one
 // element per run), which lands transposed in SBUF; the store writes it as
@@ -67,49 +68,65 @@ private:
     const std::int64_t pr_max = std::min<std::int64_t>(cfg.sbuf.partitions, cfg.tensor.rows);
     const std::int64_t T = std::min({cfg.tensor.cols, static_cast<std::int64_t>(cfg.psum.partitions),
                                      static_cast<std::int64_t>(cfg.sbuf.partitions)});
-    // H row blocks share a PSUM bank, so that each store writes rows of out
-    // H * pr_max elements long; W columns of x are loaded per row block.
+    // H row blocks share a PSUM bank; NB row blocks (whole banks' worth, G
+    // banks) go out in one store, so that each store writes rows of out
+    // NB * pr_max elements long (4 KiB and more by default: the DMA guide's
+    // efficient run, where the 1 KiB runs of one bank's worth kept the DMA
+    // engines at about half their peak). W columns of x are loaded per row
+    // block.
     const std::int64_t bank = cfg.psum.bank_kib * 1024 / 4;
     const std::int64_t H = std::max<std::int64_t>(1, std::min(bank / pr_max, ceil_div(R_, pr_max)));
-    // Two sets of input tiles; more of the small output stages (PSUM bank,
-    // SBUF copy), so that several stores are in flight while the next
-    // blocks go through the array: a store's start latency is longer than
-    // one block's transposes and copy.
+    const std::int64_t NB = std::max<std::int64_t>(
+        1, std::min(params_.integer("row_blocks"), ceil_div(R_, pr_max)));
+    const std::int64_t G = ceil_div(NB, H);
+    // Two sets of input tiles; several SBUF output stages, so that stores are
+    // in flight while the next blocks go through the array (a store's start
+    // latency is longer than one block's transposes and copies); the PSUM
+    // banks rotate on their own, each copied out as soon as it is full.
     constexpr int kSets = 2;
     const int out_sets = static_cast<int>(params_.integer("out_sets"));
-    const std::int64_t budget = cfg.sbuf.partition_kib * 1024 - out_sets * H * pr_max * 2;
-    std::int64_t W = std::min<std::int64_t>({C_, params_.integer("F"), budget / (kSets * H * 2)});
+    const std::int64_t budget = cfg.sbuf.partition_kib * 1024 - out_sets * NB * pr_max * 2;
+    std::int64_t W = std::min<std::int64_t>({C_, params_.integer("F"), budget / (kSets * NB * 2)});
     if (W < C_) W = W / T * T;
-    if (W < 1) throw KernelError(fmt::format("transpose: {} row blocks of one column do not fit SBUF", H));
+    if (W < 1)
+      throw KernelError(fmt::format("transpose: {} row blocks of one column and {} output stages of {} rows do not "
+                                    "fit SBUF (row_blocks, out_sets)",
+                                    NB, out_sets, NB * pr_max));
     std::vector<Tile> xin[kSets];
     std::vector<Tile> pT, xo;
     for (int s = 0; s < kSets; ++s)
-      for (std::int64_t j = 0; j < H; ++j)
+      for (std::int64_t j = 0; j < NB; ++j)
         xin[s].push_back(kb.sbuf(fmt::format("x{}_{}", s, j), u32(pr_max), u32(W), DType::Bf16));
-    for (int s = 0; s < out_sets; ++s) {
-      pT.push_back(kb.psum(fmt::format("pT{}", s), u32(T), u32(H * pr_max)));
-      xo.push_back(kb.sbuf(fmt::format("xT{}", s), u32(T), u32(H * pr_max), DType::Bf16));
-    }
+    const std::int64_t psum_sets = std::max<std::int64_t>(1, cfg.psum.banks);
+    for (std::int64_t b = 0; b < psum_sets; ++b) pT.push_back(kb.psum(fmt::format("pT{}", b), u32(T), u32(H * pr_max)));
+    for (int s = 0; s < out_sets; ++s) xo.push_back(kb.sbuf(fmt::format("xT{}", s), u32(T), u32(NB * pr_max), DType::Bf16));
     int s = 0, t = 0;
-    for (std::int64_t R0 = 0; R0 < R_; R0 += H * pr_max)
+    std::int64_t pb = 0;  // PSUM bank turn, also the evacuating engine's
+    for (std::int64_t R0 = 0; R0 < R_; R0 += NB * pr_max)
       for (std::int64_t C0 = 0; C0 < C_; C0 += W, s = (s + 1) % kSets) {
-        const std::int64_t hb = std::min(H, ceil_div(R_ - R0, pr_max)), cw = std::min(W, C_ - C0);
-        const std::int64_t hr = std::min(H * pr_max, R_ - R0);
+        const std::int64_t nb = std::min(NB, ceil_div(R_ - R0, pr_max)), cw = std::min(W, C_ - C0);
+        const std::int64_t hr = std::min(NB * pr_max, R_ - R0);
         std::vector<Tile> x;
-        for (std::int64_t j = 0; j < hb; ++j) {
+        for (std::int64_t j = 0; j < nb; ++j) {
           const std::int64_t pr = std::min(pr_max, R_ - R0 - j * pr_max);
           x.push_back(xin[s][static_cast<std::size_t>(j)].slice(0, u32(pr), 0, u32(cw)));
           kb.dma(x.back(), x_.region(R0 + j * pr_max, C0, pr, cw));
         }
         for (std::int64_t i = 0; i * T < cw; ++i, t = (t + 1) % out_sets) {
           const std::int64_t w = std::min(T, cw - i * T);
-          for (std::int64_t j = 0; j < hb; ++j) {
-            const Tile& xj = x[static_cast<std::size_t>(j)];
-            kb.transpose(pT[t].slice(0, u32(w), u32(j * pr_max), xj.partitions), xj.slice(0, xj.partitions, u32(i * T), u32(w)));
+          for (std::int64_t g = 0; g < G && g * H < nb; ++g, ++pb) {
+            const Tile& ps = pT[static_cast<std::size_t>(pb % psum_sets)];
+            const std::int64_t j0 = g * H, j1 = std::min(nb, (g + 1) * H);
+            for (std::int64_t j = j0; j < j1; ++j) {
+              const Tile& xj = x[static_cast<std::size_t>(j)];
+              kb.transpose(ps.slice(0, u32(w), u32((j - j0) * pr_max), xj.partitions),
+                           xj.slice(0, xj.partitions, u32(i * T), u32(w)));
+            }
+            const std::int64_t rows = std::min(hr, j1 * pr_max) - j0 * pr_max;
+            kb.copy(xo[t].slice(0, u32(w), u32(j0 * pr_max), u32(rows)), ps.slice(0, u32(w), 0, u32(rows)),
+                    evacuation_engine(pb));
           }
-          const Tile o = xo[t].slice(0, u32(w), 0, u32(hr));
-          kb.copy(o, pT[t].slice(0, u32(w), 0, u32(hr)), evacuation_engine(i));
-          kb.dma(out_.region(C0 + i * T, R0, w, hr), o);
+          kb.dma(out_.region(C0 + i * T, R0, w, hr), xo[t].slice(0, u32(w), 0, u32(hr)));
         }
       }
   }
@@ -163,9 +180,16 @@ KernelSpec transpose_spec() {
       TunableParam::integer(
           "F", 1, 1 << 20, 2048,
           "elements per partition per load, at most (tensor: columns of x, whole array widths; dma: rows of x)"),
+      TunableParam::integer("row_blocks", 1, 256, 16,
+                            "row blocks of x (array heights) per store: each store writes rows of out this many "
+                            "blocks long")
+          .useful_up_to([](const ParamContext& ctx) {
+            const std::int64_t rows = std::min(ctx.config.sbuf.partitions, ctx.config.tensor.rows);
+            return std::max<std::int64_t>(1, (ctx.shape.at("R") + rows - 1) / rows);
+          })
+          .only_for({"tensor"}),
       TunableParam::integer("out_sets", 1, 16, 1,
-                            "output stages (a PSUM bank and an SBUF copy each) in flight; default: half the PSUM "
-                            "banks, 1..4")
+                            "output stages (an SBUF tile each) in flight; default: half the PSUM banks, 1..4")
           .derived([](const ParamContext& ctx) -> ParamValue {
             return std::clamp<std::int64_t>(ctx.config.psum.banks / 2, 1, 4);
           })

@@ -17,7 +17,7 @@ class Softmax(tessera.Kernel):
         ("unfused", "max, subtract, exp, sum, divide: one pass each"),
     ]
     shape = [("R", 1024, "rows"), ("C", 1024, "row length (the softmax axis)")]
-    params = [Param.integer("bufs", 1, 8, 3,
+    params = [Param.integer("bufs", 1, 8, 6,
                             "row blocks in flight (load, compute, store overlap), at most (fewer when SBUF is short)")]
 
     def setup(self):
@@ -53,23 +53,50 @@ class Softmax(tessera.Kernel):
 
         for b in range(buffers - 1):
             load(b)
+
+        def block(b):
+            pr = rows_of(b)
+            return b * P, pr, {k: t[:pr, :] for k, t in sets[b % buffers].items()}
+
+        def head(k):
+            _, _, s = k
+            kb.reduce(s["mx"], s["x"], Alu.max)
+            kb.tensor_scalar(s["nmx"], s["mx"], Alu.multiply, -1.0)
+            kb.activation(s["x"], s["x"], Act.exp, 1.0, 0.0, s["nmx"], s["sum"])
+            kb.activation(s["rs"], s["sum"], Act.reciprocal)
+
+        def tail(k):
+            r0, pr, s = k
+            kb.tensor_scalar(s["x"], s["x"], Alu.multiply, s["rs"])
+            kb.dma(self.out[r0:r0 + pr, :C], s["x"])
+
+        # fused: block b + 1's max and exp are issued before block b's final
+        # multiply, so the vector engine has the next max to work on while the
+        # scalar engine exponentiates. Needs two buffers.
+        if self.variant == "fused" and buffers >= 2:
+            if blocks > 0:
+                head(block(0))
+            for b in range(blocks):
+                load(b + buffers - 1)
+                if b + 1 < blocks:
+                    head(block(b + 1))
+                tail(block(b))
+            return
         for b in range(blocks):
             load(b + buffers - 1)
-            pr = rows_of(b)
-            s = {k: t[:pr, :] for k, t in sets[b % buffers].items()}
-            x, mx, nmx, sm, rs = s["x"], s["mx"], s["nmx"], s["sum"], s["rs"]
-            kb.reduce(mx, x, Alu.max)
+            k = block(b)
             if self.variant == "fused":
-                kb.tensor_scalar(nmx, mx, Alu.multiply, -1.0)
-                kb.activation(x, x, Act.exp, 1.0, 0.0, nmx, sm)
-                kb.activation(rs, sm, Act.reciprocal)
-                kb.tensor_scalar(x, x, Alu.multiply, rs)
-            else:
-                kb.tensor_scalar(x, x, Alu.subtract, mx)
-                kb.activation(x, x, Act.exp)
-                kb.reduce(sm, x, Alu.add)
-                kb.tensor_scalar(x, x, Alu.divide, sm)
-            kb.dma(self.out[b * P:b * P + pr, :C], x)
+                head(k)
+                tail(k)
+                continue
+            r0, pr, s = k
+            x, mx, sm = s["x"], s["mx"], s["sum"]
+            kb.reduce(mx, x, Alu.max)
+            kb.tensor_scalar(x, x, Alu.subtract, mx)
+            kb.activation(x, x, Act.exp)
+            kb.reduce(sm, x, Alu.add)
+            kb.tensor_scalar(x, x, Alu.divide, sm)
+            kb.dma(self.out[r0:r0 + pr, :C], x)
 
     # The reference in float64; the bound is the C++ kernel's (softmax.cpp):
     # gamma_n relative, n = C + 5 + (m - x_i) + max_j (m - x_j).
