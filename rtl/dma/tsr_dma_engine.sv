@@ -5,7 +5,12 @@
 // (completion stage); this module holds the control, the read slots, the
 // byte buffer, the write queue and the AXI channels.
 //
-// One descriptor moves data at a time. Its source bursts are read (IDs 0 ..
+// Two descriptors of one queue may move data at once: once the running
+// descriptor has issued its last read, the next one (fetched, checked, of the
+// same queue, without BARRIER) starts its reads while the running one's
+// writes drain (the read-ahead descriptor); it takes over the write side when
+// the running one is handed to the completion stage. Stream positions run on
+// across the two, so the byte buffer's credit covers both. Source bursts are read (IDs 0 ..
 // MaxOutstanding-1, out of order across IDs) into a byte buffer at positions
 // reserved in stream order; destination bursts are issued once their bytes are
 // in the buffer, so a write burst never waits on a read and a failed read never
@@ -107,16 +112,33 @@ module tsr_dma_engine
     logic [DescBytes*8-1:0] desc;
     logic                   fetch_err;
     logic [7:0]             err_code;   // its result
+    logic                   gen;        // read generation of its bursts
+    logic                   moving;     // it has received a data beat and not sent its last
   } ctl_t;
 
-  // Stream positions (bytes since the descriptor started) and read slots,
-  // allocated in issue order (slot index = ARID)
+  // The read-ahead descriptor: of the running one's queue, its reads issuing
+  // while the running one's writes drain; it becomes the running one at hand-off.
+  typedef struct packed {
+    logic                   valid;
+    logic [QW-1:0]          qid;
+    logic [23:0]            index;
+    logic [47:0]            desc_addr;
+    logic [DescBytes*8-1:0] desc;
+    logic                   gen;
+    logic                   moving;     // it has received a data beat
+  } ra_t;
+
+  // Stream positions (bytes since the last decoded descriptor started; they
+  // run on across a read-ahead descriptor) and read slots, allocated in issue
+  // order (slot index = ARID)
   typedef struct packed {
     logic [31:0]    rsv;     // reserved by issued reads
     logic [31:0]    cmt;     // read back, in order, without error
     logic [31:0]    awp;     // claimed by issued write bursts
     logic [31:0]    cons;    // sent on W
     logic           rd_err;
+    logic           err_gen;  // the generation of the read that failed
+    logic           rgen;     // the generation of the descriptor issuing reads
     logic [SlotW:0] alloc;
     logic [SlotW:0] retire;
   } stream_t;
@@ -128,6 +150,7 @@ module tsr_dma_engine
     logic [LaneW-1:0]  lane;  // lane of the next byte
     logic              done;
     logic              err;
+    logic              gen;   // the generation of the descriptor that issued it
   } slot_t;
 
   // The W channel: the burst at the write queue's head, and writes from AW to B
@@ -167,14 +190,22 @@ module tsr_dma_engine
   } owner_t;
 
   ctl_t                           ctl_q, ctl_d;
+  ra_t                            ra_q, ra_d;
   stream_t                        st_q, st_d;
   slot_t [MaxOutstanding-1:0]     slot_q, slot_d;
   wside_t                         w_q, w_d;
   hold_t                          hold_q, hold_d;
   gap_t                           gap_q, gap_d;
-  logic                           moving_q, moving_d;
-  desc_t                          desc;
-  assign desc = desc_t'(ctl_q.desc);
+  desc_t                          desc, fb_d_desc, ra_desc;
+  assign desc    = desc_t'(ctl_q.desc);
+  assign ra_desc = desc_t'(ra_q.desc);
+  // Of the read-ahead descriptor only its destination pattern is read here
+  // (its source walk started from the fetch port; the whole of it moves to
+  // ctl_q at hand-off).
+  logic unused_ra_desc;
+  assign unused_ra_desc = ^{ra_desc.src_addr, ra_desc.sem_addr, ra_desc.sem_value,
+                            ra_desc.src_size, ra_desc.src_stride, ra_desc.flags, ra_desc.magic,
+                            ra_desc.status};
 
   // ---------------------------------------------------------------------------
   // Register unit
@@ -240,30 +271,52 @@ module tsr_dma_engine
   // ---------------------------------------------------------------------------
   // Descriptor check (combinational on the descriptor being decoded)
   // ---------------------------------------------------------------------------
-  logic [7:0] check_code;
+  logic [7:0] check_code, fb_check_code;
   tsr_dma_check u_check (
     .desc_i(desc), .fetch_err_i(ctl_q.fetch_err), .win_base_i(win_base),
     .win_limit_i(win_limit), .code_o(check_code));
+  // The same rules on the fetched descriptor: only one that passes them may read ahead.
+  assign fb_d_desc = desc_t'(fb_desc);
+  tsr_dma_check u_check_ahead (
+    .desc_i(fb_d_desc), .fetch_err_i(fb_err), .win_base_i(win_base),
+    .win_limit_i(win_limit), .code_o(fb_check_code));
 
   // ---------------------------------------------------------------------------
   // Walkers
   // ---------------------------------------------------------------------------
-  logic walk_start;
+  logic walk_start;   // Decode: both walkers start on the decoded descriptor
+  logic ahead_start;  // the read-ahead descriptor's source walk starts
+  logic chain_start;  // hand-off to the read-ahead descriptor: its destination walk starts
+  // Each walker samples its side's pattern when it starts.
+  logic [47:0]      src_base, dst_base;
+  logic [3:0][15:0] src_size, dst_size;
+  logic [3:0][23:0] src_stride, dst_stride;
+  logic [3:0]       src_elog2, dst_elog2;
+  always_comb begin
+    src_base   = ahead_start ? fb_d_desc.src_addr   : desc.src_addr;
+    src_size   = ahead_start ? fb_d_desc.src_size   : desc.src_size;
+    src_stride = ahead_start ? fb_d_desc.src_stride : desc.src_stride;
+    src_elog2  = ahead_start ? fb_d_desc.elem_log2  : desc.elem_log2;
+    dst_base   = chain_start ? ra_desc.dst_addr     : desc.dst_addr;
+    dst_size   = chain_start ? ra_desc.dst_size     : desc.dst_size;
+    dst_stride = chain_start ? ra_desc.dst_stride   : desc.dst_stride;
+    dst_elog2  = chain_start ? ra_desc.elem_log2    : desc.elem_log2;
+  end
   logic src_valid, src_ready, src_done, dst_valid, dst_ready, dst_done, src_first, dst_first;
   logic [47:0] src_addr, dst_addr;
   logic [BurstW-1:0] src_bytes, dst_bytes;
 
   tsr_dma_walker #(.MaxBurstBytes(MaxBurstBytes)) u_src (
     .clk_i, .rst_ni,
-    .start_i(walk_start), .base_i(desc.src_addr), .size_i(desc.src_size),
-    .stride_i(desc.src_stride), .elem_log2_i(desc.elem_log2),
+    .start_i(walk_start || ahead_start), .base_i(src_base), .size_i(src_size),
+    .stride_i(src_stride), .elem_log2_i(src_elog2),
     .burst_valid_o(src_valid), .burst_ready_i(src_ready), .burst_addr_o(src_addr),
     .burst_bytes_o(src_bytes), .burst_first_o(src_first), .done_o(src_done));
 
   tsr_dma_walker #(.MaxBurstBytes(MaxBurstBytes)) u_dst (
     .clk_i, .rst_ni,
-    .start_i(walk_start), .base_i(desc.dst_addr), .size_i(desc.dst_size),
-    .stride_i(desc.dst_stride), .elem_log2_i(desc.elem_log2),
+    .start_i(walk_start || chain_start), .base_i(dst_base), .size_i(dst_size),
+    .stride_i(dst_stride), .elem_log2_i(dst_elog2),
     .burst_valid_o(dst_valid), .burst_ready_i(dst_ready), .burst_addr_o(dst_addr),
     .burst_bytes_o(dst_bytes), .burst_first_o(dst_first), .done_o(dst_done));
 
@@ -287,9 +340,14 @@ module tsr_dma_engine
   assign rd_outstanding = st_q.alloc - st_q.retire;
 
   logic run_phase;   // data bursts may be issued
+  logic rd_phase;    // read bursts may be issued (also while the running one waits to hand off)
   logic aborting;    // the current descriptor has failed: issue nothing new
+  logic r_ctl;       // the data beat on R belongs to the running descriptor (else to the read-ahead one)
   assign run_phase = ctl_q.state == StRun || ctl_q.state == StDrain;
-  assign aborting  = st_q.rd_err || queues[ctl_q.qid].err || ctl_q.state == StDrain;
+  assign rd_phase  = run_phase || ctl_q.state == StHandoff;
+  assign aborting  = (st_q.rd_err && st_q.err_gen == ctl_q.gen) || queues[ctl_q.qid].err ||
+                     ctl_q.state == StDrain;
+  assign r_ctl     = slot_q[r_slot].gen == ctl_q.gen;
 
   // Read data beat: bytes it carries and where they go in the stream
   logic [LaneW-1:0]  r_lane;
@@ -422,7 +480,7 @@ module tsr_dma_engine
   // ---------------------------------------------------------------------------
   logic data_ar_ok, data_aw_ok, cmp_aw_ok;
   always_comb begin
-    data_ar_ok = run_phase && src_valid && !aborting &&
+    data_ar_ok = rd_phase && src_valid && !aborting && !st_q.rd_err &&
                  8'(rd_outstanding) < rd_lim &&
                  (st_q.rsv - st_q.cons) + 32'(src_bytes) <= 32'(BufBytes) &&
                  (!src_first || gap_q.ar == '0);
@@ -487,11 +545,19 @@ module tsr_dma_engine
     gap_d.aw = (gap_q.aw != '0) ? gap_q.aw - 8'd1 : '0;
     if (ar_hs && !ar_fetch && src_first && run_gap > 8'd1) gap_d.ar = run_gap - 8'd1;
     if (aw_hs && !aw_completion && dst_first && run_gap > 8'd1) gap_d.aw = run_gap - 8'd1;
-    // Moving ends with the descriptor's last data beat on W (every issued
-    // destination burst sent) or when the descriptor fails.
-    moving_d = moving_o && ctl_q.state != StFinish &&
-               !(w_hs && !w_head.imm && dst_done && st_q.cons + 32'(w_bytes) == st_q.awp);
+    ra_d   = ra_q;
+    // A descriptor moves from its first data beat on R to its last data beat
+    // on W (every issued destination burst sent), or until it fails.
+    if (r_data && rd_phase) begin
+      if (r_ctl) ctl_d.moving = 1'b1;
+      else       ra_d.moving  = 1'b1;
+    end
+    if (w_hs && !w_head.imm && dst_done && st_q.cons + 32'(w_bytes) == st_q.awp) begin
+      ctl_d.moving = 1'b0;
+    end
     walk_start  = 1'b0;
+    ahead_start = 1'b0;
+    chain_start = 1'b0;
     fb_take     = 1'b0;
     cmp_handoff = 1'b0;
     fail        = 1'b0;
@@ -510,6 +576,9 @@ module tsr_dma_engine
     if (rd_outstanding != '0 && slot_q[retire_idx].done) begin
       st_d.retire = st_q.retire + 1'b1;
       slot_d[retire_idx].done = 1'b0;
+      if (slot_q[retire_idx].err && !st_q.rd_err) begin
+        st_d.err_gen = slot_q[retire_idx].gen;
+      end
       if (slot_q[retire_idx].err || st_q.rd_err) begin
         st_d.rd_err = 1'b1;
       end else begin
@@ -519,7 +588,7 @@ module tsr_dma_engine
     end
     if (ar_hs && !ar_fetch) begin
       slot_d[alloc_idx] = slot_t'{ptr: st_q.rsv, len: src_bytes, rem: src_bytes,
-                            lane: src_addr[LaneW-1:0], done: 1'b0, err: 1'b0};
+                            lane: src_addr[LaneW-1:0], done: 1'b0, err: 1'b0, gen: st_q.rgen};
       st_d.alloc = st_q.alloc + 1'b1;
       st_d.rsv   = st_q.rsv + 32'(src_bytes);
     end
@@ -548,7 +617,7 @@ module tsr_dma_engine
           if (!fb_drop && !queues[fb_queue].err) begin
             ctl_d = ctl_t'{state: (fb_code != ErrNone) ? StFinish : StDecode, qid: fb_queue,
                       index: fb_index, desc_addr: fb_addr, desc: fb_desc, fetch_err: fb_err,
-                      err_code: fb_code};
+                      err_code: fb_code, gen: st_q.rgen, moving: 1'b0};
           end
         end
       end
@@ -570,7 +639,8 @@ module tsr_dma_engine
       StRun: begin
         if (aborting) begin
           ctl_d.state = StDrain;
-        end else if (src_done && dst_done && rd_outstanding == '0 && !wq_rvalid) begin
+        end else if (dst_done && !wq_rvalid &&
+                     (ra_q.valid || (src_done && rd_outstanding == '0))) begin
           ctl_d.state = StHandoff;
         end
       end
@@ -585,31 +655,64 @@ module tsr_dma_engine
         // Data sent; hand the descriptor to the completion unit once it is free.
         if (queues[ctl_q.qid].err) begin
           ctl_d.err_code = queues[ctl_q.qid].code;
-          ctl_d.state    = StFinish;
+          // A read-ahead descriptor's reads must return before the stream resets.
+          ctl_d.state    = ra_q.valid ? StDrain : StFinish;
         end else if (cmp_ready) begin
           cmp_handoff = 1'b1;
-          ctl_d.state = StIdle;
+          if (ra_q.valid) begin
+            // The read-ahead descriptor takes over the write side; its reads go on.
+            chain_start = 1'b1;
+            ctl_d = ctl_t'{state: StRun, qid: ra_q.qid, index: ra_q.index,
+                      desc_addr: ra_q.desc_addr, desc: ra_q.desc, fetch_err: 1'b0,
+                      err_code: ErrNone, gen: ra_q.gen,
+                      moving: ra_q.moving || (r_data && !r_ctl)};
+            ra_d.valid  = 1'b0;
+            ra_d.moving = 1'b0;
+          end else begin
+            ctl_d.state = StIdle;
+          end
         end
       end
       StFinish: begin
         // A failed descriptor: stop its queue unless an earlier error already did.
-        fail        = 1'b1;
-        ctl_d.state = StIdle;
+        // A read-ahead descriptor (of the same queue) is dropped unrun.
+        fail         = 1'b1;
+        ctl_d.state  = StIdle;
+        ctl_d.moving = 1'b0;
+        ra_d.valid   = 1'b0;
+        ra_d.moving  = 1'b0;
       end
       default: ctl_d.state = StIdle;
     endcase
+
+    // Read ahead: once the running descriptor has issued its last read, the
+    // next fetched descriptor of its queue starts reading, if it passes the
+    // decode rules and has no BARRIER (a descriptor that fails or waits takes
+    // the Idle path after the hand-off, as before). Not in the cycle of the
+    // hand-off itself.
+    if ((ctl_q.state == StRun || (ctl_q.state == StHandoff && !cmp_ready)) &&
+        src_done && !ra_q.valid && !aborting && !st_q.rd_err && !queues[ctl_q.qid].err &&
+        fb_valid && !fb_drop && fb_code == ErrNone && fb_queue == ctl_q.qid &&
+        !fb_d_desc.flags[FlagBarrierBit] && fb_check_code == ErrNone) begin
+      fb_take     = 1'b1;
+      ahead_start = 1'b1;
+      st_d.rgen   = !st_q.rgen;
+      ra_d = ra_t'{valid: 1'b1, qid: fb_queue, index: fb_index, desc_addr: fb_addr,
+                   desc: fb_desc, gen: !st_q.rgen, moving: 1'b0};
+    end
   end
 
   // ---------------------------------------------------------------------------
   // Status
   // ---------------------------------------------------------------------------
-  assign busy = ctl_q.state != StIdle || cmp_valid || fb_busy || w_q.outstanding != '0 ||
+  assign busy = ctl_q.state != StIdle || ra_q.valid || cmp_valid || fb_busy || w_q.outstanding != '0 ||
                 wq_rvalid || rd_outstanding != '0 || gap_q != '0;
   assign busy_o = busy;
-  assign moving_o = moving_q || (r_data && run_phase);
+  assign moving_o = ctl_q.moving || ra_q.moving || (r_data && rd_phase);
   always_comb begin
     for (int q = 0; q < Queues; q++) begin
       q_active[q] = (ctl_q.state != StIdle && ctl_q.qid == QW'(q)) ||
+                    (ra_q.valid && ra_q.qid == QW'(q)) ||
                     (cmp_valid && cmp_queue == QW'(q));
     end
   end
@@ -620,20 +723,20 @@ module tsr_dma_engine
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       ctl_q  <= '0;
+      ra_q   <= '0;
       st_q   <= '0;
       slot_q <= '0;
       w_q    <= '0;
       hold_q <= '0;
       gap_q  <= '0;
-      moving_q <= 1'b0;
     end else begin
       ctl_q  <= ctl_d;
+      ra_q   <= ra_d;
       st_q   <= st_d;
       slot_q <= slot_d;
       w_q    <= w_d;
       hold_q <= hold_d;
       gap_q  <= gap_d;
-      moving_q <= moving_d;
     end
   end
 

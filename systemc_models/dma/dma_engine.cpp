@@ -296,6 +296,12 @@ void DmaEngine::write_answered(const sc_time& b) {
   if (writes_b_.size() > max_outstanding_) writes_b_.pop_front();
 }
 
+sc_time DmaEngine::completion_aw() const {
+  const sc_time slot = write_slot_free();
+  const sc_time aw = completions_pending_.front().aw;
+  return slot > SC_ZERO_TIME ? std::max(aw, slot - period_) : aw;
+}
+
 sc_time DmaEngine::completion_time() const {
   // Completion writes go ahead of data bursts, between bursts.
   return std::max({completions_pending_.front().ready, w_free_, write_slot_free()});
@@ -305,6 +311,8 @@ void DmaEngine::complete_oldest() {
   // One write per call (semaphore, then status), each a W beat of its own, so
   // that data bursts of the next descriptor interleave with them as in the RTL.
   const sc_time at = completion_time();
+  const sc_time aw = completion_aw();
+  next_aw_ = std::max(next_aw_, aw + period_);  // a data AW goes in a later cycle
   PendingCompletion& c = completions_pending_.front();
   QueueState& s = queues_[c.queue];
   bool err = false;
@@ -318,6 +326,7 @@ void DmaEngine::complete_oldest() {
     write_answered(resp);
     c.semaphore = false;
     c.ready = at + period_ * kCompletionToStatus;
+    c.aw = aw + period_ * kCompletionToStatus;
     return;
   }
   const PendingCompletion done = c;
@@ -334,29 +343,40 @@ void DmaEngine::complete_oldest() {
   wave_queue(done.queue);
 }
 
-void DmaEngine::execute(Fetched f) {
-  const std::uint32_t q = f.queue;
-  const sc_time cycle = period_;
+std::optional<std::pair<arch::DmaError, std::string>> DmaEngine::decode(const Fetched& f, arch::DmaDescriptor& d,
+                                                                         std::vector<Run>& src,
+                                                                         std::vector<Run>& dst) const {
+  if (f.error) return std::make_pair(arch::DmaError::kFetch, std::string("descriptor fetch failed"));
+  d = arch::unpack(f.raw);
+  if (const arch::DmaCheck c = arch::check(d); !c.ok()) return std::make_pair(c.code, c.detail);
   const std::uint32_t beat = static_cast<std::uint32_t>(ctx_.cfg.dma.axi_data_bytes);
-  bool err = false;
-  if (f.error) return fail(q, f.index, arch::DmaError::kFetch, "descriptor fetch failed");
-  const arch::DmaDescriptor d = arch::unpack(f.raw);
-  if (const arch::DmaCheck c = arch::check(d); !c.ok()) return fail(q, f.index, c.code, c.detail);
-  const std::uint64_t elem = 1ull << d.elem_log2;
-
-  std::vector<Run>& src = scratch_.src;
-  std::vector<Run>& dst = scratch_.dst;
   pattern_bursts(d.src_addr, d.src_size, d.src_stride, d.elem_log2, max_burst_bytes(beat), src);
   pattern_bursts(d.dst_addr, d.dst_size, d.dst_stride, d.elem_log2, max_burst_bytes(beat), dst);
   for (const auto* side : {&src, &dst})
     for (const Run& r : *side)
       if (ctx_.map.region_of(r.address, r.bytes) == arch::Region::None)
-        return fail(q, f.index, arch::DmaError::kAddrWindow,
-                    fmt::format("bytes 0x{:x}..0x{:x} are outside the device address map", r.address,
-                                r.address + r.bytes - 1));
-  const std::uint64_t total = arch::dma_elements(d.src_size) * elem;
+        return std::make_pair(arch::DmaError::kAddrWindow,
+                              fmt::format("bytes 0x{:x}..0x{:x} are outside the device address map", r.address,
+                                          r.address + r.bytes - 1));
+  return std::nullopt;
+}
+
+void DmaEngine::execute(Fetched f) {
+  const sc_time cycle = period_;
+  const sc_time never = sc_core::sc_max_time();
+  const std::uint32_t beat = static_cast<std::uint32_t>(ctx_.cfg.dma.axi_data_bytes);
+  bool err = false;
+  std::vector<Run>& src = scratch_.src;  // read bursts: the running descriptor's, then the read-ahead one's
+  std::vector<Run>& dst = scratch_.dst;  // the running descriptor's write bursts
+  // The running descriptor (the write side).
+  std::uint32_t q = f.queue, index = f.index;
+  arch::DmaDescriptor d;
+  if (auto e = decode(f, d, src, dst)) return fail(q, index, e->first, e->second);
+  std::uint64_t total = arch::dma_elements(d.src_size) << d.elem_log2;
   // Timing-only runs move no bytes: TLM_IGNORE_COMMAND costs the same time.
   const bool data = !ctx_.no_data;
+  // The bytes of the stream from the running descriptor's first on (the
+  // read-ahead descriptor's follow it).
   std::vector<std::uint8_t>& buffer = scratch_.buffer;
   buffer.assign(data ? total : 0, 0);
   std::uint8_t scratch[arch::kDmaDescriptorBytes];
@@ -377,8 +397,8 @@ void DmaEngine::execute(Fetched f) {
   const sc_time data_start = std::max(f.ready + cycle * kDecode, last_handoff_ + cycle * kHandoffToRead);
   // A BARRIER holds the first read until the completion stage is empty and
   // every write of the engine (completion writes too) is acknowledged; the
-  // fetch unit goes on meanwhile.
-  const bool barrier = (d.flags & arch::kDmaFlagBarrier) != 0;
+  // fetch unit goes on meanwhile. (A BARRIER descriptor never reads ahead.)
+  bool barrier = (d.flags & arch::kDmaFlagBarrier) != 0;
   std::vector<sc_time>& last_beat = scratch_.last_beat;
   std::vector<sc_time>& ready_at = scratch_.ready_at;
   std::vector<sc_time>& retired = scratch_.retired;  // retire(k) of the final prefix
@@ -392,11 +412,13 @@ void DmaEngine::execute(Fetched f) {
   delivered.assign(src.size(), 0);
   read_end.assign(src.size(), 0);
   std::size_t ri = 0, wi = 0;
+  std::size_t src_end = src.size();  // the running descriptor's read bursts: [0, src_end)
   // Bursts [0, placed) are delivered: their last beats are final, and so is
   // retired[k] for them. The others are placed again on each call.
   std::size_t placed = 0;
   std::size_t need = 0;  // the read bursts the next write burst waits for: [0, need]
   sc_time next_read = data_start, r_channel = data_start, last_w = data_start;
+  sc_time retired_floor = SC_ZERO_TIME;  // the earliest burst 0 retires (after a hand-off: after the last one before it)
   // The R channel carries whole bursts, the one whose data came back first
   // next (as the bridge does). A burst's place is final once it has started:
   // any read issued later comes back later. The others are placed again
@@ -406,7 +428,8 @@ void DmaEngine::execute(Fetched f) {
   // issued before it when they are ready in the same cycle).
   constexpr std::size_t kFetch = static_cast<std::size_t>(-1);
   bool fetch_on_r = false;
-  std::size_t fetch_after = 0;  // data bursts issued before the fetch
+  std::size_t fetch_after = 0;    // data bursts issued before the fetch
+  sc_time fetch_last = SC_ZERO_TIME;  // the fetch's R beat as placed so far
   const auto place = [&]() {
     std::vector<std::size_t>& open = scratch_.open;
     open.clear();
@@ -427,6 +450,7 @@ void DmaEngine::execute(Fetched f) {
       const std::uint32_t beats = k == kFetch ? arch::kDmaDescriptorBytes / beat : read_beats[k];
       const sc_time last = first + cycle * static_cast<double>(beats - 1);
       if (k != kFetch) last_beat[k] = last;
+      else fetch_last = last;
       ch = last + cycle;
       final_so_far = final_so_far && first <= sc_time_stamp();
       if (final_so_far) {
@@ -440,25 +464,29 @@ void DmaEngine::execute(Fetched f) {
       }
     }
     for (; placed < ri && delivered[placed]; ++placed)
-      retired[placed] = placed == 0 ? last_beat[0] : std::max(last_beat[placed], retired[placed - 1] + cycle);
+      retired[placed] = placed == 0 ? std::max(last_beat[0], retired_floor)
+                                    : std::max(last_beat[placed], retired[placed - 1] + cycle);
   };
   // Reads retire in issue order, one per cycle: a burst's data is writable,
   // and its slot reusable, once it and every burst before it have arrived.
   const auto retire = [&](std::size_t k) {
     if (k < placed) return retired[k];
-    sc_time t = placed == 0 ? last_beat[0] : std::max(last_beat[placed], retired[placed - 1] + cycle);
+    sc_time t = placed == 0 ? std::max(last_beat[0], retired_floor)
+                            : std::max(last_beat[placed], retired[placed - 1] + cycle);
     for (std::size_t i = placed + 1; i <= k; ++i) t = std::max(last_beat[i], t + cycle);
     return t;
   };
   std::uint64_t read_at = 0, written = 0;
   // Bytes leave the buffer beat by beat as W sends them; a read reserves its
   // bytes at issue and waits for room (the cycle after the beat that made it).
+  // The stream runs on into a read-ahead descriptor, so its reads find room
+  // only as the running descriptor's writes drain.
   const std::uint64_t buffer_size = buffer_bytes(max_outstanding_);
   // The write bursts sent so far, in order; a burst's W beats go one per cycle
   // from its first, the first beat up to the next bus boundary, then whole beats.
   std::vector<SentBurst>& consumed = scratch_.sent;
   consumed.clear();
-  const auto sent_bytes = [&]() -> std::uint64_t { return consumed.empty() ? 0 : consumed.back().sent_after; };
+  const auto sent_bytes = [&]() -> std::uint64_t { return consumed.empty() ? written : consumed.back().sent_after; };
   // The cycle of the first W beat of `w` (first beat at `start`, `sent` bytes
   // before it) by which `target` bytes in all have been sent; never if none.
   const auto beat_with = [&](const Run& w, sc_time start, std::uint64_t sent, std::uint64_t target) {
@@ -484,12 +512,69 @@ void DmaEngine::execute(Fetched f) {
     return sc_core::sc_max_time();
   };
   bool prefetch_done = false;
+  sc_time fetch_unit_free = std::max(f.ready + cycle * kFetchAhead, data_start);
+
+  // The read-ahead descriptor: once the running one has issued its last read,
+  // the next fetched descriptor of its queue (decoded without error, no
+  // BARRIER) starts reading the cycle after both that and two cycles after its
+  // fetch data (the RTL's fetch port), as long as that is before the running
+  // one's hand-off. It takes over the write side at the hand-off.
+  bool ahead = false;
+  int ahead_ok = -1;  // whether prefetched_ may read ahead: -1 not decided yet
+  Fetched ahead_f;
+  arch::DmaDescriptor ahead_d;
+  std::vector<Run>& ahead_src = scratch_.ahead_src;
+  std::vector<Run>& ahead_dst = scratch_.ahead_dst;
+  sc_time last_ar = SC_ZERO_TIME;        // the last data AR
+  sc_time ahead_floor = SC_ZERO_TIME;    // the earliest cycle a read-ahead may start
+  sc_time aw_floor = SC_ZERO_TIME;       // the earliest AW of the running descriptor
+  std::size_t start_at = 0;              // the read burst that starts a descriptor (its first AR is its start)
+  std::uint32_t start_q = q, start_index = index;
+  // The hand-off: once the running descriptor's last write burst is out
+  // and the completion stage has finished the previous descriptor.
+  bool writes_done = false, handoff_known = false, behind_valid = false, queued_behind = false;
+  sc_time handoff = SC_ZERO_TIME, handoff_at = never;
+
+  // The running descriptor's last write beat is out and the completion
+  // stage is free: it moves there (its semaphore and status writes go once
+  // every write the engine has issued is acknowledged).
+  const auto hand_off = [&]() {
+    stats_.bytes += static_cast<double>(total);
+    // Moving: from the first data beat on R (bursts may come back out of
+    // order, and a read-ahead descriptor's may come back first) to the last
+    // on W, both cycles included; overlapping descriptors count once, as
+    // the RTL counts moving_o.
+    sc_time first_r = sc_core::sc_max_time();
+    for (std::size_t k = 0; k < src.size(); ++k)
+      if (k < src_end || delivered[k])
+        first_r = std::min(first_r, last_beat[k] - cycle * static_cast<double>(read_beats[k] - 1));
+    const sc_time from = moving_any_ ? std::max(first_r, moving_until_ + cycle) : first_r;
+    if (last_w >= from) stats_.busy_ns += trace::ns(last_w - from + cycle);
+    moving_any_ = true;
+    moving_until_ = last_w;
+    completions_pending_.push_back({q, index, b_last_ + cycle * kWriteToCompletion,
+                                    b_last_ + cycle * (kWriteToCompletion - 1), (d.flags & arch::kDmaFlagCompletion) != 0, d.sem_addr, d.sem_value});
+    last_handoff_ = handoff;
+    handoff_known = true;
+    // The control takes the hand-off two cycles after `handoff`.
+    handoff_at = handoff + cycle * 2;
+    if (sampler_) {
+      const std::vector<std::uint8_t>* bytes = nullptr;
+      if (data && buffer.size() == total) bytes = &buffer;
+      else if (data) {
+        scratch_.sampled.assign(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(total));
+        bytes = &scratch_.sampled;
+      }
+      sampler_->executed({rank(), q, index, queues_[q].ring_base + std::uint64_t{index} * arch::kDmaDescriptorBytes,
+                          d, bytes});
+    }
+  };
+
   for (;;) {
     // Candidate times; "never" when not possible yet.
     place();
-    const sc_time never = sc_core::sc_max_time();
     sc_time t_read = never, t_write = never, t_write_start = never, t_complete = never, t_fetch = never;
-    sc_time t_aw = never;
+    sc_time t_aw = never, t_ahead = never;
     std::uint32_t w_beats = 0;
     if (wi < dst.size()) {
       while (need < ri && read_end[need] < written + dst[wi].bytes) ++need;
@@ -498,7 +583,7 @@ void DmaEngine::execute(Fetched f) {
         // Its AW goes a cycle before its first W beat can: once its data is
         // committed and a write slot is free, in order after the last AW,
         // and, for a run start, a run gap after the last run start.
-        t_aw = std::max(retire(need) + cycle * (kReadToWrite - 1), next_aw_);
+        t_aw = std::max({retire(need) + cycle * (kReadToWrite - 1), next_aw_, aw_floor});
         if (const sc_time slot = write_slot_free(); slot > SC_ZERO_TIME) t_aw = std::max(t_aw, slot - cycle);
         if (dst[wi].first) t_aw = std::max(t_aw, next_run_aw_);
         t_write_start = std::max(w_free_, t_aw + cycle);
@@ -515,31 +600,123 @@ void DmaEngine::execute(Fetched f) {
       t_read = !completions_pending_.empty() ? never
                : writes_b_.empty()           ? t_read + cycle
                                              : std::max(t_read + cycle, b_last_ + cycle * kBarrierToRead);
-    if (!completions_pending_.empty()) t_complete = completion_time();
+    // Completion writes go ahead of data bursts whose AW is not earlier than
+    // theirs, and behind those whose AW is (W beats follow AWs in order): a
+    // completion write behind the next data burst waits until that is out.
+    if (!completions_pending_.empty() && (t_aw == never || completion_aw() <= t_aw)) t_complete = completion_time();
     if (!prefetch_done) {
       apply_due_doorbells();
-      const sc_time unit_free = std::max({f.ready + cycle * kFetchAhead, data_start, sc_time_stamp()});
+      const sc_time unit_free = std::max(fetch_unit_free, sc_time_stamp());
       t_fetch = fetch_ready_at(unit_free);
       if (t_fetch == never && !pending_.empty())
         t_fetch = std::max(unit_free, std::max(on_clock(pending_.front().visible), next_tail_write_) +
                                           cycle * kDoorbellToFetch);
+    } else if (!ahead && prefetched_ && ri == src.size()) {
+      if (ahead_ok < 0) {
+        ahead_ok = prefetched_->queue == q && !decode(*prefetched_, ahead_d, ahead_src, ahead_dst) &&
+                   (ahead_d.flags & arch::kDmaFlagBarrier) == 0;
+      }
+      if (ahead_ok == 1) {
+        t_ahead = std::max({last_ar + cycle, (fetch_on_r ? fetch_last : prefetched_->ready) + cycle * 2, ahead_floor});
+        if (t_ahead >= handoff_at) t_ahead = never;
+      }
     }
-    if (ri == src.size() && wi == dst.size()) break;
+    const sc_time t_mem = std::min({t_complete, t_fetch, t_read, t_write});
+    const sc_time t_own = std::min(t_ahead, handoff_at);  // the control's own steps, after memory's in a cycle
     // A doorbell rung while the engine waits for its next access may let the
     // fetch unit go first (the RTL's fetch unit sees the new tail the cycle
     // after its register write): wait for either, then decide again.
     if (!prefetch_done) {
-      const sc_time next = std::min({t_complete, t_fetch, t_read, t_write});
+      const sc_time next = std::min(t_mem, t_own);
       if (next != never && next > sc_time_stamp()) {
         sleep_for(next - sc_time_stamp(), doorbell_event_);
         continue;
       }
     }
+    if (t_own < t_mem) {
+      if (t_own > sc_time_stamp()) {
+        sleep_for(t_own - sc_time_stamp());
+        continue;  // the fetch's place on R may have moved meanwhile: decide again
+      }
+      if (t_ahead <= handoff_at) {
+        // Read ahead: its read bursts follow the running one's in the stream.
+        ahead = true;
+        ahead_f = *prefetched_;
+        prefetched_.reset();
+        prefetch_done = false;
+        ahead_ok = -1;
+        fetch_unit_free = sc_time_stamp() + cycle * 2;  // the fetch unit picks the cycle after it is taken
+        start_at = src.size();
+        start_q = ahead_f.queue;
+        start_index = ahead_f.index;
+        src.insert(src.end(), ahead_src.begin(), ahead_src.end());
+        for (auto* v : {&last_beat, &ready_at, &retired}) v->resize(src.size(), SC_ZERO_TIME);
+        read_beats.resize(src.size(), 0);
+        delivered.resize(src.size(), 0);
+        read_end.resize(src.size(), 0);
+        if (data) buffer.resize(buffer.size() + (arch::dma_elements(ahead_d.src_size) << ahead_d.elem_log2), 0);
+        next_read = std::max(next_read, sc_time_stamp() + cycle);
+        continue;
+      }
+      // The hand-off: without a read-ahead descriptor the engine goes idle
+      // (the next descriptor starts kHandoffToRead after `handoff`).
+      if (!ahead) return;
+      // The read-ahead descriptor becomes the running one: the stream drops
+      // the bytes and bursts before it.
+      const std::size_t k = src_end;
+      retired_floor = retired[k - 1] + cycle;
+      src.erase(src.begin(), src.begin() + static_cast<std::ptrdiff_t>(k));
+      for (auto* v : {&last_beat, &ready_at, &retired}) v->erase(v->begin(), v->begin() + static_cast<std::ptrdiff_t>(k));
+      read_beats.erase(read_beats.begin(), read_beats.begin() + static_cast<std::ptrdiff_t>(k));
+      delivered.erase(delivered.begin(), delivered.begin() + static_cast<std::ptrdiff_t>(k));
+      read_end.erase(read_end.begin(), read_end.begin() + static_cast<std::ptrdiff_t>(k));
+      for (auto& e : read_end) e -= total;
+      if (data) buffer.erase(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(total));
+      read_at -= total;
+      written -= total;
+      ri -= k;
+      placed -= k;
+      need = need > k ? need - k : 0;
+      fetch_after = fetch_after > k ? fetch_after - k : 0;
+      if (start_at != static_cast<std::size_t>(-1)) start_at -= k;  // its first read may still be to come
+      consumed.clear();
+      dst.swap(ahead_dst);
+      wi = 0;
+      src_end = src.size();
+      q = ahead_f.queue;
+      index = ahead_f.index;
+      d = ahead_d;
+      total = arch::dma_elements(d.src_size) << d.elem_log2;
+      barrier = false;
+      ahead = false;
+      // Its walk of the destination starts at the hand-off, its first AW the cycle after.
+      aw_floor = sc_time_stamp() + cycle;
+      ahead_floor = sc_time_stamp() + cycle;
+      writes_done = handoff_known = behind_valid = false;
+      handoff_at = never;
+      continue;
+    }
 
     // Within one cycle the bridge hands memory the AR before the W: reads win ties.
-    if (t_complete < std::min(t_read, t_fetch) && t_complete <= t_write_start) {
+    if (t_complete < std::min(t_read, t_fetch)) {
+      // The completion stage's writes for the previous descriptor; once the
+      // running one's data is out, the last of them frees the stage for it.
+      // The stage frees when the previous status write's AW goes out, a
+      // cycle before its W beat; completion writes queued behind this
+      // descriptor's data beats delay the hand-off until their W beats are
+      // out too.
+      if (writes_done && !handoff_known && !behind_valid) {
+        queued_behind = completion_aw() <= last_w;  // its AW came by the last data beat: its W goes after
+        behind_valid = true;
+      }
+      const std::size_t before = completions_pending_.size();
       complete_oldest();
       if (ctx_.error) return;
+      if (writes_done && !handoff_known && completions_pending_.size() < before) {
+        handoff = std::max(handoff, queued_behind ? sc_time_stamp() : sc_time_stamp() - cycle * kStatusAwToHandoff);
+        behind_valid = false;
+        if (completions_pending_.empty()) hand_off();
+      }
     } else if (t_fetch <= std::min(t_read, t_write)) {
       if (t_fetch > sc_time_stamp()) sleep_for(t_fetch - sc_time_stamp());
       apply_due_doorbells();
@@ -547,24 +724,33 @@ void DmaEngine::execute(Fetched f) {
       if (nq >= 0) {
         prefetched_ = fetch(static_cast<std::uint32_t>(nq), on_clock(sc_time_stamp()));
         fetch_on_r = true;
+        fetch_last = prefetched_->ready;
         fetch_after = ri;
         prefetch_done = true;
+        ahead_ok = -1;
         next_read = std::max(next_read, sc_time_stamp() + cycle);  // the fetch took this cycle's AR
       }
     } else if (t_read <= t_write) {
       const auto [lo, len] = aligned(src[ri]);
+      const bool mine = ri < src_end;
       std::vector<std::uint8_t>& burst = scratch_.burst;
       burst.resize(data ? len : 0);
       const sc_time mem = on_clock(transport_at(read_cmd, lo, data ? burst.data() : scratch, len, t_read, err));
-      if (err) return fail(q, f.index, arch::DmaError::kReadResp, fmt::format("read of 0x{:x} failed", src[ri].address));
+      if (err)
+        return fail(mine ? q : ahead_f.queue, mine ? index : ahead_f.index, arch::DmaError::kReadResp,
+                    fmt::format("read of 0x{:x} failed", src[ri].address));
       if (data) std::memcpy(buffer.data() + read_at, burst.data() + (src[ri].address - lo), src[ri].bytes);
       ready_at[ri] = mem;
       read_beats[ri] = len / beat;
       if (src[ri].first) next_run_ar_ = sc_time_stamp() + run_gap_;
       read_at += src[ri].bytes;
       read_end[ri] = read_at;
+      last_ar = sc_time_stamp();
       next_read = sc_time_stamp() + cycle;  // one AR per cycle, even when this one went out late
-      if (ri == 0) starts_.push_back({q, f.index, t_read});
+      if (ri == start_at) {
+        starts_.push_back({start_q, start_index, t_read});
+        start_at = static_cast<std::size_t>(-1);
+      }
       ++ri;
     } else {
       const Run& w = dst[wi];
@@ -575,45 +761,19 @@ void DmaEngine::execute(Fetched f) {
       consumed.push_back({wi, t_write_start, sent_bytes(), sent_bytes() + w.bytes});
       const sc_time resp = on_clock(
           transport_at(write_cmd, w.address, data ? buffer.data() + written : scratch, w.bytes, t_write, err));
-      if (err) return fail(q, f.index, arch::DmaError::kWriteResp, fmt::format("write of 0x{:x} failed", w.address));
+      if (err) return fail(q, index, arch::DmaError::kWriteResp, fmt::format("write of 0x{:x} failed", w.address));
       write_answered(resp);
       written += w.bytes;
       ++wi;
+      if (wi == dst.size()) {
+        // The completion stage holds one descriptor: this one moves in once
+        // its last write beat is out and the previous one has written its status.
+        writes_done = true;
+        handoff = last_w;
+        if (completions_pending_.empty()) hand_off();
+      }
     }
   }
-
-  stats_.bytes += static_cast<double>(total);
-  // Moving: from the first data beat on R (bursts may come back out of
-  // order) to the last on W, both cycles included, as the RTL counts moving_o.
-  sc_time first_r = sc_core::sc_max_time();
-  for (std::size_t k = 0; k < src.size(); ++k)
-    first_r = std::min(first_r, last_beat[k] - cycle * static_cast<double>(read_beats[k] - 1));
-  stats_.busy_ns += trace::ns(last_w - first_r + cycle);
-  // The completion stage holds one descriptor: this one moves in once its last
-  // write beat is out and the previous one has written its status.
-  // The stage frees when the previous status write's AW goes out, a cycle
-  // before its W beat; completion writes queued behind this descriptor's data
-  // beats delay the hand-off until their W beats are out too.
-  sc_time handoff = last_w;
-  while (!completions_pending_.empty()) {
-    const PendingCompletion c = completions_pending_.front();
-    const bool queued_behind = c.ready <= last_w + cycle;  // its AW, a cycle before its W, came by the last data beat
-    while (!completions_pending_.empty() && completions_pending_.front().queue == c.queue &&
-           completions_pending_.front().index == c.index) {
-      complete_oldest();
-      if (ctx_.error) return;
-    }
-    handoff = std::max(handoff, queued_behind ? sc_time_stamp() : sc_time_stamp() - cycle * kStatusAwToHandoff);
-  }
-  // There it writes the semaphore and status once every write the engine has
-  // issued (the previous completion's too) is acknowledged.
-  completions_pending_.push_back({q, f.index, b_last_ + cycle * kWriteToCompletion,
-                                  (d.flags & arch::kDmaFlagCompletion) != 0, d.sem_addr, d.sem_value});
-  last_handoff_ = handoff;
-  if (sampler_)
-    sampler_->executed({rank(), q, f.index, queues_[q].ring_base + std::uint64_t{f.index} * arch::kDmaDescriptorBytes, d,
-                        data ? &buffer : nullptr});
-  if (handoff > sc_time_stamp()) sleep_for(handoff - sc_time_stamp());
 }
 
 }  // namespace tessera::dma

@@ -31,6 +31,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tessera::dma {
@@ -182,7 +183,8 @@ private:
   // before its semaphore and status writes (the RTL's completion stage).
   struct PendingCompletion {
     std::uint32_t queue, index;
-    sc_core::sc_time ready;  // when the completion writes may go out
+    sc_core::sc_time ready;  // when the next completion write's W beat may go out
+    sc_core::sc_time aw;     // when its AW may go out (W beats follow AWs in order)
     bool semaphore;
     std::uint64_t sem_addr;
     std::uint32_t sem_value;
@@ -199,11 +201,21 @@ private:
   sc_core::sc_time fetch_ready_at(const sc_core::sc_time& not_before) const;
   std::int64_t ready_queue(std::uint32_t after, const sc_core::sc_time& ar) const;
   Fetched fetch(std::uint32_t q, sc_core::sc_time issue);
-  // Moves the descriptor in `f` from the queue's ring through memory; returns
-  // when its last write beat is out (the next descriptor may start).
+  // The decode rules on a fetched descriptor: its fields and bursts, or the
+  // error that stops its queue.
+  std::optional<std::pair<arch::DmaError, std::string>> decode(const Fetched& f, arch::DmaDescriptor& d,
+                                                               std::vector<Run>& src, std::vector<Run>& dst) const;
+  // Moves the descriptor in `f` from the queue's ring through memory, and
+  // every descriptor that reads ahead behind it (the next one of its queue
+  // starts reading once it has issued its last read, and takes over the
+  // write side when it moves to the completion stage); returns at the
+  // hand-off of the last of them (the next descriptor may start).
   void execute(Fetched f);
   // When the oldest pending completion's writes go out, given the W channel.
   sc_core::sc_time completion_time() const;
+  // When the oldest pending completion's next AW goes out: it goes ahead of
+  // data AWs of the same cycle, behind those of earlier cycles.
+  sc_core::sc_time completion_aw() const;
   sc_core::sc_time write_slot_free() const;   // when a write may take an outstanding slot
   void write_answered(const sc_core::sc_time& b);  // B responses come back in order
   void complete_oldest();
@@ -230,7 +242,8 @@ private:
   // execute()'s working storage, kept between descriptors so that a
   // descriptor allocates nothing once the buffers have grown.
   struct Scratch {
-    std::vector<Run> src, dst;
+    std::vector<Run> src, dst, ahead_src, ahead_dst;
+    std::vector<std::uint8_t> sampled;
     std::vector<std::uint8_t> buffer, burst;
     std::vector<sc_core::sc_time> last_beat, ready_at, retired;
     std::vector<std::uint32_t> read_beats;
@@ -259,6 +272,10 @@ private:
   std::optional<Fetched> prefetched_;
   std::deque<PendingCompletion> completions_pending_;
   sc_core::sc_time last_fetch_ready_, last_handoff_;
+  // The last write beat of the last descriptor that moved: a read-ahead
+  // descriptor's moving time counts from after it (the RTL's moving_o).
+  sc_core::sc_time moving_until_;
+  bool moving_any_ = false;
   sc_core::sc_time w_free_, b_last_;  // the engine's W channel and in-order write responses
   std::deque<sc_core::sc_time> writes_b_;  // B times of the last max_outstanding writes
   bool log_ = false;
