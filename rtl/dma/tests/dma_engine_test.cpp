@@ -432,6 +432,59 @@ TEST(DmaErrors, ReadErrorResponseStopsOnlyThatQueue) {
     ASSERT_EQ(f.bench.mem.bytes[a], 0) << "byte written after a failed read at 0x" << std::hex << a;
 }
 
+// Read-ahead: the next descriptor of the queue starts reading once the
+// running one has issued its last read, before the running one's last write.
+TEST(DmaEngine, NextDescriptorOfAQueueReadsWhileThePreviousWritesDrain) {
+  Fixture f(31);
+  f.bench.mem.timing.read_latency = 40;
+  const DmaDescriptor a = contiguous(kSrc, kDst, 8000);
+  const DmaDescriptor b = contiguous(kSrc + 0x20000, kDst + 0x20000, 8000);
+  f.post(0, a);
+  f.post(0, b);
+  f.bench.doorbell(0);
+  ASSERT_TRUE(f.bench.run_until_idle(200000));
+  EXPECT_EQ(f.head(0), 2u);
+  std::uint64_t b_first_ar = ~0ull, a_last_w = 0;
+  for (const auto& e : f.bench.mem.ar_log)
+    if (e.addr >= b.src_addr && e.addr < b.src_addr + 8000) b_first_ar = std::min(b_first_ar, e.cycle);
+  for (const auto& e : f.bench.mem.w_log)
+    if (e.addr >= a.dst_addr && e.addr < a.dst_addr + 8000) a_last_w = std::max(a_last_w, e.cycle);
+  EXPECT_LT(b_first_ar, a_last_w) << "the second descriptor's reads waited for the first one's last write";
+  f.expect_memory_matches_reference();
+  f.expect_protocol_clean();
+}
+
+// A read error in the read-ahead descriptor's data: the running descriptor's
+// bytes all come before it in the stream, so it completes (semaphore, HEAD);
+// the read-ahead one stops the queue with READ_RESP and writes nothing.
+TEST(DmaErrors, ReadErrorInTheReadAheadDescriptorLetsTheRunningOneComplete) {
+  Fixture f(32);
+  f.bench.mem.timing.read_latency = 40;
+  f.bench.mem.timing.write_latency = 80;
+  DmaDescriptor a = contiguous(kSrc, kDst, 8000);
+  a.flags = arch::kDmaFlagCompletion;
+  a.sem_addr = kSem.lo;
+  a.sem_value = 1;
+  const DmaDescriptor b = contiguous(kSrc + 0x20000, kDst + 0x20000, 3000);
+  f.bench.mem.read_errors.push_back({b.src_addr + 100, b.src_addr + 101});  // its first burst fails
+  f.post(0, a);
+  f.post(0, b, false);
+  f.post(0, contiguous(kSrc + 0x30000, kDst + 0x30000, 500), false);  // never runs
+  f.bench.doorbell(0);
+  ASSERT_TRUE(f.bench.run_until_idle(200000));
+  EXPECT_EQ(f.queue_error(0), DmaError::kReadResp) << "got " << to_string(f.queue_error(0));
+  EXPECT_EQ(f.bench.read_reg(reg::queue(0, reg::kQErrInfo)), 1u);
+  EXPECT_EQ(f.head(0), 1u) << "the running descriptor completes, the read-ahead one does not";
+  std::uint64_t b_first_ar = ~0ull, a_last_w = 0;
+  for (const auto& e : f.bench.mem.ar_log)
+    if (e.addr >= b.src_addr && e.addr < b.src_addr + 3000) b_first_ar = std::min(b_first_ar, e.cycle);
+  for (const auto& e : f.bench.mem.w_log)
+    if (e.addr >= a.dst_addr && e.addr < a.dst_addr + 8000) a_last_w = std::max(a_last_w, e.cycle);
+  EXPECT_LT(b_first_ar, a_last_w) << "the failing descriptor did not read ahead";
+  f.expect_memory_matches_reference();  // the semaphore word too: incremented once
+  f.expect_protocol_clean();
+}
+
 TEST(DmaErrors, WriteErrorResponseStopsOnlyThatQueue) {
   Fixture f(22);
   // The failing burst is the descriptor's last, so its response arrives after
