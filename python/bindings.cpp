@@ -450,6 +450,7 @@ PYBIND11_MODULE(_tessera, m) {
       .def("partition_reduce", [](KB& kb, const Tile& dst, const Tile& src, AluOp op) { kb.partition_reduce(dst, src, op, caller()); },
            py::arg("dst"), py::arg("src"), py::arg("op"))
       .def("label", [](KB& kb, const std::string& text) { kb.label(text); }, py::arg("text"))
+      .def("collective_label", [](KB& kb, const std::string& text) { kb.collective_label(text); }, py::arg("text"))
       .def("build", [](KB& kb) { return kb.build(); });
 
   // --- Numerics -----------------------------------------------------------------------

@@ -116,16 +116,17 @@ int run(const RunOptions& o) {
     std::cerr << fmt::format("tessera run: --cores {}: expected 1 or more\n", o.cores);
     return kExitBadInput;
   }
-  if (!o.shard.empty() && o.cores == 0) {
-    std::cerr << "tessera run: --shard needs --cores N\n";
-    return kExitBadInput;
-  }
   dev_opts.cores = o.cores;
   kernels::resolve_shard(spec, o.shard);
   check_outputs(o);
   Device dev(dev_opts);
+  // Without --cores a run is one logical core: several cores under chip.lnc 2.
+  if (!o.shard.empty() && !dev.on_chip()) {
+    std::cerr << "tessera run: --shard needs --cores N (or a logical core of several, chip.lnc 2)\n";
+    return kExitBadInput;
+  }
   RunReport report = kernels::run_kernel(dev, request, o.shard);
-  if (o.cores > 1 && report.ok && !o.no_baseline) report.set_baseline(one_core_time_ns(o));
+  if (dev.cores() > 1 && report.ok && !o.no_baseline) report.set_baseline(one_core_time_ns(o));
 
   // The report says which data it ran on.
   nlohmann::json json = report.to_json();
@@ -174,7 +175,8 @@ void add_run_command(CLI::App& app, int* exit_code) {
   cmd->add_flag("--no-data", o->no_data, "Timing only: skip the arithmetic (same cycles)");
   cmd->add_option("--cores", o->cores,
                   "Run on N cores of the chip, sharing its HBM, the kernel split across them (at most chip.cores; "
-                  "docs/multicore.md); also times it on one core of the chip for the speed-up");
+                  "docs/multicore.md); also times it on one core of the chip for the speed-up. Default: one "
+                  "logical core (chip.lnc cores)");
   cmd->add_option("--shard", o->shard, "With --cores: the dimension the kernel splits (default: its first; "
                                        "tessera list kernels --details)");
   cmd->add_flag("--no-baseline", o->no_baseline, "With --cores: skip the one-core run (no speed-up in the report)");

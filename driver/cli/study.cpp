@@ -187,12 +187,16 @@ KernelRuns parse_kernel(const std::string& file, const YAML::Node& n) {
   }
   if (n["shard"]) {
     if (!n["cores"]) fail(file, n["shard"], "'shard' needs 'cores'");
-    k.shard = n["shard"].Scalar();
-    try {
-      kernels::resolve_shard(*spec, k.shard);
-    } catch (const std::exception& e) {
-      fail(file, n["shard"], e.what());
+    k.shards = names(file, n["shard"], "shard");
+    for (const auto& d : k.shards) {
+      try {
+        kernels::resolve_shard(*spec, d);
+      } catch (const std::exception& e) {
+        fail(file, n["shard"], e.what());
+      }
     }
+    if (std::set<std::string>(k.shards.begin(), k.shards.end()).size() != k.shards.size())
+      fail(file, n["shard"], "'shard' lists a dimension twice");
   }
   // Input dtypes, each one the kernel takes on every variant of the entry.
   if (n["dtypes"]) {
@@ -432,7 +436,7 @@ Study load_study(const std::string& path, const std::set<std::string>& only_kern
   double runs = 0;
   for (const auto& k : s.kernels)
     runs += static_cast<double>(std::max<std::size_t>(1, k.variants.size()) * std::max<std::size_t>(1, k.dtypes.size()) *
-                                std::max<std::size_t>(1, k.cores.size()) *
+                                std::max<std::size_t>(1, k.cores.size()) * std::max<std::size_t>(1, k.shards.size()) *
                                 std::max<std::size_t>(1, k.shapes.size()) * std::max<std::size_t>(1, k.params.size()));
   if (grid * runs > static_cast<double>(kMaxPoints))
     fail(path, root["parameters"], fmt::format("the study has {:.0f} points ({:.0f} configs x {:.0f} runs each); at most {}",
@@ -458,10 +462,10 @@ std::vector<Point> expand(const Study& study) {
       const auto param_sets = k.params.empty() ? std::vector<std::map<std::string, std::string>>{{}} : k.params;
       const auto dtypes = k.dtypes.empty() ? std::vector<std::string>{""} : k.dtypes;
       const auto core_list = k.cores.empty() ? std::vector<int>{0} : k.cores;
+      const auto shard_list = k.shards.empty() ? std::vector<std::string>{""} : k.shards;
       Job base;
       base.test = study.name;
       base.kernel = k.kernel;
-      base.shard = k.shard;
       base.config = config_of(study, combination);
       base.fidelity = study.fidelity;
       base.seed = study.seed;
@@ -472,15 +476,17 @@ std::vector<Point> expand(const Study& study) {
       jobs = runner::cross(jobs, variants, [](Job& j, const std::string& v) { j.variant = v; });
       jobs = runner::cross(jobs, dtypes, [](Job& j, const std::string& d) { j.dtype = d; });
       jobs = runner::cross(jobs, core_list, [](Job& j, int n) { j.cores = n; });
+      jobs = runner::cross(jobs, shard_list, [](Job& j, const std::string& d) { j.shard = d; });
       jobs = runner::cross(jobs, shapes, [](Job& j, const std::map<std::string, std::int64_t>& s) { j.shape = s; });
       jobs = runner::cross(jobs, param_sets, [](Job& j, const std::map<std::string, std::string>& p) { j.params = p; });
       for (Job& j : jobs) {
         const std::string s = shape_text(j.shape, "_", "");
         std::string pt;
         for (const auto& [name, value] : j.params) pt += fmt::format("{}{}{}", pt.empty() ? "" : "_", name, value);
-        j.id = fmt::format("{}/{}/{}{}{}{}{}", prefix, k.kernel, j.variant.empty() ? "default" : j.variant,
+        j.id = fmt::format("{}/{}/{}{}{}{}{}{}", prefix, k.kernel, j.variant.empty() ? "default" : j.variant,
                            j.dtype.empty() ? "" : "." + j.dtype, j.cores > 0 ? fmt::format(".cores{}", j.cores) : "",
-                           s.empty() ? "" : "/" + s, pt.empty() ? "" : "/" + pt);
+                           j.cores > 0 && !j.shard.empty() ? ".shard" + j.shard : "", s.empty() ? "" : "/" + s,
+                           pt.empty() ? "" : "/" + pt);
         points.push_back(Point{params, std::move(j)});
       }
     }
@@ -520,6 +526,14 @@ const std::vector<std::pair<const char*, const char*>> kFigures = {
     {"dma_busy_ns", "dma_busy_ns"},
 };
 
+// A run on several cores adds these (empty on one core): name and where
+// the report holds it.
+const std::vector<std::pair<const char*, const char*>> kChipFigures = {
+    {"speedup", "/scaling/speedup"},
+    {"scaling_efficiency_percent", "/scaling/efficiency_percent"},
+    {"collective_percent", "/collectives/percent"},
+};
+
 }  // namespace
 
 std::string results_csv(const Study& study, const std::vector<Point>& points, const std::vector<JobResult>& results) {
@@ -529,8 +543,9 @@ std::string results_csv(const Study& study, const std::vector<Point>& points, co
       for (auto it = r.report["engines"].begin(); it != r.report["engines"].end(); ++it) engine_set.insert(it.key());
   std::vector<std::string> header;
   for (const auto& p : study.parameters) header.push_back(p.name);
-  for (const char* c : {"kernel", "variant", "dtype", "shape", "status"}) header.emplace_back(c);
+  for (const char* c : {"kernel", "variant", "dtype", "cores", "shard", "shape", "status"}) header.emplace_back(c);
   for (const auto& [name, key] : kFigures) header.emplace_back(name);
+  for (const auto& [name, path] : kChipFigures) header.emplace_back(name);
   for (const auto& e : engine_set) header.push_back(e + "_busy_percent");
   for (const auto& e : engine_set) header.push_back(e + "_busy_ns");
   std::string out;
@@ -544,6 +559,8 @@ std::string results_csv(const Study& study, const std::vector<Point>& points, co
     row.push_back(p.job.kernel);
     row.push_back(report.value("variant", p.job.variant));
     row.push_back(p.job.dtype);  // as the study asks; "": the kernel's default
+    row.push_back(std::to_string(std::max(1, p.job.cores)));
+    row.push_back(report.value("shard", p.job.shard));
     row.push_back(shape_text(report.contains("shape") ? report["shape"].get<std::map<std::string, std::int64_t>>()
                                                       : p.job.shape,
                              " ", "="));
@@ -551,6 +568,10 @@ std::string results_csv(const Study& study, const std::vector<Point>& points, co
     const bool ok = r && r->status == runner::Status::Pass;
     for (const auto& [name, key] : kFigures)
       row.push_back(ok && report.contains(key) ? fmt::format("{:.6g}", report[key].get<double>()) : "");
+    for (const auto& [name, path] : kChipFigures) {
+      const nlohmann::json::json_pointer at(path);
+      row.push_back(ok && report.contains(at) ? fmt::format("{:.6g}", report[at].get<double>()) : "");
+    }
     for (const char* field : {"busy_percent", "busy_ns"})
       for (const auto& e : engine_set) {
         const bool has = ok && report.contains("engines") && report["engines"].contains(e);

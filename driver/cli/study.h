@@ -49,7 +49,7 @@ struct KernelRuns {
   std::vector<std::string> variants;  // empty: the kernel's default
   std::vector<std::string> dtypes;    // input dtypes (tessera run --dtype); empty: the kernel's default
   std::vector<int> cores;             // tessera run --cores N; empty: one core with its share of HBM
-  std::string shard;                  // with cores: the dimension split across them; "": the kernel's first
+  std::vector<std::string> shards;    // with cores: the dimensions split across them, each its own runs; empty: the kernel's first
   std::vector<std::map<std::string, std::int64_t>> shapes;  // empty: the kernel's default
   std::vector<std::map<std::string, std::string>> params;  // tunable parameters; empty: the kernel's defaults
   int line = 0;

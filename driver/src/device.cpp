@@ -388,11 +388,21 @@ void fill_report(RunReport& report, const Program& program, core::NeuronCore& co
 
 }  // namespace
 
+namespace {
+// The cores a device runs: those asked for, else one logical core's.
+int cores_of(const DeviceOptions& options, const arch::ResolvedConfig& resolved) {
+  return options.cores == 0 && resolved.hw.chip.lnc > 1 ? static_cast<int>(resolved.hw.chip.lnc) : options.cores;
+}
+}  // namespace
+
 Device::Device(const DeviceOptions& options)
-    : options_(options),
+    : logical_core_(options.cores == 0),
+      options_(options),
       resolved_(arch::load_config(options.config, options.overrides)),
-      hw_(options.cores > 0 ? arch::core_on_chip(resolved_.hw) : resolved_.hw),
+      hw_(cores_of(options, resolved_) > 0 ? arch::core_on_chip(resolved_.hw) : resolved_.hw),
       fidelity_(options.fidelity.value_or(resolved_.hw.default_fidelity())) {
+  options_.cores = cores_of(options, resolved_);
+  logical_core_ = logical_core_ && options_.cores > 1;
   if (options_.cores < 0 || options_.cores > resolved_.hw.chip.cores) {
     const auto from = resolved_.from.find("chip.cores");
     throw KernelError(fmt::format("{} cores: a {} chip has {} (chip.cores{})", options_.cores, resolved_.hw.name,
@@ -594,7 +604,11 @@ RunReport Device::run_chip(const std::vector<Program>& programs) {
     return o;
   });
   for (const auto& [address, bytes] : data_) chip.hbm().backdoor_write(address, bytes.data(), bytes.size());
-  for (std::size_t i = 0; i < n; ++i) load(chip.core(i), programs[i]);
+  for (std::size_t i = 0; i < n; ++i) {
+    load(chip.core(i), programs[i]);
+    // The DMA semaphore writes' landing times, for the collectives' wall times.
+    chip.core(i).semaphores().keep_increments(true);
+  }
   const core::ChipRunResult r = chip.run();
 
   const double chip_peak = hw_.hbm.bandwidth_gbps;
@@ -629,6 +643,21 @@ RunReport Device::run_chip(const std::vector<Program>& programs) {
     report.tensor_utilisation += c.tensor_utilisation / static_cast<double>(n);
     report.per_core.push_back(CoreReport{c.time_ns, c.matmul_flops, 0, c.tensor_active_ns, c.tensor_waiting_ns,
                                          c.dma_bytes, c.hbm_bytes, c.hbm_bandwidth_gbps, c.bound_by()});
+    const core::ChipFabric::PortStats& port = chip.fabric().port_stats(i);
+    CoreReport& core_row = report.per_core.back();
+    core_row.link_bytes_sent = port.bytes_sent.value();
+    core_row.link_bytes_received = port.bytes_received.value();
+    core_row.link_send_busy_ns = port.send_busy_ns.value();
+    core_row.link_receive_busy_ns = port.receive_busy_ns.value();
+    if (r.chip.ok() && !programs[i].collective_labels.empty()) {
+      const timing::LabelTime t =
+          timing::label_time(timing::run_events(programs[i], chip.core(i)), programs[i].collective_labels);
+      core_row.collective_ns = t.total_ns;
+      if (i == last) {
+        report.collectives = t.phases;
+        report.collective_ns = t.total_ns;
+      }
+    }
   }
   // The chip's peak: each core's, for the formats its program runs.
   report.peak_tflops = 0;

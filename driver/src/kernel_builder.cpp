@@ -37,6 +37,7 @@ struct KernelBuilder::Impl {
   builder::Schedule schedule;
   std::vector<std::string> labels;
   int current_label = -1;
+  std::vector<std::string> collective_labels;  // the labels collective_label() set, first use first
   builder::Origins origins;      // (label, call site) of the operations
   const char* site_file = "";    // the current call's SourceLocation
   std::uint32_t site_line = 0;
@@ -737,6 +738,13 @@ void KernelBuilder::label(const std::string& text) {
   impl_->current_label = static_cast<int>(impl_->labels.size()) - 1;
 }
 
+void KernelBuilder::collective_label(const std::string& text) {
+  label(text);
+  if (!text.empty() && std::find(impl_->collective_labels.begin(), impl_->collective_labels.end(), text) ==
+                           impl_->collective_labels.end())
+    impl_->collective_labels.push_back(text);
+}
+
 Program KernelBuilder::build() {
   impl_->check_live([] { return std::string("build()"); });
   impl_->built = true;
@@ -747,6 +755,7 @@ Program KernelBuilder::build() {
                                   "cores); the config has {}",
                                   own + reserved, impl_->schedule.queues().size(), reserved, cfg_.sync.semaphores));
   Program p = builder::assemble(cfg_, impl_->schedule, impl_->labels, impl_->origins, impl_->space.allocations());
+  p.collective_labels = impl_->collective_labels;
   for (std::size_t i = 0; i < reserved; ++i)
     p.core_semaphores.emplace_back(static_cast<std::uint16_t>(cfg_.sync.semaphores - 1 - static_cast<std::int64_t>(i)),
                                    impl_->core_semaphores[i]);

@@ -130,14 +130,25 @@ nlohmann::json RunReport::to_json() const {
                        {"dma_bytes", c.dma_bytes},
                        {"hbm_bytes", c.hbm_bytes},
                        {"hbm_bandwidth_gbps", c.hbm_bandwidth_gbps},
-                       {"bound_by", c.bound_by}});
+                       {"bound_by", c.bound_by},
+                       {"collective_ns", c.collective_ns},
+                       {"link_bytes_sent", c.link_bytes_sent},
+                       {"link_bytes_received", c.link_bytes_received},
+                       {"link_send_busy_ns", c.link_send_busy_ns},
+                       {"link_receive_busy_ns", c.link_receive_busy_ns}});
     out["cores"] = per_core.size();
     out["shard"] = shard;
+    out["lnc"] = lnc;
     out["per_core"] = std::move(cores);
     out["critical_core"] = critical_core;
     out["scaling"] = {{"baseline_time_ns", baseline_time_ns},
                       {"speedup", speedup},
                       {"efficiency_percent", scaling_efficiency_percent}};
+    nlohmann::json phases = nlohmann::json::array();
+    for (const CollectivePhase& p : collectives) phases.push_back({{"label", p.label}, {"ns", p.ns}});
+    out["collectives"] = {{"time_ns", collective_ns},
+                          {"percent", time_ns > 0 ? 100.0 * collective_ns / time_ns : 0.0},
+                          {"phases", std::move(phases)}};
   }
   return out;
 }
@@ -163,20 +174,30 @@ std::string RunReport::summary() const {
                    dma_bytes / 1e6, dma_transfers, dma_average_bytes, hbm_bandwidth_gbps, hbm_peak_gbps,
                    hbm_utilisation_percent);
   if (!per_core.empty()) {
-    s += fmt::format("  {} cores sharing HBM{}: chip HBM {:.1f} of {:.0f} GB/s ({:.1f}%)", per_core.size(),
+    s += fmt::format("  {} cores sharing HBM{}{}: chip HBM {:.1f} of {:.0f} GB/s ({:.1f}%)", per_core.size(),
+                     lnc > 1 ? fmt::format(" (one logical core, LNC={})", lnc) : "",
                      shard.empty() ? "" : ", sharded over " + shard, hbm_bandwidth_gbps, hbm_peak_gbps,
                      hbm_utilisation_percent);
     if (baseline_time_ns > 0)
       s += fmt::format("; speed-up {:.2f}x over one core ({:.3f} us), scaling efficiency {:.1f}%", speedup,
                        baseline_time_ns / 1000.0, scaling_efficiency_percent);
     s += "\n";
-    s += fmt::format("  {:<5} {:>10} {:>7} {:>9} {:>10} {:>10} {:>9}  {}\n", "core", "time us", "HFU %", "active %",
-                     "DMA MB", "HBM MB", "HBM GB/s", "bound by");
+    if (!collectives.empty()) {
+      s += fmt::format("  collectives {:.3f} us ({:.1f}% of the run) on core {}:", collective_ns / 1000.0, pct(collective_ns),
+                       critical_core);
+      for (std::size_t i = 0; i < collectives.size(); ++i)
+        s += fmt::format("{} {} {:.3f} us", i ? ";" : "", collectives[i].label, collectives[i].ns / 1000.0);
+      s += "\n";
+    }
+    s += fmt::format("  {:<5} {:>10} {:>7} {:>9} {:>10} {:>10} {:>9} {:>8} {:>8}  {}\n", "core", "time us", "HFU %",
+                     "active %", "DMA MB", "HBM MB", "HBM GB/s", "coll. %", "link %", "bound by");
     for (std::size_t i = 0; i < per_core.size(); ++i) {
       const CoreReport& c = per_core[i];
-      s += fmt::format("  {:<5} {:>10.3f} {:>6.2f}% {:>8.1f}% {:>10.3f} {:>10.3f} {:>9.1f}  {}{}\n", i, c.time_ns / 1000.0,
-                       c.hfu_percent, c.time_ns > 0 ? 100.0 * c.tensor_active_ns / c.time_ns : 0.0, c.dma_bytes / 1e6,
-                       c.hbm_bytes / 1e6, c.hbm_bandwidth_gbps, c.bound_by,
+      const auto share = [&](double ns) { return c.time_ns > 0 ? 100.0 * ns / c.time_ns : 0.0; };
+      s += fmt::format("  {:<5} {:>10.3f} {:>6.2f}% {:>8.1f}% {:>10.3f} {:>10.3f} {:>9.1f} {:>7.1f}% {:>7.1f}%  {}{}\n", i,
+                       c.time_ns / 1000.0, c.hfu_percent, share(c.tensor_active_ns), c.dma_bytes / 1e6,
+                       c.hbm_bytes / 1e6, c.hbm_bandwidth_gbps, share(c.collective_ns),
+                       share(std::max(c.link_send_busy_ns, c.link_receive_busy_ns)), c.bound_by,
                        static_cast<int>(i) == critical_core ? " (ends last: the engines below)" : "");
     }
   }

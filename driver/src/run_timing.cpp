@@ -347,4 +347,50 @@ CriticalPath critical_path(const std::vector<Event>& events, const std::vector<W
   return path;
 }
 
+namespace {
+// The length of the union of half-open intervals.
+double union_length(std::vector<std::pair<double, double>> spans) {
+  std::sort(spans.begin(), spans.end());
+  double total = 0, from = 0, to = -1;
+  for (const auto& [a, b] : spans) {
+    if (a > to) {
+      if (to > from) total += to - from;
+      from = a;
+      to = b;
+    } else {
+      to = std::max(to, b);
+    }
+  }
+  if (to > from) total += to - from;
+  return total;
+}
+}  // namespace
+
+LabelTime label_time(const std::vector<Event>& events, const std::vector<std::string>& labels) {
+  std::map<std::string, std::vector<std::pair<double, double>>> spans;
+  for (const std::string& l : labels) spans[l];
+  std::vector<double> own_ends;  // of the events under no such label
+  for (const Event& e : events)
+    if (spans.find(e.label) == spans.end()) own_ends.push_back(e.end);
+  std::sort(own_ends.begin(), own_ends.end());
+  std::vector<std::pair<double, double>> all;
+  for (const Event& e : events) {
+    const auto it = spans.find(e.label);
+    if (it == spans.end()) continue;
+    double start = e.start;
+    if (e.kind == "wait") {
+      const auto before = std::lower_bound(own_ends.begin(), own_ends.end(), e.end);
+      if (before != own_ends.begin()) start = std::max(start, *std::prev(before));
+    }
+    if (e.end <= start) continue;
+    it->second.emplace_back(start, e.end);
+    all.emplace_back(start, e.end);
+  }
+  LabelTime t;
+  for (const std::string& l : labels)
+    if (const auto& s = spans.at(l); !s.empty()) t.phases.push_back({l, union_length(s)});
+  t.total_ns = union_length(std::move(all));
+  return t;
+}
+
 }  // namespace tessera::timing

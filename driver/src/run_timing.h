@@ -73,4 +73,17 @@ std::vector<Work> run_work(const Program& program, core::NeuronCore& core);
 // for an earlier instruction's work, and the time is that one's.
 CriticalPath critical_path(const std::vector<Event>& events, const std::vector<Work>& work = {});
 
+// The wall time of each label of `labels` (a program's collective phases)
+// and of all of them together: the union of the intervals of the events
+// under it, whatever their resource, so overlapping work counts once. A
+// semaphore wait under such a label counts only from the end of the last
+// event under no such label that ended before it: an engine that reaches
+// a collective's wait early, while the core still has its own work to
+// finish, is not held back by the collective until that work is done.
+struct LabelTime {
+  std::vector<CollectivePhase> phases;  // in the order of `labels`; labels no event has are left out
+  double total_ns = 0;
+};
+LabelTime label_time(const std::vector<Event>& events, const std::vector<std::string>& labels);
+
 }  // namespace tessera::timing

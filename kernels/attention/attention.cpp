@@ -84,7 +84,7 @@ public:
   Attention(Device& dev, const KernelArgs& args)
       : dev_(dev), flash_(args.variant.rfind("flash", 0) == 0),
         causal_(args.variant.find("causal") != std::string::npos), S_(args.shape.at("S")), D_(args.shape.at("D")),
-        H_(args.shape.at("H")), scale_(1.0f / std::sqrt(static_cast<float>(D_))), params_(args.params) {
+        H_(args.shape.at("H")), h_hi_(H_), scale_(1.0f / std::sqrt(static_cast<float>(D_))), params_(args.params) {
     const std::uint64_t seed = args.seed;
     qt_ = dev.allocate("qt", {H_ * D_, S_}, DType::Bf16);
     kt_ = dev.allocate("kt", {H_ * D_, S_}, DType::Bf16);
@@ -118,6 +118,23 @@ public:
     dev.upload(qt_, q_);
     dev.upload(kt_, k_);
     dev.upload(v_, vv_);
+  }
+
+  // SPMD over heads: instance i computes a contiguous run of whole heads,
+  // as evenly as they split; heads are independent, so nothing is exchanged
+  // and each core reads only its heads' Q, K and V.
+  Program build_instance(const Spmd& spmd, const std::string& shard) override {
+    if (spmd.grid == 1) return build();
+    if (shard != "H") throw KernelError(fmt::format("attention: shards over H, not {}", shard));
+    if (H_ < spmd.grid)
+      throw KernelError(fmt::format("attention: H={} head{} too few for {} cores to get one each: grow H", H_,
+                                    H_ == 1 ? " is" : "s are", spmd.grid));
+    h_lo_ = H_ * spmd.instance / spmd.grid;
+    h_hi_ = H_ * (spmd.instance + 1) / spmd.grid;
+    Program p = build();
+    h_lo_ = 0;
+    h_hi_ = H_;
+    return p;
   }
 
   Program build() override {
@@ -325,7 +342,7 @@ private:
 
     std::vector<Step> steps;
     int qslot = 0;
-    for (std::int64_t h = 0; h < H_; ++h)
+    for (std::int64_t h = h_lo_; h < h_hi_; ++h)
       for (std::int64_t q0 = 0; q0 < S_; q0 += c_, qslot = (qslot + 1) % 3) {
         const std::int64_t qq = std::min(c_, S_ - q0);
         // Causal: keys after the block's last query contribute nothing.
@@ -397,11 +414,11 @@ private:
     // head's first P V.
     std::vector<std::int64_t> last_step(static_cast<std::size_t>(H_), -1);
     for (std::int64_t t = 0; t < n; ++t) last_step[static_cast<std::size_t>(steps[t].h)] = t;
-    std::int64_t v_loaded = 0, c2_done = -1, a1_head = -1;
+    std::int64_t v_loaded = h_lo_, c2_done = -1, a1_head = -1;
     const auto load_due_values = [&] {
-      for (; v_loaded < H_ && v_loaded <= a1_head; ++v_loaded) {
+      for (; v_loaded < h_hi_ && v_loaded <= a1_head; ++v_loaded) {
         const std::int64_t prev = v_loaded - sets_;
-        if (prev >= 0 && last_step[static_cast<std::size_t>(prev)] > c2_done) break;
+        if (prev >= h_lo_ && last_step[static_cast<std::size_t>(prev)] > c2_done) break;
         load_values(kb, sets[static_cast<std::size_t>(v_loaded % sets_)], v_loaded);
       }
     };
@@ -425,7 +442,7 @@ private:
     const Tile s_sb[2] = {kb.sbuf("sc0", c_, bk_, DType::Fp32), kb.sbuf("sc1", c_, bk_, DType::Fp32)};
     // Step 1: scaled, masked scores to HBM.
     int turn = 0, qs = 0;
-    for (std::int64_t h = 0; h < H_; ++h) {
+    for (std::int64_t h = h_lo_; h < h_hi_; ++h) {
       const HeadTiles& t = sets[static_cast<std::size_t>(h % sets_)];
       load_keys(kb, t, h);
       for (std::int64_t q0 = 0; q0 < S_; q0 += c_, qs ^= 1) {
@@ -452,7 +469,7 @@ private:
     for (std::int64_t n = 0; n < nv_; ++n) o_ps.push_back(kb.psum(fmt::format("o{}", n), c_, std::min(dn_, D_)));
     const Tile o_sb = kb.sbuf("out", c_, D_, DType::Fp32);
     int tturn = 0;
-    for (std::int64_t h = 0; h < H_; ++h) {
+    for (std::int64_t h = h_lo_; h < h_hi_; ++h) {
       const HeadTiles& t = sets[static_cast<std::size_t>(h % sets_)];
       load_values(kb, t, h);
       for (std::int64_t q0 = 0; q0 < S_; q0 += c_) {
@@ -477,6 +494,8 @@ private:
   Device& dev_;
   bool flash_, causal_;
   std::int64_t S_, D_, H_;
+  // The heads this program computes: all of them, or an SPMD instance's run.
+  std::int64_t h_lo_ = 0, h_hi_ = 0;
   float scale_;
   Params params_;
   Tensor qt_, kt_, v_, o_, scores_, mask_table_;
@@ -567,6 +586,7 @@ KernelSpec attention_spec() {
       {"naive_causal", "naive with key j > query i masked"},
   };
   spec.shape = {{"S", 1024, "sequence length (queries and keys)"}, {"D", 64, "head dimension"}, {"H", 2, "heads"}};
+  spec.shard_dims = {"H"};
   spec.params = {
       TunableParam::integer("key_chunks", 1, 1024, 1,
                             "keys per block, in chunks of the array width; default: as many as one matmul and PSUM "

@@ -24,16 +24,6 @@ Layout layout(const KernelBuilder& kb, const Tile& data, const char* what) {
 
 Tile chunk(const Tile& t, const Layout& l, int c) { return t.columns(static_cast<std::uint32_t>(c) * l.chunk, l.chunk); }
 
-// Before writing into the other cores' `data`: each core tells the cores
-// that write into it that everything it did with its tile so far is done,
-// and waits until the cores it writes into say the same.
-void await_ready(KernelBuilder& kb, const Tile& data, const std::vector<int>& writers,
-                 const std::vector<int>& targets, const std::string& name) {
-  const CoreSemaphore ready = kb.core_semaphore(name + " ready");
-  for (int w : writers) kb.signal_core(w, ready, data);
-  for (int t : targets) kb.wait_core(ready, static_cast<std::uint32_t>(writers.size()), data, t);
-}
-
 }  // namespace
 
 const char* to_string(Algorithm a) { return a == Algorithm::Ring ? "ring" : "direct"; }
@@ -79,7 +69,7 @@ void ReduceScatter::operator()(const Tile& data) {
                                   "[{} x {}]",
                                   name_, data.name, data.partitions, data.free, partitions_, columns_));
   KernelBuilder& kb = kb_;
-  kb.label(name_ + " reduce-scatter");
+  kb.collective_label(name_ + " reduce-scatter");
   const auto n = static_cast<std::uint32_t>(l.cores);
   const std::uint32_t run = runs_++;
   // Slot i at the widest run's offset, as wide as this run's chunk.
@@ -122,35 +112,68 @@ void reduce_scatter(KernelBuilder& kb, const Tile& data, Algorithm algorithm, co
   ReduceScatter(kb, data.partitions, data.free, algorithm, name)(data);
 }
 
-void all_gather(KernelBuilder& kb, const Tile& data, Algorithm algorithm, const std::string& name) {
-  const Layout l = layout(kb, data, "all_gather");
+AllGather::AllGather(KernelBuilder& kb, Algorithm algorithm, const std::string& name)
+    : kb_(kb), algorithm_(algorithm), name_(name) {
+  const int cores = kb.spmd().grid;
+  if (cores == 1) return;
+  ready_ = kb.core_semaphore(name + " ready");
+  if (algorithm == Algorithm::Ring)
+    for (int s = 0; s + 1 < cores; ++s) arrived_.push_back(kb.core_semaphore(fmt::format("{} step {}", name, s)));
+  else
+    arrived_.push_back(kb.core_semaphore(name + " arrived"));
+}
+
+void AllGather::operator()(const Tile& data) {
+  const Layout l = layout(kb_, data, "all_gather");
   if (l.cores == 1) return;
-  kb.label(name + " all-gather");
+  KernelBuilder& kb = kb_;
+  kb.collective_label(name_ + " all-gather");
   const auto n = static_cast<std::uint32_t>(l.cores);
-  if (algorithm == Algorithm::Ring) {
+  const std::uint32_t run = runs_++;
+  // Each core tells the cores that write into it that everything it did
+  // with its tile so far is done, and waits until the cores it writes into
+  // have said the same (this run's time: the counts run on).
+  const auto await_ready = [&](const std::vector<int>& writers, const std::vector<int>& targets) {
+    for (int w : writers) kb.signal_core(w, ready_, data);
+    const auto expected = (run + 1) * static_cast<std::uint32_t>(writers.size());
+    for (int t : targets) kb.wait_core(ready_, expected, data, t);
+  };
+  if (algorithm_ == Algorithm::Ring) {
     // Step s: send chunk rank-s (its own, then the one just received) into
     // the next core's tile; receive chunk rank-1-s from the previous one.
-    await_ready(kb, data, {l.at(-1)}, {l.at(1)}, name);
+    await_ready({l.at(-1)}, {l.at(1)});
     for (int s = 0; s + 1 < l.cores; ++s) {
-      const CoreSemaphore arrived = kb.core_semaphore(fmt::format("{} step {}", name, s));
       const Tile out = chunk(data, l, l.at(-s));
-      kb.dma_to_core(l.at(1), out, out, arrived);
-      kb.wait_core(arrived, 1, chunk(data, l, l.at(-1 - s)));
+      kb.dma_to_core(l.at(1), out, out, arrived_[static_cast<std::size_t>(s)]);
+      kb.wait_core(arrived_[static_cast<std::size_t>(s)], run + 1, chunk(data, l, l.at(-1 - s)));
     }
     return;
   }
   std::vector<int> others;
   for (int k = 1; k < l.cores; ++k) others.push_back(l.at(k));
-  await_ready(kb, data, others, others, name);
-  const CoreSemaphore arrived = kb.core_semaphore(name + " arrived");
+  await_ready(others, others);
   const Tile mine = chunk(data, l, l.rank);
-  for (int k : others) kb.dma_to_core(k, mine, mine, arrived);
-  kb.wait_core(arrived, n - 1, data);
+  for (int k : others) kb.dma_to_core(k, mine, mine, arrived_[0]);
+  kb.wait_core(arrived_[0], (run + 1) * (n - 1), data);
+}
+
+AllReduce::AllReduce(KernelBuilder& kb, std::uint32_t partitions, std::uint32_t columns, Algorithm algorithm,
+                     const std::string& name)
+    : reduce_scatter_(kb, partitions, columns, algorithm, name + " rs"), all_gather_(kb, algorithm, name + " ag") {}
+
+void AllReduce::operator()(const Tile& data) {
+  reduce_scatter_(data);
+  all_gather_(data);
+}
+
+void all_gather(KernelBuilder& kb, const Tile& data, Algorithm algorithm, const std::string& name) {
+  layout(kb, data, "all_gather");
+  AllGather(kb, algorithm, name)(data);
 }
 
 void all_reduce(KernelBuilder& kb, const Tile& data, Algorithm algorithm, const std::string& name) {
-  reduce_scatter(kb, data, algorithm, name + " rs");
-  all_gather(kb, data, algorithm, name + " ag");
+  layout(kb, data, "all_reduce");
+  AllReduce(kb, data.partitions, data.free, algorithm, name)(data);
 }
 
 }  // namespace tessera::kernels::collectives

@@ -45,6 +45,39 @@ private:
   std::vector<CoreSemaphore> arrived_, free_;  // per ring step; direct: one each
 };
 
+// An all-gather that a kernel runs many times, on the same tile or on
+// tiles of the same shape that it alternates between: its semaphores are
+// made once (the counts run on from run to run). Each run first waits
+// until the cores it writes into say their tile is free. Every core's
+// tile must sit at the same SBUF address (allocate it before anything
+// whose size differs between the cores).
+class AllGather {
+public:
+  AllGather(KernelBuilder& kb, Algorithm algorithm, const std::string& name = "ag");
+  // Before: core i's chunk i of `data` holds its part; afterwards every core's tile holds every core's part.
+  void operator()(const Tile& data);
+
+private:
+  KernelBuilder& kb_;
+  Algorithm algorithm_;
+  std::string name_;
+  std::uint32_t runs_ = 0;
+  CoreSemaphore ready_;
+  std::vector<CoreSemaphore> arrived_;  // ring: per step; direct: one
+};
+
+// Both, reusable: afterwards every core's tile holds the sum over the cores.
+class AllReduce {
+public:
+  AllReduce(KernelBuilder& kb, std::uint32_t partitions, std::uint32_t columns, Algorithm algorithm,
+            const std::string& name = "ar");
+  void operator()(const Tile& data);
+
+private:
+  ReduceScatter reduce_scatter_;
+  AllGather all_gather_;
+};
+
 // Afterwards core i's chunk i holds the sum over the cores of their chunk i
 // (the other chunks hold partial sums). Each call's semaphores and scratch
 // tiles are named after `name`, so a kernel can make several.

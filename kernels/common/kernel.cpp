@@ -487,10 +487,19 @@ KernelArgs resolve(const KernelSpec& spec, const arch::HwConfig& config, const K
 
 Instance instantiate(Device& dev, const KernelRequest& request) {
   const KernelSpec& spec = kernel_named(request.kernel);
-  if (dev.cores() > 1 && spec.shard_dims.empty())
-    throw KernelError(fmt::format("kernel '{}' cannot be split across {} cores: it declares no shard dimensions "
-                                  "(KernelSpec::shard_dims); run it on one core",
-                                  spec.name, dev.cores()));
+  if (dev.cores() > 1 && spec.shard_dims.empty()) {
+    const auto from = dev.resolved().from.find("chip.lnc");
+    throw KernelError(
+        dev.logical_core()
+            ? fmt::format("kernel '{}' cannot be split across the {} cores of a logical core (chip.lnc {}{}): it "
+                          "declares no shard dimensions (KernelSpec::shard_dims); run it with --cores 1 or --set "
+                          "chip.lnc=1",
+                          spec.name, dev.cores(), dev.cores(),
+                          from == dev.resolved().from.end() ? "" : ", " + from->second.str())
+            : fmt::format("kernel '{}' cannot be split across {} cores: it declares no shard dimensions "
+                          "(KernelSpec::shard_dims); run it on one core",
+                          spec.name, dev.cores()));
+  }
   Instance i;
   i.args = resolve(spec, dev.config(), request);
   i.kernel = spec.make(dev, i.args);
@@ -507,6 +516,7 @@ RunReport run_kernel(Device& dev, const KernelRequest& request, const std::strin
                                       dev.cores())
                          : dev.run(instance->build());
   if (dev.on_chip()) report.shard = shard;
+  if (dev.logical_core()) report.lnc = dev.cores();
   report.variant = args.variant;
   report.shape = args.shape;
   report.params = args.params.to_json();

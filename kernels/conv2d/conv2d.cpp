@@ -19,6 +19,7 @@
 
 #include "arch/numerics.h"
 #include "common/bounds.h"
+#include "common/input_format.h"
 #include "tessera/kernel_builder.h"
 
 #include <fmt/format.h>
@@ -65,33 +66,37 @@ public:
   Conv2d(Device& dev, const KernelArgs& args)
       : dev_(dev), blocked_(args.variant == "blocked"), N_(args.shape.at("N")), C_(args.shape.at("C")),
         H_(args.shape.at("H")), W_(args.shape.at("W")), K_(args.shape.at("K")), R_(args.shape.at("R")),
-        S_(args.shape.at("S")), st_(args.shape.at("stride")), pad_(args.shape.at("pad")), params_(args.params) {
+        S_(args.shape.at("S")), st_(args.shape.at("stride")), pad_(args.shape.at("pad")), params_(args.params),
+        fmt_(input_format(args.dtype, dev.config())) {
     const std::uint64_t seed = args.seed;
     const ConvGeometry g(dev.config(), args.shape);
     OH_ = g.OH;
     OW_ = g.OW;
-    x_ = dev.allocate("x", {N_ * C_, H_ * W_}, DType::Bf16);
-    w_ = dev.allocate("w", {C_, R_ * S_ * K_}, DType::Bf16);
+    x_ = dev.allocate("x", {N_ * C_, H_ * W_}, fmt_.dtype);
+    w_ = dev.allocate("w", {C_, R_ * S_ * K_}, fmt_.dtype);
     y_ = dev.allocate("y", {N_ * K_, OH_ * OW_}, DType::Fp32);
     if (dev.no_data()) return;
     std::mt19937_64 rng(seed);
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     xv_.resize(static_cast<std::size_t>(N_ * C_ * H_ * W_));
     wv_.resize(static_cast<std::size_t>(C_ * R_ * S_ * K_));
-    for (auto& v : xv_) v = arch::to_float(arch::to_bf16(dist(rng)));
-    for (auto& v : wv_) v = arch::to_float(arch::to_bf16(dist(rng)));
+    // In [-1, 1]: well inside fp8's range, so no tensor needs a scale.
+    for (auto& v : xv_) v = held_value(fmt_.dtype, dist(rng));
+    for (auto& v : wv_) v = held_value(fmt_.dtype, dist(rng));
     dev.upload(x_, xv_);
     dev.upload(w_, wv_);
   }
 
   Program build() override;
 
-  // Reference in double from the same bf16 inputs. Each output sums C*R*S
-  // exact products (padding contributes exact zeros) in fp32, so its error is
-  // at most gamma_{C R S} * sum |w x| (as for gemm).
+  // Reference in double from the same inputs (as the device holds them).
+  // Each output sums C*R*S products (padding contributes exact zeros) in
+  // fp32; bf16 and fp8 products are exact, so its error is at most
+  // gamma_{C R S} * sum |w x| (as for gemm); fp32 inputs round each product
+  // too, gamma_{C R S + 1}.
   NumericsCheck check() override {
     const auto got = dev_.download(y_);
-    const double g = gamma(C_ * R_ * S_);
+    const double g = gamma(C_ * R_ * S_ + (fmt_.dtype == DType::Fp32 ? 1 : 0));
     NumericsCheck worst;
     double worst_ratio = -1;
     for (std::int64_t n = 0; n < N_; ++n)
@@ -132,6 +137,9 @@ private:
   std::int64_t N_, C_, H_, W_, K_, R_, S_, st_, pad_;
   Params params_;
   std::int64_t OH_ = 0, OW_ = 0;
+  // x and w are of its dtype; in double row two contraction steps (channel
+  // chunk and tap) of equal channels go to one matmul.
+  InputFormat fmt_;
   Tensor x_, w_, y_;
   std::vector<float> xv_, wv_;
 };
@@ -163,7 +171,9 @@ Program Conv2d::build() {
   // so each tap's weights are loaded into the array once per group.
   const std::int64_t group = blocked_ ? std::min(params_.integer("group"), nblocks) : 1;
   const std::int64_t plane = Hq * Wq;
-  const std::int64_t sbuf_need = nc * R_ * S_ * K_ * 2 + 2 * nc * pa * pb * plane * 2 + 2 * rows_per_block * OW_ * 4;
+  const DType in = fmt_.dtype;
+  const std::int64_t e = arch::size_of(in);
+  const std::int64_t sbuf_need = nc * R_ * S_ * K_ * e + 2 * nc * pa * pb * plane * e + 2 * rows_per_block * OW_ * 4;
   if (sbuf_need > cfg.sbuf.partition_kib * 1024)
     throw KernelError(fmt::format("conv2d: weights, two images' padded planes and the output tiles need {} bytes per "
                                   "partition; SBUF has {}", sbuf_need, cfg.sbuf.partition_kib * 1024));
@@ -172,7 +182,7 @@ Program Conv2d::build() {
   std::vector<Tile> w(static_cast<std::size_t>(nc));
   for (std::int64_t ci = 0; ci < nc; ++ci) {
     const std::int64_t cc = std::min(c, C_ - ci * c);
-    w[ci] = kb.sbuf(fmt::format("w{}", ci), c, R_ * S_ * K_, DType::Bf16);
+    w[ci] = kb.sbuf(fmt::format("w{}", ci), c, R_ * S_ * K_, in);
     kb.dma(fit(w[ci], cc, R_ * S_ * K_), w_.region(ci * c, 0, cc, R_ * S_ * K_));
   }
   // Phase planes, two sets (images alternate). Zeroed once: every image
@@ -180,7 +190,7 @@ Program Conv2d::build() {
   std::vector<Tile> planes[2];
   for (int s = 0; s < 2; ++s)
     for (std::int64_t i = 0; i < nc * pa * pb; ++i) {
-      planes[s].push_back(kb.sbuf(fmt::format("x{}_{}", s, i), c, plane, DType::Bf16));
+      planes[s].push_back(kb.sbuf(fmt::format("x{}_{}", s, i), c, plane, in));
       kb.memset(planes[s].back(), 0.0f);
     }
   std::vector<Tile> acc;
@@ -213,21 +223,43 @@ Program Conv2d::build() {
       for (std::int64_t b0 = 0; b0 < nblocks; b0 += group) {
         const std::int64_t gn = std::min(group, nblocks - b0);
         // Taps outermost within the group: one stationary load serves gn
-        // row blocks (blocked); the simple variant has gn = 1.
-        bool first = true;
-        for (std::int64_t ci = 0; ci < nc; ++ci) {
-          const std::int64_t cc = std::min(c, C_ - ci * c);
+        // row blocks (blocked); the simple variant has gn = 1. A step is a
+        // channel chunk and a tap. In double row two steps of equal
+        // channels share a matmul (the second as the upper rows): a tap of
+        // two chunks side by side, since two taps of one chunk read
+        // overlapping runs of its planes, which the two halves may not.
+        struct Step {
+          std::int64_t ci, cc, r, s;
+        };
+        std::vector<Step> steps;
+        const std::int64_t chunks_per_step = fmt_.double_row() ? 2 : 1;
+        for (std::int64_t c0 = 0; c0 < nc; c0 += chunks_per_step)
           for (std::int64_t r = 0; r < R_; ++r)
-            for (std::int64_t s = 0; s < S_; ++s, first = false) {
-              const Tile wt = w[ci].slice(0, u32(cc), u32((r * S_ + s) * K_ + ki * c), u32(kk));
-              const Tile& ph = pl[(ci * pa + r % st_) * pb + s % st_];
-              for (std::int64_t g = 0; g < gn; ++g) {
-                const std::int64_t oh0 = (b0 + g) * rows_per_block, nr = std::min(rows_per_block, OH_ - oh0);
-                const std::int64_t start = (oh0 + r / st_) * Wq + s / st_;
-                kb.matmul(fit(acc[aturn * group + g], kk, nr * Wq), wt, ph.slice(0, u32(cc), u32(start), u32(nr * Wq)),
-                          !first);
-              }
-            }
+            for (std::int64_t s = 0; s < S_; ++s)
+              for (std::int64_t ci = c0; ci < std::min(nc, c0 + chunks_per_step); ++ci)
+                steps.push_back({ci, std::min(c, C_ - ci * c), r, s});
+        const auto weights = [&](const Step& t) {
+          return w[t.ci].slice(0, u32(t.cc), u32((t.r * S_ + t.s) * K_ + ki * c), u32(kk));
+        };
+        const auto moving = [&](const Step& t, std::int64_t oh0, std::int64_t nr) {
+          const Tile& ph = pl[(t.ci * pa + t.r % st_) * pb + t.s % st_];
+          const std::int64_t start = (oh0 + t.r / st_) * Wq + t.s / st_;
+          return ph.slice(0, u32(t.cc), u32(start), u32(nr * Wq));
+        };
+        bool first = true;
+        for (std::size_t i = 0; i < steps.size(); first = false) {
+          const bool pair = fmt_.double_row() && i + 1 < steps.size() && steps[i + 1].ci != steps[i].ci &&
+                            steps[i + 1].cc == steps[i].cc;
+          for (std::int64_t g = 0; g < gn; ++g) {
+            const std::int64_t oh0 = (b0 + g) * rows_per_block, nr = std::min(rows_per_block, OH_ - oh0);
+            const Tile dst = fit(acc[aturn * group + g], kk, nr * Wq);
+            if (pair)
+              kb.matmul(dst, MatmulInput::double_row(weights(steps[i]), weights(steps[i + 1])),
+                        MatmulInput::double_row(moving(steps[i], oh0, nr), moving(steps[i + 1], oh0, nr)), !first);
+            else
+              kb.matmul(dst, weights(steps[i]), moving(steps[i], oh0, nr), !first);
+          }
+          i += pair ? 2 : 1;
         }
         // Evacuate the valid columns of each output row (alternating the
         // vector and scalar engines), then store the block.
@@ -252,7 +284,9 @@ KernelSpec conv2d_spec() {
   KernelSpec spec;
   spec.name = "conv2d";
   spec.description =
-      "y = conv2d(x, w), NCHW: x [N*C, H*W], w [C, R*S*K] bf16 (C R S K), y [N*K, OH*OW] fp32; stride, zero padding";
+      "y = conv2d(x, w), NCHW: x [N*C, H*W], w [C, R*S*K] bf16 (C R S K; or --dtype fp32, fp8; fp8 in double row "
+      "where the config has it), y [N*K, OH*OW] fp32; stride, zero padding";
+  spec.dtypes = {"bf16", "fp32", "fp8_e4m3", "fp8_e5m2"};
   spec.variants = {{"blocked", "a group of row blocks accumulates at once: each tap's weights load once per group"},
                    {"simple", "one row block at a time: each tap's weights load once per row block"}};
   spec.shape = {{"N", 2, "images"},

@@ -13,6 +13,7 @@
 #include "arch/numerics.h"
 #include "common/bounds.h"
 #include "common/input_format.h"
+#include "collectives/collectives.h"
 #include "common/reference_matmul.h"
 #include "tessera/kernel_builder.h"
 
@@ -20,6 +21,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
 
 namespace tessera::kernels {
@@ -101,43 +103,101 @@ public:
   }
 
   Program build() override {
+    KernelBuilder kb(dev_.config(), "mlp");
+    build_into(kb, 0, F_);
+    return kb.build();
+  }
+
+  // SPMD over F, tensor-parallel as in Megatron-style layers: instance i
+  // holds a contiguous run of whole hidden chunks (its columns of Wg and
+  // Wu, its rows of Wd), computes h for them and the partial down
+  // projection they give, and the cores sum their partials with an
+  // all-reduce per token block (direct: on this fabric each copy pays the
+  // DMA start latency, which a ring pays cores - 1 times in a row), so
+  // that every core ends with the whole y as the next tensor-parallel
+  // layer needs it; each stores its chunk of the block.
+  Program build_instance(const Spmd& spmd, const std::string& shard) override {
+    if (spmd.grid == 1) return build();
+    if (shard != "F") throw KernelError(fmt::format("mlp: shards over F, not {}", shard));
+    const MlpPlan full(dev_.config(), T_, D_, F_, arch::size_of(fmt_.dtype));
+    if (full.nf < spmd.grid)
+      throw KernelError(fmt::format("mlp: F={} is {} chunk{} of {}, too few for {} cores to get one each: grow F", F_,
+                                    full.nf, full.nf == 1 ? "" : "s", full.c, spmd.grid));
+    if (T_ % spmd.grid != 0)
+      throw KernelError(fmt::format("mlp: shard F: T={} does not split into {} equal token chunks, one per core, for "
+                                    "the all-reduce of the partial outputs",
+                                    T_, spmd.grid));
+    const std::int64_t lo = full.nf * spmd.instance / spmd.grid, hi = full.nf * (spmd.instance + 1) / spmd.grid;
+    KernelBuilder kb(dev_.config(), "mlp", spmd);
+    build_into(kb, lo * full.c, std::min(hi * full.c, F_) - lo * full.c);
+    return kb.build();
+  }
+
+  // The program for hidden units [f_off, f_off + Fl) of F: all of them on
+  // one core; an SPMD instance's run, whose partial y the cores sum.
+  void build_into(KernelBuilder& kb, std::int64_t f_off, std::int64_t Fl) {
     const auto& cfg = dev_.config();
-    KernelBuilder kb(cfg, "mlp");
-    const MlpPlan plan(cfg, T_, D_, F_, arch::size_of(fmt_.dtype));
+    const int cores = kb.spmd().grid, rank = kb.spmd().instance;
+    const bool sharded = cores > 1;
+    const MlpPlan plan(cfg, T_, D_, Fl, arch::size_of(fmt_.dtype));
     const DType in = fmt_.dtype;
     const std::int64_t c = plan.c, nk = plan.nk, nf = plan.nf, weight_bytes = plan.weight_bytes;
     const std::int64_t sbuf_bytes = plan.sbuf_bytes;
-    const auto working = [&](std::int64_t tb) { return plan.working(tb); };
-    const std::int64_t tb = std::min(params_.integer("tb"), plan.tb_max);
+    // Sharded, a block's whole partial y^T (every output chunk side by side,
+    // nk x tb columns) is one all-reduce, so the collective's fixed costs
+    // are paid once per block, and it overlaps the next block's matmuls
+    // (two such tiles alternate); its columns split into one chunk per core
+    // (T is a multiple of the cores, so a block of a multiple is too). The
+    // tiles and the direct receive slots (one block's columns) take room.
+    std::int64_t tb = std::min(params_.integer("tb"), plan.tb_max);
+    if (sharded) tb = std::max<std::int64_t>(cores, tb / cores * cores);
+    const std::int64_t reduce_bytes = sharded ? (2 * nk * tb - 2 * tb + nk * tb) * 4 : 0;
+    const auto working = [&](std::int64_t b) { return plan.working(b) + reduce_bytes; };
     if (weight_bytes + working(tb) > sbuf_bytes)
       throw KernelError(fmt::format("mlp: weights of D={}, F={} need {} bytes per partition and a block of {} tokens "
                                     "{} more; SBUF has {} per partition (the weights stay resident: use a smaller D or F)",
-                                    D_, F_, weight_bytes, tb, working(tb), sbuf_bytes));
+                                    D_, Fl, weight_bytes, tb, working(tb), sbuf_bytes));
+
+    // What other cores write into comes first, at the same SBUF address on
+    // every core: the instances' weights differ in size when F does not
+    // split evenly. One core keeps the order it always had.
+    std::optional<collectives::AllReduce> reduce;
+    Tile out[2];
+    const std::int64_t out_cols = sharded ? nk * tb : tb;
+    const auto make_out = [&] {
+      out[0] = kb.sbuf("y0", c, out_cols, DType::Fp32), out[1] = kb.sbuf("y1", c, out_cols, DType::Fp32);
+    };
+    if (sharded) {
+      reduce.emplace(kb, static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(out_cols),
+                     collectives::Algorithm::Direct, "mlp-reduce");
+      make_out();
+    }
 
     // Weights resident for the whole kernel, loaded in row chunks so each
-    // DMA moves a whole row per partition (F or D elements).
+    // DMA moves a whole row per partition (Fl or D elements).
     std::vector<Tile> wg(nk), wu(nk), wd(nf);
     for (std::int64_t k = 0; k < nk; ++k) {
       const std::int64_t kk = std::min(c, D_ - k * c);
-      wg[k] = kb.sbuf(fmt::format("wg{}", k), c, F_, in);
-      wu[k] = kb.sbuf(fmt::format("wu{}", k), c, F_, in);
-      kb.dma(fit(wg[k], kk, F_), wg_.region(k * c, 0, kk, F_));
-      kb.dma(fit(wu[k], kk, F_), wu_.region(k * c, 0, kk, F_));
+      wg[k] = kb.sbuf(fmt::format("wg{}", k), c, Fl, in);
+      wu[k] = kb.sbuf(fmt::format("wu{}", k), c, Fl, in);
+      kb.dma(fit(wg[k], kk, Fl), wg_.region(k * c, f_off, kk, Fl));
+      kb.dma(fit(wu[k], kk, Fl), wu_.region(k * c, f_off, kk, Fl));
     }
     for (std::int64_t f = 0; f < nf; ++f) {
-      const std::int64_t ff = std::min(c, F_ - f * c);
+      const std::int64_t ff = std::min(c, Fl - f * c);
       wd[f] = kb.sbuf(fmt::format("wd{}", f), c, D_, in);
-      kb.dma(fit(wd[f], ff, D_), wd_.region(f * c, 0, ff, D_));
+      kb.dma(fit(wd[f], ff, D_), wd_.region(f_off + f * c, 0, ff, D_));
     }
     const Tile x[2] = {kb.sbuf("x0", c, nk * tb, in), kb.sbuf("x1", c, nk * tb, in)};
     const Tile h = kb.sbuf("h", c, nf * tb, in);
     const Tile a[2] = {kb.sbuf("a0", c, tb, DType::Fp32), kb.sbuf("a1", c, tb, DType::Fp32)};
-    const Tile out[2] = {kb.sbuf("y0", c, tb, DType::Fp32), kb.sbuf("y1", c, tb, DType::Fp32)};
+    if (!sharded) make_out();
     const Tile gate[2] = {kb.psum("gate0", c, tb), kb.psum("gate1", c, tb)};
     const Tile up[2] = {kb.psum("up0", c, tb), kb.psum("up1", c, tb)};
     const Tile acc[2] = {kb.psum("acc0", c, tb), kb.psum("acc1", c, tb)};
 
-    int xs = 0, turn = 0, oturn = 0;
+    const arch::Engine evacuation = params_.choice("evacuate") == "scalar" ? arch::Engine::Scalar : arch::Engine::Vector;
+    int xs = 0, turn = 0, oturn = 0, block = 0;
     for (std::int64_t t0 = 0; t0 < T_; t0 += tb, xs ^= 1) {
       const std::int64_t tt = std::min(tb, T_ - t0);
       std::vector<Tile> xk(nk);
@@ -158,7 +218,7 @@ public:
         return out;
       };
       for (std::int64_t f = 0; f < nf; ++f, turn ^= 1) {
-        const std::int64_t ff = std::min(c, F_ - f * c);
+        const std::int64_t ff = std::min(c, Fl - f * c);
         const Tile g = fit(gate[turn], ff, tt), u = fit(up[turn], ff, tt);
         contract(kb, g, columns(wg, f * c, ff), xk);
         contract(kb, u, columns(wu, f * c, ff), xk);
@@ -176,12 +236,33 @@ public:
         for (std::int64_t f = 0; f < nf; ++f)
           wdm[f] = wd[f].slice(0, hf[f].partitions, static_cast<std::uint32_t>(m * c), static_cast<std::uint32_t>(mm));
         contract(kb, y, wdm, hf);
-        const Tile o = fit(out[oturn], mm, tt);
-        kb.copy(o, y, params_.choice("evacuate") == "scalar" ? arch::Engine::Scalar : arch::Engine::Vector);
-        kb.dma(yt_.region(m * c, t0, mm, tt), o);
+        if (!sharded) {
+          const Tile o = fit(out[oturn], mm, tt);
+          kb.copy(o, y, evacuation);
+          kb.dma(yt_.region(m * c, t0, mm, tt), o);
+          continue;
+        }
+        // Chunk m of the block's partial, at columns [m tt, (m + 1) tt).
+        kb.copy(out[block % 2].slice(0, static_cast<std::uint32_t>(mm), static_cast<std::uint32_t>(m * tt),
+                                     static_cast<std::uint32_t>(tt)),
+                y, evacuation);
       }
+      if (!sharded) continue;
+      const Tile partial = fit(out[block % 2], c, nk * tt);
+      (*reduce)(partial);
+      // This core's chunk of the summed columns, stored piece by piece:
+      // column j is token j % tt of output chunk j / tt.
+      kb.label("mlp store");
+      const std::int64_t width = nk * tt / cores, lo = rank * width, hi = lo + width;
+      for (std::int64_t m = lo / tt; m * tt < hi; ++m) {
+        const std::int64_t mm = std::min(c, D_ - m * c), a = std::max(lo, m * tt), b = std::min(hi, (m + 1) * tt);
+        kb.dma(yt_.region(m * c, t0 + a - m * tt, mm, b - a),
+               partial.slice(0, static_cast<std::uint32_t>(mm), static_cast<std::uint32_t>(a),
+                             static_cast<std::uint32_t>(b - a)));
+      }
+      kb.label("");
+      ++block;
     }
-    return kb.build();
   }
 
   // Reference in double from the same inputs (as the device holds them), and
@@ -290,6 +371,7 @@ KernelSpec mlp_spec() {
       "fp8 in double row where the config has it); y^T fp32";
   spec.dtypes = kMlpDtypes;
   spec.variants = {{"silu", "SwiGLU: silu(gate) * up"}, {"gelu", "GeGLU: gelu(gate) * up"}};
+  spec.shard_dims = {"F"};
   spec.shape = {{"T", 512, "tokens"}, {"D", 128, "model dimension"}, {"F", 256, "hidden dimension"}};
   const auto plan = [](const ParamContext& ctx) {
     return MlpPlan(ctx.config, ctx.shape.at("T"), ctx.shape.at("D"), ctx.shape.at("F"),

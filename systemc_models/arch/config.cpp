@@ -542,6 +542,9 @@ public:
       fail(c.chip.hbm_capacity_gib > 0 ? "chip.hbm_capacity_gib" : "chip.cores",
            fmt::format("the chip's {} GiB of HBM exceed the {} GiB window below SBUF in the address map", chip.capacity_gib,
                        (kSbufBase - kHbmBase) >> 30));
+    if (c.chip.lnc > c.chip.cores || c.chip.cores % c.chip.lnc != 0)
+      fail("chip.lnc", fmt::format("logical cores of {} do not divide the chip's {} core{} (chip.cores)", c.chip.lnc,
+                                   c.chip.cores, c.chip.cores == 1 ? "" : "s"));
     // A chip's cores address all of its HBM; one core's share cannot be more.
     if (c.chip.hbm_capacity_gib > 0 && c.chip.hbm_capacity_gib < c.hbm.capacity_gib)
       fail("chip.hbm_capacity_gib", fmt::format("the chip's {} GiB of HBM are less than one core's {} GiB (hbm.capacity_gib)",

@@ -127,6 +127,9 @@ struct ChipConfig {
   double core_link_bandwidth_gbps = 0;
   double core_link_latency_ns = 0;
   std::int64_t peer_dma_engines = 0;  // more than dma.engines: all of them (peer_dma_engines())
+  // Physical cores per logical core (NKI's LNC degree): a run that names no
+  // core count runs one logical core, its kernel split across these cores.
+  std::int64_t lnc = 1;
 };
 
 struct HwConfig;

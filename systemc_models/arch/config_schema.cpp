@@ -164,6 +164,9 @@ std::vector<FieldSpec> build_schema() {
   s.push_back(field("chip.peer_dma_engines", TSR_REF(IntRef, c.chip.peer_dma_engines), "engines",
                     "How many of a core's DMA engines (engines 0 .. N-1, at most dma.engines) reach another core's SBUF and semaphores; 0: none (cores share HBM only)").at_least(0).at_most(256).def("0"));
 
+  s.push_back(field("chip.lnc", TSR_REF(IntRef, c.chip.lnc), "cores",
+                    "Physical cores per logical core (the Neuron SDK's LNC degree, 1 or 2): a run that names no core count (no `--cores`) runs one logical core, the kernel split across its cores as an SPMD launch; at most chip.cores, which it must divide").at_least(1).at_most(2).def("1"));
+
   s.push_back(field("simulation.default_fidelity", TSR_REF(StringRef, c.simulation.default_fidelity), "",
                     "rtl, sampled or tlm; a run may override it").def("sampled").one_of({"rtl", "sampled", "tlm"}));
   s.push_back(field("simulation.sample_every", TSR_REF(IntRef, c.simulation.sample_every), "instructions",

@@ -105,9 +105,24 @@ TEST_F(StudyTest, CoresCrossWithRunsAndMustFitEveryPointsChip) {
                              .string());
   const auto points = expand(s);
   ASSERT_EQ(points.size(), 4u);
-  EXPECT_EQ(points[1].job.id, "hbm=64/gemm/default.cores4");
+  EXPECT_EQ(points[1].job.id, "hbm=64/gemm/default.cores4.shardN");
   EXPECT_EQ(points[1].job.cores, 4);
   EXPECT_EQ(points[1].job.shard, "N");
+  // Several shard dimensions cross with the core counts, each its own run.
+  const auto by_shard = expand(load_study(write_study("shards",
+                                                      "base: small\n"
+                                                      "parameters:\n"
+                                                      "  - {name: hbm, key: chip.hbm_bandwidth_gbps, values: [64]}\n"
+                                                      "kernels:\n"
+                                                      "  - kernel: gemm\n"
+                                                      "    cores: [2, 4]\n"
+                                                      "    shard: [M, K]\n")
+                                              .string()));
+  ASSERT_EQ(by_shard.size(), 4u);
+  EXPECT_EQ(by_shard[0].job.id, "hbm=64/gemm/default.cores2.shardM");
+  EXPECT_EQ(by_shard[1].job.id, "hbm=64/gemm/default.cores2.shardK");
+  EXPECT_EQ(by_shard[3].job.shard, "K");
+  EXPECT_EQ(by_shard[3].job.cores, 4);
   EXPECT_THAT(error_of("base: small\n"
                        "parameters:\n"
                        "  - {name: cores, key: chip.cores, values: [4, 2]}\n"
@@ -263,13 +278,13 @@ TEST_F(StudyTest, CsvAndJsonHoldEveryPointWithItsFigures) {
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   ASSERT_EQ(lines.size(), points.size() + 1);
-  EXPECT_THAT(lines[0], HasSubstr("hbm,array,kernel,variant,dtype,shape,status,time_ns,cycles,hfu_percent,mfu_percent"));
+  EXPECT_THAT(lines[0], HasSubstr("hbm,array,kernel,variant,dtype,cores,shard,shape,status,time_ns,cycles,hfu_percent,mfu_percent"));
   EXPECT_THAT(lines[0], HasSubstr("dma_bytes"));
   EXPECT_THAT(lines[0], HasSubstr("tensor_busy_percent,vector_busy_percent,tensor_busy_ns,vector_busy_ns"));
-  EXPECT_THAT(lines[1], HasSubstr("32,8,gemm,naive,,K=32 M=32 N=64,pass,1000,2000,12.5,12.5"));
+  EXPECT_THAT(lines[1], HasSubstr("32,8,gemm,naive,,1,,K=32 M=32 N=64,pass,1000,2000,12.5,12.5"));
   EXPECT_THAT(lines[1], HasSubstr(",40,5,400,50"));
   // A failed point keeps its row, without figures.
-  EXPECT_THAT(lines[2], HasSubstr("32,8,gemm,blocked_mnk,,K=32 M=32 N=64,fail,,"));
+  EXPECT_THAT(lines[2], HasSubstr("32,8,gemm,blocked_mnk,,1,,K=32 M=32 N=64,fail,,"));
 
   const nlohmann::json j = results_json(s, points, results);
   EXPECT_EQ(j["study"], "grid");
@@ -331,7 +346,7 @@ TEST_F(StudyTest, SweepRunsEveryPointAndDrawsItsPlots) {
   std::vector<std::string> lines;
   for (std::string line; std::getline(csv, line);) lines.push_back(line);
   ASSERT_EQ(lines.size(), 5u) << text;
-  EXPECT_THAT(lines[0], HasSubstr("hbm_gbps,kernel,variant,dtype,shape,status,time_ns"));
+  EXPECT_THAT(lines[0], HasSubstr("hbm_gbps,kernel,variant,dtype,cores,shard,shape,status,time_ns"));
   const auto results = nlohmann::json::parse(std::ifstream(out / "results.json"));
   ASSERT_EQ(results["points"].size(), 4u);
   std::map<std::string, double> time;

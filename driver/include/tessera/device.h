@@ -34,10 +34,12 @@ struct DeviceOptions {
   // Where the sampled fidelity writes the waveform of a disagreement.
   std::string failure_waves_dir = ".";
   bool trace = false;                     // record a timeline of the run (trace())
-  // The cores of the chip a run uses (docs/multicore.md). 0: one core with
-  // its own share of HBM (the config's hbm: section), as a single-core run
-  // always was. N >= 1: N cores of the chip (at most chip.cores), all
-  // sharing the chip's whole HBM, one program each (launch).
+  // The cores of the chip a run uses (docs/multicore.md). 0: one logical
+  // core: with chip.lnc 1, one core with its own share of HBM (the config's
+  // hbm: section), as a single-core run always was; with chip.lnc 2, the
+  // logical core's two cores, as N = 2. N >= 1: N cores of the chip (at
+  // most chip.cores), all sharing the chip's whole HBM, one program each
+  // (launch).
   int cores = 0;
 };
 
@@ -76,6 +78,9 @@ public:
   int cores() const { return std::max(1, options_.cores); }
   // Whether the device is (part of) a chip: DeviceOptions::cores >= 1.
   bool on_chip() const { return options_.cores > 0; }
+  // Whether the run is one logical core of several physical ones: no core
+  // count was given and the config's chip.lnc is above 1.
+  bool logical_core() const { return logical_core_; }
   // Every statistic of the last run, one line each (the stats.txt format).
   const std::string& stats_text() const { return stats_text_; }
   // The save file written beside DeviceOptions::waves by the last run, or empty.
@@ -88,6 +93,7 @@ private:
   RunReport run_single(const Program& program);
   RunReport run_chip(const std::vector<Program>& programs);
 
+  bool logical_core_ = false;  // set before options_.cores is filled in from chip.lnc
   DeviceOptions options_;
   arch::ResolvedConfig resolved_;
   arch::HwConfig hw_;

@@ -176,6 +176,10 @@ public:
   // clears it. Labels change nothing the core runs. Each instruction and
   // DMA also carries its call site (SourceLocation).
   void label(const std::string& text);
+  // label(), for a phase of a collective between the cores (a
+  // reduce-scatter, an all-gather): a chip run's report gives each such
+  // phase's wall time and their share of the run (RunReport::collectives).
+  void collective_label(const std::string& text);
 
   // Ends every stream and returns the program; the builder is spent.
   Program build();

@@ -55,6 +55,9 @@ struct Program {
   // `streams`, and of each descriptor, parallel to `rings`; empty when none.
   std::vector<std::vector<std::string>> labels = std::vector<std::vector<std::string>>(arch::kNumEngines);
   std::map<DmaQueueId, std::vector<std::string>> ring_labels;
+  // The labels that name phases of a collective between cores
+  // (KernelBuilder::collective_label), in order of first use.
+  std::vector<std::string> collective_labels;
   // The call site of each instruction and descriptor, parallel to `labels`
   // and `ring_labels`: a semaphore wait or increment the builder inserted
   // has the call site (and label) of the operation it was placed for.

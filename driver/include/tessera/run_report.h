@@ -103,6 +103,19 @@ struct CoreReport {
   double hbm_bytes = 0;         // what its descriptors moved to and from HBM
   double hbm_bandwidth_gbps = 0;  // hbm_bytes over its own time
   std::string bound_by;         // its busiest engine
+  double collective_ns = 0;     // wall time with an operation of a collective phase in flight (waits included)
+  // Its port into the chip's core-to-core fabric (fabric.coreI.*): bytes
+  // each way and the time each direction was busy.
+  double link_bytes_sent = 0, link_bytes_received = 0;
+  double link_send_busy_ns = 0, link_receive_busy_ns = 0;
+};
+
+// The wall time of one phase of a collective (KernelBuilder::collective_label)
+// on one core: the union of the intervals in which any of its instructions
+// (semaphore waits included) or descriptors (queued or moving) was in flight.
+struct CollectivePhase {
+  std::string label;
+  double ns = 0;
 };
 
 struct RunReport {
@@ -160,12 +173,18 @@ struct RunReport {
   std::vector<CoreReport> per_core;
   int critical_core = 0;
   std::string shard;  // the dimension the kernel split across the cores
+  int lnc = 1;        // the cores are one logical core of this many (chip.lnc, no --cores); 1: physical cores
   // Against the same kernel on one core of the same chip (set_baseline):
   // speed-up and scaling efficiency (speed-up / cores); 0 when not measured.
   double baseline_time_ns = 0;
   double speedup = 0;
   double scaling_efficiency_percent = 0;
   void set_baseline(double one_core_time_ns);
+  // The collectives of the core that ended last, by phase in order of
+  // first use, and the union of them all: how much of the run the cores
+  // spent exchanging and combining (docs/multicore.md, "The report").
+  std::vector<CollectivePhase> collectives;
+  double collective_ns = 0;
 
   // The engine (or "dma") with the most busy time: what bounds the run when
   // it is busy most of it; empty when nothing was busy.

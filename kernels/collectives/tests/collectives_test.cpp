@@ -91,7 +91,7 @@ TEST(CollectiveErrors, ATileThatDoesNotSplitIntoOneChunkPerCore) {
   } catch (const KernelError& e) {
     error = e.what();
   }
-  EXPECT_THAT(error, HasSubstr("reduce_scatter('data'): 102 columns do not split into 4 equal chunks, one per core"));
+  EXPECT_THAT(error, HasSubstr("all_reduce('data'): 102 columns do not split into 4 equal chunks, one per core"));
 }
 
 }  // namespace

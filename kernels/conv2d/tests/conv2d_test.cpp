@@ -80,6 +80,50 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Conv2dRtlTest,
                          ::testing::Combine(::testing::Values("blocked", "simple"), ::testing::ValuesIn(kRtlCases)),
                          name_of);
 
+// --dtype fp32 and fp8 (in double row on tiny and small, which have it):
+// within the format's bound of the double reference, and on tiny the RTL
+// gives the same numbers and tlm's time to the cycle.
+class Conv2dDtypeTest : public ::testing::TestWithParam<std::tuple<std::string, std::string, Case>> {};
+
+TEST_P(Conv2dDtypeTest, MatchesTheReferenceInEveryFidelity) {
+  const auto& [dtype, variant, c] = GetParam();
+  const KernelRun tlm = kernel_testing::run_kernel_in_child("conv2d", variant, c.shape(), c.config, arch::Fidelity::Tlm, dtype);
+  ASSERT_TRUE(tlm.ok) << tlm.error;
+  EXPECT_TRUE(tlm.correct) << tlm.detail << " (error " << tlm.max_abs_error << ", tolerance " << tlm.tolerance << ")";
+  EXPECT_GE(tlm.matmul_flops, c.flops());
+  if (std::string(c.config) != "tiny") return;
+  const KernelRun rtl = kernel_testing::run_kernel_in_child("conv2d", variant, c.shape(), c.config, arch::Fidelity::Rtl, dtype);
+  ASSERT_TRUE(rtl.ok) << rtl.error;
+  EXPECT_TRUE(rtl.correct) << rtl.detail;
+  kernels::agreement::expect_rtl_matches_tlm(rtl.time_ns, tlm.time_ns);
+}
+
+std::string dtype_name_of(const ::testing::TestParamInfo<std::tuple<std::string, std::string, Case>>& info) {
+  const Case& c = std::get<2>(info.param);
+  return std::get<0>(info.param) + "_" + std::get<1>(info.param) + "_" + kernel_testing::case_name(c.config, c.shape());
+}
+
+const Case kDtypeCases[] = {
+    {"tiny", 1, 16, 8, 8, 8, 3, 3, 1, 1},   // two channel chunks: every tap one double-row matmul
+    {"tiny", 2, 19, 9, 7, 13, 3, 2, 2, 1},  // three chunks, the last short: it runs alone
+    {"small", 1, 64, 12, 12, 40, 3, 3, 1, 1},
+};
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, Conv2dDtypeTest,
+                         ::testing::Combine(::testing::Values("fp32", "fp8_e4m3", "fp8_e5m2"),
+                                            ::testing::Values("blocked", "simple"), ::testing::ValuesIn(kDtypeCases)),
+                         dtype_name_of);
+
+// fp8 in double row takes about half the matmuls of bf16, and the time shows it.
+TEST(Conv2d, Fp8DoubleRowIsFasterThanBf16) {
+  const Case c{"small", 1, 64, 12, 12, 64, 3, 3, 1, 1};
+  const KernelRun bf16 = kernel_testing::run_kernel_in_child("conv2d", "blocked", c.shape(), c.config, arch::Fidelity::Tlm);
+  const KernelRun fp8 =
+      kernel_testing::run_kernel_in_child("conv2d", "blocked", c.shape(), c.config, arch::Fidelity::Tlm, "fp8_e4m3");
+  ASSERT_TRUE(bf16.ok && fp8.ok) << bf16.error << fp8.error;
+  EXPECT_LT(fp8.time_ns, bf16.time_ns);
+}
+
 TEST(Conv2d, BadShapesAreErrorsNamingTheProblem) {
   Case c{"tiny", 1, 4, 2, 2, 4, 5, 5, 1, 1};
   KernelRun r = kernel_testing::run_kernel("conv2d", "simple", c.shape(), "tiny", arch::Fidelity::Tlm);

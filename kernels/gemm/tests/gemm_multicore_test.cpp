@@ -188,6 +188,33 @@ TEST(GemmOnCores, AGridThatIsNotTheCoresIsAnError) {
   }
 }
 
+// chip.lnc 2: a run that names no core count is one logical core, the
+// kernel split across its two cores; a kernel that cannot split says how
+// to run it.
+TEST(GemmOnCores, ALogicalCoreOfTwoRunsTheKernelOnBoth) {
+  Device dev = open("tiny", 0, arch::Fidelity::Tlm, {arch::parse_override("chip.lnc=2")});
+  EXPECT_TRUE(dev.logical_core());
+  EXPECT_EQ(dev.cores(), 2);
+  const RunReport r = run_kernel(dev, {"gemm", "blocked_mnk", {{"M", 21}, {"N", 100}, {"K", 37}}, {}, 7});
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_TRUE(r.correct) << r.error;
+  EXPECT_EQ(r.per_core.size(), 2u);
+  EXPECT_EQ(r.lnc, 2);
+  EXPECT_EQ(r.shard, "M");
+  EXPECT_EQ(r.to_json().at("lnc"), 2);
+  try {
+    run_kernel(dev, {"softmax", "", {}, {}, 7});
+    FAIL() << "accepted";
+  } catch (const KernelError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("kernel 'softmax' cannot be split across the 2 cores of a logical core (chip.lnc 2"));
+    EXPECT_THAT(e.what(), HasSubstr("run it with --cores 1 or --set chip.lnc=1"));
+  }
+  // Asking for cores is asking for physical cores, whatever the LNC.
+  Device one = open("tiny", 1, arch::Fidelity::Tlm, {arch::parse_override("chip.lnc=2")});
+  EXPECT_FALSE(one.logical_core());
+  EXPECT_EQ(one.cores(), 1);
+}
+
 TEST(GemmOnCores, ShardsThatDoNotFitAreErrors) {
   Device dev = open("tiny", 2);
   const auto error_of = [&](const KernelRequest& r, const std::string& shard) {

@@ -425,6 +425,11 @@ TEST(ChipConfig, BadChipsAreNamedAtTheirKey) {
   EXPECT_THAT(error_of({"hbm.capacity_gib=4", "chip.hbm_capacity_gib=2"}),
               HasSubstr("chip.hbm_capacity_gib: the chip's 2 GiB of HBM are less than one core's 4 GiB"));
   EXPECT_THAT(error_of({"chip.hbm_bandwidth_gbps=0.5"}), HasSubstr("must be at least 1 (or 0)"));
+  // Logical cores: the Neuron SDK's LNC degrees, 1 or 2, dividing the chip.
+  EXPECT_EQ(error_of({"chip.lnc=2"}), "(accepted)");
+  EXPECT_THAT(error_of({"chip.lnc=3"}), HasSubstr("chip.lnc: must be at most 2"));
+  EXPECT_THAT(error_of({"chip.cores=1", "chip.hbm_channels=2", "chip.lnc=2"}),
+              HasSubstr("chip.lnc: logical cores of 2 do not divide the chip's 1 core (chip.cores)"));
   // A core's own mistake is reported once, at the core's key.
   const std::string once = error_of({"hbm.channels=3"});
   EXPECT_THAT(once, HasSubstr("hbm.channels: 3 is not a power of two"));
