@@ -46,6 +46,7 @@ struct KernelBuilder::Impl {
   std::map<arch::DType, double> matmul_flops_by_dtype;
   bool built = false;
   std::vector<builder::LoweredPiece> pieces;  // of the DMA copy being placed, reused
+  DmaSpread spread;                           // of dma() calls that give none (set_dma_spread)
   Spmd spmd;
   std::vector<std::string> core_semaphores;  // by order of creation: index semaphores - 1 - i
 
@@ -125,23 +126,35 @@ struct KernelBuilder::Impl {
     touched(op, reads, writes);
   }
 
-  // Places the pieces lowered into `pieces`.
-  void emit_pieces() {
+  // Places the pieces lowered into `pieces` on the engines `sp` names.
+  void emit_pieces(const DmaSpread& sp) {
     for (const builder::LoweredPiece& piece : pieces) {
-      const int op = schedule.add_dma(piece.descriptor, piece.read, piece.write, origin());
+      const int op = schedule.add_dma(piece.descriptor, piece.read, piece.write, origin(), sp.first_engine,
+                                      builder::spread_engines(sp, cfg));
       touched(op, {piece.read}, {piece.write});
     }
+  }
+
+  // A spread names engines the config has.
+  void check_spread(const CallName& call, const DmaSpread& sp) const {
+    const auto all = static_cast<std::uint32_t>(cfg.dma.engines);
+    if (sp.first_engine >= all || sp.engines > all - sp.first_engine)
+      throw KernelError(fmt::format("{}: DMA spread over engines {}..{}; the config has engines 0..{} (dma.engines {})",
+                                    call.str(), sp.first_engine,
+                                    sp.engines > 0 ? std::uint64_t{sp.first_engine} + sp.engines - 1 : all - 1,
+                                    all - 1, all));
   }
 
   void written(const Tile& t) { space[t.id].written = true; }
 
   // HBM -> SBUF; pitch 0: the view fills the tile, else its rows land
   // `pitch` elements apart (the pitched form's own rules are checked by then).
-  void dma_to_tile(const Tile& dst, const View& src, std::uint32_t pitch) {
+  void dma_to_tile(const Tile& dst, const View& src, std::uint32_t pitch, const DmaSpread& sp) {
     const auto call = [&] {
       return fmt::format("dma(tile '{}' <- tensor '{}')", dst.name, src.tensor ? src.tensor->name : "?");
     };
     check_live(call);
+    check_spread(call, sp);
     check_tile(call, "destination", dst);
     if (!src.tensor) throw KernelError(fmt::format("{}: the source view has no tensor", call()));
     if (dst.memory != arch::Memory::Sbuf)
@@ -155,9 +168,31 @@ struct KernelBuilder::Impl {
       throw KernelError(fmt::format("{}: view [{}] does not fill tile [{} x {}] (the view's first dimension lies on "
                                     "partitions)",
                                     call(), fmt::join(src.sizes, " x "), dst.partitions, dst.free));
-    builder::lower({builder::DmaCopy::Direction::ToTile, &dst, &src, pitch}, cfg, map, call, pieces);
-    emit_pieces();
+    builder::lower({builder::DmaCopy::Direction::ToTile, &dst, &src, pitch}, sp, cfg, map, call, pieces);
+    emit_pieces(sp);
     written(dst);
+  }
+
+  // SBUF -> HBM.
+  void dma_from_tile(const View& dst, const Tile& src, const DmaSpread& sp) {
+    const auto call = [&] {
+      return fmt::format("dma(tensor '{}' <- tile '{}')", dst.tensor ? dst.tensor->name : "?", src.name);
+    };
+    check_live(call);
+    check_spread(call, sp);
+    check_written(call, "source", src);
+    if (!dst.tensor) throw KernelError(fmt::format("{}: the destination view has no tensor", call()));
+    if (src.memory != arch::Memory::Sbuf)
+      throw KernelError(fmt::format("{}: DMA moves SBUF tiles to HBM tensors", call()));
+    if (src.dtype != dst.tensor->dtype)
+      throw KernelError(fmt::format("{}: DMA does not convert: tile is {}, tensor is {}", call(), to_string(src.dtype),
+                                    to_string(dst.tensor->dtype)));
+    if (dst.sizes.empty() || dst.sizes[0] != src.partitions || dst.elements() != std::int64_t{src.partitions} * src.free)
+      throw KernelError(fmt::format("{}: view [{}] does not match tile [{} x {}] (the view's first dimension lies on "
+                                    "partitions)",
+                                    call(), fmt::join(dst.sizes, " x "), src.partitions, src.free));
+    builder::lower({builder::DmaCopy::Direction::FromTile, &src, &dst, 0}, sp, cfg, map, call, pieces);
+    emit_pieces(sp);
   }
 };
 
@@ -221,7 +256,18 @@ void KernelBuilder::release(const Tile& t) {
 
 void KernelBuilder::dma(const Tile& dst, const View& src, SourceLocation where) {
   impl_->at(where);
-  impl_->dma_to_tile(dst, src, 0);
+  impl_->dma_to_tile(dst, src, 0, impl_->spread);
+}
+
+void KernelBuilder::dma(const Tile& dst, const View& src, const DmaSpread& spread, SourceLocation where) {
+  impl_->at(where);
+  impl_->dma_to_tile(dst, src, 0, spread);
+}
+
+void KernelBuilder::set_dma_spread(const DmaSpread& spread) {
+  const auto call = [] { return std::string("set_dma_spread"); };
+  impl_->check_spread(call, spread);
+  impl_->spread = spread;
 }
 
 void KernelBuilder::dma(const Tile& dst, const View& src, std::uint32_t pitch, SourceLocation where) {
@@ -237,28 +283,17 @@ void KernelBuilder::dma(const Tile& dst, const View& src, std::uint32_t pitch, S
   if ((src.sizes[1] - 1) * pitch + src.sizes[2] > dst.free)
     throw KernelError(fmt::format("{}: {} rows at a pitch of {} overrun the tile's {} elements", call, src.sizes[1],
                                   pitch, dst.free));
-  impl_->dma_to_tile(dst, src, pitch);
+  impl_->dma_to_tile(dst, src, pitch, impl_->spread);
 }
 
 void KernelBuilder::dma(const View& dst, const Tile& src, SourceLocation where) {
   impl_->at(where);
-  const auto call = [&] {
-    return fmt::format("dma(tensor '{}' <- tile '{}')", dst.tensor ? dst.tensor->name : "?", src.name);
-  };
-  impl_->check_live(call);
-  impl_->check_written(call, "source", src);
-  if (!dst.tensor) throw KernelError(fmt::format("{}: the destination view has no tensor", call()));
-  if (src.memory != arch::Memory::Sbuf)
-    throw KernelError(fmt::format("{}: DMA moves SBUF tiles to HBM tensors", call()));
-  if (src.dtype != dst.tensor->dtype)
-    throw KernelError(fmt::format("{}: DMA does not convert: tile is {}, tensor is {}", call(), to_string(src.dtype),
-                                  to_string(dst.tensor->dtype)));
-  if (dst.sizes.empty() || dst.sizes[0] != src.partitions || dst.elements() != std::int64_t{src.partitions} * src.free)
-    throw KernelError(fmt::format("{}: view [{}] does not match tile [{} x {}] (the view's first dimension lies on "
-                                  "partitions)",
-                                  call(), fmt::join(dst.sizes, " x "), src.partitions, src.free));
-  builder::lower({builder::DmaCopy::Direction::FromTile, &src, &dst, 0}, cfg_, impl_->map, call, impl_->pieces);
-  impl_->emit_pieces();
+  impl_->dma_from_tile(dst, src, impl_->spread);
+}
+
+void KernelBuilder::dma(const View& dst, const Tile& src, const DmaSpread& spread, SourceLocation where) {
+  impl_->at(where);
+  impl_->dma_from_tile(dst, src, spread);
 }
 
 // ------------------------------------------------------------- tensor engine
@@ -668,7 +703,7 @@ void KernelBuilder::dma_to_core(int core, const Tile& dst, const Tile& src, cons
   builder::lower_to_core(src, dst, peer, cfg_, impl_->map, call, impl_->pieces);
   const auto engines = static_cast<std::uint32_t>(arch::peer_dma_engines(cfg_));
   for (const builder::LoweredPiece& piece : impl_->pieces) {
-    const int op = impl_->schedule.add_dma(piece.descriptor, piece.read, piece.write, impl_->origin(), engines);
+    const int op = impl_->schedule.add_dma(piece.descriptor, piece.read, piece.write, impl_->origin(), 0, engines);
     impl_->touched(op, {piece.read}, {piece.write});
   }
   // The increment follows every piece (it reads what they wrote).

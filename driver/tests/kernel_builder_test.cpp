@@ -236,6 +236,45 @@ TEST(KernelBuilder, LargeCopiesAreSplitOverTheDmaEngines) {
   EXPECT_EQ(p.rings.size(), static_cast<std::size_t>(cfg.dma.engines));
 }
 
+// A kernel chooses the spread per call or for the calls that follow.
+TEST(KernelBuilder, AKernelChoosesTheDmaSpread) {
+  const arch::HwConfig& cfg = config("neuroncore-v2");
+  KernelBuilder kb(cfg, "k");
+  const Tensor c = hbm_tensor("c", 128, 128, DType::Bf16, 0);
+  const Tile u = kb.sbuf("u", 128, 128, DType::Bf16), v = kb.sbuf("v", 128, 128, DType::Bf16);
+  DmaSpread sixteen;
+  sixteen.pieces = 16;  // 16 pieces of 8 partitions x 256 B (the policy makes the same)
+  kb.dma(u, c.all(), sixteen);
+  DmaSpread upper;
+  upper.first_engine = 12;
+  upper.engines = 4;
+  upper.min_piece_bytes = 4096;  // 8 pieces by size, at most one per engine: 4
+  kb.set_dma_spread(upper);
+  kb.dma(v, c.all());
+  kb.dma(c.all(), v);  // the setting holds for stores too
+  DmaSpread beyond;
+  beyond.first_engine = 14;
+  beyond.engines = 4;
+  EXPECT_THAT(error_of([&] { kb.dma(v, c.all(), beyond); }),
+              HasSubstr("DMA spread over engines 14..17; the config has engines 0..15"));
+  EXPECT_THAT(error_of([&] { kb.set_dma_spread(beyond); }), HasSubstr("set_dma_spread: DMA spread over engines 14..17"));
+  DmaSpread large;
+  large.min_piece_bytes = DmaSpread::kLargePieceBytes;
+  kb.set_dma_spread(large);
+  const Tensor a = hbm_tensor("a", 128, 1024, DType::Bf16, 1 << 20);  // 256 KiB: 8 pieces of 32 KiB
+  const Tile t = kb.sbuf("t", 128, 1024, DType::Bf16);
+  kb.dma(t, a.all());
+  const Program p = kb.build();
+  EXPECT_EQ(descriptors(p), 16u + 4u + 4u + 8u);
+  std::size_t on_upper = 0;
+  for (const auto& [q, ring] : p.rings)
+    for (const auto& d : ring)
+      if (q.first >= 12 && d.src_size[0] * d.src_size[1] != 16u * 1024u) ++on_upper;  // not a's pieces
+  // Engines 12..15: four of the sixteen pieces (they went to engines 0..15 in
+  // turn), then all four of each copy under `upper`.
+  EXPECT_EQ(on_upper, 4u + 4u + 4u);
+}
+
 // A copy that breaks a rule throws before placing anything, and the copies
 // after it are split as usual (a copy that threw from one of its pieces used
 // to leave the builder believing it was still splitting, so that no later

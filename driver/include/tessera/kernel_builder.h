@@ -54,6 +54,26 @@ struct MatmulInput {
   static MatmulInput mx(const Tile& data, const Tile& scale);
 };
 
+// How one copy becomes DMA descriptors (pieces by partitions) and which
+// engines they go to. The builder's policy (every field 0) splits a copy by
+// partitions over every engine in pieces of at least kMinPieceBytes (2 KiB,
+// the DMA guide's efficient minimum), placing a stream's pieces on the
+// engines in turn: lowest latency for one copy, and what the calibration
+// rows were fitted with. A kernel that has several large copies in flight
+// gets more from fewer, larger descriptors (min_piece_bytes =
+// kLargePieceBytes, the guide's "ideally 32 KiB or more"; docs/kernel-guide.md,
+// "How copies become descriptors") and says so per call
+// (KernelBuilder::dma(..., spread)) or for the calls that follow
+// (KernelBuilder::set_dma_spread).
+struct DmaSpread {
+  static constexpr std::uint32_t kMinPieceBytes = 2 * 1024;
+  static constexpr std::uint32_t kLargePieceBytes = 32 * 1024;
+  std::uint32_t pieces = 0;           // descriptors per copy (at most its partitions); 0: the policy above
+  std::uint32_t min_piece_bytes = 0;  // the policy's smallest piece; 0: kMinPieceBytes
+  std::uint32_t first_engine = 0;     // the engines the pieces go to, in turn: first_engine ..
+  std::uint32_t engines = 0;          //   first_engine + engines - 1; 0: through the last engine
+};
+
 // A semaphore of this core that other cores of the chip raise
 // (KernelBuilder::core_semaphore); a running count from 0 at the launch.
 struct CoreSemaphore {
@@ -87,15 +107,21 @@ public:
   void release(const Tile& tile);
 
   // --- DMA -------------------------------------------------------------------
-  // A copy is split by partitions over up to dma.engines engines (pieces of
-  // at least 2 KiB, the documented efficient minimum), as the hardware's
-  // 16 DMA rings share one tile; consumers wait for every piece.
+  // A copy is split by partitions into pieces, each one descriptor on one
+  // engine, as DmaSpread says (the builder's setting, or the call's own);
+  // consumers wait for every piece.
   void dma(const Tile& dst, const View& src, SourceLocation where = SourceLocation::current());  // HBM -> SBUF
+  void dma(const Tile& dst, const View& src, const DmaSpread& spread, SourceLocation where = SourceLocation::current());
   // HBM -> SBUF into rows of a 2-D image held in each partition: the view is
   // [partitions x rows x columns] and row r lands at element r * pitch of
   // dst (an interior inside zero padding, say). The rest of dst is untouched.
   void dma(const Tile& dst, const View& src, std::uint32_t pitch, SourceLocation where = SourceLocation::current());
   void dma(const View& dst, const Tile& src, SourceLocation where = SourceLocation::current());  // SBUF -> HBM
+  void dma(const View& dst, const Tile& src, const DmaSpread& spread, SourceLocation where = SourceLocation::current());
+  // The spread of every later dma() call that does not give its own
+  // (default: DmaSpread{}, the builder's policy). Throws when it names
+  // engines the config does not have.
+  void set_dma_spread(const DmaSpread& spread);
 
   // --- Tensor engine ---------------------------------------------------------
   // psum[M, N] (=|+=) stationary[K, M].T @ moving[K, N]. The stationary tile

@@ -58,11 +58,20 @@ void fill_side(const CallName& call, const char* side, const SidePattern& pat, s
 
 }  // namespace
 
-DmaPieces::DmaPieces(const arch::HwConfig& cfg, std::uint32_t partitions, std::uint64_t bytes, std::uint32_t engines)
+DmaPieces::DmaPieces(std::uint32_t partitions, std::uint64_t bytes, const DmaSpread& spread, std::uint32_t engines)
     : partitions_(partitions) {
-  const std::uint64_t by_size = std::max<std::uint64_t>(1, bytes / kMinPieceBytes);
-  const std::uint64_t usable = engines > 0 ? engines : static_cast<std::uint64_t>(cfg.dma.engines);
-  count_ = static_cast<std::uint32_t>(std::min<std::uint64_t>({usable, partitions, by_size}));
+  if (spread.pieces > 0) {
+    count_ = std::min(spread.pieces, partitions);
+    return;
+  }
+  const std::uint64_t min_bytes = spread.min_piece_bytes > 0 ? spread.min_piece_bytes : DmaSpread::kMinPieceBytes;
+  const std::uint64_t by_size = std::max<std::uint64_t>(1, bytes / min_bytes);
+  count_ = static_cast<std::uint32_t>(std::min<std::uint64_t>({std::max<std::uint32_t>(1, engines), partitions, by_size}));
+}
+
+std::uint32_t spread_engines(const DmaSpread& spread, const arch::HwConfig& cfg) {
+  const auto all = static_cast<std::uint32_t>(cfg.dma.engines);
+  return spread.engines > 0 ? spread.engines : all - std::min(all, spread.first_engine);
 }
 
 DmaPieces::Piece DmaPieces::operator[](std::uint32_t i) const {
@@ -70,8 +79,8 @@ DmaPieces::Piece DmaPieces::operator[](std::uint32_t i) const {
   return {i * base + std::min(i, extra), base + (i < extra ? 1 : 0)};
 }
 
-void lower(const DmaCopy& copy, const arch::HwConfig& cfg, const arch::AddressMap& map, const CallName& call,
-           std::vector<LoweredPiece>& out) {
+void lower(const DmaCopy& copy, const DmaSpread& spread, const arch::HwConfig& cfg, const arch::AddressMap& map,
+           const CallName& call, std::vector<LoweredPiece>& out) {
   out.clear();
   const Tile& tile = *copy.tile;
   const View& view = *copy.view;
@@ -88,7 +97,8 @@ void lower(const DmaCopy& copy, const arch::HwConfig& cfg, const arch::AddressMa
       pitched ? std::array<std::int64_t, 3>{partition_elems, copy.pitch, 1} : std::array<std::int64_t, 3>{partition_elems, 1, 0};
   const std::size_t tile_dims = pitched ? 3 : 2;
 
-  const DmaPieces pieces(cfg, tile.partitions, static_cast<std::uint64_t>(view.elements()) * e);
+  const DmaPieces pieces(tile.partitions, static_cast<std::uint64_t>(view.elements()) * e, spread,
+                         spread_engines(spread, cfg));
   for (std::uint32_t i = 0; i < pieces.size(); ++i) {
     const auto [p, np] = pieces[i];
     const SidePattern tile_side{map.sbuf_address(tile.partition + p, tile.offset), tile_sizes.data(),
@@ -126,7 +136,8 @@ void lower_to_core(const Tile& src, const Tile& dst, std::uint64_t core, const a
   // Both sides [partitions x free], partitions outermost.
   const std::array<std::int64_t, 2> sizes{src.partitions, src.free};
   const std::array<std::int64_t, 2> strides{partition_elems, 1};
-  const DmaPieces pieces(cfg, src.partitions, std::uint64_t{src.partitions} * src.bytes_per_partition(),
+  const DmaSpread spread;
+  const DmaPieces pieces(src.partitions, std::uint64_t{src.partitions} * src.bytes_per_partition(), spread,
                          static_cast<std::uint32_t>(arch::peer_dma_engines(cfg)));
   for (std::uint32_t i = 0; i < pieces.size(); ++i) {
     const auto [p, np] = pieces[i];

@@ -9,6 +9,7 @@
 #include "arch/dma_descriptor.h"
 #include "builder/call_name.h"
 #include "builder/region.h"
+#include "tessera/kernel_builder.h"
 #include "tessera/tensor.h"
 
 #include <cstdint>
@@ -27,20 +28,21 @@ struct DmaCopy {
   std::uint32_t pitch = 0;  // ToTile only; 0: not pitched
 };
 
-// The pieces of a copy of `bytes` over `partitions` partitions: the
-// partitions split as evenly as they go over up to dma.engines pieces of at
-// least 2 KiB (the documented efficient minimum), since the hardware's DMA
-// rings share one tile and the engines run in parallel.
+// The pieces of a copy of `bytes` over `partitions` partitions, the one
+// place that decides how a copy is split: `spread.pieces` pieces when it
+// says, else as many as make pieces of at least spread.min_piece_bytes
+// (DmaSpread::kMinPieceBytes when 0), at most one per engine it may use and
+// one per partition. Partitions split as evenly as they go. Each piece is
+// one descriptor; Schedule places them on the engines in turn.
 class DmaPieces {
 public:
-  static constexpr std::uint64_t kMinPieceBytes = 2048;
   struct Piece {
     std::uint32_t partition;   // first partition, relative to the tile's
     std::uint32_t partitions;
   };
 
-  // `engines`: the engines the copy may use; 0: all of them (dma.engines).
-  DmaPieces(const arch::HwConfig& cfg, std::uint32_t partitions, std::uint64_t bytes, std::uint32_t engines = 0);
+  // `engines`: how many engines the copy may use.
+  DmaPieces(std::uint32_t partitions, std::uint64_t bytes, const DmaSpread& spread, std::uint32_t engines);
   std::uint32_t size() const { return count_; }
   Piece operator[](std::uint32_t i) const;
 
@@ -59,8 +61,12 @@ struct LoweredPiece {
 // KernelError naming `call` when a pattern does not fit a descriptor's
 // fields; nothing is placed before every piece is lowered, so a copy that
 // fails leaves the kernel as it was.
-void lower(const DmaCopy& copy, const arch::HwConfig& cfg, const arch::AddressMap& map, const CallName& call,
-           std::vector<LoweredPiece>& out);
+// `spread` says how many pieces and over how many engines (checked by the caller).
+void lower(const DmaCopy& copy, const DmaSpread& spread, const arch::HwConfig& cfg, const arch::AddressMap& map,
+           const CallName& call, std::vector<LoweredPiece>& out);
+
+// The engines a copy under `spread` may use (the spread checked).
+std::uint32_t spread_engines(const DmaSpread& spread, const arch::HwConfig& cfg);
 
 // The bytes tile `t` names on core `core` (partitions [partition,
 // partition + partitions) of it), as the builder orders operations on them:
@@ -73,6 +79,7 @@ Region remote_region(const Tile& t, std::uint64_t core, const arch::AddressMap& 
 // and dtype, checked by the caller) of core `core` into `out`: pieces by
 // partitions over the engines that reach other cores (chip.peer_dma_engines),
 // each reading its partitions of `src` and writing remote_region of `dst`.
+// The builder's policy over those engines (DmaSpread{}).
 void lower_to_core(const Tile& src, const Tile& dst, std::uint64_t core, const arch::HwConfig& cfg,
                    const arch::AddressMap& map, const CallName& call, std::vector<LoweredPiece>& out);
 

@@ -37,11 +37,13 @@ int Schedule::add_instruction(arch::Engine engine, arch::Instruction in, const R
   return id;
 }
 
-int Schedule::queue_for(int placer, std::uint32_t usable) {
+int Schedule::queue_for(int placer, std::uint32_t first, std::uint32_t usable) {
   // Each queue is fed by one stream only, so its doorbells come in ring order.
-  const auto engines = usable > 0 ? usable : static_cast<std::uint32_t>(cfg_.dma.engines);
+  const auto all = static_cast<std::uint32_t>(cfg_.dma.engines);
+  first = std::min(first, all - 1);
+  const auto engines = usable > 0 ? std::min(usable, all - first) : all - first;
   for (std::uint32_t tries = 0; tries < engines; ++tries) {
-    const std::uint32_t e = next_engine_of_placer_[static_cast<std::size_t>(placer)]++ % engines;
+    const std::uint32_t e = first + next_engine_of_placer_[static_cast<std::size_t>(placer)]++ % engines;
     for (std::size_t i = 0; i < queues_.size(); ++i)
       if (queues_[i].engine == e && queues_[i].owner == placer) return kFirstQueueAgent + static_cast<int>(i);
     std::uint32_t used = 0;
@@ -57,7 +59,7 @@ int Schedule::queue_for(int placer, std::uint32_t usable) {
 }
 
 int Schedule::add_dma(arch::DmaDescriptor d, const Region& read, const Region& write, int origin,
-                      std::uint32_t engines) {
+                      std::uint32_t first_engine, std::uint32_t engines) {
   const RegionList reads{read}, writes{write};
   hazards_.dependencies(-1, reads, writes, deps_);
   int placer = kSyncAgent;
@@ -70,7 +72,7 @@ int Schedule::add_dma(arch::DmaDescriptor d, const Region& read, const Region& w
       anchor = latest;
     }
   }
-  const int qagent = queue_for(placer, engines);
+  const int qagent = queue_for(placer, first_engine, engines);
   DmaQueue& q = queues_[static_cast<std::size_t>(qagent - kFirstQueueAgent)];
   // Ring order is doorbell order: never ring before an earlier trigger of
   // this queue (ids grow along the placer's stream, as positions do).

@@ -61,9 +61,10 @@ public:
   // queue, and its trigger in the stream of its latest producer (the sync
   // stream when that is a DMA queue or there is none). Returns the
   // descriptor's op id. Throws KernelError when no queue is free.
-  // `engines`: the descriptor may go to engines 0 .. engines-1 only (those
-  // that reach other cores); 0: any engine.
-  int add_dma(arch::DmaDescriptor d, const Region& read, const Region& write, int origin, std::uint32_t engines = 0);
+  // The descriptor goes to one of engines first_engine .. first_engine +
+  // engines - 1 (engines 0: through the last), each placer taking them in turn.
+  int add_dma(arch::DmaDescriptor d, const Region& read, const Region& write, int origin,
+              std::uint32_t first_engine = 0, std::uint32_t engines = 0);
 
   const std::vector<Op>& ops() const { return ops_; }
   // Op ids of each engine's stream, without the triggers issued after them.
@@ -79,7 +80,7 @@ public:
   const int* waits_end(const Op& op) const { return waits_.data() + op.waits_end; }
 
 private:
-  int queue_for(int placer, std::uint32_t engines);
+  int queue_for(int placer, std::uint32_t first_engine, std::uint32_t engines);
   // Stores `deps` as the waits of op `o` and marks the engine ops among them as signalling.
   void set_waits(Op& o, const std::vector<int>& deps);
 
