@@ -5,7 +5,6 @@
 #include "arch/address_map.h"
 #include "arch/config.h"
 #include "arch/config_schema.h"
-#include "common/kernel.h"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -156,23 +155,19 @@ Parameter parse_parameter(const std::string& file, const YAML::Node& n) {
   return p;
 }
 
-KernelRuns parse_kernel(const std::string& file, const YAML::Node& n) {
+KernelRuns parse_kernel(const std::string& file, const YAML::Node& n, const KernelLookup& kernels) {
   check_keys(file, n, {"kernel", "variants", "dtypes", "shapes", "params", "cores", "shard"}, "a kernel entry");
   KernelRuns k;
   k.line = line_of(n);
   if (!n["kernel"]) fail(file, n, "a kernel entry needs 'kernel'");
   k.kernel = n["kernel"].Scalar();
-  const kernels::KernelSpec* spec = kernels::find_kernel(k.kernel);
-  if (!spec) {
-    std::vector<std::string> known;
-    for (const auto& s : kernels::registry()) known.push_back(s.name);
-    fail(file, n["kernel"], fmt::format("unknown kernel '{}' (kernels: {})", k.kernel, fmt::join(known, ", ")));
-  }
+  if (!kernels.has(k.kernel))
+    fail(file, n["kernel"], fmt::format("unknown kernel '{}' (kernels: {})", k.kernel, fmt::join(kernels.names(), ", ")));
   if (n["variants"]) {
     k.variants = names(file, n["variants"], "variants");
     for (const auto& v : k.variants) {
       try {
-        spec->variant(v);
+        kernels.check_variant(k.kernel, v);
       } catch (const std::exception& e) {
         fail(file, n["variants"], e.what());
       }
@@ -182,7 +177,7 @@ KernelRuns parse_kernel(const std::string& file, const YAML::Node& n) {
   // them; each point's chip must have as many cores (checked per point).
   if (n["cores"]) {
     k.cores = core_counts<StudyError>(file, n["cores"], static_cast<int>(arch::kMaxChipCores));
-    if (spec->shard_dims.empty() && *std::max_element(k.cores.begin(), k.cores.end()) > 1)
+    if (!kernels.shards(k.kernel) && *std::max_element(k.cores.begin(), k.cores.end()) > 1)
       fail(file, n["cores"], fmt::format("kernel '{}' runs on one core only (it declares no shard dimensions)", k.kernel));
   }
   if (n["shard"]) {
@@ -190,7 +185,7 @@ KernelRuns parse_kernel(const std::string& file, const YAML::Node& n) {
     k.shards = names(file, n["shard"], "shard");
     for (const auto& d : k.shards) {
       try {
-        kernels::resolve_shard(*spec, d);
+        kernels.check_shard(k.kernel, d);
       } catch (const std::exception& e) {
         fail(file, n["shard"], e.what());
       }
@@ -204,7 +199,7 @@ KernelRuns parse_kernel(const std::string& file, const YAML::Node& n) {
     for (const auto& d : k.dtypes)
       for (const auto& v : k.variants.empty() ? std::vector<std::string>{""} : k.variants) {
         try {
-          kernels::check_dtype(*spec, spec->variant(v).name, d);
+          kernels.check_dtype(k.kernel, v, d);
         } catch (const std::exception& e) {
           fail(file, n["dtypes"], e.what());
         }
@@ -220,7 +215,7 @@ KernelRuns parse_kernel(const std::string& file, const YAML::Node& n) {
       for (auto it = m.begin(); it != m.end(); ++it) set[it->first.Scalar()] = it->second.Scalar();
       for (const auto& v : k.variants.empty() ? std::vector<std::string>{""} : k.variants) {
         try {
-          kernels::check_params(*spec, v, set);
+          kernels.check_params(k.kernel, v, set);
         } catch (const std::exception& e) {
           fail(file, m, e.what());
         }
@@ -237,7 +232,7 @@ KernelRuns parse_kernel(const std::string& file, const YAML::Node& n) {
       for (auto it = s.begin(); it != s.end(); ++it)
         shape[it->first.Scalar()] = scalar<std::int64_t>(file, it->second, it->first.Scalar());
       try {
-        kernels::resolve_shape(*spec, shape);
+        kernels.check_shape(k.kernel, shape);
       } catch (const std::exception& e) {
         fail(file, s, e.what());
       }
@@ -372,7 +367,7 @@ void check_points(const Study& s) {
   }
 }
 
-Study load_study(const std::string& path, const std::set<std::string>& only_kernels) {
+Study load_study(const std::string& path, const KernelLookup& kernels, const std::set<std::string>& only_kernels) {
   YAML::Node root;
   try {
     root = load_yaml_file(path);
@@ -424,7 +419,7 @@ Study load_study(const std::string& path, const std::set<std::string>& only_kern
     fail(path, root["kernels"] ? root["kernels"] : root, "a study needs a non-empty list 'kernels'");
   for (const auto& n : root["kernels"]) {
     if (!only_kernels.empty() && n.IsMap() && n["kernel"] && !only_kernels.count(n["kernel"].Scalar())) continue;
-    s.kernels.push_back(parse_kernel(path, n));
+    s.kernels.push_back(parse_kernel(path, n, kernels));
   }
   if (s.kernels.empty())
     fail(path, root["kernels"], fmt::format("no kernel of the study is in --kernels {}", fmt::join(only_kernels, ",")));

@@ -74,12 +74,34 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+// What the study parser asks about kernels, so that it needs no kernel
+// library (which links the simulator): the kernel registry answers in
+// `tessera` (registry_kernels.h), a small table in the study fuzz harness.
+// Each check throws a std::exception whose message names the problem and
+// what is allowed (the parser adds the file and line).
+class KernelLookup {
+public:
+  virtual ~KernelLookup() = default;
+  virtual bool has(const std::string& kernel) const = 0;
+  // Every kernel, for the message about an unknown one.
+  virtual std::vector<std::string> names() const = 0;
+  // Whether the kernel can split across cores (declares shard dimensions).
+  virtual bool shards(const std::string& kernel) const = 0;
+  // `variant` is one of the kernel's; "" is its default.
+  virtual void check_variant(const std::string& kernel, const std::string& variant) const = 0;
+  virtual void check_shard(const std::string& kernel, const std::string& shard) const = 0;
+  virtual void check_dtype(const std::string& kernel, const std::string& variant, const std::string& dtype) const = 0;
+  virtual void check_params(const std::string& kernel, const std::string& variant,
+                            const std::map<std::string, std::string>& params) const = 0;
+  virtual void check_shape(const std::string& kernel, const std::map<std::string, std::int64_t>& shape) const = 0;
+};
+
 // Parses and checks a study: the keys exist in the config schema, every
 // point of the grid is a valid config, every kernel, variant and shape
-// parameter exists. `only_kernels` (when not empty) keeps the kernel entries
-// of those kernels and skips the others unchecked: a study may list kernels
-// this build does not have yet.
-Study load_study(const std::string& path, const std::set<std::string>& only_kernels = {});
+// parameter exists in `kernels`. `only_kernels` (when not empty) keeps the
+// kernel entries of those kernels and skips the others unchecked: a study
+// may list kernels this build does not have yet.
+Study load_study(const std::string& path, const KernelLookup& kernels, const std::set<std::string>& only_kernels = {});
 
 // Checks that every point of a study's grid is a config the loader accepts
 // (values within limits, cross-checks): the error names the study's file,

@@ -5,7 +5,7 @@
 #include "job_runner.h"
 #include "runner.h"
 #include "slurm.h"
-#include "study.h"
+#include "registry_kernels.h"
 
 #include "arch/config.h"
 

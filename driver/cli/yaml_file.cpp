@@ -46,6 +46,9 @@ YAML::Node load_yaml_file(const std::string& path) {
   } catch (const FileError& e) {
     throw YamlFileError(e.what());
   }
+  // Names, values and descriptions go into results.json and junit.xml.
+  if (const auto line = arch::not_utf8(text))
+    throw YamlFileError(fmt::format("{}:{}: not UTF-8 text (a suite or study is a UTF-8 YAML file)", path, *line));
   if (const auto line = arch::too_deep(text))
     throw YamlFileError(fmt::format("{}:{}: nested more than {} deep", path, *line, arch::kMaxYamlDepth));
   YAML::Node root;

@@ -375,10 +375,12 @@ std::optional<std::string> assign(const FieldSpec& f, const std::string& text, H
     }
     case FieldSpec::Kind::String: {
       // One line of text: config.resolved.yaml must load back to the same value.
-      if (text.size() > 200 || std::any_of(text.begin(), text.end(), [](char ch) {
+      // UTF-8 only: the value goes into report.json, which can hold nothing else.
+      if (text.size() > 200 || not_utf8(text) || std::any_of(text.begin(), text.end(), [](char ch) {
             return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f;
           }))
-        return fmt::format("{}: expected one line of text (at most 200 characters, no control characters)", f.path);
+        return fmt::format("{}: expected one line of text (UTF-8, at most 200 characters, no control characters)",
+                           f.path);
       if (!f.choices.empty() && std::find(f.choices.begin(), f.choices.end(), text) == f.choices.end()) {
         return fmt::format("{}: '{}' is not one of {}{}", f.path, text, fmt::join(f.choices, ", "),
                            did_you_mean(text, f.choices));

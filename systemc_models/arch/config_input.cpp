@@ -23,6 +23,32 @@ std::optional<int> too_deep(const std::string& text) {
   return std::nullopt;
 }
 
+std::optional<int> not_utf8(const std::string& text) {
+  int line = 1;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') ++line;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    // A lead byte and its continuation bytes, shortest form, no surrogates,
+    // nothing above U+10FFFF.
+    const std::size_t n = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+    if (n == 0 || i + n > text.size()) return line;
+    char32_t cp = c & (0xff >> (n + 1));
+    for (std::size_t k = 1; k < n; ++k) {
+      const auto b = static_cast<unsigned char>(text[i + k]);
+      if ((b & 0xc0) != 0x80) return line;
+      cp = (cp << 6) | (b & 0x3f);
+    }
+    const char32_t least = n == 2 ? 0x80 : n == 3 ? 0x800 : 0x10000;
+    if (cp < least || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return line;
+    i += n;
+  }
+  return std::nullopt;
+}
+
 std::string quote_input(const std::string& text, std::size_t max) {
   std::string out;
   for (std::size_t i = 0; i < text.size() && i < max; ++i) {

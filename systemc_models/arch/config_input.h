@@ -15,6 +15,11 @@ inline constexpr int kMaxYamlDepth = 64;
 // brackets and braces, or block indentation), if it does.
 std::optional<int> too_deep(const std::string& text);
 
+// The 1-based line of the first byte of `text` that is not part of valid
+// UTF-8, if there is one. yaml-cpp passes such bytes through, and the JSON
+// written from what was read (report.json, results.json) cannot hold them.
+std::optional<int> not_utf8(const std::string& text);
+
 // `text` cut to `max` characters with control characters shown as \xNN,
 // for quoting a user's input back in a message.
 std::string quote_input(const std::string& text, std::size_t max = 40);

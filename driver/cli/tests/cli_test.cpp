@@ -443,6 +443,10 @@ TEST(CliBadInput, ResolvedConfigLoadsBack) {
   auto r = run("run --config tiny --kernel gemm --set 'name=x\ty' --fidelity tlm");
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("name: expected one line of text"));
+  // Not UTF-8 (report.json cannot hold it: the run failed after simulating).
+  r = run("run --config tiny --kernel gemm --set \"name=$(printf 'x\\243y')\" --fidelity tlm");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("name: expected one line of text (UTF-8"));
   r = run(fmt::format("run --config tiny --kernel gemm --shape M=8,N=64,K=8 --fidelity tlm --no-data "
                       "--set \"description=it's a \\\"test\\\": #1\" --set hbm.bandwidth_gbps=12.5 --out {}",
                       dir.string()));

@@ -1,7 +1,7 @@
 // What-if studies: parsing and its errors (file and line), grid expansion,
 // the CSV and JSON results, and a whole sweep through the real binary with
 // its plots.
-#include "study.h"
+#include "registry_kernels.h"
 #include "tessera_process.h"
 
 #include <fmt/format.h>
@@ -592,6 +592,17 @@ TEST_F(StudyTest, UnboundedRangesAndGridsAreRefused) {
               HasSubstr("'seed' must be a whole number"));
   EXPECT_THAT(error_of(head + "  - {key: hbm.bandwidth_gbps, values: [16], values: [32]}\n"),
               HasSubstr("duplicate key 'values'"));
+}
+
+// A byte that is not UTF-8 (found by fuzz_study: results.json could not be
+// written after every point ran) is refused at its line, in a comment too.
+TEST_F(StudyTest, TextThatIsNotUtf8IsRefusedByLine) {
+  const std::string study = "base: small\nkernels:\n  - kernel: gemm\nparameters:\n  - {key: hbm.bandwidth_gbps, values: [16]}\n";
+  EXPECT_THAT(error_of(study + "description: SBUF \xa3 GEMM\n"),
+              HasSubstr("bad.yaml:6: not UTF-8 text"));
+  EXPECT_THAT(error_of("# \xe2\x82 cut short\n" + study), HasSubstr("bad.yaml:1: not UTF-8 text"));
+  EXPECT_THAT(error_of(study + "description: \xed\xa0\x80 a surrogate\n"), HasSubstr("bad.yaml:6: not UTF-8 text"));
+  EXPECT_EQ(error_of(study + "description: \xe2\x82\xac and \xf0\x9f\x98\x80 are UTF-8\n"), "(no error)");
 }
 
 }  // namespace
