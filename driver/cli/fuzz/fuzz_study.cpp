@@ -124,7 +124,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (const auto& p : study.parameters) grid *= p.values.size();
     for (const auto& k : study.kernels)
       runs += std::max<std::size_t>(1, k.variants.size()) * std::max<std::size_t>(1, k.dtypes.size()) *
-              std::max<std::size_t>(1, k.cores.size()) * std::max<std::size_t>(1, k.shapes.size()) *
+              std::max<std::size_t>(1, k.cores.size()) * std::max<std::size_t>(1, k.shards.size()) *
+              std::max<std::size_t>(1, k.shapes.size()) *
               std::max<std::size_t>(1, k.params.size());
     const std::vector<sweep::Point> points = sweep::expand(study);
     if (points.size() != grid * runs || points.size() > 10000) {
