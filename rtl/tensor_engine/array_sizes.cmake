@@ -4,6 +4,12 @@
 # rtl fidelity know which configs can run on RTL. Add a size here to build it.
 #   8x8: tiny    32x32: small    128x128: neuroncore-v1 .. v4
 set(TESSERA_TENSOR_ARRAY_SIZES "8x8;32x32;128x128" CACHE INTERNAL "")
+# The sanitizer lane's tree (cmake/TesseraSanitize.cmake) builds the first,
+# tiny's, only: its tests run RTL on tiny alone.
+if(TESSERA_SANITIZE)
+  list(GET TESSERA_TENSOR_ARRAY_SIZES 0 tessera_smallest_array)
+  set(TESSERA_TENSOR_ARRAY_SIZES "${tessera_smallest_array}" CACHE INTERNAL "")
+endif()
 
 # The widest stationary beat every build takes, in columns: the RTL's
 # LoadCols parameter and the C++ drivers' port layout. A config's
