@@ -4,6 +4,7 @@
 
 #include "arch/address_map.h"
 #include "arch/config.h"
+#include "arch/config_input.h"
 #include "arch/config_schema.h"
 
 #include <fmt/format.h>
@@ -379,7 +380,17 @@ Study load_study(const std::string& path, const KernelLookup& kernels, const std
   Study s;
   s.path = path;
   s.name = fs::path(path).stem().string();
-  if (root["description"]) s.description = root["description"].Scalar();
+  if (root["description"]) {
+    s.description = root["description"].Scalar();
+    // One line of text: a control character (raw, or from an escape) would
+    // go into the plots' titles and results.json (found by fuzz_study).
+    const bool control = std::any_of(s.description.begin(), s.description.end(), [](char ch) {
+      const auto u = static_cast<unsigned char>(ch);
+      return (u < 0x20 && ch != '\t') || u == 0x7f;
+    });
+    if (control || arch::not_utf8(s.description))
+      fail(path, root["description"], "'description' must be one line of UTF-8 text without control characters");
+  }
   if (root["base"]) {
     s.base = root["base"].Scalar();
     // A base given as a file is relative to the study.

@@ -603,6 +603,10 @@ TEST_F(StudyTest, TextThatIsNotUtf8IsRefusedByLine) {
   EXPECT_THAT(error_of("# \xe2\x82 cut short\n" + study), HasSubstr("bad.yaml:1: not UTF-8 text"));
   EXPECT_THAT(error_of(study + "description: \xed\xa0\x80 a surrogate\n"), HasSubstr("bad.yaml:6: not UTF-8 text"));
   EXPECT_EQ(error_of(study + "description: \xe2\x82\xac and \xf0\x9f\x98\x80 are UTF-8\n"), "(no error)");
+  // Control characters, raw or escaped (fuzz_study found a raw 0x05 0x00).
+  const std::string refused = "bad.yaml:6: 'description' must be one line of UTF-8 text without control characters";
+  EXPECT_THAT(error_of(study + "description: on \x05 NeuronCore-v3\n"), HasSubstr(refused));
+  EXPECT_THAT(error_of(study + "description: \"two\\nlines\"\n"), HasSubstr(refused));
 }
 
 }  // namespace
