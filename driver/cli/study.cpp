@@ -384,11 +384,7 @@ Study load_study(const std::string& path, const KernelLookup& kernels, const std
     s.description = root["description"].Scalar();
     // One line of text: a control character (raw, or from an escape) would
     // go into the plots' titles and results.json (found by fuzz_study).
-    const bool control = std::any_of(s.description.begin(), s.description.end(), [](char ch) {
-      const auto u = static_cast<unsigned char>(ch);
-      return (u < 0x20 && ch != '\t') || u == 0x7f;
-    });
-    if (control || arch::not_utf8(s.description))
+    if (arch::has_control_character(s.description) || arch::not_utf8(s.description))
       fail(path, root["description"], "'description' must be one line of UTF-8 text without control characters");
   }
   if (root["base"]) {

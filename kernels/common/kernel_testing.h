@@ -12,6 +12,8 @@
 
 #include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace tessera::kernels::kernel_testing {
 
@@ -85,6 +87,30 @@ inline KernelRun run_kernel_in_child(const std::string& kernel, const std::strin
   r.max_abs_error = j["max_abs_error"];
   r.tolerance = j["tolerance"];
   return r;
+}
+
+// A device of `cores` cores of `config`'s chip (0: one logical core), for
+// the tests that shard a kernel across a chip (docs/multicore.md).
+inline Device open_chip(const std::string& config, int cores, arch::Fidelity fidelity = arch::Fidelity::Tlm,
+                        std::vector<arch::Override> overrides = {}, bool no_data = false) {
+  setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_CONFIG_DIR, 1);
+  DeviceOptions o;
+  o.config = config;
+  o.fidelity = fidelity;
+  o.cores = cores;
+  o.overrides = std::move(overrides);
+  o.no_data = no_data;
+  return Device(o);
+}
+
+// The KernelError a sharded run of `request` throws, or "(accepted)".
+inline std::string shard_error(Device& dev, const KernelRequest& request, const std::string& shard) {
+  try {
+    tessera::kernels::run_kernel(dev, request, shard);
+  } catch (const KernelError& e) {
+    return e.what();
+  }
+  return "(accepted)";
 }
 
 // A test-name-safe rendering of a config and shape: neuroncore-v2, {S: 64} -> neuroncore_v2_S64.

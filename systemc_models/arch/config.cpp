@@ -376,9 +376,7 @@ std::optional<std::string> assign(const FieldSpec& f, const std::string& text, H
     case FieldSpec::Kind::String: {
       // One line of text: config.resolved.yaml must load back to the same value.
       // UTF-8 only: the value goes into report.json, which can hold nothing else.
-      if (text.size() > 200 || not_utf8(text) || std::any_of(text.begin(), text.end(), [](char ch) {
-            return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f;
-          }))
+      if (text.size() > 200 || not_utf8(text) || has_control_character(text))
         return fmt::format("{}: expected one line of text (UTF-8, at most 200 characters, no control characters)",
                            f.path);
       if (!f.choices.empty() && std::find(f.choices.begin(), f.choices.end(), text) == f.choices.end()) {

@@ -1,5 +1,7 @@
 #include "arch/config_input.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace tessera::arch {
@@ -58,6 +60,11 @@ std::string quote_input(const std::string& text, std::size_t max) {
   }
   if (text.size() > max) out += "...";
   return out;
+}
+
+bool has_control_character(const std::string& text) {
+  return std::any_of(text.begin(), text.end(),
+                     [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f; });
 }
 
 }  // namespace tessera::arch

@@ -20,6 +20,11 @@ std::optional<int> too_deep(const std::string& text);
 // written from what was read (report.json, results.json) cannot hold them.
 std::optional<int> not_utf8(const std::string& text);
 
+// Whether `text` holds a control character (below 0x20, tab and newline
+// included, or DEL): what a one-line text value (a config string, a study's
+// description) may not hold.
+bool has_control_character(const std::string& text);
+
 // `text` cut to `max` characters with control characters shown as \xNN,
 // for quoting a user's input back in a message.
 std::string quote_input(const std::string& text, std::size_t max = 40);

@@ -4,6 +4,7 @@
 // does not fit the chip. Each test is its own process (SystemC); a test that
 // compares runs does each in a forked child.
 #include "common/kernel.h"
+#include "common/kernel_testing.h"
 #include "tessera/kernel_builder.h"
 
 #include "testing/child_process.h"
@@ -33,23 +34,13 @@ void PrintTo(const Case& c, std::ostream* os) {
       << "x" << c.K << " " << arch::to_string(c.fidelity);
 }
 
-Device open(const std::string& config, int cores, arch::Fidelity fidelity = arch::Fidelity::Tlm,
-            std::vector<arch::Override> overrides = {}, bool no_data = false) {
-  setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_CONFIG_DIR, 1);
-  DeviceOptions o;
-  o.config = config;
-  o.fidelity = fidelity;
-  o.cores = cores;
-  o.overrides = std::move(overrides);
-  o.no_data = no_data;
-  return Device(o);
-}
+using kernel_testing::open_chip;
 
 class GemmOnCores : public ::testing::TestWithParam<Case> {};
 
 TEST_P(GemmOnCores, MatchesTheReferenceWithEveryCoreWorking) {
   const Case& c = GetParam();
-  Device dev = open(c.config, c.cores, c.fidelity);
+  Device dev = open_chip(c.config, c.cores, c.fidelity);
   const RunReport r = run_kernel(dev, {"gemm", c.variant, {{"M", c.M}, {"N", c.N}, {"K", c.K}}, {}, 7}, c.shard);
   ASSERT_TRUE(r.ok) << r.error;
   ASSERT_TRUE(r.checked);
@@ -99,7 +90,7 @@ const Case kCases[] = {
 };
 
 TEST(GemmOverK, EachCoreSendsThreeChunksOfEveryBlock) {
-  Device dev = open("small", 4);
+  Device dev = open_chip("small", 4);
   const RunReport r = run_kernel(dev, {"gemm", "blocked_mnk", {{"M", 40}, {"N", 96}, {"K", 260}}, {}, 7}, "K");
   ASSERT_TRUE(r.ok) << r.error;
   EXPECT_TRUE(r.correct) << r.error;
@@ -113,10 +104,7 @@ TEST(GemmOverK, EachCoreSendsThreeChunksOfEveryBlock) {
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   const Case& c = info.param;
-  std::string cfg = c.config;
-  for (auto& ch : cfg)
-    if (ch == '-') ch = '_';
-  return cfg + "_" + std::to_string(c.cores) + "cores_" + c.shard + "_" + c.variant + "_" + std::to_string(c.M) + "x" +
+  return kernel_testing::case_name(c.config, {}) + "_" + std::to_string(c.cores) + "cores_" + c.shard + "_" + c.variant + "_" + std::to_string(c.M) + "x" +
          std::to_string(c.N) + "x" + std::to_string(c.K) + "_" + arch::to_string(c.fidelity);
 }
 
@@ -128,7 +116,7 @@ INSTANTIATE_TEST_SUITE_P(Shards, GemmOnCores, ::testing::ValuesIn(kCases), case_
 // bandwidth, and core 0's bandwidth.
 nlohmann::json run_bandwidth_bound(int cores) {
   const std::string text = test_support::run_in_child([cores] {
-    Device dev = open("tiny", cores, arch::Fidelity::Tlm,
+    Device dev = open_chip("tiny", cores, arch::Fidelity::Tlm,
                       {arch::parse_override("hbm.bandwidth_gbps=1"), arch::parse_override("hbm.channels=1"),
                        arch::parse_override("chip.hbm_bandwidth_gbps=4"), arch::parse_override("chip.hbm_channels=4")},
                       true);
@@ -172,7 +160,7 @@ TEST(GemmOnCores, MoreCoresThanTheChipHasIsAnError) {
 }
 
 TEST(GemmOnCores, AGridThatIsNotTheCoresIsAnError) {
-  Device dev = open("tiny", 2);
+  Device dev = open_chip("tiny", 2);
   auto k = instantiate(dev, {"gemm", "naive", {{"M", 16}, {"N", 64}, {"K", 8}}, {}, 7}).kernel;
   try {
     dev.launch([&](const Spmd& s) { return k->build_instance(s, "M"); }, 3);
@@ -192,7 +180,7 @@ TEST(GemmOnCores, AGridThatIsNotTheCoresIsAnError) {
 // kernel split across its two cores; a kernel that cannot split says how
 // to run it.
 TEST(GemmOnCores, ALogicalCoreOfTwoRunsTheKernelOnBoth) {
-  Device dev = open("tiny", 0, arch::Fidelity::Tlm, {arch::parse_override("chip.lnc=2")});
+  Device dev = open_chip("tiny", 0, arch::Fidelity::Tlm, {arch::parse_override("chip.lnc=2")});
   EXPECT_TRUE(dev.logical_core());
   EXPECT_EQ(dev.cores(), 2);
   const RunReport r = run_kernel(dev, {"gemm", "blocked_mnk", {{"M", 21}, {"N", 100}, {"K", 37}}, {}, 7});
@@ -210,20 +198,15 @@ TEST(GemmOnCores, ALogicalCoreOfTwoRunsTheKernelOnBoth) {
     EXPECT_THAT(e.what(), HasSubstr("run it with --cores 1 or --set chip.lnc=1"));
   }
   // Asking for cores is asking for physical cores, whatever the LNC.
-  Device one = open("tiny", 1, arch::Fidelity::Tlm, {arch::parse_override("chip.lnc=2")});
+  Device one = open_chip("tiny", 1, arch::Fidelity::Tlm, {arch::parse_override("chip.lnc=2")});
   EXPECT_FALSE(one.logical_core());
   EXPECT_EQ(one.cores(), 1);
 }
 
 TEST(GemmOnCores, ShardsThatDoNotFitAreErrors) {
-  Device dev = open("tiny", 2);
+  Device dev = open_chip("tiny", 2);
   const auto error_of = [&](const KernelRequest& r, const std::string& shard) {
-    try {
-      run_kernel(dev, r, shard);
-    } catch (const KernelError& e) {
-      return std::string(e.what());
-    }
-    return std::string("(accepted)");
+    return kernel_testing::shard_error(dev, r, shard);
   };
   EXPECT_THAT(error_of({"gemm", "naive", {{"M", 16}, {"N", 64}, {"K", 8}}, {}, 7}, "Q"),
               HasSubstr("--shard Q: kernel 'gemm' shards over M or N or K"));

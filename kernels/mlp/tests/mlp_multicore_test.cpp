@@ -4,6 +4,7 @@
 // the reference; the collectives' wall time in the report; and the errors
 // of a shard that does not fit. Each test is its own process (SystemC).
 #include "common/kernel.h"
+#include "common/kernel_testing.h"
 #include "tessera/kernel_builder.h"
 
 #include <gmock/gmock.h>
@@ -29,20 +30,11 @@ void PrintTo(const Case& c, std::ostream* os) {
       << arch::to_string(c.fidelity);
 }
 
-Device open(const std::string& config, int cores, arch::Fidelity fidelity = arch::Fidelity::Tlm) {
-  setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_CONFIG_DIR, 1);
-  DeviceOptions o;
-  o.config = config;
-  o.fidelity = fidelity;
-  o.cores = cores;
-  return Device(o);
-}
-
 class MlpOnCores : public ::testing::TestWithParam<Case> {};
 
 TEST_P(MlpOnCores, MatchesTheReferenceWithEveryCoreWorking) {
   const Case& c = GetParam();
-  Device dev = open(c.config, c.cores, c.fidelity);
+  Device dev = kernel_testing::open_chip(c.config, c.cores, c.fidelity);
   const RunReport r = run_kernel(dev, {"mlp", c.variant, {{"T", c.T}, {"D", c.D}, {"F", c.F}}, {}, 7}, "F");
   ASSERT_TRUE(r.ok) << r.error;
   ASSERT_TRUE(r.checked);
@@ -85,24 +77,16 @@ const Case kCases[] = {
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   const Case& c = info.param;
-  std::string cfg = c.config;
-  for (auto& ch : cfg)
-    if (ch == '-') ch = '_';
-  return cfg + "_" + std::to_string(c.cores) + "cores_" + c.variant + "_T" + std::to_string(c.T) + "_D" +
+  return kernel_testing::case_name(c.config, {}) + "_" + std::to_string(c.cores) + "cores_" + c.variant + "_T" + std::to_string(c.T) + "_D" +
          std::to_string(c.D) + "_F" + std::to_string(c.F) + "_" + arch::to_string(c.fidelity);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shards, MlpOnCores, ::testing::ValuesIn(kCases), case_name);
 
 TEST(MlpOnCores, ShardsThatDoNotFitAreErrors) {
-  Device dev = open("tiny", 2);
+  Device dev = kernel_testing::open_chip("tiny", 2);
   const auto error_of = [&](const KernelRequest& r, const std::string& shard) {
-    try {
-      run_kernel(dev, r, shard);
-    } catch (const KernelError& e) {
-      return std::string(e.what());
-    }
-    return std::string("(accepted)");
+    return kernel_testing::shard_error(dev, r, shard);
   };
   // tiny's chunk is 8 hidden units: F = 8 is one, too few for two cores.
   EXPECT_THAT(error_of({"mlp", "silu", {{"T", 32}, {"D", 8}, {"F", 8}}, {}, 7}, "F"),

@@ -432,6 +432,22 @@ TEST(DmaErrors, ReadErrorResponseStopsOnlyThatQueue) {
     ASSERT_EQ(f.bench.mem.bytes[a], 0) << "byte written after a failed read at 0x" << std::hex << a;
 }
 
+// The first and last cycle a logged AR or W beat addressed [lo, lo + n).
+template <typename Log>
+std::uint64_t first_cycle_in(const Log& log, std::uint64_t lo, std::uint64_t n) {
+  std::uint64_t first = ~0ull;
+  for (const auto& e : log)
+    if (e.addr >= lo && e.addr < lo + n) first = std::min<std::uint64_t>(first, e.cycle);
+  return first;
+}
+template <typename Log>
+std::uint64_t last_cycle_in(const Log& log, std::uint64_t lo, std::uint64_t n) {
+  std::uint64_t last = 0;
+  for (const auto& e : log)
+    if (e.addr >= lo && e.addr < lo + n) last = std::max<std::uint64_t>(last, e.cycle);
+  return last;
+}
+
 // Read-ahead: the next descriptor of the queue starts reading once the
 // running one has issued its last read, before the running one's last write.
 TEST(DmaEngine, NextDescriptorOfAQueueReadsWhileThePreviousWritesDrain) {
@@ -444,11 +460,8 @@ TEST(DmaEngine, NextDescriptorOfAQueueReadsWhileThePreviousWritesDrain) {
   f.bench.doorbell(0);
   ASSERT_TRUE(f.bench.run_until_idle(200000));
   EXPECT_EQ(f.head(0), 2u);
-  std::uint64_t b_first_ar = ~0ull, a_last_w = 0;
-  for (const auto& e : f.bench.mem.ar_log)
-    if (e.addr >= b.src_addr && e.addr < b.src_addr + 8000) b_first_ar = std::min(b_first_ar, e.cycle);
-  for (const auto& e : f.bench.mem.w_log)
-    if (e.addr >= a.dst_addr && e.addr < a.dst_addr + 8000) a_last_w = std::max(a_last_w, e.cycle);
+  const std::uint64_t b_first_ar = first_cycle_in(f.bench.mem.ar_log, b.src_addr, 8000);
+  const std::uint64_t a_last_w = last_cycle_in(f.bench.mem.w_log, a.dst_addr, 8000);
   EXPECT_LT(b_first_ar, a_last_w) << "the second descriptor's reads waited for the first one's last write";
   f.expect_memory_matches_reference();
   f.expect_protocol_clean();
@@ -475,11 +488,8 @@ TEST(DmaErrors, ReadErrorInTheReadAheadDescriptorLetsTheRunningOneComplete) {
   EXPECT_EQ(f.queue_error(0), DmaError::kReadResp) << "got " << to_string(f.queue_error(0));
   EXPECT_EQ(f.bench.read_reg(reg::queue(0, reg::kQErrInfo)), 1u);
   EXPECT_EQ(f.head(0), 1u) << "the running descriptor completes, the read-ahead one does not";
-  std::uint64_t b_first_ar = ~0ull, a_last_w = 0;
-  for (const auto& e : f.bench.mem.ar_log)
-    if (e.addr >= b.src_addr && e.addr < b.src_addr + 3000) b_first_ar = std::min(b_first_ar, e.cycle);
-  for (const auto& e : f.bench.mem.w_log)
-    if (e.addr >= a.dst_addr && e.addr < a.dst_addr + 8000) a_last_w = std::max(a_last_w, e.cycle);
+  const std::uint64_t b_first_ar = first_cycle_in(f.bench.mem.ar_log, b.src_addr, 3000);
+  const std::uint64_t a_last_w = last_cycle_in(f.bench.mem.w_log, a.dst_addr, 8000);
   EXPECT_LT(b_first_ar, a_last_w) << "the failing descriptor did not read ahead";
   f.expect_memory_matches_reference();  // the semaphore word too: incremented once
   f.expect_protocol_clean();
