@@ -23,7 +23,10 @@
 // before it reads. A burst that starts a contiguous run (one descriptor of the
 // hardware's one-run descriptor format) issues at least CTRL.run_gap cycles
 // after the previous run start of its side: the engine's per-run cost, which
-// makes small rows overhead-bound. See docs/dma.md.
+// makes small rows overhead-bound. A descriptor's first write burst issues at
+// least TIMING.desc_gap cycles after the previous descriptor's last data beat
+// on W: the per-descriptor cost that read-ahead cannot hide, which makes
+// mid-sized descriptors fall short of the peak. See docs/dma.md.
 module tsr_dma_engine
   import tsr_dma_pkg::*;
   import tsr_dma_unit_pkg::*;
@@ -161,10 +164,12 @@ module tsr_dma_engine
     logic [8:0]        outstanding;
   } wside_t;
 
-  // Run gaps: cycles until the next burst that starts a run may issue, per side
+  // Run gaps: cycles until the next burst that starts a run may issue, per
+  // side; the descriptor gap: cycles until a descriptor's first write burst may issue
   typedef struct packed {
-    logic [7:0] ar;
-    logic [7:0] aw;
+    logic [7:0]  ar;
+    logic [7:0]  aw;
+    logic [15:0] desc;
   } gap_t;
 
   // AXI hold: once valid, a channel keeps valid and payload until ready
@@ -196,6 +201,7 @@ module tsr_dma_engine
   wside_t                         w_q, w_d;
   hold_t                          hold_q, hold_d;
   gap_t                           gap_q, gap_d;
+  logic                           dst_fresh_q, dst_fresh_d;  // the destination walk has issued no burst yet
   desc_t                          desc, fb_d_desc, ra_desc;
   assign desc    = desc_t'(ctl_q.desc);
   assign ra_desc = desc_t'(ra_q.desc);
@@ -212,6 +218,7 @@ module tsr_dma_engine
   // ---------------------------------------------------------------------------
   logic                eng_en, rewind;
   logic [7:0]          rd_lim, wr_lim, run_gap;
+  logic [15:0]         desc_gap;
   logic [47:0]         win_base, win_limit;
   queue_t [Queues-1:0] queues;
   logic [QW-1:0]       rewind_queue;
@@ -232,6 +239,7 @@ module tsr_dma_engine
     .clk_i, .rst_ni,
     .reg_req_i, .reg_we_i, .reg_addr_i, .reg_wdata_i, .reg_rdata_o,
     .eng_en_o(eng_en), .rd_limit_o(rd_lim), .wr_limit_o(wr_lim), .run_gap_o(run_gap),
+    .desc_gap_o(desc_gap),
     .win_base_o(win_base), .win_limit_o(win_limit), .queues_o(queues),
     .rewind_o(rewind), .rewind_queue_o(rewind_queue),
     .wr_err_i(b_hs && bresp_i[1]), .wr_err_queue_i(b_owner.qid),
@@ -486,7 +494,7 @@ module tsr_dma_engine
                  (!src_first || gap_q.ar == '0);
     data_aw_ok = run_phase && dst_valid && !aborting && wq_wready &&
                  w_q.outstanding < 9'(wr_lim) && (st_q.cmt - st_q.awp) >= 32'(dst_bytes) &&
-                 (!dst_first || gap_q.aw == '0);
+                 (!dst_first || gap_q.aw == '0) && (!dst_fresh_q || gap_q.desc == '0);
 
     // A descriptor fetch goes first between data bursts; a held request keeps its owner.
     ar_fetch  = hold_q.ar ? hold_q.ar_fetch : fb_ar_req;
@@ -543,6 +551,7 @@ module tsr_dma_engine
     // A run start loads its side's gap; the gap counts down every cycle.
     gap_d.ar = (gap_q.ar != '0) ? gap_q.ar - 8'd1 : '0;
     gap_d.aw = (gap_q.aw != '0) ? gap_q.aw - 8'd1 : '0;
+    gap_d.desc = (gap_q.desc != '0) ? gap_q.desc - 16'd1 : '0;
     if (ar_hs && !ar_fetch && src_first && run_gap > 8'd1) gap_d.ar = run_gap - 8'd1;
     if (aw_hs && !aw_completion && dst_first && run_gap > 8'd1) gap_d.aw = run_gap - 8'd1;
     ra_d   = ra_q;
@@ -554,6 +563,8 @@ module tsr_dma_engine
     end
     if (w_hs && !w_head.imm && dst_done && st_q.cons + 32'(w_bytes) == st_q.awp) begin
       ctl_d.moving = 1'b0;
+      // The descriptor's last data beat: the next descriptor's first write burst waits the descriptor gap.
+      if (desc_gap > 16'd1) gap_d.desc = desc_gap - 16'd1;
     end
     walk_start  = 1'b0;
     ahead_start = 1'b0;
@@ -700,6 +711,10 @@ module tsr_dma_engine
       ra_d = ra_t'{valid: 1'b1, qid: fb_queue, index: fb_index, desc_addr: fb_addr,
                    desc: fb_desc, gen: !st_q.rgen, moving: 1'b0};
     end
+
+    dst_fresh_d = dst_fresh_q;
+    if (dst_ready) dst_fresh_d = 1'b0;
+    if (walk_start || chain_start) dst_fresh_d = 1'b1;
   end
 
   // ---------------------------------------------------------------------------
@@ -729,6 +744,7 @@ module tsr_dma_engine
       w_q    <= '0;
       hold_q <= '0;
       gap_q  <= '0;
+      dst_fresh_q <= 1'b0;
     end else begin
       ctl_q  <= ctl_d;
       ra_q   <= ra_d;
@@ -737,6 +753,7 @@ module tsr_dma_engine
       w_q    <= w_d;
       hold_q <= hold_d;
       gap_q  <= gap_d;
+      dst_fresh_q <= dst_fresh_d;
     end
   end
 

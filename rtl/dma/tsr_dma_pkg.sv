@@ -51,6 +51,7 @@ package tsr_dma_pkg;
   localparam logic [11:0] RegWinLimitLo = 12'h018;
   localparam logic [11:0] RegWinLimitHi = 12'h01C;
   localparam logic [11:0] RegCntClear = 12'h020;
+  localparam logic [11:0] RegTiming = 12'h024;
   localparam logic [11:0] RegBytesRdLo = 12'h040;
   localparam logic [11:0] RegBytesRdHi = 12'h044;
   localparam logic [11:0] RegBytesWrLo = 12'h048;

@@ -29,6 +29,7 @@ module tsr_dma_regs
   output logic [7:0]               rd_limit_o,   // outstanding reads allowed (1 .. MaxOutstanding)
   output logic [7:0]               wr_limit_o,   // outstanding writes allowed
   output logic [7:0]               run_gap_o,    // cycles between run starts of a side (0, 1: none)
+  output logic [15:0]              desc_gap_o,   // cycles from a descriptor's last W beat to the next one's first AW (0, 1: none)
   output logic [47:0]              win_base_o,
   output logic [47:0]              win_limit_o,
   output queue_t [Queues-1:0]      queues_o,
@@ -64,6 +65,7 @@ module tsr_dma_regs
     logic [7:0]  rd_limit;  // CTRL[15:8]; 0 = MaxOutstanding
     logic [7:0]  wr_limit;  // CTRL[23:16]
     logic [7:0]  run_gap;   // CTRL[31:24]
+    logic [15:0] desc_gap;  // TIMING[15:0]
     logic [47:0] win_base;
     logic [47:0] win_limit;
   } global_t;
@@ -88,6 +90,7 @@ module tsr_dma_regs
   assign rd_limit_o  = limit(glob_q.rd_limit);
   assign wr_limit_o  = limit(glob_q.wr_limit);
   assign run_gap_o   = glob_q.run_gap;
+  assign desc_gap_o  = glob_q.desc_gap;
   assign win_base_o  = glob_q.win_base;
   assign win_limit_o = glob_q.win_limit;
   assign queues_o    = q_q;
@@ -139,6 +142,7 @@ module tsr_dma_regs
           RegWinLimitLo: glob_d.win_limit[31:0]  = reg_wdata_i;
           RegWinLimitHi: glob_d.win_limit[47:32] = reg_wdata_i[15:0];
           RegCntClear:   cnt_clear = 1'b1;
+          RegTiming:     glob_d.desc_gap = reg_wdata_i[15:0];
           default: ;
         endcase
       end
@@ -222,6 +226,7 @@ module tsr_dma_regs
           RegParams:        rdata_d = {8'b0, 8'(MaxOutstanding), 8'(DataBytes), 8'(Queues)};
           RegCtrl:          rdata_d = {glob_q.run_gap, glob_q.wr_limit, glob_q.rd_limit, 7'b0, glob_q.en};
           RegStatus:        rdata_d = {31'b0, busy_i};
+          RegTiming:        rdata_d = {16'b0, glob_q.desc_gap};
           RegWinBaseLo:     rdata_d = glob_q.win_base[31:0];
           RegWinBaseHi:     rdata_d = {16'b0, glob_q.win_base[47:32]};
           RegWinLimitLo:    rdata_d = glob_q.win_limit[31:0];

@@ -99,6 +99,9 @@ struct DmaConfig {
   // A burst that starts a contiguous run issues at least this many engine
   // cycles after the previous run start of its side (0, 1: no limit).
   std::int64_t run_gap_cycles = 0;
+  // A descriptor's first write burst issues at least this many engine cycles
+  // after the previous descriptor's last write beat (0, 1: no limit).
+  std::int64_t descriptor_gap_cycles = 0;
 };
 
 struct SyncConfig {

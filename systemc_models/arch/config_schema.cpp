@@ -144,6 +144,9 @@ std::vector<FieldSpec> build_schema() {
   s.push_back(field("dma.run_gap_cycles", TSR_REF(IntRef, c.dma.run_gap_cycles), "cycles",
                     "Least engine cycles between the starts of two contiguous runs of one side (0, 1: no limit)")
                   .at_least(0).at_most(255).def("0"));
+  s.push_back(field("dma.descriptor_gap_cycles", TSR_REF(IntRef, c.dma.descriptor_gap_cycles), "cycles",
+                    "Least engine cycles from a descriptor's last write beat to the next descriptor's first write burst (0, 1: no limit)")
+                  .at_least(0).at_most(65535).def("0"));
 
   s.push_back(field("sync.semaphores", TSR_REF(IntRef, c.sync.semaphores), "semaphores", "Hardware semaphores").at_least(1).at_most(4096));
   s.push_back(field("sync.latency_ns", TSR_REF(FloatRef, c.sync.latency_ns), "ns", "Semaphore update to waiter wake-up").at_least(0).at_most(1e6).def("10"));

@@ -54,12 +54,13 @@ namespace dma_reg {
 inline constexpr std::uint32_t kId = 0x000;  // RO. Reads 'TDMA'
 inline constexpr std::uint32_t kParams = 0x004;  // RO. [7:0] queues, [15:8] data bytes, [23:16] max outstanding
 inline constexpr std::uint32_t kCtrl = 0x008;  // RW. [0] engine enable; [15:8] read outstanding limit, [23:16] write outstanding limit (0 = parameter maximum); [31:24] run gap: a burst that starts a contiguous run issues at least this many cycles after the previous run start of its side (0 or 1 = no limit)
-inline constexpr std::uint32_t kStatus = 0x00C;  // RO. [0] busy (a descriptor active, a transaction outstanding or a run gap counting down)
+inline constexpr std::uint32_t kStatus = 0x00C;  // RO. [0] busy (a descriptor active, a transaction outstanding, or a run gap or the descriptor gap counting down)
 inline constexpr std::uint32_t kWinBaseLo = 0x010;  // RW. Address window base, bits 31:0
 inline constexpr std::uint32_t kWinBaseHi = 0x014;  // RW. Address window base, bits 47:32
 inline constexpr std::uint32_t kWinLimitLo = 0x018;  // RW. Address window limit (exclusive), bits 31:0
 inline constexpr std::uint32_t kWinLimitHi = 0x01C;  // RW. Address window limit (exclusive), bits 47:32
 inline constexpr std::uint32_t kCntClear = 0x020;  // WO. Write any value: clear every performance counter
+inline constexpr std::uint32_t kTiming = 0x024;  // RW. [15:0] descriptor gap: a descriptor's first write burst issues at least this many cycles after the previous descriptor's last data beat on W (0 or 1 = no limit)
 inline constexpr std::uint32_t kBytesRdLo = 0x040;  // RO. Bytes read into the data buffer (saturating, 64 bit)
 inline constexpr std::uint32_t kBytesRdHi = 0x044;  // RO
 inline constexpr std::uint32_t kBytesWrLo = 0x048;  // RO. Bytes written by data bursts (saturating, 64 bit)

@@ -240,6 +240,7 @@ RtlDmaEngine::RtlDmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx,
   write_reg_now(r::kWinBaseHi, 0);
   write_reg_now(r::kWinLimitLo, static_cast<std::uint32_t>(limit));
   write_reg_now(r::kWinLimitHi, static_cast<std::uint32_t>(limit >> 32));
+  write_reg_now(r::kTiming, static_cast<std::uint32_t>(ctx.cfg.dma.descriptor_gap_cycles));
   write_reg_now(r::kCtrl, 1u | static_cast<std::uint32_t>(ctx.cfg.dma.run_gap_cycles) << 24);
   if (ctx.waves) {
     if (const auto t = ctx.waves->rtl_trace(basename()))

@@ -143,6 +143,7 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::
       period_(static_cast<double>(ctx.cfg.dma.axi_data_bytes) / ctx.cfg.dma.bytes_per_ns, SC_NS),
       max_outstanding_(static_cast<std::uint32_t>(ctx.cfg.dma.max_outstanding)),
       run_gap_(period_ * static_cast<double>(ctx.cfg.dma.run_gap_cycles)),
+      descriptor_gap_(period_ * static_cast<double>(ctx.cfg.dma.descriptor_gap_cycles)),
       fetch_ptr_(queues, 0),
       tail_visible_(queues),
       last_fetched_queue_(queues - 1) {
@@ -586,6 +587,7 @@ void DmaEngine::execute(Fetched f) {
         t_aw = std::max({retire(need) + cycle * (kReadToWrite - 1), next_aw_, aw_floor});
         if (const sc_time slot = write_slot_free(); slot > SC_ZERO_TIME) t_aw = std::max(t_aw, slot - cycle);
         if (dst[wi].first) t_aw = std::max(t_aw, next_run_aw_);
+        if (wi == 0) t_aw = std::max(t_aw, next_descriptor_aw_);
         t_write_start = std::max(w_free_, t_aw + cycle);
         t_write = t_write_start + cycle * static_cast<double>(w_beats - 1);
       }
@@ -766,6 +768,7 @@ void DmaEngine::execute(Fetched f) {
       written += w.bytes;
       ++wi;
       if (wi == dst.size()) {
+        next_descriptor_aw_ = t_write + descriptor_gap_;
         // The completion stage holds one descriptor: this one moves in once
         // its last write beat is out and the previous one has written its status.
         writes_done = true;

@@ -259,6 +259,11 @@ private:
   sc_core::sc_time period_;
   std::uint32_t max_outstanding_;
   sc_core::sc_time run_gap_;  // dma.run_gap_cycles: between two run starts of one side
+  // dma.descriptor_gap_cycles: from a descriptor's last write beat to the next
+  // one's first write burst, the earliest of which is next_descriptor_aw_ (the
+  // RTL's gap_q.desc).
+  sc_core::sc_time descriptor_gap_;
+  sc_core::sc_time next_descriptor_aw_;
   // The earliest next data AR and AW that start a run (a run gap after the
   // last ones, as the RTL's gap_q counts), and the earliest next data AW (one
   // per cycle, in order).

@@ -809,6 +809,44 @@ TEST(DmaEngine, RunGapSpacesRunStartsOnEachSide) {
 
 }
 
+// TIMING[15:0], the descriptor gap: a descriptor's first write burst issues
+// at least that many cycles after the previous descriptor's last data beat
+// on W, here exactly that many (the read-ahead descriptor's data is already
+// in the buffer by then); without it the next one's first write goes as soon
+// as its data is in. The first descriptor after reset waits for nothing.
+TEST(DmaEngine, DescriptorGapHoldsTheNextDescriptorsFirstWrite) {
+  constexpr unsigned kGap = 40;
+  constexpr unsigned kCount = 3;
+  const auto area = [](unsigned i) { return kDst + 0x10000ull * i; };
+  const auto gaps = [&](unsigned gap) {
+    Fixture f(43);
+    f.bench.write_reg(reg::kTiming, gap);
+    EXPECT_EQ(f.bench.read_reg(reg::kTiming), gap);
+    for (unsigned i = 0; i < kCount; ++i) f.post(0, contiguous(kSrc + 0x1000 * i, area(i), 1024));
+    f.bench.doorbell(0);
+    EXPECT_TRUE(f.bench.run_until_idle(20000));
+    f.expect_memory_matches_reference();
+    f.expect_protocol_clean();
+    const auto cycles_in = [&](const std::vector<AxiMemory::AddressEvent>& log, unsigned i) {
+      std::vector<std::uint64_t> c;
+      for (const auto& e : log)
+        if (e.addr >= area(i) && e.addr < area(i) + 0x10000) c.push_back(e.cycle);
+      return c;
+    };
+    std::vector<std::uint64_t> out;  // per later descriptor: its first AW after the last W beat before it
+    for (unsigned i = 1; i < kCount; ++i) {
+      const auto aw = cycles_in(f.bench.mem.aw_log, i);
+      const auto w = cycles_in(f.bench.mem.w_log, i - 1);
+      EXPECT_FALSE(aw.empty());
+      EXPECT_FALSE(w.empty());
+      if (!aw.empty() && !w.empty()) out.push_back(aw.front() - w.back());
+    }
+    return out;
+  };
+  for (const std::uint64_t g : gaps(kGap)) EXPECT_EQ(g, kGap);
+  for (const std::uint64_t g : gaps(0)) EXPECT_LT(g, kGap);  // 27 here: the read-ahead data's memory latency
+}
+
 // Rows back to back carry on one run: bursts of their own, none held by the gap.
 TEST(DmaEngine, RunGapDoesNotHoldRowsBackToBack) {
   constexpr unsigned kGap = 7;
