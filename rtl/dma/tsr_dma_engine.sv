@@ -201,7 +201,6 @@ module tsr_dma_engine
   wside_t                         w_q, w_d;
   hold_t                          hold_q, hold_d;
   gap_t                           gap_q, gap_d;
-  logic                           dst_fresh_q, dst_fresh_d;  // the destination walk has issued no burst yet
   desc_t                          desc, fb_d_desc, ra_desc;
   assign desc    = desc_t'(ctl_q.desc);
   assign ra_desc = desc_t'(ra_q.desc);
@@ -494,7 +493,7 @@ module tsr_dma_engine
                  (!src_first || gap_q.ar == '0);
     data_aw_ok = run_phase && dst_valid && !aborting && wq_wready &&
                  w_q.outstanding < 9'(wr_lim) && (st_q.cmt - st_q.awp) >= 32'(dst_bytes) &&
-                 (!dst_first || gap_q.aw == '0) && (!dst_fresh_q || gap_q.desc == '0);
+                 (!dst_first || gap_q.aw == '0) && gap_q.desc == '0;
 
     // A descriptor fetch goes first between data bursts; a held request keeps its owner.
     ar_fetch  = hold_q.ar ? hold_q.ar_fetch : fb_ar_req;
@@ -563,7 +562,8 @@ module tsr_dma_engine
     end
     if (w_hs && !w_head.imm && dst_done && st_q.cons + 32'(w_bytes) == st_q.awp) begin
       ctl_d.moving = 1'b0;
-      // The descriptor's last data beat: the next descriptor's first write burst waits the descriptor gap.
+      // The descriptor's last data beat: every data AW after it is of a later
+      // descriptor, so holding them all holds the next one's first.
       if (desc_gap > 16'd1) gap_d.desc = desc_gap - 16'd1;
     end
     walk_start  = 1'b0;
@@ -711,10 +711,6 @@ module tsr_dma_engine
       ra_d = ra_t'{valid: 1'b1, qid: fb_queue, index: fb_index, desc_addr: fb_addr,
                    desc: fb_desc, gen: !st_q.rgen, moving: 1'b0};
     end
-
-    dst_fresh_d = dst_fresh_q;
-    if (dst_ready) dst_fresh_d = 1'b0;
-    if (walk_start || chain_start) dst_fresh_d = 1'b1;
   end
 
   // ---------------------------------------------------------------------------
@@ -744,7 +740,6 @@ module tsr_dma_engine
       w_q    <= '0;
       hold_q <= '0;
       gap_q  <= '0;
-      dst_fresh_q <= 1'b0;
     end else begin
       ctl_q  <= ctl_d;
       ra_q   <= ra_d;
@@ -753,7 +748,6 @@ module tsr_dma_engine
       w_q    <= w_d;
       hold_q <= hold_d;
       gap_q  <= gap_d;
-      dst_fresh_q <= dst_fresh_d;
     end
   end
 

@@ -587,7 +587,7 @@ void DmaEngine::execute(Fetched f) {
         t_aw = std::max({retire(need) + cycle * (kReadToWrite - 1), next_aw_, aw_floor});
         if (const sc_time slot = write_slot_free(); slot > SC_ZERO_TIME) t_aw = std::max(t_aw, slot - cycle);
         if (dst[wi].first) t_aw = std::max(t_aw, next_run_aw_);
-        if (wi == 0) t_aw = std::max(t_aw, next_descriptor_aw_);
+        t_aw = std::max(t_aw, next_descriptor_aw_);  // set at a descriptor's last beat: binds only the next one's first AW
         t_write_start = std::max(w_free_, t_aw + cycle);
         t_write = t_write_start + cycle * static_cast<double>(w_beats - 1);
       }
