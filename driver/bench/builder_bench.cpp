@@ -55,10 +55,13 @@ void build_program(benchmark::State& state, const BuildCase& c) {
     state.SkipWithError(fmt::format("no kernel '{}'", c.kernel).c_str());
     return;
   }
-  tessera::kernels::KernelArgs args;
-  args.variant = c.variant;
-  args.shape = tessera::kernels::resolve_shape(*spec, tessera::kernels::parse_shape(c.shape));
-  args.seed = 1;
+  // Resolved as `tessera run` resolves them: the variant's tunable
+  // parameters at their defaults (or the tuning database's) for this shape.
+  tessera::kernels::KernelRequest request;
+  request.kernel = c.kernel;
+  request.variant = c.variant;
+  request.shape = tessera::kernels::parse_shape(c.shape);
+  const tessera::kernels::KernelArgs args = tessera::kernels::resolve(*spec, dev.config(), request);
   auto instance = spec->make(dev, args);
   std::size_t ops = 0, instructions = 0;
   std::int64_t peak = 0, program_bytes = 0;

@@ -100,10 +100,16 @@ std::string digest_job(const tessera::cli::runner::Job& job) {
     options.no_data = true;  // the program does not depend on the data
     for (const auto& s : job.overrides) options.overrides.push_back(tessera::arch::parse_override(s));
     tessera::Device dev(options);
-    tessera::kernels::KernelArgs args;
-    args.variant = job.variant.empty() ? spec->variants.front().name : job.variant;
-    args.shape = tessera::kernels::resolve_shape(*spec, job.shape);
-    args.seed = job.seed;
+    // Resolved as `tessera run` resolves a job: its parameters checked and
+    // the others at their defaults (or the tuning database's).
+    tessera::kernels::KernelRequest request;
+    request.kernel = job.kernel;
+    request.variant = job.variant;
+    request.shape = job.shape;
+    request.params = job.params;
+    request.seed = job.seed;
+    request.dtype = job.dtype;
+    const tessera::kernels::KernelArgs args = tessera::kernels::resolve(*spec, dev.config(), request);
     auto instance = spec->make(dev, args);
     std::size_t ops = 0;
     const std::uint64_t digest = digest_of(instance->build(), &ops);

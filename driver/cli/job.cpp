@@ -14,7 +14,7 @@ constexpr StatusName kStatusNames[] = {
     {Status::Pass, "pass"},       {Status::Fail, "fail"},       {Status::Error, "error"},
     {Status::Crash, "crash"},     {Status::Timeout, "timeout"}, {Status::Slower, "slower"},
     {Status::Faster, "faster"},   {Status::Missing, "missing"}, {Status::Infeasible, "infeasible"},
-    {Status::Interrupted, "interrupted"},
+    {Status::Interrupted, "interrupted"}, {Status::Disagree, "disagree"},
 };
 
 }  // namespace
@@ -42,6 +42,7 @@ nlohmann::json to_json(const JobResult& r, const std::string& suite) {
   if (!j.dtype.empty()) out["dtype"] = j.dtype;
   if (j.cores > 0) out["cores"] = j.cores;
   if (!j.shard.empty()) out["shard"] = j.shard;
+  if (!j.agree_group.empty()) out["agree_group"] = j.agree_group;
   return out;
 }
 
@@ -59,6 +60,7 @@ JobResult result_from_json(const nlohmann::json& j, std::string* suite) {
   r.job.cores = j.value("cores", 0);
   r.job.shard = j.value("shard", std::string());
   r.job.seed = j.value("seed", std::uint64_t{1});
+  r.job.agree_group = j.value("agree_group", std::string());
   const std::string status = j.at("status");
   const auto s = parse_status(status);
   if (!s) throw nlohmann::json::other_error::create(501, "unknown job status '" + status + "'", &j);

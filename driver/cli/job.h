@@ -27,6 +27,10 @@ struct Job {
   std::vector<std::string> groups;
   std::vector<std::string> overrides;  // config overrides, "key=value" (tessera run --set)
   bool no_data = false;                // timing only (tessera run --no-data)
+  // A suite test's `fidelities`: the same job's id in every fidelity (the id
+  // without its "@fidelity"); the jobs of one group must end on the same
+  // picosecond and tensor cycle (regress::check_agreement). "": no group.
+  std::string agree_group;
   std::string file;  // where the job's test is written, for errors
   int line = 0;
 };
@@ -60,6 +64,7 @@ enum class Status {
   Missing,      // a Slurm shard left no results
   Infeasible,   // a study point whose kernel does not fit the config: an answer
   Interrupted,  // the runner was interrupted (Ctrl-C) before the job ended
+  Disagree,     // ran, but its time differs from the same job in another fidelity
 };
 
 const char* to_string(Status s);

@@ -98,7 +98,8 @@ Suite load_suite(const std::string& path) {
   std::set<std::string> ids;
   for (const YAML::Node& t : root["tests"]) {
     std::set<std::string> allowed = kSettings;
-    for (const char* k : {"name", "kernel", "variants", "dtypes", "configs", "shapes", "params", "cores", "shard"})
+    for (const char* k : {"name", "kernel", "variants", "dtypes", "configs", "shapes", "params", "cores", "shard",
+                          "fidelities"})
       allowed.insert(k);
     check_keys(path, t, allowed, "a test");
     for (const char* k : {"name", "kernel", "configs"})
@@ -115,6 +116,18 @@ Suite load_suite(const std::string& path) {
       fail(path, t["name"], "a test's name is 1 to 100 letters, digits and _ . + -");
     base.kernel = t["kernel"].Scalar();
     if (auto n = setting("fidelity")) base.fidelity = n.Scalar();
+    // The same jobs in several fidelities, which must agree to the picosecond:
+    // the whole-core check that rtl and the fast models are one machine.
+    std::vector<std::string> fidelities{""};
+    if (const YAML::Node f = t["fidelities"]) {
+      if (t["fidelity"]) fail(path, f, "a test has 'fidelity' or 'fidelities', not both");
+      fidelities = strings(path, f, "fidelities");
+      if (fidelities.size() < 2) fail(path, f, "'fidelities' lists at least two of rtl, sampled, tlm to compare");
+      for (const std::string& x : fidelities)
+        if (!arch::parse_fidelity(x)) fail(path, f, fmt::format("fidelity '{}': expected rtl, sampled or tlm", x));
+      if (std::set<std::string>(fidelities.begin(), fidelities.end()).size() != fidelities.size())
+        fail(path, f, "'fidelities' lists a fidelity twice");
+    }
     if (auto n = setting("timeout_s")) base.timeout_s = bounded(path, n, "timeout_s", 0, false, kMaxTimeoutS);
     if (auto n = setting("tolerance_percent"))
       base.tolerance_percent = bounded(path, n, "tolerance_percent", 0, true, 1000);
@@ -176,7 +189,7 @@ Suite load_suite(const std::string& path) {
     // Counted before anything is expanded, so a typo in the matrix fails at once.
     double count = 1;
     for (const std::size_t n : {variants.size(), dtypes.size(), configs.size(), core_list.size(), shapes.size(),
-                                param_sets.size()})
+                                param_sets.size(), fidelities.size()})
       count *= static_cast<double>(n);
     if (static_cast<double>(suite.jobs.size()) + count > static_cast<double>(kMaxJobs))
       fail(path, t, fmt::format("the suite has more than {} jobs", kMaxJobs));
@@ -187,6 +200,8 @@ Suite load_suite(const std::string& path) {
     jobs = runner::cross(jobs, core_list, [](Job& j, int n) { j.cores = n; });
     jobs = runner::cross(jobs, shapes, [](Job& j, const std::map<std::string, std::int64_t>& s) { j.shape = s; });
     jobs = runner::cross(jobs, param_sets, [](Job& j, const std::map<std::string, std::string>& p) { j.params = p; });
+    jobs = runner::cross(jobs, fidelities, [](Job& j, const std::string& f) { j.fidelity = f.empty() ? j.fidelity : f; });
+    const bool compared = fidelities.size() > 1;
     for (Job& j : jobs) {
       std::string shape_text, param_text;
       for (const auto& [k, x] : j.shape) shape_text += fmt::format("{}{}{}", shape_text.empty() ? "" : "_", k, x);
@@ -195,6 +210,10 @@ Suite load_suite(const std::string& path) {
                          j.dtype.empty() ? "" : "." + j.dtype, j.config,
                          j.cores > 0 ? fmt::format(".cores{}", j.cores) : "",
                          shape_text.empty() ? "" : "/" + shape_text, param_text.empty() ? "" : "/" + param_text);
+      if (compared) {
+        j.agree_group = j.id;
+        j.id += "@" + j.fidelity;
+      }
       if (!ids.insert(j.id).second) fail(path, t, fmt::format("job '{}' appears twice", j.id));
       suite.jobs.push_back(std::move(j));
     }
@@ -228,6 +247,36 @@ void compare_to_baseline(std::vector<JobResult>& results, const nlohmann::json& 
       r.status = delta > 0 ? Status::Slower : Status::Faster;
       r.message = fmt::format("time {:.1f} ns against baseline {:.1f} ns ({:+.2f}%, tolerance {}%)", now, was, delta,
                               r.job.tolerance_percent);
+    }
+  }
+}
+
+void check_agreement(std::vector<JobResult>& results) {
+  // A job that failed for its own reason keeps its status; agreement is
+  // judged between the members that ran to the end.
+  const auto ran = [](Status s) { return s == Status::Pass || s == Status::Slower || s == Status::Faster; };
+  std::map<std::string, std::vector<JobResult*>> groups;
+  for (JobResult& r : results)
+    if (!r.job.agree_group.empty() && ran(r.status)) groups[r.job.agree_group].push_back(&r);
+  for (auto& [group, members] : groups) {
+    // Sharded runs see one member at a time; the merge sees them all.
+    if (members.size() < 2) continue;
+    const JobResult& first = *members.front();
+    const double t0 = first.report.value("time_ns", 0.0);
+    const double c0 = first.report.value("cycles", 0.0);
+    for (JobResult* r : members) {
+      const double t = r->report.value("time_ns", 0.0);
+      const double c = r->report.value("cycles", 0.0);
+      if (t == t0 && c == c0) continue;
+      // Every member is marked: which side is wrong is for the engineer to find.
+      const std::string message =
+          fmt::format("{} ends at {:.3f} ns ({:.1f} tensor cycles), {} at {:.3f} ns ({:.1f} tensor cycles): {:+.3f} ns",
+                      r->job.fidelity, t, c, first.job.fidelity, t0, c0, t - t0);
+      for (JobResult* m : members) {
+        m->status = Status::Disagree;
+        m->message = message;
+      }
+      break;
     }
   }
 }

@@ -42,6 +42,9 @@ std::vector<Job> select(const Suite& suite, const std::string& group, const std:
 // Compares results with a baseline ({id: {time_ns, cycles}}); a job whose
 // time moved beyond its tolerance gets status slower/faster with the delta.
 void compare_to_baseline(std::vector<JobResult>& results, const nlohmann::json& baseline);
+// Jobs of one agreement group (a test's `fidelities`) that ran but whose
+// times or tensor cycles differ all get status disagree, with both figures.
+void check_agreement(std::vector<JobResult>& results);
 nlohmann::json make_baseline(const std::vector<JobResult>& results);
 // A row per job for the suite's page (profile_page.h regress_page): its
 // status, time, the baseline's time and the change against it in percent

@@ -154,6 +154,7 @@ public:
   int write_outputs(const nlohmann::json& plan, const std::vector<JobResult>& unsorted,
                     const fs::path& out) const override {
     std::vector<JobResult> results = unsorted;
+    regress::check_agreement(results);
     std::sort(results.begin(), results.end(),
               [](const JobResult& a, const JobResult& b) { return a.job.id < b.job.id; });
     const std::string suite = plan.value("suite_name", "");

@@ -138,6 +138,67 @@ TEST(RegressBaseline, SlowerAndFasterBeyondToleranceFail) {
   EXPECT_EQ(make_baseline(r)["b"]["time_ns"], 1100.0);
 }
 
+// A test's `fidelities` runs each job once per fidelity, ids suffixed with
+// it, grouped so that the runner can require the same end.
+TEST(RegressSuite, FidelitiesExpandIntoAnAgreementGroup) {
+  const Suite s = load_suite(write_suite("agree",
+                                         "tests:\n"
+                                         "  - {name: a, kernel: gemm, variants: [naive], configs: tiny,\n"
+                                         "     fidelities: [rtl, tlm], shapes: [{M: 8, N: 64, K: 8}]}\n")
+                                 .string());
+  ASSERT_EQ(s.jobs.size(), 2u);
+  EXPECT_EQ(s.jobs[0].id, "a/naive/tiny/K8_M8_N64@rtl");
+  EXPECT_EQ(s.jobs[0].fidelity, "rtl");
+  EXPECT_EQ(s.jobs[1].id, "a/naive/tiny/K8_M8_N64@tlm");
+  EXPECT_EQ(s.jobs[1].fidelity, "tlm");
+  EXPECT_EQ(s.jobs[0].agree_group, "a/naive/tiny/K8_M8_N64");
+  EXPECT_EQ(s.jobs[1].agree_group, s.jobs[0].agree_group);
+  const char* head = "tests:\n  - name: a\n    kernel: gemm\n    configs: tiny\n";
+  EXPECT_THAT(error_of(std::string(head) + "    fidelities: [rtl]\n"),
+              HasSubstr("bad.yaml:5: 'fidelities' lists at least two"));
+  EXPECT_THAT(error_of(std::string(head) + "    fidelities: [rtl, tlm, rtl]\n"),
+              HasSubstr("bad.yaml:5: 'fidelities' lists a fidelity twice"));
+  EXPECT_THAT(error_of(std::string(head) + "    fidelities: [rtl, fast]\n"),
+              HasSubstr("bad.yaml:5: fidelity 'fast': expected rtl, sampled or tlm"));
+  EXPECT_THAT(error_of(std::string(head) + "    fidelity: tlm\n    fidelities: [rtl, tlm]\n"),
+              HasSubstr("bad.yaml:6: a test has 'fidelity' or 'fidelities', not both"));
+}
+
+// Members of a group that ran must end on the same picosecond and tensor
+// cycle; a member that failed on its own keeps its status, and a lone
+// member (a shard's view) is not judged.
+TEST(RegressAgreement, DifferentEndsMarkEveryMemberDisagree) {
+  const auto result = [](const std::string& group, const std::string& fidelity, double ns, double cycles) {
+    JobResult r;
+    r.job.id = group + "@" + fidelity;
+    r.job.agree_group = group;
+    r.job.fidelity = fidelity;
+    r.report = {{"time_ns", ns}, {"cycles", cycles}};
+    return r;
+  };
+  std::vector<JobResult> r = {result("same", "rtl", 1000.5, 40.0), result("same", "tlm", 1000.5, 40.0),
+                              result("apart", "rtl", 1000.5, 40.0), result("apart", "tlm", 1000.0, 40.0),
+                              result("cycles", "rtl", 10.0, 41.0),  result("cycles", "tlm", 10.0, 40.0),
+                              result("alone", "rtl", 5.0, 1.0),     result("failed", "rtl", 5.0, 1.0),
+                              result("failed", "tlm", 7.0, 1.0)};
+  r[8].status = Status::Fail;
+  check_agreement(r);
+  EXPECT_EQ(r[0].status, Status::Pass);
+  EXPECT_EQ(r[1].status, Status::Pass);
+  EXPECT_EQ(r[2].status, Status::Disagree);
+  EXPECT_EQ(r[3].status, Status::Disagree);
+  EXPECT_THAT(r[3].message, HasSubstr("tlm ends at 1000.000 ns (40.0 tensor cycles), rtl at 1000.500 ns"));
+  EXPECT_THAT(r[3].message, HasSubstr("-0.500 ns"));
+  EXPECT_EQ(r[4].status, Status::Disagree);
+  EXPECT_EQ(r[5].status, Status::Disagree);
+  EXPECT_EQ(r[6].status, Status::Pass);
+  EXPECT_EQ(r[7].status, Status::Pass);
+  EXPECT_EQ(r[8].status, Status::Fail);
+  // The status survives results.json (a merge reads it back).
+  EXPECT_EQ(runner::result_from_json(runner::to_json(r[2], "s")).status, Status::Disagree);
+  EXPECT_EQ(runner::result_from_json(runner::to_json(r[2], "s")).job.agree_group, "apart");
+}
+
 // The suite page's rows: each job's change against the baseline, none where
 // the baseline has no time for it or the job has no time.
 TEST(RegressBaseline, PageRowsGiveEachJobsChange) {
