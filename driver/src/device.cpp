@@ -769,7 +769,7 @@ RunReport Device::run_single(const Program& program) {
   if (waves) {
     // The Verilated models close their traces when destroyed.
     core_owner.reset();
-    const auto w = waves->finish(static_cast<std::uint64_t>(std::llround(sc_core::sc_time_stamp().to_seconds() * 1e12)));
+    const auto w = waves->finish(trace::now_ps());
     waves_gtkw_ = w.gtkw;
     report.wall_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();

@@ -141,7 +141,7 @@ private:
   // last cycle, it opens with the values held since then.
   void hold_at_window_start() {
     if (!fst_ || dumped_ || from_ps_ > to_ps_) return;
-    if (sc_core::sc_time_stamp().to_seconds() * 1e12 <= static_cast<double>(from_ps_)) return;
+    if (trace::ps(sc_core::sc_time_stamp()) <= static_cast<double>(from_ps_)) return;
     fst_->dump(from_ps_);
     dumped_ = true;
     last_ps_ = from_ps_;
@@ -149,7 +149,7 @@ private:
 
   void dump(bool rising) {
     if (!fst_) return;
-    const double now = sc_core::sc_time_stamp().to_seconds() * 1e12 + (rising ? half_ps_ : 0.0);
+    const double now = trace::ps(sc_core::sc_time_stamp()) + (rising ? half_ps_ : 0.0);
     const auto t = static_cast<std::uint64_t>(std::llround(now));
     if (t < from_ps_ || t > to_ps_ || (dumped_ && t <= last_ps_)) return;
     fst_->dump(t);
@@ -244,7 +244,7 @@ RtlDmaEngine::RtlDmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx,
   write_reg_now(r::kCtrl, 1u | static_cast<std::uint32_t>(ctx.cfg.dma.run_gap_cycles) << 24);
   if (ctx.waves) {
     if (const auto t = ctx.waves->rtl_trace(basename()))
-      port_->trace_to(t->path, t->from_ps, t->to_ps, period_.to_seconds() * 1e12);
+      port_->trace_to(t->path, t->from_ps, t->to_ps, trace::ps(period_));
   }
   SC_THREAD(run);
 }

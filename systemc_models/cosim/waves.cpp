@@ -6,6 +6,7 @@
 #include "cosim/waves.h"
 
 #include "arch/isa.h"
+#include "trace/sim_time.h"
 
 #include <fmt/format.h>
 
@@ -30,10 +31,6 @@ namespace tessera::cosim {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::uint64_t now_ps() {
-  return static_cast<std::uint64_t>(std::llround(sc_core::sc_time_stamp().to_seconds() * 1e12));
-}
 
 std::string trim(const std::string& s) {
   const auto b = s.find_first_not_of(" \t");
@@ -336,7 +333,7 @@ private:
   void change(int index, std::uint64_t value) {
     Var& v = vars_[index];
     if (v.value == value) return;
-    const std::uint64_t t = now_ps();
+    const std::uint64_t t = trace::now_ps();
     const bool write = fst_ && window_.contains(t);
     if (write) open_at(window_.from_ps);  // with the values from before this change
     v.value = value;

@@ -641,7 +641,7 @@ json run_formats(arch::Fidelity fidelity) {
     json out;
     out["ok"] = r.ok();
     out["message"] = r.message;
-    out["end_ns"] = r.end_time.to_seconds() * 1e9;
+    out["end_ns"] = trace::ns(r.end_time);
     out["results"] = FormatsPipeline::results(core);
     json cmds = json::array();
     if (recorder) cmds = recorder->log;
