@@ -160,6 +160,26 @@ TEST(Calibrate, CheckDocFailsWhenTheTableIsOld) {
   EXPECT_THAT(text, HasSubstr("after\n"));
 }
 
+// The documents --check-doc and --update-doc name are read before any run: a
+// missing one, or one without the markers, is bad input named at once (it used
+// to read as empty and be reported only after the whole suite had run).
+TEST(Calibrate, DocumentsAreCheckedBeforeTheRuns) {
+  Scratch s;
+  const std::string file = s.write("ok.yaml", suite(row("ok", "64")));
+  const std::string out = (s.dir / "out").string();
+  const std::string missing = (s.dir / "missing.md").string();
+  auto r = run_tessera(fmt::format("calibrate {} --out {} --check-doc {}", file, out, missing));
+  EXPECT_EQ(r.status, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr(missing + ": cannot read: No such file or directory"));
+  EXPECT_THAT(r.err, Not(HasSubstr("rows,")));  // nothing ran
+  const std::string plain = s.write("plain.md", "# A page without the table\n");
+  r = run_tessera(fmt::format("calibrate {} --out {} --update-doc {}", file, out, plain));
+  EXPECT_EQ(r.status, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr(plain + " has no generated-table markers"));
+  EXPECT_THAT(r.err, Not(HasSubstr("rows,")));
+  EXPECT_FALSE(fs::exists(s.dir / "out" / "results.json"));
+}
+
 TEST(Calibrate, BadSuitesNameFileAndLine) {
   Scratch s;
   struct Bad {
