@@ -199,12 +199,7 @@ int run_compare(const CompareOptions& o) {
   for (auto& r : results)
     if (r.status == Status::Error) r.status = Status::Infeasible;
   const int status = flow.write_outputs(plan, results, out);
-  if (interrupted) {
-    fmt::print(stderr, "{}: interrupted; the results written hold the configs that ran and the others as "
-                       "interrupted\n", kCompare);
-    return kExitInterrupted;
-  }
-  return status;
+  return interrupted ? runner::interrupted_exit(flow) : status;
 }
 
 }  // namespace

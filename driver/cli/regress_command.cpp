@@ -213,14 +213,7 @@ nlohmann::json suite_plan(const regress::Suite& suite, const RegressOptions& o) 
 }
 
 int run_suite(const RegressOptions& o) {
-  if (!o.submit.rerun_failed.empty()) {
-    if (!o.submit.enabled) {
-      std::cerr << fmt::format("{}: --rerun-failed resubmits the failed shards of a --slurm run: add --slurm\n",
-                               kRegress);
-      return kExitBadInput;
-    }
-    return runner::rerun_failed(SuiteFlow(), o.submit);
-  }
+  if (!o.submit.rerun_failed.empty()) return runner::rerun_failed(SuiteFlow(), o.submit);
   if (o.suite.empty()) {
     std::cerr << fmt::format("{}: a suite file is required (or: tessera regress merge DIR...)\n", kRegress);
     return kExitBadInput;
@@ -229,19 +222,12 @@ int run_suite(const RegressOptions& o) {
   const std::vector<std::string> errors = validate(suite);
   for (const auto& e : errors) std::cerr << e << '\n';
   if (!errors.empty()) return kExitBadInput;
-  int index = 1, count = 1;
-  if (!o.shard.empty() && !runner::parse_shard(o.shard, &index, &count)) {
-    std::cerr << fmt::format("{}: --shard {}: expected I/N with 1 <= I <= N <= 1000000\n", kRegress, o.shard);
-    return kExitBadInput;
-  }
   const bool slurm = o.submit.enabled || !o.submit.emit_sbatch.empty();
+  int index = 1, count = 1;
+  if (!runner::shard_option(SuiteFlow(), "suite", o.shard, slurm, &index, &count)) return kExitBadInput;
   if (o.update_baseline && (slurm || count > 1)) {
     std::cerr << fmt::format("{}: --update-baseline rewrites the whole suite's baseline: run it without --shard "
                              "and --slurm\n", kRegress);
-    return kExitBadInput;
-  }
-  if (slurm && !o.shard.empty()) {
-    std::cerr << fmt::format("{}: --slurm shards the suite itself (--shards N); --shard is for one shard\n", kRegress);
     return kExitBadInput;
   }
   const auto jobs = regress::select(suite, o.group, o.filter, index, count);
@@ -295,12 +281,7 @@ int run_suite(const RegressOptions& o) {
   }
 
   const int status = flow.write_outputs(suite_plan(suite, o), results, o.out);
-  if (interrupted) {
-    fmt::print(stderr, "{}: interrupted; the results written hold the jobs that ended and the others as interrupted\n",
-               kRegress);
-    return kExitInterrupted;
-  }
-  return status;
+  return interrupted ? runner::interrupted_exit(flow) : status;
 }
 
 // Combines the outputs of shards (--shard I/N runs) into one result set, as

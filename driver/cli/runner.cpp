@@ -1,6 +1,8 @@
 #include "files.h"
 #include "runner.h"
 
+#include "commands.h"
+
 #include "job_runner.h"
 
 #include "arch/config.h"
@@ -201,6 +203,29 @@ int default_shards(std::size_t jobs, int requested) {
   return requested > 0 ? std::min(requested, n) : std::min(32, n);
 }
 
+bool shard_option(const Flow& flow, const char* whole, const std::string& shard, bool slurm, int* index,
+                  int* count) {
+  *index = *count = 1;
+  if (shard.empty()) return true;
+  if (!parse_shard(shard, index, count)) {
+    fmt::print(stderr, "tessera {}: --shard {}: expected I/N with 1 <= I <= N <= {}\n", flow.name(), shard,
+               kMaxShards);
+    return false;
+  }
+  if (slurm) {
+    fmt::print(stderr, "tessera {}: --slurm shards the {} itself (--shards N); --shard is for one shard\n",
+               flow.name(), whole);
+    return false;
+  }
+  return true;
+}
+
+int interrupted_exit(const Flow& flow) {
+  fmt::print(stderr, "tessera {}: interrupted; the results written hold the {}s that ended and the others as "
+                     "interrupted\n", flow.name(), flow.noun());
+  return kExitInterrupted;
+}
+
 std::vector<JobResult> run_here(const Flow& flow, const std::vector<Job>& jobs, int parallel, const fs::path& out,
                                 bool* interrupted) {
   const auto reporter = flow.reporter(jobs.size());
@@ -244,6 +269,11 @@ int submit(const Flow& flow, nlohmann::json plan, std::size_t jobs, const fs::pa
 }
 
 int rerun_failed(const Flow& flow, const slurm::SubmitOptions& o) {
+  if (!o.enabled) {
+    fmt::print(stderr, "tessera {}: --rerun-failed resubmits the failed shards of a --slurm run: add --slurm\n",
+               flow.name());
+    return kExitBadInput;
+  }
   const fs::path out = fs::absolute(o.rerun_failed).lexically_normal();
   nlohmann::json plan = read_plan(flow, out, o.rerun_failed, "--rerun-failed");
   slurm::reschedule(plan["scheduling"], o);

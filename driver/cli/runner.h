@@ -80,6 +80,16 @@ public:
 // Shards when --shards is not given: one per job, at most 32.
 int default_shards(std::size_t jobs, int requested);
 
+// A flow's command's --shard I/N into *index and *count ("": the whole list,
+// 1/1), refused beside --slurm (`slurm`), which shards `whole` (its suite,
+// study) itself. False, the problem printed as "tessera NAME: ...", otherwise.
+bool shard_option(const Flow& flow, const char* whole, const std::string& shard, bool slurm, int* index,
+                  int* count);
+
+// After run_here was interrupted: says that the outputs written hold the
+// jobs that ended and the others as `interrupted`; kExitInterrupted.
+int interrupted_exit(const Flow& flow);
+
 // Runs `jobs` here, `parallel` at a time, in OUT/jobs, reporting each as it
 // ends. After an interrupt (Ctrl-C) `*interrupted` is set and the jobs it
 // stopped or kept from starting are `interrupted`: the flow writes its
@@ -96,6 +106,7 @@ int submit(const Flow& flow, nlohmann::json plan, std::size_t jobs, const std::f
 
 // --rerun-failed DIR: resubmits the shards of DIR's plan that left no results
 // or hold a job that is not answered, with a new merge job over all shards.
+// Without --slurm (o.enabled) it is bad input.
 int rerun_failed(const Flow& flow, const slurm::SubmitOptions& o);
 
 // `tessera NAME merge --plan DIR`, the merge job: every shard's results, and

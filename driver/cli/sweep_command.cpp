@@ -212,28 +212,14 @@ nlohmann::json study_plan(const sweep::Study& study, const SweepOptions& o) {
 }
 
 int run_sweep(const SweepOptions& o) {
-  if (!o.submit.rerun_failed.empty()) {
-    if (!o.submit.enabled) {
-      std::cerr << fmt::format("{}: --rerun-failed resubmits the failed shards of a --slurm run: add --slurm\n",
-                               kSweep);
-      return kExitBadInput;
-    }
-    return runner::rerun_failed(StudyFlow(), o.submit);
-  }
+  if (!o.submit.rerun_failed.empty()) return runner::rerun_failed(StudyFlow(), o.submit);
   if (o.study.empty()) {
     std::cerr << fmt::format("{}: a study file is required (or: tessera sweep merge --plan DIR)\n", kSweep);
     return kExitBadInput;
   }
   const bool slurm = o.submit.enabled || !o.submit.emit_sbatch.empty();
   int index = 1, count = 1;
-  if (!o.shard.empty() && !runner::parse_shard(o.shard, &index, &count)) {
-    std::cerr << fmt::format("{}: --shard {}: expected I/N with 1 <= I <= N <= 1000000\n", kSweep, o.shard);
-    return kExitBadInput;
-  }
-  if (slurm && !o.shard.empty()) {
-    std::cerr << fmt::format("{}: --slurm shards the study itself (--shards N); --shard is for one shard\n", kSweep);
-    return kExitBadInput;
-  }
+  if (!runner::shard_option(StudyFlow(), "study", o.shard, slurm, &index, &count)) return kExitBadInput;
   const sweep::Study study = load(o.study, o.kernels, o.no_data);
   const StudyFlow flow(study);
   const std::vector<Job> all = flow.jobs(study_plan(study, o));
@@ -258,12 +244,7 @@ int run_sweep(const SweepOptions& o) {
   for (auto& r : results)
     if (r.status == Status::Error) r.status = Status::Infeasible;
   const int status = flow.write_outputs(study_plan(study, o), results, out);
-  if (interrupted) {
-    fmt::print(stderr, "{}: interrupted; the results written hold the points that ended and the others as "
-                       "interrupted\n", kSweep);
-    return kExitInterrupted;
-  }
-  return status;
+  return interrupted ? runner::interrupted_exit(flow) : status;
 }
 
 }  // namespace

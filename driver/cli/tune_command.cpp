@@ -180,12 +180,9 @@ public:
 
 // `tessera tune --candidates FILE [--shard I/N]`: what a Slurm shard runs.
 int run_candidates(const TuneOptions& o) {
-  int index = 1, count = 1;
-  if (!o.shard.empty() && !runner::parse_shard(o.shard, &index, &count)) {
-    std::cerr << fmt::format("{}: --shard {}: expected I/N with 1 <= I <= N\n", kTune, o.shard);
-    return kExitBadInput;
-  }
   const CandidateFlow flow;
+  int index = 1, count = 1;
+  if (!runner::shard_option(flow, "round", o.shard, false, &index, &count)) return kExitBadInput;
   const std::vector<Job> jobs = runner::shard_of(jobs_of_candidates(o.candidates), index, count);
   const fs::path out = o.out.empty() ? fs::path("out") / "tune" / "candidates" : fs::path(o.out);
   make_dirs(out);

@@ -668,6 +668,9 @@ TEST(RegressSlurm, BadCombinationsAreRefused) {
   text.clear();
   EXPECT_EQ(run_binary("regress --rerun-failed /nonexistent", &text), 2);
   EXPECT_THAT(text, HasSubstr("add --slurm"));
+  text.clear();
+  EXPECT_EQ(run_binary(fmt::format("regress {} --slurm --shard 1/2", suite.string()), &text), 2);
+  EXPECT_THAT(text, HasSubstr("tessera regress: --slurm shards the suite itself (--shards N); --shard is for one shard"));
 }
 
 // The folder of another flow's --slurm run (a sweep's) is refused by name,

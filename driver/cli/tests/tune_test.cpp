@@ -239,6 +239,10 @@ TEST_F(TuneTest, TuneCommandRejectsBadInputNamingIt) {
   r = run_tessera("tune --kernel gemm");
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("--config"));
+  // A shard's --shard is checked as regress and sweep check theirs (runner::shard_option).
+  r = run_tessera("tune --candidates candidates.json --shard 3/2");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("tessera tune: --shard 3/2: expected I/N with 1 <= I <= N <= 1000000"));
 }
 
 // What a Slurm shard and the merge job run, without Slurm: the candidates
