@@ -105,6 +105,9 @@ void parse_key_parameter(const std::string& file, const YAML::Node& n, Parameter
       fail(file, n["values"], fmt::format("parameter '{}': 'values' must be a non-empty list", p.name));
     for (const auto& v : n["values"]) {
       if (!v.IsScalar()) fail(file, v, fmt::format("parameter '{}': a value must be a scalar", p.name));
+      // An empty value (`""`, or a tag alone such as `!x`) would make the
+      // override `key=`, which the config loader refuses (found by fuzz_study).
+      if (v.Scalar().empty()) fail(file, v, fmt::format("parameter '{}': a value must not be empty", p.name));
       p.values.push_back(v.Scalar());
       p.value_lines.push_back(line_of(v));
     }
@@ -332,10 +335,10 @@ void check_points(const Study& s) {
   // limits, or a combination the cross-checks refuse, is named here rather
   // than failing one job in the middle of the sweep.
   for (const auto& combination : combinations(s)) {
-    std::vector<arch::Override> overrides;
-    for (const auto& set : overrides_of(s, combination)) overrides.push_back(arch::parse_override(set));
     const std::string config = config_of(s, combination);
     try {
+      std::vector<arch::Override> overrides;
+      for (const auto& set : overrides_of(s, combination)) overrides.push_back(arch::parse_override(set));
       const arch::ResolvedConfig rc = arch::load_config(config, overrides);
       // A kernel entry's core counts must fit every point's chip.
       for (const auto& k : s.kernels)

@@ -609,5 +609,33 @@ TEST_F(StudyTest, TextThatIsNotUtf8IsRefusedByLine) {
   EXPECT_THAT(error_of(study + "description: \"two\\nlines\"\n"), HasSubstr(refused));
 }
 
+// An empty parameter value (fuzz_study: a tag alone, `!1450`) made the
+// override `key=`, whose config error escaped uncaught from the point check;
+// it is refused at its line, by the parser and by the point check both.
+TEST_F(StudyTest, EmptyParameterValuesAreRefusedByLine) {
+  const std::string head = "base: small\nkernels:\n  - kernel: gemm\nparameters:\n";
+  const std::string refused = "parameter 'hbm.bandwidth_gbps': a value must not be empty";
+  EXPECT_THAT(error_of(head + "  - key: hbm.bandwidth_gbps\n    values: [16, \"\"]\n"), HasSubstr("bad.yaml:6: " + refused));
+  EXPECT_THAT(error_of(head + "  - key: hbm.bandwidth_gbps\n    values:\n      - 16\n      - !1450\n"),
+              HasSubstr("bad.yaml:8: " + refused));
+  EXPECT_THAT(error_of(head + "  - {name: bw, key: hbm.bandwidth_gbps, values: [!x ]}\n"),
+              HasSubstr("bad.yaml:5: parameter 'bw': a value must not be empty"));
+  // A study built in memory (as tessera compare builds one) gets a StudyError, not the config's.
+  Study s;
+  s.base = "small";
+  Parameter p;
+  p.name = "hbm.bandwidth_gbps";
+  p.keys = {"hbm.bandwidth_gbps"};
+  p.values = {""};
+  p.value_lines = {1};
+  s.parameters.push_back(p);
+  try {
+    check_points(s);
+    ADD_FAILURE() << "an empty value was accepted";
+  } catch (const StudyError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("the point hbm.bandwidth_gbps= is not a valid config on small"));
+  }
+}
+
 }  // namespace
 }  // namespace tessera::cli::sweep
