@@ -258,25 +258,25 @@ void check_agreement(std::vector<JobResult>& results) {
   std::map<std::string, std::vector<JobResult*>> groups;
   for (JobResult& r : results)
     if (!r.job.agree_group.empty() && ran(r.status)) groups[r.job.agree_group].push_back(&r);
+  // A shard may hold one member of a group, which agrees with itself; the
+  // merge sees them all.
   for (auto& [group, members] : groups) {
-    // Sharded runs see one member at a time; the merge sees them all.
-    if (members.size() < 2) continue;
     const JobResult& first = *members.front();
-    const double t0 = first.report.value("time_ns", 0.0);
-    const double c0 = first.report.value("cycles", 0.0);
-    for (JobResult* r : members) {
-      const double t = r->report.value("time_ns", 0.0);
-      const double c = r->report.value("cycles", 0.0);
-      if (t == t0 && c == c0) continue;
-      // Every member is marked: which side is wrong is for the engineer to find.
-      const std::string message =
-          fmt::format("{} ends at {:.3f} ns ({:.1f} tensor cycles), {} at {:.3f} ns ({:.1f} tensor cycles): {:+.3f} ns",
-                      r->job.fidelity, t, c, first.job.fidelity, t0, c0, t - t0);
-      for (JobResult* m : members) {
-        m->status = Status::Disagree;
-        m->message = message;
-      }
-      break;
+    const auto end_of = [](const JobResult* r) {
+      return std::make_pair(r->report.value("time_ns", 0.0), r->report.value("cycles", 0.0));
+    };
+    const auto other = std::find_if(members.begin(), members.end(),
+                                    [&](const JobResult* r) { return end_of(r) != end_of(&first); });
+    if (other == members.end()) continue;
+    const auto [t0, c0] = end_of(&first);
+    const auto [t, c] = end_of(*other);
+    // Every member is marked: which side is wrong is for the engineer to find.
+    const std::string message =
+        fmt::format("{} ends at {:.3f} ns ({:.1f} tensor cycles), {} at {:.3f} ns ({:.1f} tensor cycles): {:+.3f} ns",
+                    (*other)->job.fidelity, t, c, first.job.fidelity, t0, c0, t - t0);
+    for (JobResult* m : members) {
+      m->status = Status::Disagree;
+      m->message = message;
     }
   }
 }
