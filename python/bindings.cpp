@@ -515,6 +515,8 @@ PYBIND11_MODULE(_tessera, m) {
              });
            }, py::arg("function"))
       .def("only_for", &TunableParam::only_for, py::arg("variants"))
+      .def("changes_numerics", &TunableParam::changes_numerics,
+           "Declares a choice of the result's rounding, not its speed: the tuner never searches it")
       .def_readonly("name", &TunableParam::name)
       .def_readonly("description", &TunableParam::description)
       .def_readonly("min", &TunableParam::min)

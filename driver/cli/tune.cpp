@@ -220,7 +220,7 @@ std::vector<Space> spaces(const KernelSpec& spec, const arch::HwConfig& config, 
     Space sp;
     sp.variant = variant;
     for (const TunableParam& p : spec.params) {
-      if (!p.applies_to(variant)) continue;
+      if (!p.applies_to(variant) || p.numerics) continue;
       const kernels::ParamValue* def = defaults.find(p.name);
       sp.dims.push_back(dimension(p, ctx, def ? *def : p.default_value));
     }

@@ -11,11 +11,15 @@
 //
 // The `_causal` variants mask key j > query i. Layout (per head, stacked):
 // Q^T and K^T [H*D, S] (head dim on partitions, as the score matmul wants
-// it), V [H*S, D], O [H*S, D] fp32; inputs bf16.
+// it), V [H*S, D], O [H*S, D] fp32; inputs bf16, or the --dtype given
+// (docs/formats.md, attention in every format): Q, K, V and the weights P
+// fed to the second matmul are of that dtype, scores, softmax state and O
+// fp32 whatever it is.
 #include "attention/attention.h"
 
 #include "arch/numerics.h"
 #include "common/bounds.h"
+#include "common/input_format.h"
 #include "tessera/kernel_builder.h"
 
 #include <fmt/format.h>
@@ -54,11 +58,13 @@ std::int64_t max_key_chunks(const arch::HwConfig& cfg) {
 // The kernel's sizes. c: query block and key chunk; bk: keys per block
 // (whole chunks); nd: head-dim chunks; dn: output columns per PSUM tile, nv
 // of them; nkc: key chunks of the sequence; per_head: bytes per partition
-// of one head's resident K^T and V; working: of everything else.
+// of one head's resident K^T and V; working: of everything else. e: bytes
+// of an input element (Q, K, V, P^T); P itself is at least bf16 (2 bytes),
+// since the array transposes only bf16 and fp32 tiles.
 struct AttentionPlan {
   std::int64_t c, bk, nd, dn, nv, nkc, per_head, working;
   AttentionPlan(const arch::HwConfig& cfg, std::int64_t S, std::int64_t D, bool flash, bool causal,
-                std::int64_t key_chunks) {
+                std::int64_t key_chunks, std::int64_t e) {
     const std::int64_t bank_fp32 = cfg.psum.bank_kib * 1024 / 4;
     c = chunk_of(cfg);
     bk = key_chunks * c;
@@ -71,11 +77,12 @@ struct AttentionPlan {
     dn = std::min(cfg.tensor.moving_max_free, bank_fp32);
     nv = ceil_div(D, dn);
     nkc = ceil_div(S, c);
-    per_head = nd * S * 2 + nkc * D * 2;
-    // Q (3 buffers), masked scores, P, P^T (2 each), outputs (3), the mask
-    // table, per-query state; naive adds a row of scores, exps and weights.
-    working = 3 * nd * c * 2 + 2 * bk * 4 + 2 * bk * 2 + 2 * bk * 2 + 3 * nv * dn * 4 + (causal ? (2 * bk + c) * 2 : 0) +
-              16 * 4 + (flash ? 0 : S * (4 + 4 + 2));
+    per_head = nd * S * e + nkc * D * e;
+    const std::int64_t ep = std::max<std::int64_t>(e, 2);
+    // Q (3 buffers), masked scores, P, P^T (2 each), outputs (3), the bf16
+    // mask table, per-query state; naive adds a row of scores, exps and weights.
+    working = 3 * nd * c * e + 2 * bk * 4 + 2 * bk * ep + 2 * bk * e + 3 * nv * dn * 4 + (causal ? (2 * bk + c) * 2 : 0) +
+              16 * 4 + (flash ? 0 : S * (4 + 4 + ep));
   }
 };
 
@@ -84,11 +91,12 @@ public:
   Attention(Device& dev, const KernelArgs& args)
       : dev_(dev), flash_(args.variant.rfind("flash", 0) == 0),
         causal_(args.variant.find("causal") != std::string::npos), S_(args.shape.at("S")), D_(args.shape.at("D")),
-        H_(args.shape.at("H")), h_hi_(H_), scale_(1.0f / std::sqrt(static_cast<float>(D_))), params_(args.params) {
+        H_(args.shape.at("H")), h_hi_(H_), scale_(1.0f / std::sqrt(static_cast<float>(D_))), params_(args.params),
+        in_(input_format(args.dtype, dev.config()).dtype), p_(arch::size_of(in_) == 1 ? DType::Bf16 : in_) {
     const std::uint64_t seed = args.seed;
-    qt_ = dev.allocate("qt", {H_ * D_, S_}, DType::Bf16);
-    kt_ = dev.allocate("kt", {H_ * D_, S_}, DType::Bf16);
-    v_ = dev.allocate("v", {H_ * S_, D_}, DType::Bf16);
+    qt_ = dev.allocate("qt", {H_ * D_, S_}, in_);
+    kt_ = dev.allocate("kt", {H_ * D_, S_}, in_);
+    v_ = dev.allocate("v", {H_ * S_, D_}, in_);
     o_ = dev.allocate("o", {H_ * S_, D_}, DType::Fp32);
     if (!flash_) scores_ = dev.allocate("scores", {H_ * S_, S_}, DType::Fp32);
     plan(dev.config());
@@ -105,12 +113,13 @@ public:
       dev.upload(mask_table_, table);
     }
     // Scores / sqrt(D) spread with a standard deviation of about 1.3, so the
-    // softmax is neither flat nor one-hot.
+    // softmax is neither flat nor one-hot; well inside fp8's range, so no
+    // input needs a scale.
     std::mt19937_64 rng(seed);
     const auto fill = [&](std::vector<float>& v, std::size_t n, double half_range) {
       std::uniform_real_distribution<double> dist(-half_range, half_range);
       v.resize(n);
-      for (auto& e : v) e = arch::to_float(arch::to_bf16(static_cast<float>(dist(rng))));
+      for (auto& e : v) e = held_value(in_, static_cast<float>(dist(rng)));
     };
     fill(q_, static_cast<std::size_t>(H_ * D_ * S_), 2.0);
     fill(k_, static_cast<std::size_t>(H_ * D_ * S_), 2.0);
@@ -154,7 +163,8 @@ private:
   std::int64_t c_ = 0, bk_ = 0, nd_ = 0, dn_ = 0, nv_ = 0, nkc_ = 0, sets_ = 0;
 
   void plan(const arch::HwConfig& cfg) {
-    const AttentionPlan p(cfg, S_, D_, flash_, causal_, params_.integer("key_chunks"));
+    const AttentionPlan p(cfg, S_, D_, flash_, causal_, params_.integer("key_chunks"),
+                          static_cast<std::int64_t>(arch::size_of(in_)));
     c_ = p.c;
     bk_ = p.bk;
     nd_ = p.nd;
@@ -200,8 +210,8 @@ private:
   std::vector<HeadTiles> head_tiles(KernelBuilder& kb) {
     std::vector<HeadTiles> sets(static_cast<std::size_t>(sets_));
     for (std::int64_t s = 0; s < sets_; ++s) {
-      for (std::int64_t j = 0; j < nd_; ++j) sets[s].kt.push_back(kb.sbuf(fmt::format("kt{}_{}", s, j), c_, S_, DType::Bf16));
-      sets[s].v = kb.sbuf(fmt::format("v{}", s), c_, nkc_ * D_, DType::Bf16);
+      for (std::int64_t j = 0; j < nd_; ++j) sets[s].kt.push_back(kb.sbuf(fmt::format("kt{}_{}", s, j), c_, S_, in_));
+      sets[s].v = kb.sbuf(fmt::format("v{}", s), c_, nkc_ * D_, in_);
     }
     return sets;
   }
@@ -252,11 +262,11 @@ private:
     return causal_ && k0 + kn - 1 > q0;  // the last key is after the first query
   }
 
-  // P^T V for the keys of P [qq, kn] (bf16, SBUF), a key block (up to bk
-  // keys, bk / c chunks) at a time, in two parts. transpose_p: each chunk of
-  // P is transposed through the array into its columns of one PSUM tile, and
-  // the scalar engine copies the whole tile to SBUF as bf16 in one
-  // instruction (exact: the values are bf16). multiply_v: each chunk of P^T
+  // P^T V for the keys of P [qq, kn] (the input dtype, SBUF), a key block
+  // (up to bk keys, bk / c chunks) at a time, in two parts. transpose_p:
+  // each chunk of P is transposed through the array into its columns of one
+  // PSUM tile, and the scalar engine copies the whole tile to SBUF in P's
+  // dtype in one instruction (exact: the values are of that dtype). multiply_v: each chunk of P^T
   // is the stationary operand of the multiply by V's rows of its keys.
   void transpose_p(KernelBuilder& kb, const Tile& p, std::int64_t qq, std::int64_t kn, const Tile& pt_ps,
                    const Tile& pt_sb) {
@@ -324,12 +334,12 @@ private:
       for (int i = 0; i < 3; ++i) v.push_back(make(fmt::format("{}{}", name, i)));
       return v;
     };
-    const auto q = three("q", [&](const std::string& n) { return kb.sbuf(n, c_, nd_ * c_, DType::Bf16); });
+    const auto q = three("q", [&](const std::string& n) { return kb.sbuf(n, c_, nd_ * c_, in_); });
     const auto s_ps = three("s", [&](const std::string& n) { return kb.psum(n, c_, bk_); });
     const Tile s_sb[2] = {kb.sbuf("sm0", c_, bk_, DType::Fp32), kb.sbuf("sm1", c_, bk_, DType::Fp32)};
-    const Tile p[2] = {kb.sbuf("p0", c_, bk_, DType::Bf16), kb.sbuf("p1", c_, bk_, DType::Bf16)};
+    const Tile p[2] = {kb.sbuf("p0", c_, bk_, p_), kb.sbuf("p1", c_, bk_, p_)};
     const Tile pt_ps[2] = {kb.psum("pt0", c_, bk_), kb.psum("pt1", c_, bk_)};
-    const Tile pt_sb[2] = {kb.sbuf("pts0", c_, bk_, DType::Bf16), kb.sbuf("pts1", c_, bk_, DType::Bf16)};
+    const Tile pt_sb[2] = {kb.sbuf("pts0", c_, bk_, in_), kb.sbuf("pts1", c_, bk_, in_)};
     std::vector<Tile> o_ps[3];
     for (int s = 0; s < 3; ++s)
       for (std::int64_t n = 0; n < nv_; ++n) o_ps[s].push_back(kb.psum(fmt::format("o{}_{}", s, n), c_, std::min(dn_, D_)));
@@ -437,7 +447,7 @@ private:
 
   void naive(KernelBuilder& kb) {
     const std::vector<HeadTiles> sets = head_tiles(kb);
-    const Tile q[2] = {kb.sbuf("q0", c_, nd_ * c_, DType::Bf16), kb.sbuf("q1", c_, nd_ * c_, DType::Bf16)};
+    const Tile q[2] = {kb.sbuf("q0", c_, nd_ * c_, in_), kb.sbuf("q1", c_, nd_ * c_, in_)};
     const Tile s_ps[2] = {kb.psum("s0", c_, bk_), kb.psum("s1", c_, bk_)};
     const Tile s_sb[2] = {kb.sbuf("sc0", c_, bk_, DType::Fp32), kb.sbuf("sc1", c_, bk_, DType::Fp32)};
     // Step 1: scaled, masked scores to HBM.
@@ -461,10 +471,10 @@ private:
     // Step 2: per row block, softmax over the whole row (max, exp with row
     // sums, divide), then P V.
     const Tile row = kb.sbuf("row", c_, S_, DType::Fp32), e = kb.sbuf("e", c_, S_, DType::Fp32);
-    const Tile pn = kb.sbuf("pn", c_, S_, DType::Bf16);
+    const Tile pn = kb.sbuf("pn", c_, S_, p_);
     const Tile mx = kb.sbuf("mx", c_, 1, DType::Fp32), l = kb.sbuf("l", c_, 1, DType::Fp32);
     const Tile pt_ps[2] = {kb.psum("pt0", c_, bk_), kb.psum("pt1", c_, bk_)};
-    const Tile pt_sb[2] = {kb.sbuf("pts0", c_, bk_, DType::Bf16), kb.sbuf("pts1", c_, bk_, DType::Bf16)};
+    const Tile pt_sb[2] = {kb.sbuf("pts0", c_, bk_, in_), kb.sbuf("pts1", c_, bk_, in_)};
     std::vector<Tile> o_ps;
     for (std::int64_t n = 0; n < nv_; ++n) o_ps.push_back(kb.psum(fmt::format("o{}", n), c_, std::min(dn_, D_)));
     const Tile o_sb = kb.sbuf("out", c_, D_, DType::Fp32);
@@ -498,30 +508,45 @@ private:
   std::int64_t h_lo_ = 0, h_hi_ = 0;
   float scale_;
   Params params_;
+  DType in_;  // Q, K, V and P^T
+  DType p_;   // P, which the array transposes: bf16 where the inputs are fp8
   Tensor qt_, kt_, v_, o_, scores_, mask_table_;
   std::vector<float> q_, k_, vv_;
 };
 
-// Reference in double from the same bf16 inputs, with a per-element bound
-// derived from the roundings the kernel makes (docs/kernels.md, attention).
-// Each weight p_j = exp(scale s_j - scale m) reaches numerator and
-// denominator with a relative error of at most
+// Reference in double from the same inputs (held in the input dtype), with
+// a per-element bound derived from the roundings the kernel makes
+// (docs/kernels.md, attention; docs/formats.md for the dtypes). Each weight
+// p_j = exp(scale s_j - scale m) reaches numerator and denominator with a
+// relative error of at most
 //   dp = scale E + 4 u32 M + 2 u32 + nb (4 u32 M + 3 u32)
-// (E = gamma_D sum_d |q k|: the fp32 score; 4 u32 M: scaling, the max
-// subtraction and its sum, M = max scale |s|; 2 u32: exp; per rescale block,
-// alpha's argument and exp and the multiply by it); the numerator adds the
-// bf16 rounding of P (u_bf16) and its fp32 accumulation over the keys
-// (gamma_{S+nb}), the denominator its own (gamma_{S+2 nb}). With
-// e = 2 dp + u_bf16 + u32 + gamma_{S+nb} + gamma_{S+2nb}:
-//   |O - O_ref| <= (e / (1 - e) + 2 u32) sum_j w_j |v_j| + S 2^-126 max|v|
-// (w the exact softmax weights; the last term: flushed subnormal weights).
-// naive divides P by l before the multiply (its u32 and u_bf16 are in e) and
-// has no rescales (nb = 0).
+// (E = gamma_D sum_d |q k|: the fp32 score, gamma_(D+1) for fp32 inputs,
+// whose products round; 4 u32 M: scaling, the max subtraction and its sum,
+// M = max scale |s|; 2 u32: exp; per rescale block, alpha's argument and exp
+// and the multiply by it); the numerator adds the rounding of P to the input
+// dtype (u_p: 2^-8 bf16, 0 for fp32, which keeps P's fp32 value; fp8 P
+// rounds twice, to bf16 for the array's transpose and then to the input
+// format: u_bf16 + u_8 + u_bf16 u_8, u_8 2^-4 e4m3, 2^-3 e5m2) and its fp32
+// accumulation over the keys (gamma_(S+nb), one more for fp32 products),
+// the denominator its own (gamma_(S+2nb)); the row
+// sums are of P before its rounding, so u_p counts once. With
+// e = 2 dp + u_p + u32 + gamma_(S+nb) + gamma_(S+2nb):
+//   |O - O_ref| <= (e / (1 - e) + 2 u32) sum_j w_j |v_j|
+//                  + d_p sum_j |v_j| / (sum_j exp(s_j - s_max) (1 - e)) + S 2^-126 max|v|
+// (w the exact softmax weights; d_p: fp8's error for a weight below its
+// normal range, half its subnormal spacing, which a later rescale only
+// shrinks; the last term: flushed subnormal weights). naive divides P by l
+// before the multiply (its u32 and u_p are in e) and has no rescales (nb = 0).
 NumericsCheck Attention::check() {
   const auto got = dev_.download(o_);
   const double scale = scale_, u = unit_roundoff(DType::Fp32);
   const std::int64_t nb = flash_ ? ceil_div(S_, bk_) : 0;
-  const double gamma_d = gamma(D_), gamma_num = gamma(S_ + nb), gamma_den = gamma(S_ + 2 * nb);
+  const bool fp32 = in_ == DType::Fp32, fp8 = arch::size_of(in_) == 1;
+  const std::int64_t rounded_products = fp32 ? 1 : 0;
+  const double gamma_d = gamma(D_ + rounded_products), gamma_num = gamma(S_ + nb + rounded_products),
+               gamma_den = gamma(S_ + 2 * nb);
+  const double u16 = unit_roundoff(DType::Bf16), u8 = fp8 ? unit_roundoff(in_) : 0.0;
+  const double u_p = fp32 ? 0.0 : fp8 ? u16 + u8 + u16 * u8 : u16, d_p = fp8 ? absolute_roundoff(in_) : 0.0;
   double max_v = 0;
   for (float x : vv_) max_v = std::max(max_v, std::fabs(double{x}));
   NumericsCheck worst;
@@ -547,15 +572,16 @@ NumericsCheck Attention::check() {
       for (std::int64_t j = 0; j < keys; ++j) sum += (w[j] = std::exp(s[j] - smax));
       for (std::int64_t j = 0; j < keys; ++j) w[j] /= sum;
       const double dp = E + 4 * u * M + 2 * u + nb * (4 * u * M + 3 * u);
-      const double e = 2 * dp + unit_roundoff(DType::Bf16) + u + gamma_num + gamma_den;
+      const double e = 2 * dp + u_p + u + gamma_num + gamma_den;
       for (std::int64_t n = 0; n < D_; ++n) {
-        double o = 0, mag = 0;
+        double o = 0, mag = 0, vsum = 0;
         for (std::int64_t j = 0; j < keys; ++j) {
           const double vj = vv_[(h * S_ + j) * D_ + n];
           o += w[j] * vj;
           mag += w[j] * std::fabs(vj);
+          vsum += std::fabs(vj);
         }
-        const double tol = (e / (1 - e) + 2 * u) * mag + S_ * kMinNormalFp32 * max_v;
+        const double tol = (e / (1 - e) + 2 * u) * mag + d_p * vsum / (sum * (1 - e)) + S_ * kMinNormalFp32 * max_v;
         const double got_v = got[(h * S_ + i) * D_ + n];
         const double err = std::fabs(got_v - o);
         const double ratio = std::isnan(got_v) ? INFINITY : err / tol;
@@ -578,7 +604,9 @@ KernelSpec attention_spec() {
   KernelSpec spec;
   spec.name = "attention";
   spec.description =
-      "O = softmax(Q K^T / sqrt(D) [+ causal mask]) V per head; Q^T, K^T [H*D,S], V [H*S,D] bf16; O [H*S,D] fp32";
+      "O = softmax(Q K^T / sqrt(D) [+ causal mask]) V per head; Q^T, K^T [H*D,S], V [H*S,D] bf16 (or --dtype fp32, "
+      "fp8; P rounded to it for P V); O [H*S,D] fp32";
+  spec.dtypes = {"bf16", "fp32", "fp8_e4m3", "fp8_e5m2"};
   spec.variants = {
       {"flash", "keys stream by in blocks; running max and sum per query; scores never leave the core"},
       {"flash_causal", "flash with key j > query i masked (blocks past the diagonal skipped)"},
@@ -603,7 +631,8 @@ KernelSpec attention_spec() {
                 ctx.given.has("key_chunks") ? ctx.given.integer("key_chunks") : max_key_chunks(ctx.config);
             const AttentionPlan p(ctx.config, ctx.shape.at("S"), ctx.shape.at("D"),
                                   ctx.variant.rfind("flash", 0) == 0, ctx.variant.find("causal") != std::string::npos,
-                                  key_chunks);
+                                  key_chunks,
+                                  static_cast<std::int64_t>(arch::size_of(input_format(ctx.dtype, ctx.config).dtype)));
             return std::int64_t{2 * p.per_head + p.working <= ctx.config.sbuf.partition_kib * 1024 ? 2 : 1};
           }),
   };

@@ -219,6 +219,12 @@ TunableParam TunableParam::only_for(std::vector<std::string> names) const {
   return p;
 }
 
+TunableParam TunableParam::changes_numerics() const {
+  TunableParam p = *this;
+  p.numerics = true;
+  return p;
+}
+
 bool TunableParam::applies_to(const std::string& variant) const {
   return variants.empty() || std::find(variants.begin(), variants.end(), variant) != variants.end();
 }

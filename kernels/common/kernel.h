@@ -83,7 +83,7 @@ struct ParamContext {
 };
 
 // A choice the kernel makes that does not change what it computes, only how
-// fast: declared with its legal values so that a user (`--param`), a suite,
+// fast (or, marked `numerics`, only how it rounds): declared with its legal values so that a user (`--param`), a suite,
 // a study or a tuner can set it. Integers take [min, max]; named choices one
 // of `choices`.
 struct TunableParam {
@@ -101,6 +101,10 @@ struct TunableParam {
   // go further. Unset: max.
   std::function<std::int64_t(const ParamContext&)> useful_max;
   std::vector<std::string> variants;  // the variants that read it; empty: all
+  // A choice of numerics rather than speed (bf16 accumulation, say): set
+  // only by the user, never by a tuner, whose points must all compute the
+  // same thing.
+  bool numerics = false;
 
   // An integer parameter, legal in [min, max].
   static TunableParam integer(std::string name, std::int64_t min, std::int64_t max, std::int64_t default_value,
@@ -114,6 +118,8 @@ struct TunableParam {
   TunableParam useful_up_to(std::function<std::int64_t(const ParamContext&)> f) const;
   // ... read only by these variants.
   TunableParam only_for(std::vector<std::string> names) const;
+  // ... changing what the kernel computes (its rounding), so left out of tuning.
+  TunableParam changes_numerics() const;
 
   bool is_choice() const { return !choices.empty(); }
   bool applies_to(const std::string& variant) const;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,7 +31,7 @@ struct KernelRun {
 // Runs in the calling process (once per test process: SystemC).
 inline KernelRun run_kernel(const std::string& kernel, const std::string& variant, const Shape& shape,
                             const std::string& config, arch::Fidelity fidelity, bool no_data = false,
-                            const std::string& dtype = "") {
+                            const std::string& dtype = "", const std::map<std::string, std::string>& params = {}) {
   setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_CONFIG_DIR, 1);
   KernelRun out;
   DeviceOptions o;
@@ -39,7 +40,7 @@ inline KernelRun run_kernel(const std::string& kernel, const std::string& varian
   o.no_data = no_data;
   Device dev(o);
   try {
-    auto k = instantiate(dev, {kernel, variant, shape, {}, 7, dtype}).kernel;
+    auto k = instantiate(dev, {kernel, variant, shape, params, 7, dtype}).kernel;
     const RunReport r = dev.run(k->build());
     out.ok = r.ok;
     out.error = r.error;
@@ -59,9 +60,10 @@ inline KernelRun run_kernel(const std::string& kernel, const std::string& varian
 }
 
 inline KernelRun run_kernel_in_child(const std::string& kernel, const std::string& variant, const Shape& shape,
-                                     const std::string& config, arch::Fidelity fidelity, const std::string& dtype = "") {
+                                     const std::string& config, arch::Fidelity fidelity, const std::string& dtype = "",
+                                     const std::map<std::string, std::string>& params = {}) {
   const std::string text = test_support::run_in_child([&] {
-    const KernelRun r = run_kernel(kernel, variant, shape, config, fidelity, false, dtype);
+    const KernelRun r = run_kernel(kernel, variant, shape, config, fidelity, false, dtype, params);
     return nlohmann::json{{"ok", r.ok},
                           {"error", r.error},
                           {"time_ns", r.time_ns},

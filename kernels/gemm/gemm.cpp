@@ -329,10 +329,18 @@ public:
   // additions round (K - 1 of them however the K steps split the sum); fp32
   // inputs round each product once more (gamma_(K+1)); MX products scaled
   // below fp32's normal range flush to zero, at most 2^-126 each
-  // (docs/formats.md, "GEMM in every format").
+  // (docs/formats.md, "GEMM in every format"). bf16 PSUM (psum=bf16) rounds
+  // the accumulator to bf16 once per matmul, after an fp32 add: s matmuls
+  // into a cell (s <= its K steps, one more in double row for the split
+  // edge step) add gamma_s(u') (1 + gamma_K) sum |a b|, u' = u_bf16 + u32 + u_bf16 u32.
   NumericsCheck check() override {
     const auto got = dev_.download(c_);
-    const double gamma_k = gamma(K_ + (fmt_.dtype == DType::Fp32 ? 1 : 0));
+    double gamma_k = gamma(K_ + (fmt_.dtype == DType::Fp32 ? 1 : 0));
+    if (bf16_psum()) {
+      const double u16 = unit_roundoff(DType::Bf16), u32 = unit_roundoff(DType::Fp32);
+      const std::int64_t s = tiling().kt + (fmt_.double_row() ? 1 : 0);
+      gamma_k += gamma(s, u16 + u32 + u16 * u32) * (1 + gamma_k);
+    }
     const double flushed = fmt_.mx() ? static_cast<double>(K_) * kMinNormalFp32 : 0.0;
     NumericsCheck worst;
     worst.correct = true;
@@ -454,6 +462,10 @@ private:
 
   // The tiling in K steps: a step of tensor.rows partitions holds rows x
   // as many contraction rows.
+  // The accumulators' dtype (psum=bf16: where tensor.psum_bf16 allows it).
+  bool bf16_psum() const { return params_.has("psum") && params_.choice("psum") == "bf16"; }
+  DType psum_dtype() const { return bf16_psum() ? DType::Bf16 : DType::Fp32; }
+
   Tiling tiling() const {
     return Tiling(dev_.config(), M_, N_, fmt_.mx() ? K_ / arch::kMxQuad : ceil_div(K_, fmt_.rows));
   }
@@ -497,7 +509,7 @@ private:
   void naive(KernelBuilder& kb) {
     const Tiling t = tiling();
     const Slot a = slot(kb, "a", t.tk, t.tm), b = slot(kb, "b", t.tk, t.tn);
-    const Tile acc = kb.psum("acc", t.tm, t.tn), out = kb.sbuf("out", t.tm, t.tn, DType::Fp32);
+    const Tile acc = kb.psum("acc", t.tm, t.tn, psum_dtype()), out = kb.sbuf("out", t.tm, t.tn, DType::Fp32);
     for (std::int64_t mi = 0; mi < t.mt; ++mi)
       for (std::int64_t ni = 0; ni < t.nt; ++ni) {
         const std::int64_t mm = rows_of(mi, t.tm, M_), nn = rows_of(ni, t.tn, N_);
@@ -616,7 +628,7 @@ private:
     }
     std::vector<Tile> acc[2];
     for (int s = 0; s < 2; ++s)
-      for (std::int64_t i = 0; i < bm * bn; ++i) acc[s].push_back(kb.psum(fmt::format("acc{}_{}", s, i), t.tm, t.tn));
+      for (std::int64_t i = 0; i < bm * bn; ++i) acc[s].push_back(kb.psum(fmt::format("acc{}_{}", s, i), t.tm, t.tn, psum_dtype()));
     const Tile out[2] = {kb.sbuf("out0", t.tm, t.tn, DType::Fp32), kb.sbuf("out1", t.tm, t.tn, DType::Fp32)};
     int buf = 0, accset = 0, outturn = 0;
     for (std::int64_t m0 = 0; m0 < t.mt; m0 += bm)
@@ -963,6 +975,11 @@ KernelSpec gemm_spec() {
       TunableParam::choice("evacuate", {"vector", "scalar"}, "vector",
                            "the engine that copies accumulators from PSUM to SBUF")
           .only_for({"blocked_mnk", "naive", "hoisted", "blocked_mn", "tiled", "hoist_load", "block_free_dimension"}),
+      TunableParam::choice("psum", {"fp32", "bf16"}, "fp32",
+                           "the accumulators' dtype: bf16 rounds each matmul's sum into a bf16 PSUM cell, where the "
+                           "config has tensor.psum_bf16 (numerics, not tuned)")
+          .only_for(kEveryDtypeVariants)
+          .changes_numerics(),
   };
   spec.make = [](Device& dev, const KernelArgs& args) { return std::make_unique<Gemm>(dev, args); };
   spec.fits = gemm_fits;

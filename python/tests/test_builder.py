@@ -135,7 +135,7 @@ def test_the_report_is_an_object_and_a_dict():
     r = tessera.isolated(run)
     d = r["dict"]
     assert r["attrs"] == (d["time_ns"], d["hfu_percent"], d["bound_by"], d["correct"])
-    assert d["params"] == r["defaults"] and set(d["params"]) == {"bk", "bm", "bn", "evacuate"}
+    assert d["params"] == r["defaults"] and set(d["params"]) == {"bk", "bm", "bn", "evacuate", "psum"}
     assert d["shape"] == {"K": 64, "M": 64, "N": 128}
     assert r["item"] > 0
     assert d["checked"] and d["correct"]

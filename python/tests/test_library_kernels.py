@@ -58,6 +58,13 @@ def test_python_gemm_builds_the_cpp_program_at_set_parameters(params):
                      program("neuroncore-v2", "py_gemm", "blocked_mnk", shape, params))
 
 
+# bf16 accumulators (tiny has tensor.psum_bf16): the same program as C++'s.
+@pytest.mark.parametrize("variant", ["blocked_mnk", "naive"])
+def test_python_gemm_with_bf16_psum_builds_the_cpp_program(variant):
+    shape, params = {"M": 21, "N": 100, "K": 37}, {"psum": "bf16"}
+    assert_identical(program("tiny", "gemm", variant, shape, params), program("tiny", "py_gemm", variant, shape, params))
+
+
 SOFTMAX_CASES = [("tiny", {"R": 1, "C": 1}), ("tiny", {"R": 37, "C": 41}), ("small", {"R": 100, "C": 333}),
                  ("neuroncore-v2", {"R": 1000, "C": 1024})]
 

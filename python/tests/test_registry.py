@@ -48,7 +48,7 @@ def test_a_kernel_runs_in_each_of_its_dtypes():
 
 def test_parameters_resolve_and_bad_ones_are_the_cpp_errors():
     p = tessera.resolve_params("neuroncore-v2", "gemm", shape={"M": 1024, "N": 1024, "K": 1024})
-    assert p == {"bm": 2, "bn": 2, "bk": 8, "evacuate": "vector"}
+    assert p == {"bm": 2, "bn": 2, "bk": 8, "evacuate": "vector", "psum": "fp32"}
     assert tessera.resolve_params("neuroncore-v2", "gemm", params="bm=1")["bm"] == 1
     with pytest.raises(tessera.KernelError, match=r"^kernel 'gemm': parameter bm=0 is outside its legal range 1..1024$"):
         tessera.resolve_params("tiny", "gemm", params={"bm": 0})

@@ -44,6 +44,8 @@ kernels::KernelSpec toy() {
         return c.shape.at("N");
       }),
       kernels::TunableParam::choice("engine", {"vector", "scalar"}, "vector", "who copies").only_for({"a"}),
+      // Changes the result's rounding: never a dimension of the search.
+      kernels::TunableParam::choice("acc", {"fp32", "bf16"}, "fp32", "accumulation").changes_numerics(),
   };
   return s;
 }
@@ -53,7 +55,7 @@ TEST_F(TuneTest, SpaceIsPowersOfTwoUpToTheUsefulBoundWithTheDefault) {
   const auto cfg = arch::load_config("tiny").hw;
   const auto sp = spaces(spec, cfg, {{"N", 12}}, {});
   ASSERT_EQ(sp.size(), 2u);
-  ASSERT_EQ(sp[0].dims.size(), 2u);
+  ASSERT_EQ(sp[0].dims.size(), 2u);  // not `acc`, a numerics choice
   EXPECT_THAT(sp[0].dims[0].values, ElementsAre("1", "2", "3", "4", "8", "12"));
   EXPECT_EQ(sp[0].dims[0].default_value, "3");
   EXPECT_THAT(sp[0].dims[1].values, ElementsAre("vector", "scalar"));

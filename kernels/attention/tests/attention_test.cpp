@@ -79,6 +79,73 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AttentionRtlTest,
                                             ::testing::ValuesIn(kRtlCases)),
                          name_of);
 
+// Every --dtype within its bound (attention.cpp's check; docs/formats.md):
+// Q, K, V and P in fp32 (quarter rate, rounded products), fp8 e4m3 and
+// e5m2 (P rounded to fp8, weights below its normal range included), on
+// shapes with edges and several key blocks, on tiny, small and a real
+// generation whose fp8 runs in double row elsewhere.
+class AttentionDtypeTest : public ::testing::TestWithParam<std::tuple<std::string, std::string, Case>> {};
+
+TEST_P(AttentionDtypeTest, MatchesTheReference) {
+  const auto& [dtype, variant, c] = GetParam();
+  const KernelRun r = kernel_testing::run_kernel("attention", variant, c.shape(), c.config, arch::Fidelity::Tlm, false, dtype);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_TRUE(r.correct) << r.detail << " (error " << r.max_abs_error << ", tolerance " << r.tolerance << ")";
+  // The bound is the format's, not a loose constant: outputs are of order
+  // one, so it stays within a few roundings of P.
+  const double roundoff = dtype == "fp32" ? 0x1p-24 : dtype == "fp8_e4m3" ? 0x1p-4 : 0x1p-3;
+  EXPECT_LT(r.tolerance, 8 * roundoff + 1e-3);
+}
+
+std::string dtype_name(const ::testing::TestParamInfo<std::tuple<std::string, std::string, Case>>& info) {
+  const Case& c = std::get<2>(info.param);
+  return std::get<0>(info.param) + "_" + std::get<1>(info.param) + "_" + kernel_testing::case_name(c.config, c.shape());
+}
+
+const Case kDtypeCases[] = {{"tiny", 37, 13, 2}, {"small", 600, 64, 1}, {"neuroncore-v3", 256, 128, 1}};
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, AttentionDtypeTest,
+                         ::testing::Combine(::testing::Values("fp32", "fp8_e4m3", "fp8_e5m2"),
+                                            ::testing::Values("flash", "flash_causal", "naive", "naive_causal"),
+                                            ::testing::ValuesIn(kDtypeCases)),
+                         dtype_name);
+
+// The RTL tensor engine reads the same fp32 and fp8 tiles: its results
+// match the reference and its time tlm's to the cycle; sampled within 1 %.
+class AttentionDtypeRtlTest : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+
+TEST_P(AttentionDtypeRtlTest, RtlAndSampledAgreeWithTlmAndTheReference) {
+  const auto& [dtype, variant] = GetParam();
+  const Shape shape{{"S", 37}, {"D", 13}, {"H", 2}};
+  const KernelRun rtl = kernel_testing::run_kernel_in_child("attention", variant, shape, "tiny", arch::Fidelity::Rtl, dtype);
+  const KernelRun sampled =
+      kernel_testing::run_kernel_in_child("attention", variant, shape, "tiny", arch::Fidelity::Sampled, dtype);
+  const KernelRun tlm = kernel_testing::run_kernel_in_child("attention", variant, shape, "tiny", arch::Fidelity::Tlm, dtype);
+  ASSERT_TRUE(rtl.ok) << rtl.error;
+  ASSERT_TRUE(sampled.ok) << sampled.error;
+  ASSERT_TRUE(tlm.ok) << tlm.error;
+  EXPECT_TRUE(rtl.correct) << rtl.detail;
+  EXPECT_TRUE(sampled.correct) << sampled.detail;
+  kernels::agreement::expect_rtl_matches_tlm(rtl.time_ns, tlm.time_ns);
+  EXPECT_NEAR(sampled.time_ns, tlm.time_ns, 0.01 * tlm.time_ns);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, AttentionDtypeRtlTest,
+                         ::testing::Combine(::testing::Values("fp32", "fp8_e4m3", "fp8_e5m2"),
+                                            ::testing::Values("flash", "naive_causal")),
+                         [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });
+
+TEST(AttentionDtype, FormatsTheConfigOrKernelLacksAreErrors) {
+  const Shape shape{{"S", 16}, {"D", 8}, {"H", 1}};
+  const KernelRun v1 =
+      kernel_testing::run_kernel("attention", "flash", shape, "neuroncore-v1", arch::Fidelity::Tlm, true, "fp8_e4m3");
+  EXPECT_FALSE(v1.ok);
+  EXPECT_THAT(v1.error, ::testing::HasSubstr("fp8_e4m3 inputs are not supported by this config's tensor engine (tensor.fp8_rows_per_pe is 0)"));
+  const KernelRun mx = kernel_testing::run_kernel("attention", "flash", shape, "tiny", arch::Fidelity::Tlm, true, "mxfp8");
+  EXPECT_FALSE(mx.ok);
+  EXPECT_THAT(mx.error, ::testing::HasSubstr("kernel 'attention' takes --dtype bf16, fp32, fp8_e4m3, fp8_e5m2, not 'mxfp8'"));
+}
+
 // The flash kernel never writes scores to HBM: its DMA traffic is the
 // inputs and the output only, while the naive one moves the score matrix
 // out and back.

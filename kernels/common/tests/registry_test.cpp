@@ -67,7 +67,7 @@ TEST(Registry, ParametersAreCheckedAgainstTheirDeclaration) {
             "kernel 'gemm': parameter evacuate=gpsimd: expected one of vector|scalar");
   const std::string unknown = error_of([&] { check_params(gemm, "", {{"bq", "1"}}); });
   EXPECT_THAT(unknown, HasSubstr("kernel 'gemm' has no tunable parameter 'bq' (it has bm, bn, bk, "));
-  EXPECT_THAT(unknown, HasSubstr("evacuate); did you mean 'bm'?"));
+  EXPECT_THAT(unknown, HasSubstr("evacuate, psum); did you mean 'bm'?"));
   EXPECT_THAT(error_of([&] { check_params(gemm, "", {{"M", "8"}}); }), HasSubstr("'M' is a shape parameter"));
   EXPECT_THAT(error_of([&] { check_params(gemm, "nope", {}); }), HasSubstr("has no variant 'nope'"));
 }
@@ -107,10 +107,10 @@ TEST(Registry, GemmBlockingDefaultsAreDerivedAroundWhatARunSets) {
   const KernelSpec& gemm = kernel_named("gemm");
   const arch::HwConfig v2 = config("neuroncore-v2");
   const Shape shape = resolve_shape(gemm, {{"M", 1024}, {"N", 1024}, {"K", 1024}});
-  EXPECT_EQ(resolve_params(gemm, "blocked_mnk", v2, shape, {}).text(), "bk=8,bm=2,bn=2,evacuate=vector");
+  EXPECT_EQ(resolve_params(gemm, "blocked_mnk", v2, shape, {}).text(), "bk=8,bm=2,bn=2,evacuate=vector,psum=fp32");
   EXPECT_EQ(resolve_params(gemm, "blocked_mnk", v2, shape, {{"bm", std::int64_t{1}}}).text(),
-            "bk=8,bm=1,bn=2,evacuate=vector");
-  EXPECT_EQ(resolve_params(gemm, "naive", v2, shape, {}).text(), "evacuate=vector");
+            "bk=8,bm=1,bn=2,evacuate=vector,psum=fp32");
+  EXPECT_EQ(resolve_params(gemm, "naive", v2, shape, {}).text(), "evacuate=vector,psum=fp32");
 }
 
 // GEMM's analytic fits() says what a build says, on a grid of blockings

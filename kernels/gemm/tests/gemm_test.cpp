@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <ostream>
 #include <tuple>
 
@@ -237,6 +238,47 @@ TEST(GemmDtype, WrongDtypesAreBadInputNamingTheRule) {
   EXPECT_THAT(build_error("neuroncore-v3", {"gemm", "", shape, {}, 1, "mxfp4"}),
               ::testing::HasSubstr("fp4_e2m1_x4 inputs are not supported by this config's tensor engine "
                                    "(tensor.mx_rows_per_pe is 0)"));
+}
+
+// psum=bf16: accumulators in bf16 PSUM where the config has
+// tensor.psum_bf16 (tiny does), each matmul's fp32 sum rounded into the
+// cell. Within the bound check() derives for it, which the fp32 run's
+// error is far inside; rtl bit for bit and to the cycle of tlm.
+class GemmBf16PsumTest : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+
+TEST_P(GemmBf16PsumTest, RoundsOncePerMatmulWithinItsBound) {
+  const auto& [dtype, variant] = GetParam();
+  const Shape shape{{"M", 21}, {"N", 40}, {"K", 96}};
+  const std::map<std::string, std::string> bf16{{"psum", "bf16"}};
+  const auto tlm = kernel_testing::run_kernel_in_child("gemm", variant, shape, "tiny", arch::Fidelity::Tlm, dtype, bf16);
+  const auto rtl = kernel_testing::run_kernel_in_child("gemm", variant, shape, "tiny", arch::Fidelity::Rtl, dtype, bf16);
+  const auto fp32 = kernel_testing::run_kernel_in_child("gemm", variant, shape, "tiny", arch::Fidelity::Tlm, dtype);
+  ASSERT_TRUE(tlm.ok && rtl.ok && fp32.ok) << tlm.error << rtl.error << fp32.error;
+  EXPECT_TRUE(tlm.correct) << tlm.detail << " (error " << tlm.max_abs_error << ", tolerance " << tlm.tolerance << ")";
+  EXPECT_TRUE(rtl.correct) << rtl.detail;
+  EXPECT_TRUE(fp32.correct) << fp32.detail;
+  kernels::agreement::expect_rtl_matches_tlm(rtl.time_ns, tlm.time_ns);
+  // bf16 cells hold 8 significant bits: the error is of bf16's order, the
+  // fp32 accumulation's of fp32's.
+  EXPECT_GT(tlm.max_abs_error, 1e-4);
+  EXPECT_LT(fp32.max_abs_error, 1e-5);
+  // The bound is the worst case of s roundings, not vacuous: the worst
+  // element uses a fair share of it.
+  EXPECT_GT(tlm.max_abs_error, tlm.tolerance / 20) << "error " << tlm.max_abs_error << ", bound " << tlm.tolerance;
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, GemmBf16PsumTest,
+                         ::testing::Combine(::testing::Values("bf16", "fp8_e4m3", "mxfp8"),
+                                            ::testing::Values("blocked_mnk", "naive")),
+                         [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });
+
+TEST(GemmBf16Psum, AConfigWithoutBf16PsumIsAnErrorNamingTheKey) {
+  const Shape shape{{"M", 128}, {"N", 512}, {"K", 256}};
+  EXPECT_THAT(build_error("neuroncore-v2", {"gemm", "", shape, {{"psum", "bf16"}}, 1, ""}),
+              ::testing::HasSubstr("bf16 results in PSUM are not supported by this config's tensor engine "
+                                   "(tensor.psum_bf16 is false)"));
+  EXPECT_THAT(build_error("tiny", {"gemm", "tiled", shape, {{"psum", "bf16"}}, 1, ""}),
+              ::testing::HasSubstr("variant 'tiled' does not read parameter 'psum' (it applies to blocked_mnk, naive)"));
 }
 
 }  // namespace

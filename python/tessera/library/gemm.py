@@ -86,6 +86,9 @@ class Gemm(tessera.Kernel):
                       "buffer sets")
         .derived(lambda ctx: default_blocking(ctx)[2]).useful_up_to(_tiles("K")).only_for(["blocked_mnk"]),
         Param.choice("evacuate", ["vector", "scalar"], "vector", "the engine that copies accumulators from PSUM to SBUF"),
+        Param.choice("psum", ["fp32", "bf16"], "fp32", "accumulator dtype: bf16 rounds the sum once per matmul, where "
+                     "the config has tensor.psum_bf16 (numerics, not tuned)")
+        .only_for(["blocked_mnk", "naive"]).changes_numerics(),
     ]
 
     def setup(self):
@@ -112,8 +115,17 @@ class Gemm(tessera.Kernel):
         self._magnitude = np.abs(at).T @ np.abs(b)
         return [(self.c, at.T @ b)]
 
+    # bf16 accumulators (psum=bf16) add one bf16 rounding per matmul into a
+    # cell, kt of them: gamma_kt(u') (1 + gamma_K), u' = u_bf16 + u32 + u_bf16 u32.
     def tolerance(self, expected):
-        return tessera.gamma(self.K) * self._magnitude
+        g = tessera.gamma(self.K)
+        if self.params.get("psum") == "bf16":
+            u16, u32 = 2.0 ** -8, 2.0 ** -24
+            g += tessera.gamma(self.t.kt, u16 + u32 + u16 * u32) * (1 + g)
+        return g * self._magnitude
+
+    def acc_dtype(self):
+        return bf16 if self.params.get("psum") == "bf16" else fp32
 
     def build(self, kb):
         self.t = Tiling(kb.config, self.M, self.N, self.K)
@@ -140,7 +152,7 @@ class Gemm(tessera.Kernel):
     def naive(self, kb):
         t, rows_of = self.t, self.rows_of
         a, b = kb.sbuf("a", t.tk, t.tm, bf16), kb.sbuf("b", t.tk, t.tn, bf16)
-        acc, out = kb.psum("acc", t.tm, t.tn), kb.sbuf("out", t.tm, t.tn, fp32)
+        acc, out = kb.psum("acc", t.tm, t.tn, self.acc_dtype()), kb.sbuf("out", t.tm, t.tn, fp32)
         for mi in range(t.mt):
             for ni in range(t.nt):
                 mm, nn = rows_of(mi, t.tm, self.M), rows_of(ni, t.tn, self.N)
@@ -215,7 +227,7 @@ class Gemm(tessera.Kernel):
         for s in range(2):  # two buffer sets, each A's tiles then B's
             a.append([[kb.sbuf(f"a{s}_{i}_{k}", t.tk, t.tm, bf16) for k in range(bk)] for i in range(bm)])
             b.append([[kb.sbuf(f"b{s}_{j}_{k}", t.tk, t.tn, bf16) for k in range(bk)] for j in range(bn)])
-        acc = [[kb.psum(f"acc{s}_{i}", t.tm, t.tn) for i in range(bm * bn)] for s in range(2)]
+        acc = [[kb.psum(f"acc{s}_{i}", t.tm, t.tn, self.acc_dtype()) for i in range(bm * bn)] for s in range(2)]
         out = [kb.sbuf("out0", t.tm, t.tn, fp32), kb.sbuf("out1", t.tm, t.tn, fp32)]
         buf = accset = outturn = 0
         for m0 in range(0, t.mt, bm):
