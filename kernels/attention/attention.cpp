@@ -545,8 +545,9 @@ NumericsCheck Attention::check() {
   const std::int64_t rounded_products = fp32 ? 1 : 0;
   const double gamma_d = gamma(D_ + rounded_products), gamma_num = gamma(S_ + nb + rounded_products),
                gamma_den = gamma(S_ + 2 * nb);
-  const double u16 = unit_roundoff(DType::Bf16), u8 = fp8 ? unit_roundoff(in_) : 0.0;
-  const double u_p = fp32 ? 0.0 : fp8 ? u16 + u8 + u16 * u8 : u16, d_p = fp8 ? absolute_roundoff(in_) : 0.0;
+  const double u16 = unit_roundoff(DType::Bf16);
+  const double u_p = fp32 ? 0.0 : fp8 ? rounded_twice(u16, unit_roundoff(in_)) : u16;
+  const double d_p = fp8 ? absolute_roundoff(in_) : 0.0;
   double max_v = 0;
   for (float x : vv_) max_v = std::max(max_v, std::fabs(double{x}));
   NumericsCheck worst;

@@ -33,6 +33,9 @@ inline constexpr double kMinNormalFp32 = 0x1p-126;
 // lemma 3.1). Any order of summing n + 1 terms errs by at most gamma_n times
 // the sum of their magnitudes.
 double gamma(std::int64_t n, double u = 0x1p-24);
+// The unit roundoff of rounding with u1 and then with u2 (say an fp32 add
+// into a bf16 cell): (1 + u1)(1 + u2) - 1.
+inline double rounded_twice(double u1, double u2) { return u1 + u2 + u1 * u2; }
 
 // |got[i] - expect[i]| <= bound[i] for every i. Reports the element with the
 // largest error / bound ratio (named by where(i)) and that error and bound.

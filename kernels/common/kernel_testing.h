@@ -8,11 +8,13 @@
 
 #include "testing/child_process.h"
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -113,6 +115,11 @@ inline std::string shard_error(Device& dev, const KernelRequest& request, const 
     return e.what();
   }
   return "(accepted)";
+}
+
+// The test name of a (dtype, variant) parameter: fp8_e4m3_flash.
+inline std::string dtype_variant_name(const ::testing::TestParamInfo<std::tuple<std::string, std::string>>& info) {
+  return std::get<0>(info.param) + "_" + std::get<1>(info.param);
 }
 
 // A test-name-safe rendering of a config and shape: neuroncore-v2, {S: 64} -> neuroncore_v2_S64.

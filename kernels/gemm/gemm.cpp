@@ -337,9 +337,8 @@ public:
     const auto got = dev_.download(c_);
     double gamma_k = gamma(K_ + (fmt_.dtype == DType::Fp32 ? 1 : 0));
     if (bf16_psum()) {
-      const double u16 = unit_roundoff(DType::Bf16), u32 = unit_roundoff(DType::Fp32);
       const std::int64_t s = tiling().kt + (fmt_.double_row() ? 1 : 0);
-      gamma_k += gamma(s, u16 + u32 + u16 * u32) * (1 + gamma_k);
+      gamma_k += gamma(s, rounded_twice(unit_roundoff(DType::Fp32), unit_roundoff(DType::Bf16))) * (1 + gamma_k);
     }
     const double flushed = fmt_.mx() ? static_cast<double>(K_) * kMinNormalFp32 : 0.0;
     NumericsCheck worst;
@@ -460,12 +459,12 @@ private:
     }
   }
 
-  // The tiling in K steps: a step of tensor.rows partitions holds rows x
-  // as many contraction rows.
   // The accumulators' dtype (psum=bf16: where tensor.psum_bf16 allows it).
   bool bf16_psum() const { return params_.has("psum") && params_.choice("psum") == "bf16"; }
   DType psum_dtype() const { return bf16_psum() ? DType::Bf16 : DType::Fp32; }
 
+  // The tiling in K steps: a step of tensor.rows partitions holds rows x
+  // as many contraction rows.
   Tiling tiling() const {
     return Tiling(dev_.config(), M_, N_, fmt_.mx() ? K_ / arch::kMxQuad : ceil_div(K_, fmt_.rows));
   }

@@ -133,7 +133,7 @@ TEST_P(AttentionDtypeRtlTest, RtlAndSampledAgreeWithTlmAndTheReference) {
 INSTANTIATE_TEST_SUITE_P(Dtypes, AttentionDtypeRtlTest,
                          ::testing::Combine(::testing::Values("fp32", "fp8_e4m3", "fp8_e5m2"),
                                             ::testing::Values("flash", "naive_causal")),
-                         [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });
+                         kernel_testing::dtype_variant_name);
 
 TEST(AttentionDtype, FormatsTheConfigOrKernelLacksAreErrors) {
   const Shape shape{{"S", 16}, {"D", 8}, {"H", 1}};

@@ -270,7 +270,7 @@ TEST_P(GemmBf16PsumTest, RoundsOncePerMatmulWithinItsBound) {
 INSTANTIATE_TEST_SUITE_P(Dtypes, GemmBf16PsumTest,
                          ::testing::Combine(::testing::Values("bf16", "fp8_e4m3", "mxfp8"),
                                             ::testing::Values("blocked_mnk", "naive")),
-                         [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });
+                         kernel_testing::dtype_variant_name);
 
 TEST(GemmBf16Psum, AConfigWithoutBf16PsumIsAnErrorNamingTheKey) {
   const Shape shape{{"M", 128}, {"N", 512}, {"K", 256}};
