@@ -651,7 +651,7 @@ RunReport Device::run_chip(const std::vector<Program>& programs) {
     core_row.link_receive_busy_ns = port.receive_busy_ns.value();
     if (r.chip.ok() && !programs[i].collective_labels.empty()) {
       const timing::LabelTime t =
-          timing::label_time(timing::run_events(programs[i], chip.core(i)), programs[i].collective_labels);
+          timing::label_time(timing::run_events(programs[i], chip.core(i)).events, programs[i].collective_labels);
       core_row.collective_ns = t.total_ns;
       if (i == last) {
         report.collectives = t.phases;
@@ -751,8 +751,11 @@ RunReport Device::run_single(const Program& program) {
 
   const core::RunResult r = core.run();
   fill_report(report, program, core, r, resolved_, hw_.hbm.bandwidth_gbps);
-  if (report.ok)
-    report.critical_path = timing::critical_path(timing::run_events(program, core), timing::run_work(program, core));
+  if (report.ok) {
+    timing::RunEvents events = timing::run_events(program, core);
+    const std::vector<timing::Work> work = timing::run_work(program, core, events);
+    report.critical_path = timing::critical_path(events.events, work);
+  }
   report.stats = stats.to_json();
   if (timeline) {
     finish_trace(*timeline, program, core, report.time_ns);

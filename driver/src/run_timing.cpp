@@ -18,6 +18,9 @@ std::vector<DescriptorTime> descriptor_times(const Program& program, core::Neuro
   std::map<std::size_t, std::vector<double>> increments;
   for (const auto& inc : core.semaphores().increments()) increments[inc.index].push_back(ns(inc.at));
   std::vector<DescriptorTime> out;
+  std::size_t completed = 0;
+  for (std::size_t e = 0; e < core.dma().engines(); ++e) completed += core.dma().engine(e).completions().size();
+  out.reserve(completed);
   for (std::size_t e = 0; e < core.dma().engines(); ++e) {
     const dma::DmaEngineBase& engine = core.dma().engine(e);
     const auto e32 = static_cast<std::uint32_t>(e);
@@ -68,8 +71,55 @@ std::vector<DescriptorTime> descriptor_times(const Program& program, core::Neuro
   return out;
 }
 
-std::vector<Event> run_events(const Program& program, core::NeuronCore& core) {
-  std::vector<Event> events;
+namespace {
+
+// The strings events view that the Program does not hold: one per DMA
+// queue and per call site, however many events name it.
+class Interned {
+ public:
+  Interned(const Program& program, std::deque<std::string>& store) : program_(program), store_(store) {}
+  std::string_view site(const CallSite& site) {
+    const auto it = sites_.find(site);
+    if (it != sites_.end()) return it->second;
+    return sites_.emplace(site, store_.emplace_back(program_.site_name(site))).first->second;
+  }
+  std::string_view queue(std::uint32_t engine, std::uint32_t queue) {
+    const auto it = queues_.find({engine, queue});
+    if (it != queues_.end()) return it->second;
+    return queues_.emplace(DmaQueueId{engine, queue}, store_.emplace_back(fmt::format("dma {}.{}", engine, queue)))
+        .first->second;
+  }
+
+ private:
+  const Program& program_;
+  std::deque<std::string>& store_;
+  std::map<CallSite, std::string_view> sites_;
+  std::map<DmaQueueId, std::string_view> queues_;
+};
+
+bool descriptor_part(const std::string_view kind) { return kind == "dma" || kind == "dma queued"; }
+
+}  // namespace
+
+std::string name_of(const Event& e) {
+  if (e.instruction) return arch::disassemble(*e.instruction);
+  if (descriptor_part(e.kind)) return fmt::format("descriptor {}", e.index);
+  return std::string(e.name);
+}
+
+std::string name_of(const Work& w) { return w.instruction ? arch::disassemble(*w.instruction) : std::string(w.name); }
+
+RunEvents run_events(const Program& program, core::NeuronCore& core) {
+  RunEvents run;
+  std::vector<Event>& events = run.events;
+  Interned interned(program, run.names);
+  // Sized once (at most an event per instruction and two per descriptor):
+  // growing it by doubling would hold the old and the new copy at once, at
+  // the run's peak of memory.
+  std::size_t most = 0;
+  for (const auto& stream : program.streams) most += stream.size();
+  for (const auto& [queue, ring] : program.rings) most += 2 * ring.size();
+  events.reserve(most);
   const auto add = [&](Event e) {
     events.push_back(std::move(e));
     return static_cast<int>(events.size()) - 1;
@@ -91,9 +141,9 @@ std::vector<Event> run_events(const Program& program, core::NeuronCore& core) {
       Event x;
       x.resource = to_string(kind);
       x.kind = in.opcode == arch::Opcode::SemWait && c.done_ns > c.issue_ns ? "wait" : "instruction";
-      x.name = arch::disassemble(in);
+      x.instruction = &in;
       if (i < labels.size()) x.label = labels[i];
-      if (i < sites.size()) x.site = program.site_name(sites[i]);
+      if (i < sites.size()) x.site = interned.site(sites[i]);
       x.index = static_cast<std::int64_t>(i);
       x.start = c.issue_ns;
       x.end = c.done_ns;
@@ -110,13 +160,12 @@ std::vector<Event> run_events(const Program& program, core::NeuronCore& core) {
   for (const DescriptorTime& t : descriptors) {
     const DmaQueueId id{t.engine, t.queue};
     Event x;
-    x.resource = fmt::format("dma {}.{}", t.engine, t.queue);
-    x.name = fmt::format("descriptor {}", t.index);
+    x.resource = interned.queue(t.engine, t.queue);
     x.index = t.index;
     if (const auto l = program.ring_labels.find(id); l != program.ring_labels.end() && t.index < l->second.size())
       x.label = l->second[t.index];
     if (const auto s = program.ring_sites.find(id); s != program.ring_sites.end() && t.index < s->second.size())
-      x.site = program.site_name(s->second[t.index]);
+      x.site = interned.site(s->second[t.index]);
     const auto last = last_of_queue.find(id);
     if (last != last_of_queue.end()) x.after.push_back(last->second);
     if (t.moving_from_ns > t.queued_from_ns) {
@@ -188,11 +237,15 @@ std::vector<Event> run_events(const Program& program, core::NeuronCore& core) {
       }
     }
   }
-  return events;
+  return run;
 }
 
-std::vector<Work> run_work(const Program& program, core::NeuronCore& core) {
+std::vector<Work> run_work(const Program& program, core::NeuronCore& core, RunEvents& names) {
   std::vector<Work> out;
+  std::size_t most = 0;
+  for (const auto& stream : program.streams) most += stream.size();
+  out.reserve(most);
+  Interned interned(program, names.names);
   for (int e = 0; e < arch::kNumEngines; ++e) {
     const auto kind = static_cast<arch::Engine>(e);
     const auto& stream = program.streams[static_cast<std::size_t>(e)];
@@ -202,10 +255,10 @@ std::vector<Work> run_work(const Program& program, core::NeuronCore& core) {
       if (costs[i].work_start_ns < 0 || costs[i].work_end_ns <= costs[i].work_start_ns) continue;
       Work w;
       w.resource = to_string(kind);
-      w.name = arch::disassemble(stream[i]);
+      w.instruction = &stream[i];
       if (i < program.labels[static_cast<std::size_t>(e)].size()) w.label = program.labels[static_cast<std::size_t>(e)][i];
       if (i < program.sites[static_cast<std::size_t>(e)].size())
-        w.site = program.site_name(program.sites[static_cast<std::size_t>(e)][i]);
+        w.site = interned.site(program.sites[static_cast<std::size_t>(e)][i]);
       w.index = static_cast<std::int64_t>(i);
       w.start = costs[i].work_start_ns;
       w.end = costs[i].work_end_ns;
@@ -232,9 +285,9 @@ void split_by_work(const PathStep& s, const std::vector<const Work*>& work, std:
       p.gap.clear();
     }
     if (w) {
-      p.name = w->name;
-      p.label = w->label;
-      p.site = w->site;
+      p.name = name_of(*w);
+      p.label = std::string(w->label);
+      p.site = std::string(w->site);
       p.index = w->index;
       p.start_ns = w->start;
       p.end_ns = w->end;
@@ -288,11 +341,11 @@ CriticalPath critical_path(const std::vector<Event>& events, const std::vector<W
       if (bound < 0 || events[static_cast<std::size_t>(p)].end > events[static_cast<std::size_t>(bound)].end) bound = p;
     const double from = bound < 0 ? 0.0 : std::min(events[static_cast<std::size_t>(bound)].end, hi);
     PathStep s;
-    s.resource = x.resource;
-    s.kind = x.kind;
-    s.name = x.name;
-    s.label = x.label;
-    s.site = x.site;
+    s.resource = std::string(x.resource);
+    s.kind = std::string(x.kind);
+    s.name = name_of(x);
+    s.label = std::string(x.label);
+    s.site = std::string(x.site);
     s.index = x.index;
     s.start_ns = x.start;
     s.end_ns = x.end;
@@ -307,8 +360,10 @@ CriticalPath critical_path(const std::vector<Event>& events, const std::vector<W
     }
     if (x.kind == "wait" && bound >= 0 && bound == x.released_by) {
       const Event& by = events[static_cast<std::size_t>(bound)];
-      path.waits.push_back({x.resource, x.label, x.site, x.index, x.start, x.end,
-                            by.name.rfind(by.resource, 0) == 0 ? by.name : by.resource + " " + by.name, by.label});
+      const std::string by_name = name_of(by);
+      path.waits.push_back({std::string(x.resource), std::string(x.label), std::string(x.site), x.index, x.start, x.end,
+                            by_name.rfind(by.resource, 0) == 0 ? by_name : fmt::format("{} {}", by.resource, by_name),
+                            std::string(by.label)});
     }
     if (s.ns() > 0 || x.kind == "wait") path.steps.push_back(std::move(s));
     hi = from;
@@ -317,7 +372,7 @@ CriticalPath critical_path(const std::vector<Event>& events, const std::vector<W
   std::reverse(path.steps.begin(), path.steps.end());
   std::reverse(path.waits.begin(), path.waits.end());
   if (!work.empty()) {
-    std::map<std::string, std::vector<const Work*>> by_engine_work;
+    std::map<std::string_view, std::vector<const Work*>> by_engine_work;
     for (const Work& w : work) by_engine_work[w.resource].push_back(&w);
     for (auto& [engine, list] : by_engine_work)
       std::stable_sort(list.begin(), list.end(), [](const Work* a, const Work* b) { return a->start < b->start; });
@@ -367,7 +422,7 @@ double union_length(std::vector<std::pair<double, double>> spans) {
 }  // namespace
 
 LabelTime label_time(const std::vector<Event>& events, const std::vector<std::string>& labels) {
-  std::map<std::string, std::vector<std::pair<double, double>>> spans;
+  std::map<std::string, std::vector<std::pair<double, double>>, std::less<>> spans;
   for (const std::string& l : labels) spans[l];
   std::vector<double> own_ends;  // of the events under no such label
   for (const Event& e : events)

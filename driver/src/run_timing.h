@@ -8,7 +8,9 @@
 #include "tessera/run_report.h"
 
 #include <cstdint>
+#include <deque>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tessera::core {
@@ -39,10 +41,17 @@ std::vector<DescriptorTime> descriptor_times(const Program& program, core::Neuro
 // An interval of work one resource did, and the events it could not start
 // before (its own previous one, a DmaTrigger that rang it, the signal that
 // released its wait): each of those ends at or before its end.
+// A run has an event per instruction and per descriptor part (millions for
+// a large GEMM), so an event holds views and a pointer, not strings: what it
+// is called is made only for the few that end up on the path (name_of).
 struct Event {
-  std::string resource;  // "tensor", "dma 0.1"
-  std::string kind;      // "instruction", "wait", "dma queued", "dma"
-  std::string name, label, site;
+  std::string_view resource;  // "tensor", "dma 0.1"
+  std::string_view kind;      // "instruction", "wait", "dma queued", "dma"
+  // What it is called where it has no instruction and is no descriptor
+  // part (events made by hand).
+  std::string_view name;
+  std::string_view label, site;
+  const arch::Instruction* instruction = nullptr;  // an engine's, named by its disassembly
   std::int64_t index = -1;
   double start = 0, end = 0;
   std::vector<int> after;  // indices into the event list
@@ -52,18 +61,33 @@ struct Event {
 // When one instruction's own work ran on its engine (a pipelined engine
 // works on an instruction after its sequencer has moved on).
 struct Work {
-  std::string resource, name, label, site;
+  std::string_view resource, label, site;
+  const arch::Instruction* instruction = nullptr;
+  std::string_view name;  // where it has no instruction (made by hand)
   std::int64_t index = -1;
   double start = 0, end = 0;
+};
+
+// The disassembly of its instruction; "descriptor N" for a descriptor's
+// parts; else its `name`.
+std::string name_of(const Event& e);
+std::string name_of(const Work& w);
+
+// A run's events and the names their views point into (the DMA queues' and
+// the call sites'; labels are the Program's own, which must outlive them).
+struct RunEvents {
+  std::vector<Event> events;
+  std::deque<std::string> names;  // a deque: its strings stay where they are as it grows
 };
 
 // The run's events from what the core recorded: every instruction each
 // engine's sequencer reached (issue to done; a SemWait that blocked is a
 // "wait"), every descriptor's queued and moving parts, and the semaphore
 // signal that released each blocked wait.
-std::vector<Event> run_events(const Program& program, core::NeuronCore& core);
-// Every instruction's own work, by engine, in time order.
-std::vector<Work> run_work(const Program& program, core::NeuronCore& core);
+RunEvents run_events(const Program& program, core::NeuronCore& core);
+// Every instruction's own work, by engine, in time order; its site views
+// point into `names` of the RunEvents of the same run.
+std::vector<Work> run_work(const Program& program, core::NeuronCore& core, RunEvents& names);
 
 // Walks back from the event that ended last: at each event, to whichever of
 // the events it could not start before ended last (its engine busy with the

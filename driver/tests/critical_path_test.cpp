@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tessera {
@@ -19,7 +20,8 @@ namespace {
 
 using timing::Event;
 
-Event event(const std::string& resource, double start, double end, std::vector<int> after, const std::string& label) {
+// The views are of string literals, which outlive the events.
+Event event(std::string_view resource, double start, double end, std::vector<int> after, std::string_view label) {
   Event e;
   e.resource = resource;
   e.kind = "instruction";
