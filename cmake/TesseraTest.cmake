@@ -22,9 +22,11 @@ function(tessera_gtest name)
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gmock ${main})
   if(TESSERA_SANITIZE)
     target_link_libraries(${name} PRIVATE tessera_sanitizer_support)
+    target_compile_options(${name} PRIVATE ${TESSERA_SANITIZE_UNOPTIMIZED})
     gtest_discover_tests(${name}
       DISCOVERY_TIMEOUT 60
-      PROPERTIES TIMEOUT 600 LABELS sanitize ENVIRONMENT "SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1")
+      PROPERTIES TIMEOUT 600 LABELS sanitize
+      ENVIRONMENT "SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1;UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
     return()
   endif()
   gtest_discover_tests(${name}

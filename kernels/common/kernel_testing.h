@@ -6,11 +6,14 @@
 #include "common/kernel.h"
 #include "tessera/kernel_builder.h"
 
+#include "arch/config.h"
+#include "cosim/rtl_dma_engine.h"
 #include "testing/child_process.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <string>
@@ -29,6 +32,26 @@ struct KernelRun {
   std::string detail;   // the worst element, when wrong
   double matmul_flops = 0;
 };
+
+// Why `config` cannot run on RTL in this build, or empty when it can: its
+// tensor array or DMA parameter set was not Verilated here (the sanitizer
+// lane's tree builds tiny's only, cmake/TesseraSanitize.cmake). A test of
+// the rtl or sampled fidelity skips with this reason; in the main tree,
+// which builds every shipped config's, it never does. Callers link
+// tessera_cosim.
+inline std::string rtl_not_built(const std::string& config) {
+  setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_CONFIG_DIR, 1);
+  const arch::HwConfig hw = arch::load_config(config).hw;
+  const auto has = [](const std::vector<std::string>& built, const std::string& name) {
+    return std::find(built.begin(), built.end(), name) != built.end();
+  };
+  const std::string array = std::to_string(hw.tensor.rows) + "x" + std::to_string(hw.tensor.cols);
+  if (!has(arch::rtl_array_sizes(), array)) return config + ": no Verilated " + array + " tensor array in this build";
+  const std::string dma = std::to_string(hw.dma.axi_data_bytes) + "x" + std::to_string(hw.dma.queues_per_engine) +
+                          "x" + std::to_string(hw.dma.max_outstanding);
+  if (!has(cosim::rtl_dma_variants(), dma)) return config + ": no Verilated " + dma + " DMA engine in this build";
+  return {};
+}
 
 // Runs in the calling process (once per test process: SystemC).
 inline KernelRun run_kernel(const std::string& kernel, const std::string& variant, const Shape& shape,

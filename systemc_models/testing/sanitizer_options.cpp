@@ -7,9 +7,17 @@
 //    without saving ASan's fake stacks (sanitizer_fibers.cpp).
 //  - log_path: each process that reports writes PREFIX.PID, so a finding in
 //    a child process whose test reads only its output still fails the lane.
+// gcc 12 links UBSan as its own runtime (libubsan.so.1, beside libasan),
+// which reads neither __ubsan_default_options nor UBSAN_OPTIONS' log_path
+// (both tried: its reports went to stderr); its other options come from
+// UBSAN_OPTIONS (cmake/TesseraTest.cmake sets it for the lane's tests), and
+// its report path is set here, by calling that runtime's own
+// __sanitizer_set_report_path (a plain call would bind to libasan's).
 #ifndef TESSERA_SANITIZE_REPORTS
 #error "TESSERA_SANITIZE_REPORTS (the report folder) must be defined"
 #endif
+
+#include <dlfcn.h>
 
 extern "C" {
 
@@ -18,8 +26,17 @@ __attribute__((visibility("default"))) const char* __asan_default_options() {
          "log_path=" TESSERA_SANITIZE_REPORTS "/asan";
 }
 
-__attribute__((visibility("default"))) const char* __ubsan_default_options() {
-  return "print_stacktrace=1:halt_on_error=1:log_path=" TESSERA_SANITIZE_REPORTS "/ubsan";
+}  // extern "C"
+
+namespace {
+
+__attribute__((constructor)) void send_ubsan_reports_to_the_folder() {
+  void* ubsan = dlopen("libubsan.so.1", RTLD_NOLOAD | RTLD_LAZY);
+  if (!ubsan) return;  // not linked: nothing to redirect
+  using SetReportPath = void (*)(const char*);
+  if (auto set = reinterpret_cast<SetReportPath>(dlsym(ubsan, "__sanitizer_set_report_path")))
+    set(TESSERA_SANITIZE_REPORTS "/ubsan");
+  dlclose(ubsan);
 }
 
-}  // extern "C"
+}  // namespace

@@ -81,6 +81,7 @@ kernel_testing::KernelRun run_gemm(const std::string& variant, const Case& c, ar
 
 TEST_P(GemmRtlTest, RtlMatchesTlmCyclesAndTheReference) {
   const auto& [variant, c] = GetParam();
+  if (const std::string why = kernel_testing::rtl_not_built(c.config); !why.empty()) GTEST_SKIP() << why;
   const auto rtl = run_gemm(variant, c, arch::Fidelity::Rtl);
   const auto tlm = run_gemm(variant, c, arch::Fidelity::Tlm);
   ASSERT_TRUE(rtl.ok) << rtl.error;
@@ -156,6 +157,8 @@ kernel_testing::KernelRun run_dtype(const std::string& dtype, const std::string&
 // time, as GemmRtlTest asks of bf16.
 TEST_P(GemmDtypeTest, MatchesTheReference) {
   const auto& [dtype, variant, fidelity, c] = GetParam();
+  if (fidelity != arch::Fidelity::Tlm)
+    if (const std::string why = kernel_testing::rtl_not_built(c.config); !why.empty()) GTEST_SKIP() << why;
   const auto run = run_dtype(dtype, variant, c, fidelity);
   ASSERT_TRUE(run.ok) << run.error;
   EXPECT_TRUE(run.correct) << run.detail << " (error " << run.max_abs_error << ", tolerance " << run.tolerance << ")";
