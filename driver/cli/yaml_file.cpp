@@ -8,7 +8,9 @@
 
 #include <charconv>
 #include <filesystem>
+#include <optional>
 #include <set>
+#include <utility>
 
 namespace tessera::cli {
 namespace {
@@ -31,6 +33,21 @@ void check_duplicates(const std::string& path, const YAML::Node& n) {
   }
 }
 
+// The line of the first C0 control character other than tab, line feed and
+// carriage return, which YAML does not allow in a stream (YAML 1.2, 5.1
+// c-printable): yaml-cpp reads them anyway, and turned a NUL inside a plain
+// scalar into a lone 0xA0 byte, which is not UTF-8 (found by fuzz_study:
+// results.json could not be written).
+std::optional<std::pair<int, unsigned>> control_character(const std::string& text) {
+  int line = 1;
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '\n') ++line;
+    else if ((c < 0x20 && c != '\t' && c != '\r') || c == 0x7f) return std::make_pair(line, unsigned{c});
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 YAML::Node load_yaml_file(const std::string& path) {
@@ -49,6 +66,10 @@ YAML::Node load_yaml_file(const std::string& path) {
   // Names, values and descriptions go into results.json and junit.xml.
   if (const auto line = arch::not_utf8(text))
     throw YamlFileError(fmt::format("{}:{}: not UTF-8 text (a suite or study is a UTF-8 YAML file)", path, *line));
+  if (const auto found = control_character(text))
+    throw YamlFileError(fmt::format("{}:{}: holds the control character 0x{:02X} (YAML allows tab, line feed and "
+                                    "carriage return only)",
+                                    path, found->first, found->second));
   if (const auto line = arch::too_deep(text))
     throw YamlFileError(fmt::format("{}:{}: nested more than {} deep", path, *line, arch::kMaxYamlDepth));
   YAML::Node root;

@@ -87,7 +87,7 @@ inline KernelRun run_kernel(const std::string& kernel, const std::string& varian
 inline KernelRun run_kernel_in_child(const std::string& kernel, const std::string& variant, const Shape& shape,
                                      const std::string& config, arch::Fidelity fidelity, const std::string& dtype = "",
                                      const std::map<std::string, std::string>& params = {}) {
-  const std::string text = test_support::run_in_child([&] {
+  const std::string text = ::tessera::test_support::run_in_child([&] {
     const KernelRun r = run_kernel(kernel, variant, shape, config, fidelity, false, dtype, params);
     return nlohmann::json{{"ok", r.ok},
                           {"error", r.error},

@@ -605,8 +605,14 @@ TEST_F(StudyTest, TextThatIsNotUtf8IsRefusedByLine) {
   EXPECT_EQ(error_of(study + "description: \xe2\x82\xac and \xf0\x9f\x98\x80 are UTF-8\n"), "(no error)");
   // Control characters, raw or escaped (fuzz_study found a raw 0x05 0x00).
   const std::string refused = "bad.yaml:6: 'description' must be one line of UTF-8 text without control characters";
-  EXPECT_THAT(error_of(study + "description: on \x05 NeuronCore-v3\n"), HasSubstr(refused));
+  EXPECT_THAT(error_of(study + "description: on \x05 NeuronCore-v3\n"),
+              HasSubstr("bad.yaml:6: holds the control character 0x05"));
   EXPECT_THAT(error_of(study + "description: \"two\\nlines\"\n"), HasSubstr(refused));
+  // A raw control character anywhere in the file, a NUL included (fuzz_study:
+  // yaml-cpp read "chip_hbm<NUL>_gbps" as a name holding a lone 0xA0 byte).
+  EXPECT_THAT(error_of(study + std::string("  - {name: chip_hbm\0_gbps, key: hbm.latency_ns, values: [1]}\n", 61)),
+              HasSubstr("bad.yaml:6: holds the control character 0x00"));
+  EXPECT_THAT(error_of("# \x01\n" + study), HasSubstr("bad.yaml:1: holds the control character 0x01"));
 }
 
 // An empty parameter value (fuzz_study: a tag alone, `!1450`) made the

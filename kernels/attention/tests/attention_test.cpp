@@ -64,6 +64,7 @@ class AttentionRtlTest : public ::testing::TestWithParam<std::tuple<std::string,
 
 TEST_P(AttentionRtlTest, RtlMatchesTlmAndTheReference) {
   const auto& [variant, c] = GetParam();
+  if (const std::string why = kernel_testing::rtl_not_built(c.config); !why.empty()) GTEST_SKIP() << why;
   const KernelRun rtl = kernel_testing::run_kernel_in_child("attention", variant, c.shape(), c.config, arch::Fidelity::Rtl);
   const KernelRun tlm = kernel_testing::run_kernel_in_child("attention", variant, c.shape(), c.config, arch::Fidelity::Tlm);
   ASSERT_TRUE(rtl.ok) << rtl.error;

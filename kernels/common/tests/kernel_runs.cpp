@@ -1,6 +1,7 @@
 // The checks every kernel of the library passes; each kernel's test file
 // instantiates them over its variants and shapes.
 #include "common/tests/kernel_runs.h"
+#include "common/kernel_testing.h"
 #include "common/tests/rtl_agreement.h"
 
 #include <gtest/gtest.h>
@@ -36,6 +37,7 @@ TEST_P(KernelMatchesReference, InTlm) {
 // (rtl_agreement.h, docs/cosim.md).
 TEST_P(KernelRtlAgrees, WithTlmAndTheReference) {
   const KernelCase& k = GetParam();
+  if (const std::string why = kernel_testing::rtl_not_built(k.c.config); !why.empty()) GTEST_SKIP() << why;
   const KernelRun rtl = run_kernel(k.kernel, k.variant, k.c.config, k.c.shape, arch::Fidelity::Rtl, false, k.c.params);
   const KernelRun tlm = run_kernel(k.kernel, k.variant, k.c.config, k.c.shape, arch::Fidelity::Tlm, false, k.c.params);
   ASSERT_TRUE(rtl.ok) << rtl.error;

@@ -66,6 +66,7 @@ class Conv2dRtlTest : public ::testing::TestWithParam<std::tuple<std::string, Ca
 
 TEST_P(Conv2dRtlTest, RtlMatchesTlmAndTheReference) {
   const auto& [variant, c] = GetParam();
+  if (const std::string why = kernel_testing::rtl_not_built(c.config); !why.empty()) GTEST_SKIP() << why;
   const KernelRun rtl = kernel_testing::run_kernel_in_child("conv2d", variant, c.shape(), c.config, arch::Fidelity::Rtl);
   const KernelRun tlm = kernel_testing::run_kernel_in_child("conv2d", variant, c.shape(), c.config, arch::Fidelity::Tlm);
   ASSERT_TRUE(rtl.ok) << rtl.error;
@@ -92,6 +93,7 @@ TEST_P(Conv2dDtypeTest, MatchesTheReferenceInEveryFidelity) {
   EXPECT_TRUE(tlm.correct) << tlm.detail << " (error " << tlm.max_abs_error << ", tolerance " << tlm.tolerance << ")";
   EXPECT_GE(tlm.matmul_flops, c.flops());
   if (std::string(c.config) != "tiny") return;
+  if (const std::string why = kernel_testing::rtl_not_built(c.config); !why.empty()) GTEST_SKIP() << why;
   const KernelRun rtl = kernel_testing::run_kernel_in_child("conv2d", variant, c.shape(), c.config, arch::Fidelity::Rtl, dtype);
   ASSERT_TRUE(rtl.ok) << rtl.error;
   EXPECT_TRUE(rtl.correct) << rtl.detail;

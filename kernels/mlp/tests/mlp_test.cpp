@@ -58,6 +58,7 @@ class MlpRtlTest : public ::testing::TestWithParam<std::tuple<std::string, Case>
 
 TEST_P(MlpRtlTest, RtlMatchesTlmAndTheReference) {
   const auto& [variant, c] = GetParam();
+  if (const std::string why = kernel_testing::rtl_not_built(c.config); !why.empty()) GTEST_SKIP() << why;
   const KernelRun rtl = kernel_testing::run_kernel_in_child("mlp", variant, c.shape(), c.config, arch::Fidelity::Rtl);
   const KernelRun tlm = kernel_testing::run_kernel_in_child("mlp", variant, c.shape(), c.config, arch::Fidelity::Tlm);
   ASSERT_TRUE(rtl.ok) << rtl.error;
@@ -84,6 +85,7 @@ TEST_P(MlpDtypeTest, MatchesTheReferenceInEveryFidelity) {
   EXPECT_TRUE(tlm.correct) << tlm.detail;
   EXPECT_DOUBLE_EQ(tlm.matmul_flops, 3 * 2.0 * c.T * c.D * c.F);
   if (std::string(c.config) != "tiny") return;
+  if (const std::string why = kernel_testing::rtl_not_built(c.config); !why.empty()) GTEST_SKIP() << why;
   const KernelRun rtl = kernel_testing::run_kernel_in_child("mlp", "silu", c.shape(), c.config, arch::Fidelity::Rtl, dtype);
   ASSERT_TRUE(rtl.ok) << rtl.error;
   EXPECT_TRUE(rtl.correct) << rtl.detail;
