@@ -179,7 +179,10 @@ KernelSpec transpose_spec() {
   spec.params = {
       TunableParam::integer(
           "F", 1, 1 << 20, 2048,
-          "elements per partition per load, at most (tensor: columns of x, whole array widths; dma: rows of x)"),
+          "elements per partition per load, at most (tensor: columns of x, whole array widths; dma: rows of x)")
+          // A load never takes more than the columns (tensor) or rows (dma)
+          // there are: larger values are the same program.
+          .useful_up_to([](const ParamContext& ctx) { return std::max(ctx.shape.at("R"), ctx.shape.at("C")); }),
       TunableParam::integer("row_blocks", 1, 256, 16,
                             "row blocks of x (array heights) per store: each store writes rows of out this many "
                             "blocks long")
