@@ -310,10 +310,19 @@ PYBIND11_MODULE(_tessera, m) {
         }
         return d;
       }, "Descriptors per DMA queue (engine, queue), each as its packed bytes")
-      .def_property_readonly("labels", [](const Program& p) { return p.labels; })
+      .def_property_readonly("labels", [](const Program& p) {
+        std::vector<std::vector<std::string>> out(p.labels.size());
+        for (std::size_t e = 0; e < p.labels.size(); ++e)
+          for (std::size_t i = 0; i < p.labels[e].size(); ++i) out[e].push_back(p.label(static_cast<arch::Engine>(e), i));
+        return out;
+      })
       .def_property_readonly("ring_labels", [](const Program& p) {
         py::dict d;
-        for (const auto& [q, l] : p.ring_labels) d[py::make_tuple(q.first, q.second)] = l;
+        for (const auto& [q, l] : p.ring_labels) {
+          std::vector<std::string> names;
+          for (std::size_t i = 0; i < l.size(); ++i) names.push_back(p.label(q, i));
+          d[py::make_tuple(q.first, q.second)] = names;
+        }
         return d;
       });
 

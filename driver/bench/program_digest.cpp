@@ -59,7 +59,8 @@ std::uint64_t digest_of(const tessera::Program& p, std::size_t* ops) {
     const auto code = p.encode(static_cast<tessera::arch::Engine>(e));
     d.value(code.size());
     d.bytes(code.data(), code.size());
-    for (const std::string& label : p.labels[static_cast<std::size_t>(e)]) d.text(label);
+    for (std::size_t i = 0; i < p.labels[static_cast<std::size_t>(e)].size(); ++i)
+      d.text(p.label(static_cast<tessera::arch::Engine>(e), i));
   }
   for (const auto& [queue, ring] : p.rings) {
     d.value(queue.first);
@@ -72,7 +73,7 @@ std::uint64_t digest_of(const tessera::Program& p, std::size_t* ops) {
     }
   }
   for (const auto& [queue, labels] : p.ring_labels)
-    for (const std::string& label : labels) d.text(label);
+    for (std::size_t i = 0; i < labels.size(); ++i) d.text(p.label(queue, i));
   for (const std::string& owner : p.semaphore_owners) d.text(owner);
   for (const auto& t : p.tiles) {
     d.text(t.name);

@@ -153,7 +153,6 @@ void add_attribution(RunReport& report, const Program& program, core::NeuronCore
     const std::string engine = to_string(kind);
     const auto& stream = program.streams[static_cast<std::size_t>(e)];
     const auto& sites = program.sites[static_cast<std::size_t>(e)];
-    const auto& labels = program.labels[static_cast<std::size_t>(e)];
     const auto& costs = core.engine(kind).instruction_costs();
     for (std::size_t i = 0; i < costs.size() && i < stream.size(); ++i) {
       const core::Engine::InstructionCost& c = costs[i];
@@ -161,7 +160,7 @@ void add_attribution(RunReport& report, const Program& program, core::NeuronCore
       const bool counts = in.opcode != arch::Opcode::SemWait && in.opcode != arch::Opcode::SemIncr &&
                           in.opcode != arch::Opcode::End && in.opcode != arch::Opcode::Nop;
       if (!counts && c.busy_ns == 0 && c.semaphore_wait_ns == 0 && c.fetch_wait_ns == 0) continue;
-      add(engine, i < sites.size() ? sites[i] : CallSite{}, i < labels.size() ? labels[i] : std::string(),
+      add(engine, i < sites.size() ? sites[i] : CallSite{}, program.label(kind, i),
           [&](SiteCost& r) {
             if (counts) r.count += 1;
             r.busy_ns += c.busy_ns;
@@ -186,7 +185,6 @@ void add_attribution(RunReport& report, const Program& program, core::NeuronCore
       const DmaQueueId id{e32, q};
       const auto ring = program.rings.find(id);
       const auto sites = program.ring_sites.find(id);
-      const auto labels = program.ring_labels.find(id);
       sc_core::sc_time previous;
       for (const auto& [index, status] : list) {
         // Queued from when it could go (doorbell landed, the one before done)
@@ -201,9 +199,7 @@ void add_attribution(RunReport& report, const Program& program, core::NeuronCore
           bytes = arch::dma_elements(ring->second[index].src_size) << ring->second[index].elem_log2;
         const CallSite where = sites != program.ring_sites.end() && index < sites->second.size() ? sites->second[index]
                                                                                                  : CallSite{};
-        const std::string label =
-            labels != program.ring_labels.end() && index < labels->second.size() ? labels->second[index] : "";
-        add("dma", where, label, [&](SiteCost& r) {
+        add("dma", where, program.label(id, index), [&](SiteCost& r) {
           r.count += 1;
           r.busy_ns += trace::ns(status - first_read);
           r.waiting_ns += trace::ns(first_read - ready);
@@ -236,7 +232,6 @@ void finish_trace(trace::Timeline& timeline, const Program& program, core::Neuro
     const DmaQueueId id{t.engine, t.queue};
     const int track = timeline.track("DMA queues", fmt::format("dma {}.{}", t.engine, t.queue));
     const auto ring = program.rings.find(id);
-    const auto labels = program.ring_labels.find(id);
     const auto sites = program.ring_sites.find(id);
     const arch::DmaDescriptor* d =
         ring != program.rings.end() && t.index < ring->second.size() ? &ring->second[t.index] : nullptr;
@@ -249,9 +244,9 @@ void finish_trace(trace::Timeline& timeline, const Program& program, core::Neuro
       args["src"] = fmt::format("0x{:x}", d->src_addr);
       args["dst"] = fmt::format("0x{:x}", d->dst_addr);
     }
-    if (labels != program.ring_labels.end() && t.index < labels->second.size() && !labels->second[t.index].empty()) {
-      args["label"] = labels->second[t.index];
-      name = labels->second[t.index];
+    if (const std::string& label = program.label(id, t.index); !label.empty()) {
+      args["label"] = label;
+      name = label;
     }
     if (sites != program.ring_sites.end() && t.index < sites->second.size())
       if (std::string site = program.site_name(sites->second[t.index]); !site.empty()) args["site"] = std::move(site);
@@ -739,7 +734,11 @@ RunReport Device::run_single(const Program& program) {
   if (timeline) {
     for (int e = 0; e < arch::kNumEngines; ++e) {
       const int track = timeline->track("engines", to_string(static_cast<arch::Engine>(e)));
-      timeline->set_labels(track, program.labels[e]);
+      std::vector<std::string> labels;
+      labels.reserve(program.labels[e].size());
+      for (std::size_t i = 0; i < program.labels[e].size(); ++i)
+        labels.push_back(program.label(static_cast<arch::Engine>(e), i));
+      timeline->set_labels(track, std::move(labels));
       std::vector<std::string> sites;
       for (const CallSite& site : program.sites[e]) sites.push_back(program.site_name(site));
       timeline->set_sites(track, std::move(sites));

@@ -31,19 +31,28 @@ const T* at(const std::vector<T>& v, std::size_t i) {
 
 }  // namespace
 
+const std::string& Program::label(arch::Engine e, std::size_t index) const {
+  const auto engine = static_cast<std::size_t>(e);
+  const std::uint32_t* id = engine < labels.size() ? at(labels[engine], index) : nullptr;
+  return id && *id < label_names.size() ? label_names[*id] : label_names.front();
+}
+
+const std::string& Program::label(DmaQueueId queue, std::size_t index) const {
+  const auto l = ring_labels.find(queue);
+  const std::uint32_t* id = l == ring_labels.end() ? nullptr : at(l->second, index);
+  return id && *id < label_names.size() ? label_names[*id] : label_names.front();
+}
+
 std::string Program::origin(arch::Engine e, std::size_t index) const {
   const auto engine = static_cast<std::size_t>(e);
   const CallSite* site = engine < sites.size() ? at(sites[engine], index) : nullptr;
-  const std::string* label = engine < labels.size() ? at(labels[engine], index) : nullptr;
-  return origin_of(site ? site_name(*site) : std::string(), label ? *label : std::string());
+  return origin_of(site ? site_name(*site) : std::string(), label(e, index));
 }
 
 std::string Program::origin(DmaQueueId queue, std::size_t index) const {
   const auto s = ring_sites.find(queue);
-  const auto l = ring_labels.find(queue);
   const CallSite* site = s == ring_sites.end() ? nullptr : at(s->second, index);
-  const std::string* label = l == ring_labels.end() ? nullptr : at(l->second, index);
-  return origin_of(site ? site_name(*site) : std::string(), label ? *label : std::string());
+  return origin_of(site ? site_name(*site) : std::string(), label(queue, index));
 }
 
 std::vector<std::uint8_t> Program::encode(arch::Engine e) const {

@@ -131,7 +131,6 @@ RunEvents run_events(const Program& program, core::NeuronCore& core) {
     const auto& stream = program.streams[static_cast<std::size_t>(e)];
     const auto& costs = core.engine(kind).instruction_costs();
     of_instruction[static_cast<std::size_t>(e)].assign(stream.size(), -1);
-    const auto& labels = program.labels[static_cast<std::size_t>(e)];
     const auto& sites = program.sites[static_cast<std::size_t>(e)];
     int previous = -1;
     for (std::size_t i = 0; i < stream.size() && i < costs.size(); ++i) {
@@ -142,7 +141,7 @@ RunEvents run_events(const Program& program, core::NeuronCore& core) {
       x.resource = to_string(kind);
       x.kind = in.opcode == arch::Opcode::SemWait && c.done_ns > c.issue_ns ? "wait" : "instruction";
       x.instruction = &in;
-      if (i < labels.size()) x.label = labels[i];
+      x.label = program.label(kind, i);
       if (i < sites.size()) x.site = interned.site(sites[i]);
       x.index = static_cast<std::int64_t>(i);
       x.start = c.issue_ns;
@@ -162,8 +161,7 @@ RunEvents run_events(const Program& program, core::NeuronCore& core) {
     Event x;
     x.resource = interned.queue(t.engine, t.queue);
     x.index = t.index;
-    if (const auto l = program.ring_labels.find(id); l != program.ring_labels.end() && t.index < l->second.size())
-      x.label = l->second[t.index];
+    x.label = program.label(id, t.index);
     if (const auto s = program.ring_sites.find(id); s != program.ring_sites.end() && t.index < s->second.size())
       x.site = interned.site(s->second[t.index]);
     const auto last = last_of_queue.find(id);
@@ -256,7 +254,7 @@ std::vector<Work> run_work(const Program& program, core::NeuronCore& core, RunEv
       Work w;
       w.resource = to_string(kind);
       w.instruction = &stream[i];
-      if (i < program.labels[static_cast<std::size_t>(e)].size()) w.label = program.labels[static_cast<std::size_t>(e)][i];
+      w.label = program.label(kind, i);
       if (i < program.sites[static_cast<std::size_t>(e)].size())
         w.site = interned.site(program.sites[static_cast<std::size_t>(e)][i]);
       w.index = static_cast<std::int64_t>(i);

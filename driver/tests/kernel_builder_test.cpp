@@ -348,14 +348,14 @@ TEST(KernelBuilder, LabelsOwnersAndTileLivesForProfiles) {
 
   for (int e = 0; e < arch::kNumEngines; ++e) EXPECT_EQ(p.labels[e].size(), p.streams[e].size());
   const auto& vec = p.streams[static_cast<int>(arch::Engine::Vector)];
-  const auto& vec_labels = p.labels[static_cast<int>(arch::Engine::Vector)];
   for (std::size_t i = 0; i < vec.size(); ++i) {
     if (vec[i].opcode == arch::Opcode::TensorScalar) {
-      EXPECT_EQ(vec_labels[i], "scale");
+      EXPECT_EQ(p.label(arch::Engine::Vector, i), "scale");
     }
   }
   std::vector<std::string> ring_labels;
-  for (const auto& [q, labels] : p.ring_labels) ring_labels.insert(ring_labels.end(), labels.begin(), labels.end());
+  for (const auto& [q, labels] : p.ring_labels)
+    for (std::size_t i = 0; i < labels.size(); ++i) ring_labels.push_back(p.label(q, i));
   EXPECT_THAT(ring_labels, ::testing::UnorderedElementsAre("load", ""));
 
   ASSERT_GE(p.semaphore_owners.size(), static_cast<std::size_t>(arch::kNumEngines) + 2);

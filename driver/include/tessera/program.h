@@ -52,9 +52,16 @@ struct Program {
 
   // For profiles (traces, stall reasons); not part of what the core runs.
   // The label (KernelBuilder::label) of each instruction, parallel to
-  // `streams`, and of each descriptor, parallel to `rings`; empty when none.
-  std::vector<std::vector<std::string>> labels = std::vector<std::vector<std::string>>(arch::kNumEngines);
-  std::map<DmaQueueId, std::vector<std::string>> ring_labels;
+  // `streams`, and of each descriptor, parallel to `rings`, as an index into
+  // `label_names`, whose entry 0 is the empty label (none): a label is held
+  // once however many operations carry it (a large GEMM has millions).
+  std::vector<std::string> label_names = std::vector<std::string>(1);
+  std::vector<std::vector<std::uint32_t>> labels = std::vector<std::vector<std::uint32_t>>(arch::kNumEngines);
+  std::map<DmaQueueId, std::vector<std::uint32_t>> ring_labels;
+  // The label of instruction `index` of engine `e`, or of descriptor `index`
+  // of a queue; empty when it has none.
+  const std::string& label(arch::Engine e, std::size_t index) const;
+  const std::string& label(DmaQueueId queue, std::size_t index) const;
   // The labels that name phases of a collective between cores
   // (KernelBuilder::collective_label), in order of first use.
   std::vector<std::string> collective_labels;

@@ -42,10 +42,13 @@ Program assemble(const arch::HwConfig& cfg, Schedule& s, const std::vector<std::
 
   Program p;
   p.source_files = origins.files();
+  // The builder's labels after the empty one, so that builder label i is
+  // the Program's i + 1.
+  p.label_names.insert(p.label_names.end(), label_names.begin(), label_names.end());
   // An op's origin (Origins): the label in force and its call site.
   const auto label_of = [&](int origin) {
     const int label = origin < 0 ? -1 : origins[origin].label;
-    return label < 0 ? std::string() : label_names[static_cast<std::size_t>(label)];
+    return static_cast<std::uint32_t>(label + 1);
   };
   const auto site_of = [&](int origin) { return origin < 0 ? CallSite{} : origins[origin].site; };
   std::vector<Program::OpRef> where(ops.size());  // op id -> its place in the program
@@ -99,7 +102,7 @@ Program assemble(const arch::HwConfig& cfg, Schedule& s, const std::vector<std::
 
   struct Fill {
     std::vector<arch::Instruction>& stream;
-    std::vector<std::string>& labels;
+    std::vector<std::uint32_t>& labels;
     std::vector<CallSite>& sites;
     std::vector<Program::OpRef>& where;
     std::uint32_t engine;
