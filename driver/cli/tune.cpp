@@ -133,7 +133,8 @@ void exhaustive(Search& s, const std::vector<Space>& spaces, std::size_t round_s
   }
 }
 
-// Coordinate descent, every variant at once: from its default point, a round
+// Coordinate descent, every variant at once: from its default point (and
+// from each of its space's seeds, as walks of their own), a round
 // times every value of one parameter with the others held at the variant's
 // best point so far (the whole line at once, so a round fills the runners),
 // and moves to the line's fastest point. Parameters are taken in turn; a
@@ -152,6 +153,10 @@ void descent(Search& s, const std::vector<Space>& spaces) {
   for (const Space& sp : spaces) {
     walks.push_back({&sp, default_point(sp), std::nullopt});
     starts.push_back(walks.back().at);
+    for (const Candidate& seed : sp.seeds) {
+      walks.push_back({&sp, seed, std::nullopt});
+      starts.push_back(seed);
+    }
   }
   if (!s.may_continue()) return;
   s.evaluate(starts);
@@ -244,6 +249,23 @@ std::vector<Candidate> points(const Space& space) {
     }
   }
   return out;
+}
+
+void seed_from_db(std::vector<Space>& spaces, const kernels::TuningDb& db, const std::string& kernel,
+                  const std::string& config, const kernels::Shape& shape) {
+  const std::string bucket = kernels::shape_bucket(shape);
+  for (Space& sp : spaces)
+    for (const kernels::TuningEntry& e : db.entries()) {
+      if (e.kernel != kernel || e.variant != sp.variant || e.config == config || e.bucket != bucket) continue;
+      Candidate c = default_point(sp);
+      for (const Dimension& d : sp.dims) {
+        const auto it = e.params.find(d.name);
+        if (it != e.params.end() && std::find(d.values.begin(), d.values.end(), it->second) != d.values.end())
+          c.params[d.name] = it->second;
+      }
+      if (c == default_point(sp) || std::find(sp.seeds.begin(), sp.seeds.end(), c) != sp.seeds.end()) continue;
+      sp.seeds.push_back(std::move(c));
+    }
 }
 
 Candidate default_point(const Space& space) {

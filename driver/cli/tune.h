@@ -7,6 +7,7 @@
 #pragma once
 
 #include "common/kernel.h"
+#include "common/tuning_db.h"
 
 #include <nlohmann/json.hpp>
 
@@ -28,14 +29,6 @@ struct Dimension {
   std::string default_value;        // what a run gets when nobody sets it
 };
 
-// The space of one variant: the product of its dimensions (one point when it
-// reads no parameter).
-struct Space {
-  std::string variant;
-  std::vector<Dimension> dims;
-  std::size_t size() const;
-};
-
 // A point: a variant and a value of every parameter it reads.
 struct Candidate {
   std::string variant;
@@ -45,10 +38,31 @@ struct Candidate {
   bool operator==(const Candidate& o) const { return variant == o.variant && params == o.params; }
 };
 
+// The space of one variant: the product of its dimensions (one point when it
+// reads no parameter).
+struct Space {
+  std::string variant;
+  std::vector<Dimension> dims;
+  // Points the descent walks from besides the default (seed_from_db): where
+  // the search of another generation ended. Coordinate descent stops at the
+  // first point no single parameter improves; parameters bound by one
+  // resource (row blocks and output stages sharing SBUF) can hold it short of
+  // a better point two moves away, which another generation may have found.
+  std::vector<Candidate> seeds;
+  std::size_t size() const;
+};
+
 // The spaces of `variants` (every variant of the kernel when empty) on a
 // config and shape. Throws KernelError for an unknown variant.
 std::vector<Space> spaces(const kernels::KernelSpec& spec, const arch::HwConfig& config, const kernels::Shape& shape,
                           const std::vector<std::string>& variants);
+
+// Adds to each space, as a seed, the point the database stores for its
+// variant on every other config at the bucket of `shape`: each parameter at
+// the stored value when that is a value of its dimension, else at the
+// default. A seed equal to the default point or to another seed is not added.
+void seed_from_db(std::vector<Space>& spaces, const kernels::TuningDb& db, const std::string& kernel,
+                  const std::string& config, const kernels::Shape& shape);
 
 // Every point of a space, the first dimension varying slowest.
 std::vector<Candidate> points(const Space& space);

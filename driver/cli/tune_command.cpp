@@ -385,7 +385,10 @@ int run_search(const TuneOptions& o) {
   const arch::ResolvedConfig resolved = arch::load_config(o.config);
   const kernels::KernelSpec& spec = kernels::kernel_named(o.kernel);
   const kernels::Shape shape = kernels::resolve_shape(spec, o.shape.empty() ? kernels::Shape{} : kernels::parse_shape(o.shape));
-  const std::vector<tune::Space> spaces = tune::spaces(spec, resolved.hw, shape, o.variants);
+  std::vector<tune::Space> spaces = tune::spaces(spec, resolved.hw, shape, o.variants);
+  // The descent also walks from where other generations' searches ended.
+  if (const std::string path = o.db.empty() ? kernels::default_tuning_db_path() : o.db; !path.empty())
+    tune::seed_from_db(spaces, kernels::TuningDb::load(path), spec.name, resolved.hw.name, shape);
   std::size_t size = 0;
   for (const auto& sp : spaces) size += sp.size();
   // Exhaustive when the whole space fits the budget (pruned points cost no

@@ -101,7 +101,7 @@ private:
     for (std::int64_t b = 0; b < psum_sets; ++b) pT.push_back(kb.psum(fmt::format("pT{}", b), u32(T), u32(H * pr_max)));
     for (int s = 0; s < out_sets; ++s) xo.push_back(kb.sbuf(fmt::format("xT{}", s), u32(T), u32(NB * pr_max), DType::Bf16));
     int s = 0, t = 0;
-    std::int64_t pb = 0;  // PSUM bank turn, also the evacuating engine's
+    std::int64_t pb = 0, store = 0;  // PSUM bank turn, also the evacuating engine's
     for (std::int64_t R0 = 0; R0 < R_; R0 += NB * pr_max)
       for (std::int64_t C0 = 0; C0 < C_; C0 += W, s = (s + 1) % kSets) {
         const std::int64_t nb = std::min(NB, ceil_div(R_ - R0, pr_max)), cw = std::min(W, C_ - C0);
@@ -126,9 +126,18 @@ private:
             kb.copy(xo[t].slice(0, u32(w), u32(j0 * pr_max), u32(rows)), ps.slice(0, u32(w), 0, u32(rows)),
                     evacuation_engine(pb));
           }
-          kb.dma(out_.region(C0 + i * T, R0, w, hr), xo[t].slice(0, u32(w), 0, u32(hr)));
+          kb.dma(out_.region(C0 + i * T, R0, w, hr), xo[t].slice(0, u32(w), 0, u32(hr)), store_spread(cfg, store++));
         }
       }
+  }
+
+  // Store k's descriptors: one per engine of a group of store_engines
+  // engines, the groups in turn; 0 leaves the builder's policy (every engine).
+  DmaSpread store_spread(const arch::HwConfig& cfg, std::int64_t k) const {
+    const std::int64_t n = std::min<std::int64_t>(params_.integer("store_engines"), cfg.dma.engines);
+    if (n <= 0) return {};
+    const std::int64_t groups = cfg.dma.engines / n;
+    return DmaSpread{u32(n), 0, u32((k % groups) * n), u32(n)};
   }
 
   // The engine copying output stage i from PSUM: alternating shares the
@@ -196,6 +205,11 @@ KernelSpec transpose_spec() {
           .derived([](const ParamContext& ctx) -> ParamValue {
             return std::clamp<std::int64_t>(ctx.config.psum.banks / 2, 1, 4);
           })
+          .only_for({"tensor"}),
+      TunableParam::integer("store_engines", 0, 64, 0,
+                            "DMA engines each store is spread over (one descriptor each), groups of them in turn; "
+                            "0: every engine (the builder's policy)")
+          .useful_up_to([](const ParamContext& ctx) { return ctx.config.dma.engines; })
           .only_for({"tensor"}),
       TunableParam::choice("evacuate", {"alternate", "vector", "scalar"}, "alternate",
                            "the engine copying PSUM to SBUF: alternating shares the work")

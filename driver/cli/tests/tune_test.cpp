@@ -154,6 +154,63 @@ TEST_F(TuneTest, DescentStartsFromAFittingPointWhenTheDefaultDoesNot) {
   EXPECT_EQ(r.evaluated.front().outcome.kind, Outcome::Kind::Pruned);
 }
 
+// A cost no single-parameter move improves from the default (1, 1), with
+// its minimum at (8, 8): a walk from the default stops there, one from a
+// seed on the line y = 8 reaches the minimum.
+TEST_F(TuneTest, DescentAlsoWalksFromSeedsAndFindsWhatTheDefaultWalkMisses) {
+  Evaluator e;
+  e.fits = [](const Candidate&) { return std::nullopt; };
+  e.run = [](const std::vector<Candidate>& batch) {
+    std::vector<Outcome> out;
+    for (const auto& c : batch) {
+      const std::string x = c.params.at("x"), y = c.params.at("y");
+      Outcome o;
+      o.kind = Outcome::Kind::Timed;
+      o.time_ns = x == "8" && y == "8" ? 10 : x == "1" && y == "1" ? 50 : x == "1" || y == "1" ? 60 : 70;
+      out.push_back(o);
+    }
+    return out;
+  };
+  Space s{"v", {{"x", {"1", "2", "4", "8"}, "1"}, {"y", {"1", "2", "4", "8"}, "1"}}, {}};
+  const auto alone = search({s}, Strategy::Descent, {}, e);
+  ASSERT_NE(alone.best(), nullptr);
+  EXPECT_EQ(alone.best()->candidate.key(), "v:x=1,y=1");
+  s.seeds.push_back({"v", {{"x", "2"}, {"y", "8"}}});
+  const auto seeded = search({s}, Strategy::Descent, {}, e);
+  ASSERT_NE(seeded.best(), nullptr);
+  EXPECT_EQ(seeded.best()->candidate.key(), "v:x=8,y=8");
+  EXPECT_EQ(seeded.evaluated[1].candidate.key(), "v:x=2,y=8");  // timed with the default, in the first round
+}
+
+TEST_F(TuneTest, SeedsComeFromOtherConfigsEntriesAtTheSameBucket) {
+  const auto spec = toy();
+  const auto cfg = arch::load_config("tiny").hw;
+  const kernels::Shape shape{{"N", 12}};
+  auto entry = [&](const std::string& config, std::map<std::string, std::string> params, kernels::Shape at) {
+    kernels::TuningEntry t;
+    t.kernel = "tune_toy";
+    t.variant = "a";
+    t.config = config;
+    t.shape = at;
+    t.bucket = kernels::shape_bucket(at);
+    t.params = std::move(params);
+    return t;
+  };
+  kernels::TuningDb db;
+  db.put(entry("gen_b", {{"x", "8"}, {"engine", "scalar"}}, shape));
+  db.put(entry("gen_c", {{"x", "5"}, {"engine", "scalar"}}, shape));  // 5 is not a value of x: the default 3
+  db.put(entry("gen_d", {{"x", "8"}, {"engine", "scalar"}}, shape));  // the same point as gen_b's
+  db.put(entry("gen_e", {{"x", "3"}, {"engine", "vector"}}, shape));  // the default point
+  db.put(entry("tiny", {{"x", "1"}, {"engine", "scalar"}}, shape));   // this config's own
+  db.put(entry("gen_f", {{"x", "2"}, {"engine", "scalar"}}, {{"N", 100}}));  // another bucket
+  auto sp = spaces(spec, cfg, shape, {});
+  seed_from_db(sp, db, "tune_toy", cfg.name, shape);
+  std::vector<std::string> keys;
+  for (const auto& c : sp[0].seeds) keys.push_back(c.key());
+  EXPECT_THAT(keys, ElementsAre("a:engine=scalar,x=8", "a:engine=scalar,x=3"));
+  EXPECT_TRUE(sp[1].seeds.empty());  // no entry of variant b
+}
+
 TEST_F(TuneTest, FailedRunsAreNotTheBest) {
   Evaluator e;
   e.fits = [](const Candidate&) { return std::nullopt; };
@@ -167,7 +224,7 @@ TEST_F(TuneTest, FailedRunsAreNotTheBest) {
     }
     return out;
   };
-  Space s{"only", {{"x", {"1", "2", "4"}, "4"}}};
+  Space s{"only", {{"x", {"1", "2", "4"}, "4"}}, {}};
   const auto r = search({s}, Strategy::Descent, {}, e);
   ASSERT_NE(r.best(), nullptr);
   EXPECT_EQ(r.best()->candidate.key(), "only:x=2");
