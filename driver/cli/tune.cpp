@@ -1,8 +1,13 @@
 #include "tune.h"
 
+#include "tessera/kernel_builder.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <optional>
 #include <chrono>
 #include <set>
 
@@ -12,6 +17,23 @@ namespace {
 using kernels::KernelSpec;
 using kernels::Params;
 using kernels::TunableParam;
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (std::size_t end; (end = text.find(',', start)) != std::string::npos; start = end + 1)
+    out.push_back(text.substr(start, end - start));
+  out.push_back(text.substr(start));
+  return out;
+}
+
+std::optional<std::int64_t> to_integer(const std::string& text) {
+  std::int64_t v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || ptr != end) return std::nullopt;
+  return v;
+}
 
 Dimension dimension(const TunableParam& p, const kernels::ParamContext& ctx, const kernels::ParamValue& def) {
   Dimension d;
@@ -25,6 +47,8 @@ Dimension dimension(const TunableParam& p, const kernels::ParamContext& ctx, con
   // Powers of two cover a block size's range in log steps; the bound itself
   // (a block of every tile) and the default are kept when they fall between.
   std::set<std::int64_t> values;
+  if (p.every_value)
+    for (std::int64_t v = p.min; v <= top; ++v) values.insert(v);
   for (std::int64_t v = 1; v <= top; v *= 2)
     if (v >= p.min) values.insert(v);
   values.insert(p.min);
@@ -251,21 +275,103 @@ std::vector<Candidate> points(const Space& space) {
   return out;
 }
 
+void restrict_values(std::vector<Space>& spaces, const KernelSpec& spec, const std::vector<std::string>& given) {
+  constexpr std::int64_t kMaxRange = 4096;
+  std::set<std::string> seen;
+  for (const std::string& item : given) {
+    const std::size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+      throw KernelError(fmt::format("--values '{}': expected NAME=V1,V2,... (an integer item may be LO..HI)", item));
+    const std::string name = item.substr(0, eq);
+    if (!seen.insert(name).second) throw KernelError(fmt::format("--values: '{}' is given twice", name));
+    const TunableParam* p = spec.param(name);
+    if (p && p->numerics)
+      throw KernelError(fmt::format("--values {}: parameter '{}' changes what kernel '{}' computes, so it is not "
+                                    "searched (set it with --param on tessera run)",
+                                    item, name, spec.name));
+    // Expand ranges; every value is then checked as --param would check it.
+    std::vector<std::string> texts;
+    for (const std::string& v : split_commas(item.substr(eq + 1))) {
+      const std::size_t dots = v.find("..");
+      if (dots == std::string::npos) {
+        texts.push_back(v);
+        continue;
+      }
+      const auto lo = to_integer(v.substr(0, dots)), hi = to_integer(v.substr(dots + 2));
+      if (!lo || !hi || *lo > *hi)
+        throw KernelError(fmt::format("--values {}: '{}' is not a range LO..HI of integers with LO <= HI", item, v));
+      if (*hi - *lo >= kMaxRange)
+        throw KernelError(fmt::format("--values {}: the range '{}' holds more than {} values", item, v, kMaxRange));
+      for (std::int64_t x = *lo; x <= *hi; ++x) texts.push_back(std::to_string(x));
+    }
+    bool used = false;
+    for (Space& sp : spaces) {
+      const auto d = std::find_if(sp.dims.begin(), sp.dims.end(), [&](const Dimension& x) { return x.name == name; });
+      if (d == sp.dims.end()) continue;
+      used = true;
+      std::vector<std::string> values;
+      std::set<std::int64_t> integers;
+      for (const std::string& t : texts) {
+        const Params checked = kernels::check_params(spec, sp.variant, {{name, t}});
+        if (const auto* i = std::get_if<std::int64_t>(checked.find(name)))
+          integers.insert(*i);
+        else if (std::find(values.begin(), values.end(), t) == values.end())
+          values.push_back(t);
+      }
+      if (!integers.empty()) {
+        // Ascending, as an integer dimension's values are; the default moves
+        // to the nearest value (the lower on a tie).
+        const auto def = to_integer(d->default_value);
+        std::int64_t nearest = *integers.begin();
+        for (std::int64_t v : integers) {
+          values.push_back(std::to_string(v));
+          if (def && std::abs(v - *def) < std::abs(nearest - *def)) nearest = v;
+        }
+        d->default_value = std::to_string(nearest);
+      } else {
+        // Choices keep their declaration order.
+        std::vector<std::string> ordered;
+        for (const std::string& c : d->values)
+          if (std::find(values.begin(), values.end(), c) != values.end()) ordered.push_back(c);
+        if (std::find(ordered.begin(), ordered.end(), d->default_value) == ordered.end())
+          d->default_value = ordered.front();
+        values = std::move(ordered);
+      }
+      d->values = std::move(values);
+    }
+    if (!used) {
+      if (!p) kernels::check_params(spec, spaces.empty() ? spec.variant_names().front() : spaces.front().variant,
+                                    {{name, texts.front()}});  // names the kernel's parameters
+      throw KernelError(fmt::format("--values {}: no searched variant of kernel '{}' reads parameter '{}'", item,
+                                    spec.name, name));
+    }
+  }
+}
+
 void seed_from_db(std::vector<Space>& spaces, const kernels::TuningDb& db, const std::string& kernel,
                   const std::string& config, const kernels::Shape& shape) {
   const std::string bucket = kernels::shape_bucket(shape);
-  for (Space& sp : spaces)
-    for (const kernels::TuningEntry& e : db.entries()) {
-      if (e.kernel != kernel || e.variant != sp.variant || e.config == config || e.bucket != bucket) continue;
+  for (Space& sp : spaces) {
+    const auto add = [&](const kernels::TuningEntry& e) {
       Candidate c = default_point(sp);
       for (const Dimension& d : sp.dims) {
         const auto it = e.params.find(d.name);
         if (it != e.params.end() && std::find(d.values.begin(), d.values.end(), it->second) != d.values.end())
           c.params[d.name] = it->second;
       }
-      if (c == default_point(sp) || std::find(sp.seeds.begin(), sp.seeds.end(), c) != sp.seeds.end()) continue;
+      if (c == default_point(sp) || std::find(sp.seeds.begin(), sp.seeds.end(), c) != sp.seeds.end()) return;
       sp.seeds.push_back(std::move(c));
-    }
+    };
+    const auto matches = [&](const kernels::TuningEntry& e) {
+      return e.kernel == kernel && e.variant == sp.variant && e.bucket == bucket;
+    };
+    // This config's own entry first: a retune starts where the last search
+    // ended, so it does not store a worse point on an unchanged model.
+    for (const kernels::TuningEntry& e : db.entries())
+      if (matches(e) && e.config == config) add(e);
+    for (const kernels::TuningEntry& e : db.entries())
+      if (matches(e) && e.config != config) add(e);
+  }
 }
 
 Candidate default_point(const Space& space) {

@@ -22,7 +22,8 @@ namespace tessera::cli::tune {
 
 // One tunable parameter's values in a search: its legal values up to the
 // largest that still changes the program (TunableParam::useful_max), integers
-// as powers of two plus that bound and the default, named choices all.
+// as powers of two plus that bound and the default (every value for a
+// parameter searched_at_every_value), named choices all.
 struct Dimension {
   std::string name;
   std::vector<std::string> values;  // ascending for integers, declaration order for choices
@@ -57,12 +58,23 @@ struct Space {
 std::vector<Space> spaces(const kernels::KernelSpec& spec, const arch::HwConfig& config, const kernels::Shape& shape,
                           const std::vector<std::string>& variants);
 
-// Adds to each space, as a seed, the point the database stores for its
-// variant on every other config at the bucket of `shape`: each parameter at
-// the stored value when that is a value of its dimension, else at the
-// default. A seed equal to the default point or to another seed is not added.
+// Adds to each space, as seeds, the points the database stores for its
+// variant at the bucket of `shape`: this config's own first (where its last
+// search ended), then every other config's; each parameter at the stored
+// value when that is a value of its dimension, else at the default. A seed
+// equal to the default point or to another seed is not added.
 void seed_from_db(std::vector<Space>& spaces, const kernels::TuningDb& db, const std::string& kernel,
                   const std::string& config, const kernels::Shape& shape);
+
+// Narrows dimensions to the values a user names, one "NAME=V,V,..." each
+// (an integer item may be a range LO..HI, every integer of it): to search a
+// corner of a space whole, or a parameter at values its powers of two skip.
+// Each value is checked as `tessera run --param` checks it; a dimension's
+// default moves to the nearest named value. Throws KernelError naming the
+// problem (no '=', a parameter no searched variant tunes, a name given
+// twice, an illegal value, a range of more than 4,096 values).
+void restrict_values(std::vector<Space>& spaces, const kernels::KernelSpec& spec,
+                     const std::vector<std::string>& given);
 
 // Every point of a space, the first dimension varying slowest.
 std::vector<Candidate> points(const Space& space);

@@ -38,7 +38,7 @@ const char* kTune = "tessera tune";
 
 struct TuneOptions {
   std::string config, kernel, shape, strategy = "auto", out, time, candidates, shard, db;
-  std::vector<std::string> variants, configs;
+  std::vector<std::string> variants, configs, values;
   std::size_t budget = 100;
   double timeout_s = 1800;
   bool update_db = false, all = false, check_db = false, update_times = false;
@@ -353,6 +353,7 @@ void update_db(const TuneOptions& o, const std::string& config_name, const kerne
     entry.time_ns = best->outcome.time_ns;
     entry.hfu_percent = best->outcome.report.value("hfu_percent", 0.0);
     entry.strategy = to_string(r.strategy);
+    if (!o.values.empty()) entry.strategy += fmt::format(" over --values {}", fmt::join(o.values, " --values "));
     entry.evaluations = timed;
     entry.space_size = sp.size();
     db.put(std::move(entry));
@@ -386,6 +387,7 @@ int run_search(const TuneOptions& o) {
   const kernels::KernelSpec& spec = kernels::kernel_named(o.kernel);
   const kernels::Shape shape = kernels::resolve_shape(spec, o.shape.empty() ? kernels::Shape{} : kernels::parse_shape(o.shape));
   std::vector<tune::Space> spaces = tune::spaces(spec, resolved.hw, shape, o.variants);
+  tune::restrict_values(spaces, spec, o.values);
   // The descent also walks from where other generations' searches ended.
   if (const std::string path = o.db.empty() ? kernels::default_tuning_db_path() : o.db; !path.empty())
     tune::seed_from_db(spaces, kernels::TuningDb::load(path), spec.name, resolved.hw.name, shape);
@@ -656,6 +658,9 @@ void add_tune_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--kernel", o->kernel, "Kernel (tessera list kernels)");
   cmd->add_option("--variant", o->variants, "Search only these variants (default: all)")->delimiter(',');
   cmd->add_option("--shape", o->shape, "Shape overrides, e.g. M=4096,N=8192,K=8192 (default: the kernel's)");
+  cmd->add_option("--values", o->values,
+                  "Search a parameter at these values only, e.g. --values F=2048,4096 --values B=1..8 (LO..HI: every "
+                  "integer)");
   cmd->add_option("--budget", o->budget,
                   "Timed runs at most (pruned points cost none); 0: no limit. A space that fits is searched whole")
       ->capture_default_str();

@@ -225,6 +225,12 @@ TunableParam TunableParam::changes_numerics() const {
   return p;
 }
 
+TunableParam TunableParam::searched_at_every_value() const {
+  TunableParam p = *this;
+  p.every_value = true;
+  return p;
+}
+
 bool TunableParam::applies_to(const std::string& variant) const {
   return variants.empty() || std::find(variants.begin(), variants.end(), variant) != variants.end();
 }

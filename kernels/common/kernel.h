@@ -105,6 +105,9 @@ struct TunableParam {
   // only by the user, never by a tuner, whose points must all compute the
   // same thing.
   bool numerics = false;
+  // Integers: a search tries every value up to the useful bound, not powers
+  // of two (a count of engines to split, where 6 of 16 may beat 4 and 8).
+  bool every_value = false;
 
   // An integer parameter, legal in [min, max].
   static TunableParam integer(std::string name, std::int64_t min, std::int64_t max, std::int64_t default_value,
@@ -120,6 +123,8 @@ struct TunableParam {
   TunableParam only_for(std::vector<std::string> names) const;
   // ... changing what the kernel computes (its rounding), so left out of tuning.
   TunableParam changes_numerics() const;
+  // ... searched at every value of its range (a small count), not in powers of two.
+  TunableParam searched_at_every_value() const;
 
   bool is_choice() const { return !choices.empty(); }
   bool applies_to(const std::string& variant) const;

@@ -46,7 +46,7 @@ class Elementwise : public KernelInstance {
 public:
   Elementwise(Device& dev, const KernelArgs& args)
       : dev_(dev), op_(op_named(args.variant)), R_(args.shape.at("R")), C_(args.shape.at("C")),
-        F_(args.params.integer("F")), B_(args.params.integer("B")) {
+        F_(args.params.integer("F")), B_(args.params.integer("B")), SE_(args.params.integer("store_engines")) {
     const std::uint64_t seed = args.seed;
     x_ = dev.allocate("x", {R_, C_}, DType::Fp32);
     if (op_.binary) y_ = dev.allocate("y", {R_, C_}, DType::Fp32);
@@ -80,6 +80,11 @@ public:
       if (op_.binary)
         b.push_back(kb.sbuf(fmt::format("b{}", i), static_cast<std::uint32_t>(P), static_cast<std::uint32_t>(F), DType::Fp32));
     }
+    // Stores on the last store_engines DMA engines, loads on the others
+    // (0: every copy on every engine, the builder's policy).
+    const std::int64_t E = cfg.dma.engines, se = std::min(SE_, E - 1);
+    const DmaSpread loads = se > 0 ? DmaSpread{0, 0, 0, static_cast<std::uint32_t>(E - se)} : DmaSpread{};
+    const DmaSpread stores = se > 0 ? DmaSpread{0, 0, static_cast<std::uint32_t>(E - se), static_cast<std::uint32_t>(se)} : DmaSpread{};
     std::int64_t turn = 0;
     // One tile: partitions [0, np) each take nf elements at element
     // `first + p * pitch` of the flat tensor.
@@ -87,15 +92,15 @@ public:
       const std::size_t s = static_cast<std::size_t>(turn++ % B_);
       const auto view = [&](const Tensor& t) { return View{&t, first, {np, nf}, {pitch, 1}}; };
       const Tile ta = a[s].slice(0, static_cast<std::uint32_t>(np), 0, static_cast<std::uint32_t>(nf));
-      kb.dma(ta, view(x_));
+      kb.dma(ta, view(x_), loads);
       if (op_.binary) {
         const Tile tb = b[s].slice(0, static_cast<std::uint32_t>(np), 0, static_cast<std::uint32_t>(nf));
-        kb.dma(tb, view(y_));
+        kb.dma(tb, view(y_), loads);
         kb.tensor_tensor(ta, ta, tb, op_.alu);
       } else {
         kb.activation(ta, ta, op_.act);
       }
-      kb.dma(view(out_), ta);
+      kb.dma(view(out_), ta, stores);
     };
     for (std::int64_t f0 = 0; f0 < L; f0 += F) tile(f0, P, L, std::min(F, L - f0));
     for (std::int64_t f0 = 0; f0 < rest; f0 += F) tile(P * L + f0, 1, rest, std::min(F, rest - f0));
@@ -152,7 +157,7 @@ public:
 private:
   Device& dev_;
   const Op& op_;
-  std::int64_t R_, C_, F_, B_;
+  std::int64_t R_, C_, F_, B_, SE_;
   Tensor x_, y_, out_;
   std::vector<float> xv_, yv_;
 };
@@ -169,8 +174,17 @@ KernelSpec elementwise_spec() {
   spec.shape = {{"R", 1024, "rows"}, {"C", 1024, "columns"}};
   spec.params = {
       TunableParam::integer("F", 1, 1 << 20, 8192,
-                            "tile: elements per partition per tile, at most (shrunk to fit SBUF and the tensor)"),
+                            "tile: elements per partition per tile, at most (shrunk to fit SBUF and the tensor)")
+          // A tile never takes more than a partition's share of the tensor.
+          .useful_up_to([](const ParamContext& ctx) {
+            const std::int64_t n = ctx.shape.at("R") * ctx.shape.at("C"), p = ctx.config.sbuf.partitions;
+            return std::max<std::int64_t>(1, std::max(n / p, n % p));
+          }),
       TunableParam::integer("B", 1, 16, 3, "buffers the tiles rotate through (1: no overlap of load, compute and store)"),
+      TunableParam::integer("store_engines", 0, 64, 0,
+                            "DMA engines that store (the last ones; the others load); 0: every engine does both")
+          .useful_up_to([](const ParamContext& ctx) { return ctx.config.dma.engines - 1; })
+          .searched_at_every_value(),
   };
   spec.make = [](Device& dev, const KernelArgs& args) { return std::make_unique<Elementwise>(dev, args); };
   return spec;

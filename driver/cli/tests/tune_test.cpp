@@ -67,6 +67,58 @@ TEST_F(TuneTest, SpaceIsPowersOfTwoUpToTheUsefulBoundWithTheDefault) {
   EXPECT_THROW(spaces(spec, cfg, {{"N", 12}}, {"c"}), tessera::KernelError);
 }
 
+TEST_F(TuneTest, ACountSearchedAtEveryValueTakesEachValueUpToItsBound) {
+  auto spec = toy();
+  spec.params.push_back(kernels::TunableParam::integer("engines", 0, 64, 0, "a count")
+                            .useful_up_to([](const kernels::ParamContext&) { return 6; })
+                            .searched_at_every_value());
+  const auto cfg = arch::load_config("tiny").hw;
+  const auto sp = spaces(spec, cfg, {{"N", 12}}, {"b"});
+  ASSERT_EQ(sp.size(), 1u);
+  ASSERT_EQ(sp[0].dims.size(), 2u);
+  EXPECT_EQ(sp[0].dims[1].name, "engines");
+  EXPECT_THAT(sp[0].dims[1].values, ElementsAre("0", "1", "2", "3", "4", "5", "6"));
+  EXPECT_THAT(sp[0].dims[0].values, ElementsAre("1", "2", "3", "4", "8", "12"));  // x still in powers of two
+}
+
+TEST_F(TuneTest, ValuesNarrowADimensionAndMoveItsDefaultToTheNearest) {
+  const auto spec = toy();
+  const auto cfg = arch::load_config("tiny").hw;
+  auto sp = spaces(spec, cfg, {{"N", 12}}, {});
+  // Values the powers of two skip (5, 6, 7), out of order, repeated.
+  restrict_values(sp, spec, {"x=7,5..6,5", "engine=scalar"});
+  EXPECT_THAT(sp[0].dims[0].values, ElementsAre("5", "6", "7"));
+  EXPECT_EQ(sp[0].dims[0].default_value, "5");  // the default 3's nearest
+  EXPECT_THAT(sp[0].dims[1].values, ElementsAre("scalar"));
+  EXPECT_EQ(sp[0].dims[1].default_value, "scalar");
+  EXPECT_THAT(sp[1].dims[0].values, ElementsAre("5", "6", "7"));  // b reads x too, not engine
+  EXPECT_EQ(sp[0].size(), 3u);
+}
+
+TEST_F(TuneTest, ValuesThatCannotBeSearchedAreErrorsNamingThem) {
+  const auto spec = toy();
+  const auto cfg = arch::load_config("tiny").hw;
+  const auto error = [&](std::vector<std::string> given, std::vector<std::string> variants = {}) {
+    auto sp = spaces(spec, cfg, {{"N", 12}}, variants);
+    try {
+      restrict_values(sp, spec, given);
+    } catch (const tessera::KernelError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(error({"x"}), HasSubstr("--values 'x': expected NAME=V1,V2,..."));
+  EXPECT_THAT(error({"x=2", "x=4"}), HasSubstr("'x' is given twice"));
+  EXPECT_THAT(error({"x=0"}), HasSubstr("parameter x=0 is outside its legal range 1..64"));
+  EXPECT_THAT(error({"x=two"}), HasSubstr("parameter x=two: not an integer"));
+  EXPECT_THAT(error({"x=9..3"}), HasSubstr("'9..3' is not a range LO..HI"));
+  EXPECT_THAT(error({"x=1..100000"}), HasSubstr("holds more than 4096 values"));
+  EXPECT_THAT(error({"engine=gpsimd"}), HasSubstr("expected one of"));
+  EXPECT_THAT(error({"acc=bf16"}), HasSubstr("changes what kernel 'tune_toy' computes"));
+  EXPECT_THAT(error({"y=1"}), HasSubstr("has no tunable parameter 'y'"));
+  EXPECT_THAT(error({"engine=scalar"}, {"b"}), HasSubstr("no searched variant of kernel 'tune_toy' reads parameter 'engine'"));
+}
+
 // A space of two variants, three integer parameters each, and a cost with
 // its minimum inside; points with x * y > limit do not fit.
 std::vector<Space> grid_space() {
@@ -182,7 +234,7 @@ TEST_F(TuneTest, DescentAlsoWalksFromSeedsAndFindsWhatTheDefaultWalkMisses) {
   EXPECT_EQ(seeded.evaluated[1].candidate.key(), "v:x=2,y=8");  // timed with the default, in the first round
 }
 
-TEST_F(TuneTest, SeedsComeFromOtherConfigsEntriesAtTheSameBucket) {
+TEST_F(TuneTest, SeedsAreTheEntriesAtTheSameBucketThisConfigsOwnFirst) {
   const auto spec = toy();
   const auto cfg = arch::load_config("tiny").hw;
   const kernels::Shape shape{{"N", 12}};
@@ -201,13 +253,13 @@ TEST_F(TuneTest, SeedsComeFromOtherConfigsEntriesAtTheSameBucket) {
   db.put(entry("gen_c", {{"x", "5"}, {"engine", "scalar"}}, shape));  // 5 is not a value of x: the default 3
   db.put(entry("gen_d", {{"x", "8"}, {"engine", "scalar"}}, shape));  // the same point as gen_b's
   db.put(entry("gen_e", {{"x", "3"}, {"engine", "vector"}}, shape));  // the default point
-  db.put(entry("tiny", {{"x", "1"}, {"engine", "scalar"}}, shape));   // this config's own
+  db.put(entry("tiny", {{"x", "1"}, {"engine", "scalar"}}, shape));   // this config's own: first
   db.put(entry("gen_f", {{"x", "2"}, {"engine", "scalar"}}, {{"N", 100}}));  // another bucket
   auto sp = spaces(spec, cfg, shape, {});
   seed_from_db(sp, db, "tune_toy", cfg.name, shape);
   std::vector<std::string> keys;
   for (const auto& c : sp[0].seeds) keys.push_back(c.key());
-  EXPECT_THAT(keys, ElementsAre("a:engine=scalar,x=8", "a:engine=scalar,x=3"));
+  EXPECT_THAT(keys, ElementsAre("a:engine=scalar,x=1", "a:engine=scalar,x=8", "a:engine=scalar,x=3"));
   EXPECT_TRUE(sp[1].seeds.empty());  // no entry of variant b
 }
 
@@ -260,6 +312,29 @@ TEST_F(TuneTest, TuneCommandSearchesGemmOnSmallAndPlots) {
   fs::remove_all(out);
 }
 
+TEST_F(TuneTest, TuneCommandSearchesOnlyTheNamedValuesAndSaysSoInTheDatabase) {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("tessera_tune_values_{}", ::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string db = (dir / "tuning.json").string();
+  const auto r = run_tessera(fmt::format("tune --config small --kernel gemm --variant fully_optimized "
+                                         "--shape M=64,N=128,K=128 --values buffers=2..3 --values tiles_in_block_k=1 "
+                                         "-j 2 --no-plots --update-db --out {}",
+                                         (dir / "search").string()),
+                             "TESSERA_TUNING_DB=" + db);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const auto doc = read_json(dir / "search" / "results.json");
+  ASSERT_FALSE(doc["points"].empty());
+  for (const auto& p : doc["points"]) {
+    EXPECT_THAT(p["params"]["buffers"].get<std::string>(), ::testing::AnyOf("2", "3"));
+    EXPECT_EQ(p["params"]["tiles_in_block_k"], "1");
+  }
+  const auto stored = read_json(db);
+  ASSERT_EQ(stored["entries"].size(), 1u);
+  EXPECT_EQ(stored["entries"][0]["strategy"], "exhaustive over --values buffers=2..3 --values tiles_in_block_k=1");
+  fs::remove_all(dir);
+}
+
 TEST_F(TuneTest, TuneCommandPrunesWhatDoesNotFitBeforeRunning) {
   const fs::path out = fs::temp_directory_path() / fmt::format("tessera_tune_prune_{}", ::getpid());
   fs::remove_all(out);
@@ -298,6 +373,9 @@ TEST_F(TuneTest, TuneCommandRejectsBadInputNamingIt) {
   r = run_tessera("tune --kernel gemm");
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("--config"));
+  r = run_tessera("tune --config small --kernel gemm --values buffers=0..2");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("tessera tune: kernel 'gemm': parameter buffers=0 is outside its legal range"));
   // A shard's --shard is checked as regress and sweep check theirs (runner::shard_option).
   r = run_tessera("tune --candidates candidates.json --shard 3/2");
   EXPECT_EQ(r.status, 2);
