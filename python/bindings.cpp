@@ -429,16 +429,19 @@ PYBIND11_MODULE(_tessera, m) {
            py::arg("dst"), py::arg("a"), py::arg("b"), py::arg("op"))
       // The three tensor_scalar forms: immediates; per-partition [P, 1] tiles
       // (s, and s2 or an immediate s2_value); an immediate s with a tile s2.
-      .def("tensor_scalar", [](KB& kb, const Tile& dst, const Tile& a, AluOp op, float s, AluOp op2,
-                               float s2) { kb.tensor_scalar(dst, a, op, s, op2, s2, caller()); },
-           py::arg("dst"), py::arg("a"), py::arg("op"), py::arg("s"), py::arg("op2") = AluOp::Bypass, py::arg("s2") = 0.0f)
+      .def("tensor_scalar", [](KB& kb, const Tile& dst, const Tile& a, AluOp op, float s, AluOp op2, float s2,
+                               arch::Engine engine) { kb.tensor_scalar(dst, a, op, s, op2, s2, engine, caller()); },
+           py::arg("dst"), py::arg("a"), py::arg("op"), py::arg("s"), py::arg("op2") = AluOp::Bypass, py::arg("s2") = 0.0f,
+           py::arg("engine") = arch::Engine::Vector)
       .def("tensor_scalar", [](KB& kb, const Tile& dst, const Tile& a, AluOp op, const Tile& s, AluOp op2,
-                               const Tile* s2, float s2_value) { kb.tensor_scalar(dst, a, op, s, op2, s2, s2_value, caller()); },
+                               const Tile* s2, float s2_value,
+                               arch::Engine engine) { kb.tensor_scalar(dst, a, op, s, op2, s2, s2_value, engine, caller()); },
            py::arg("dst"), py::arg("a"), py::arg("op"), py::arg("s"), py::arg("op2") = AluOp::Bypass,
-           py::arg("s2") = nullptr, py::arg("s2_value") = 0.0f)
-      .def("tensor_scalar", [](KB& kb, const Tile& dst, const Tile& a, AluOp op, float s, AluOp op2,
-                               const Tile& s2) { kb.tensor_scalar(dst, a, op, s, op2, s2, caller()); },
-           py::arg("dst"), py::arg("a"), py::arg("op"), py::arg("s"), py::arg("op2"), py::arg("s2"))
+           py::arg("s2") = nullptr, py::arg("s2_value") = 0.0f, py::arg("engine") = arch::Engine::Vector)
+      .def("tensor_scalar", [](KB& kb, const Tile& dst, const Tile& a, AluOp op, float s, AluOp op2, const Tile& s2,
+                               arch::Engine engine) { kb.tensor_scalar(dst, a, op, s, op2, s2, engine, caller()); },
+           py::arg("dst"), py::arg("a"), py::arg("op"), py::arg("s"), py::arg("op2"), py::arg("s2"),
+           py::arg("engine") = arch::Engine::Vector)
       .def("reduce", [](KB& kb, const Tile& dst, const Tile& a, AluOp op) { kb.reduce(dst, a, op, caller()); }, py::arg("dst"),
            py::arg("a"), py::arg("op"))
       .def("copy", [](KB& kb, const Tile& dst, const Tile& src, arch::Engine engine) { kb.copy(dst, src, engine, caller()); },

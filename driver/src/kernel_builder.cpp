@@ -482,25 +482,25 @@ void KernelBuilder::tensor_tensor(const Tile& dst, const Tile& a, const Tile& b,
 }
 
 void KernelBuilder::tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op, float s, arch::AluOp op2, float s2,
-                                  SourceLocation where) {
+                                  arch::Engine engine, SourceLocation where) {
   impl_->at(where);
   const auto call = [&] { return fmt::format("tensor_scalar('{}' = '{}' {} {})", dst.name, a.name, to_string(op), s); };
   impl_->check_live(call);
   impl_->check_tile(call, "destination", dst);
   impl_->check_written(call, "a", a);
-  auto in = instr(arch::Engine::Vector, arch::Opcode::TensorScalar, dst);
+  auto in = instr(engine, arch::Opcode::TensorScalar, dst);
   in.alu = op;
   in.imm0 = s;
   in.alu2 = op2;
   in.imm1 = s2;
   in.a = a.pattern();
   impl_->check_instruction(call, in);
-  impl_->emit(arch::Engine::Vector, in, {region_of(a)}, {region_of(dst)});
+  impl_->emit(engine, in, {region_of(a)}, {region_of(dst)});
   impl_->written(dst);
 }
 
 void KernelBuilder::tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op, const Tile& s, arch::AluOp op2,
-                                  const Tile* s2, float s2_value, SourceLocation where) {
+                                  const Tile* s2, float s2_value, arch::Engine engine, SourceLocation where) {
   impl_->at(where);
   const auto call = [&] {
     return fmt::format("tensor_scalar('{}' = '{}' {} '{}'[p])", dst.name, a.name, to_string(op), s.name);
@@ -509,7 +509,7 @@ void KernelBuilder::tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op
   impl_->check_tile(call, "destination", dst);
   impl_->check_written(call, "a", a);
   impl_->check_written(call, "scalar", s);
-  auto in = instr(arch::Engine::Vector, arch::Opcode::TensorScalar, dst);
+  auto in = instr(engine, arch::Opcode::TensorScalar, dst);
   in.alu = op;
   in.alu2 = op2;
   in.imm1 = s2_value;
@@ -522,12 +522,12 @@ void KernelBuilder::tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op
     reads.push_back(region_of(*s2));
   }
   impl_->check_instruction(call, in);
-  impl_->emit(arch::Engine::Vector, in, reads, {region_of(dst)});
+  impl_->emit(engine, in, reads, {region_of(dst)});
   impl_->written(dst);
 }
 
 void KernelBuilder::tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op, float s, arch::AluOp op2,
-                                  const Tile& s2, SourceLocation where) {
+                                  const Tile& s2, arch::Engine engine, SourceLocation where) {
   impl_->at(where);
   const auto call = [&] {
     return fmt::format("tensor_scalar('{}' = '{}' {} {} {} '{}')", dst.name, a.name, to_string(op), s, to_string(op2),
@@ -537,14 +537,14 @@ void KernelBuilder::tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op
   impl_->check_tile(call, "destination", dst);
   impl_->check_written(call, "a", a);
   impl_->check_written(call, "second scalar", s2);
-  auto in = instr(arch::Engine::Vector, arch::Opcode::TensorScalar, dst);
+  auto in = instr(engine, arch::Opcode::TensorScalar, dst);
   in.alu = op;
   in.imm0 = s;
   in.alu2 = op2;
   in.a = a.pattern();
   in.c = s2.pattern();
   impl_->check_instruction(call, in);
-  impl_->emit(arch::Engine::Vector, in, {region_of(a), region_of(s2)}, {region_of(dst)});
+  impl_->emit(engine, in, {region_of(a), region_of(s2)}, {region_of(dst)});
   impl_->written(dst);
 }
 

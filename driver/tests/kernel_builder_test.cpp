@@ -195,6 +195,29 @@ TEST(KernelBuilder, PerPartitionScalarTilesAreReadAndChecked) {
   EXPECT_EQ(mixed->alu2, arch::AluOp::Min);
 }
 
+TEST(KernelBuilder, TensorScalarRunsOnTheVectorOrTheScalarEngine) {
+  KernelBuilder kb(config("tiny"), "k");
+  const Tile x = kb.sbuf("x", 8, 16, DType::Fp32), y = kb.sbuf("y", 8, 16, DType::Fp32);
+  const Tile m = kb.sbuf("m", 8, 1, DType::Fp32);
+  kb.memset(x, 1);
+  kb.reduce(m, x, arch::AluOp::Max);
+  kb.tensor_scalar(y, x, arch::AluOp::Multiply, m, arch::AluOp::Bypass, nullptr, 0.0f, arch::Engine::Scalar);
+  kb.tensor_scalar(x, y, arch::AluOp::Add, 1.0f, arch::AluOp::Bypass, 0.0f, arch::Engine::Scalar);
+  EXPECT_THAT(error_of([&] {
+                kb.tensor_scalar(y, x, arch::AluOp::Add, 1.0f, arch::AluOp::Bypass, 0.0f, arch::Engine::GpSimd);
+              }),
+              HasSubstr("TensorScalar does not run on the gpsimd engine"));
+  const Program p = kb.build();
+  const auto& sc = p.streams[static_cast<int>(arch::Engine::Scalar)];
+  const auto n = std::count_if(sc.begin(), sc.end(), [](const auto& in) { return in.opcode == arch::Opcode::TensorScalar; });
+  EXPECT_EQ(n, 2);
+  // The scalar engine waits for the vector engine's max before reading it.
+  const auto ts = std::find_if(sc.begin(), sc.end(), [](const auto& in) { return in.opcode == arch::Opcode::TensorScalar; });
+  ASSERT_NE(ts, sc.begin());
+  EXPECT_EQ(std::prev(ts)->opcode, arch::Opcode::SemWait);
+  EXPECT_EQ(std::prev(ts)->sem, static_cast<int>(arch::Engine::Vector));
+}
+
 TEST(KernelBuilder, PitchedDmaLandsRowsAtThePitchAndChecksTheWindow) {
   KernelBuilder kb(config("tiny"), "k");
   const Tensor img = hbm_tensor("img", 8, 36, DType::Bf16, 0);  // 8 channels of a 6x6 image

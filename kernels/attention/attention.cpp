@@ -172,6 +172,8 @@ private:
     nv_ = p.nv;
     nkc_ = p.nkc;
     sets_ = params_.integer("kv_sets");
+    rescale_engine_ = params_.has("rescale") && params_.choice("rescale") == "scalar" ? arch::Engine::Scalar
+                                                                                  : arch::Engine::Vector;
     const std::int64_t sbuf = cfg.sbuf.partition_kib * 1024;
     if (p.per_head + p.working > sbuf)
       throw KernelError(fmt::format("attention: K^T and V of one head (S={}, D={}) need {} bytes per partition and the "
@@ -265,18 +267,28 @@ private:
   // P^T V for the keys of P [qq, kn] (the input dtype, SBUF), a key block
   // (up to bk keys, bk / c chunks) at a time, in two parts. transpose_p:
   // each chunk of P is transposed through the array into its columns of one
-  // PSUM tile, and the scalar engine copies the whole tile to SBUF in P's
+  // PSUM tile, and one engine (copy_engine) copies the whole tile to SBUF in P's
   // dtype in one instruction (exact: the values are of that dtype). multiply_v: each chunk of P^T
   // is the stationary operand of the multiply by V's rows of its keys.
-  void transpose_p(KernelBuilder& kb, const Tile& p, std::int64_t qq, std::int64_t kn, const Tile& pt_ps,
-                   const Tile& pt_sb) {
-    const std::int64_t chunks = ceil_div(kn, c_);
-    for (std::int64_t i = 0; i < chunks; ++i) {
+  // Who copies step `step`'s P^T out of PSUM: the vector engine for
+  // vector_pt_copies of every four steps, spread evenly, the scalar engine
+  // for the rest. Both engines are near their bound in the flash loop (the
+  // scalar engine's exp, the vector engine's max and rescale), so the copy
+  // is what balances them.
+  arch::Engine copy_engine(std::size_t step) const {
+    const auto k = static_cast<std::size_t>(params_.integer("vector_pt_copies"));
+    const std::size_t i = step % 4;
+    return (i + 1) * k / 4 > i * k / 4 ? arch::Engine::Vector : arch::Engine::Scalar;
+  }
+  void transpose_p(KernelBuilder& kb, const Tile& p, std::int64_t qq, std::int64_t kn, const Tile& pt_ps) {
+    for (std::int64_t i = 0; i * c_ < kn; ++i) {
       const std::int64_t ki = std::min(c_, kn - i * c_);
       kb.transpose(pt_ps.slice(0, u32(ki), u32(i * c_), u32(qq)), p.slice(0, u32(qq), u32(i * c_), u32(ki)));
     }
-    const std::int64_t rows = std::min(c_, kn);
-    kb.copy(fit(pt_sb, rows, chunks * c_), fit(pt_ps, rows, chunks * c_), arch::Engine::Scalar);
+  }
+  void copy_pt(KernelBuilder& kb, std::int64_t kn, const Tile& pt_ps, const Tile& pt_sb, arch::Engine engine) {
+    const std::int64_t rows = std::min(c_, kn), cols = ceil_div(kn, c_) * c_;
+    kb.copy(fit(pt_sb, rows, cols), fit(pt_ps, rows, cols), engine);
   }
   void multiply_v(KernelBuilder& kb, const Tile& pt_sb, std::int64_t qq, std::int64_t k0, std::int64_t kn,
                   const HeadTiles& t, const std::vector<Tile>& o, bool overwrite) {
@@ -317,11 +329,13 @@ private:
   //   A2: mask; row max, n_new = min(n_old, -scale rowmax) (vector; n =
   //       -scale m, the running max as the exponentials' bias); P =
   //       exp(scale S + n_new) with its row sums, alpha = exp(n_new - n_old)
-  //       (scalar); l = l alpha + rowsum (vector);
-  //   B:  P transposed (tensor), copied to SBUF (scalar);
-  //   C1: O *= alpha (vector);  C2: O += P^T V (tensor); after a query
-  //       block's last key block, O / l (vector) stored.
-  // Tick t issues A1(t + 3), B(t + 1), C1(t), A2(t + 2), C2(t): each
+  //       (scalar);
+  //   B:  P transposed (tensor), copied to SBUF (scalar, or vector: copy_engine);
+  //   C1: O *= alpha, l = l alpha + rowsum (vector, or scalar: rescale);
+  //   C2: O += P^T V (tensor); after a query block's last key block, O / l
+  //       (vector) stored.
+  // Tick t issues A1(t + 3), B(t + 1), C1(t), the scalar engine's copy of
+  // t + 1, A2(t + 2), the vector engine's copy of t + 1, C2(t): each
   // engine's in-order stream then holds work whose inputs were produced a
   // tick earlier, and the chain S -> max -> exp -> transpose of one step
   // overlaps the other steps' work instead of serialising the engines.
@@ -347,8 +361,7 @@ private:
     // Per-query state, one value per partition.
     const auto col = [&](const std::string& n) { return kb.sbuf(n, c_, 1, DType::Fp32); };
     const Tile m[2] = {col("m0"), col("m1")}, mx[2] = {col("mx0"), col("mx1")};
-    const Tile rs[2] = {col("rs0"), col("rs1")};
-    const auto alpha = three("alpha", col), l = three("l", col);
+    const auto rs = three("rs", col), alpha = three("alpha", col), l = three("l", col);
 
     std::vector<Step> steps;
     int qslot = 0;
@@ -380,7 +393,7 @@ private:
       }
       // The running max is kept negated and scaled, n = -scale m, which is
       // the bias of the exponentials as it is: n_new = min(n_old, -scale rowmax).
-      const Tile mxt = fit(mx[b], st.qq, 1), rst = fit(rs[b], st.qq, 1);
+      const Tile mxt = fit(mx[b], st.qq, 1), rst = fit(rs[t % 3], st.qq, 1);
       const Tile n_old = fit(m[b ^ 1], st.qq, 1), n_new = fit(m[b], st.qq, 1), lt = fit(l[st.qslot], st.qq, 1);
       kb.reduce(mxt, src, arch::AluOp::Max);
       if (st.first) kb.tensor_scalar(n_new, mxt, arch::AluOp::Multiply, -scale_);
@@ -389,21 +402,25 @@ private:
       kb.activation(fit(p[b], st.qq, st.kn), src, arch::ActFunc::Exp, scale_, 0.0f, &n_new, st.first ? &lt : &rst);
       if (st.first) return;
       // alpha = exp(n_new - n_old) = exp(scale (m_old - m_new)) rescales what came before.
-      const Tile at = fit(alpha[t % 3], st.qq, 1);
-      kb.activation(at, n_old, arch::ActFunc::Exp, -1.0f, 0.0f, &n_new);
-      kb.tensor_scalar(lt, lt, arch::AluOp::Multiply, at, arch::AluOp::Add, &rst);
+      kb.activation(fit(alpha[t % 3], st.qq, 1), n_old, arch::ActFunc::Exp, -1.0f, 0.0f, &n_new);
     };
     const auto stage_b = [&](std::size_t t) {
       const Step& st = steps[t];
-      transpose_p(kb, fit(p[t % 2], st.qq, st.kn), st.qq, st.kn, pt_ps[t % 2], pt_sb[t % 2]);
+      transpose_p(kb, fit(p[t % 2], st.qq, st.kn), st.qq, st.kn, pt_ps[t % 2]);
+    };
+    const auto stage_b_copy = [&](std::size_t t, arch::Engine on) {
+      if (copy_engine(t) == on) copy_pt(kb, steps[t].kn, pt_ps[t % 2], pt_sb[t % 2], on);
     };
     const auto stage_c1 = [&](std::size_t t) {
       const Step& st = steps[t];
-      if (!st.first)
-        for (std::int64_t n = 0; n < nv_; ++n) {
-          const Tile on = fit(o_ps[st.qslot][n], st.qq, std::min(dn_, D_ - n * dn_));
-          kb.tensor_scalar(on, on, arch::AluOp::Multiply, fit(alpha[t % 3], st.qq, 1));
-        }
+      if (st.first) return;
+      const Tile at = fit(alpha[t % 3], st.qq, 1), lt = fit(l[st.qslot], st.qq, 1), rst = fit(rs[t % 3], st.qq, 1);
+      const arch::Engine on_engine = rescale_engine_;
+      for (std::int64_t n = 0; n < nv_; ++n) {
+        const Tile on = fit(o_ps[st.qslot][n], st.qq, std::min(dn_, D_ - n * dn_));
+        kb.tensor_scalar(on, on, arch::AluOp::Multiply, at, arch::AluOp::Bypass, nullptr, 0.0f, on_engine);
+      }
+      kb.tensor_scalar(lt, lt, arch::AluOp::Multiply, at, arch::AluOp::Add, &rst, 0.0f, on_engine);
     };
     const auto stage_c2 = [&](std::size_t t) {
       const Step& st = steps[t];
@@ -438,7 +455,9 @@ private:
       load_due_values();
       at(u - 2, stage_b);
       at(u - 3, stage_c1);
+      at(u - 2, [&](std::size_t t) { stage_b_copy(t, arch::Engine::Scalar); });
       at(u - 1, stage_a2);
+      at(u - 2, [&](std::size_t t) { stage_b_copy(t, arch::Engine::Vector); });
       at(u - 3, stage_c2);
       if (u - 3 >= 0) c2_done = u - 3;
       load_due_values();
@@ -493,7 +512,8 @@ private:
         kb.tensor_scalar(pq, ex, arch::AluOp::Divide, lq);
         for (std::int64_t k0 = 0; k0 < S_; k0 += bk_, tturn ^= 1) {
           const std::int64_t kn = std::min(bk_, S_ - k0);
-          transpose_p(kb, pq.slice(0, u32(qq), u32(k0), u32(kn)), qq, kn, pt_ps[tturn], pt_sb[tturn]);
+          transpose_p(kb, pq.slice(0, u32(qq), u32(k0), u32(kn)), qq, kn, pt_ps[tturn]);
+          copy_pt(kb, kn, pt_ps[tturn], pt_sb[tturn], copy_engine(static_cast<std::size_t>(k0 / bk_)));
           multiply_v(kb, pt_sb[tturn], qq, k0, kn, t, o_ps, k0 == 0);
         }
         store(kb, o_ps, o_sb, nullptr, h, q0, qq);
@@ -508,6 +528,7 @@ private:
   std::int64_t h_lo_ = 0, h_hi_ = 0;
   float scale_;
   Params params_;
+  arch::Engine rescale_engine_ = arch::Engine::Vector;
   DType in_;  // Q, K, V and P^T
   DType p_;   // P, which the array transposes: bf16 where the inputs are fp8
   Tensor qt_, kt_, v_, o_, scores_, mask_table_;
@@ -622,6 +643,13 @@ KernelSpec attention_spec() {
                             "bank take")
           .derived([](const ParamContext& ctx) -> ParamValue { return max_key_chunks(ctx.config); })
           .useful_up_to([](const ParamContext& ctx) { return max_key_chunks(ctx.config); }),
+      TunableParam::choice("rescale", {"vector", "scalar"}, "vector",
+                           "engine of the flash loop's O *= alpha and l = l alpha + rowsum (tensor_scalar)")
+          .only_for({"flash", "flash_causal"}),
+      TunableParam::integer("vector_pt_copies", 0, 4, 0,
+                            "of every 4 key blocks' P^T copies out of PSUM, how many the vector engine makes (the "
+                            "scalar engine the rest)")
+          .searched_at_every_value(),
       // K^T and V of a head stay resident; two sets so the next head's load
       // overlaps this head's work, one when only one fits.
       TunableParam::integer("kv_sets", 1, 2, 1,

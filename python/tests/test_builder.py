@@ -124,6 +124,35 @@ def test_every_instruction_builds_runs_and_is_traced():
     assert np.isfinite(r["out"]).all()
 
 
+def scalar_engine_tensor_scalar(config):
+    """The same tensor_scalar on the vector and the scalar engine; returns both results and the disassembly."""
+    dev = tessera.Device(config, fidelity="tlm")
+    P = 8
+    x = dev.allocate("x", [P, 16], fp32)
+    out = dev.allocate("out", [2 * P, 16], fp32)
+    dev.upload(x, np.linspace(-3, 3, P * 16, dtype=np.float32).reshape(P, 16))
+    kb = tessera.KernelBuilder(dev, "two_engines")
+    xs, col = kb.sbuf("xs", P, 16, fp32), kb.sbuf("col", P, 1, fp32)
+    on_vector, on_scalar = kb.sbuf("v", P, 16, fp32), kb.sbuf("s", P, 16, fp32)
+    kb.dma(xs, x[:, :])
+    kb.reduce(col, xs, Alu.max)
+    kb.tensor_scalar(on_vector, xs, Alu.subtract, col, Alu.multiply, None, 0.3)
+    kb.tensor_scalar(on_scalar, xs, Alu.subtract, col, Alu.multiply, None, 0.3, engine=Engine.scalar)
+    kb.dma(out[0:P, :], on_vector)
+    kb.dma(out[P:2 * P, :], on_scalar)
+    program = kb.build()
+    report = dev.run(program)
+    assert report.ok, report.error
+    return {"out": dev.download(out), "disassembly": program.disassemble()}
+
+
+def test_tensor_scalar_runs_on_the_scalar_engine_with_the_same_bits():
+    r = tessera.isolated(scalar_engine_tensor_scalar, "tiny")
+    assert "scalar TensorScalar" in r["disassembly"] and "vector TensorScalar" in r["disassembly"]
+    out = np.asarray(r["out"], dtype=np.float32)
+    assert np.array_equal(out[:8].view(np.uint32), out[8:].view(np.uint32))
+
+
 def test_the_report_is_an_object_and_a_dict():
     def run():
         dev = tessera.Device("small", fidelity="tlm")

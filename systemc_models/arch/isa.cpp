@@ -119,8 +119,11 @@ bool runs_on(Opcode op, Engine e) {
     case Opcode::LoadStationary:
     case Opcode::MultiplyMoving:
     case Opcode::Transpose: return e == Engine::Tensor;
+    // tensor_scalar also streams through the scalar (activation) engine's
+    // datapath, as the public NKI ISA allows (nki.isa.tensor_scalar,
+    // engine=scalar): what balances a loop whose vector engine is its bound.
+    case Opcode::TensorScalar: return e == Engine::Vector || e == Engine::Scalar;
     case Opcode::TensorTensor:
-    case Opcode::TensorScalar:
     case Opcode::Reduce:
     case Opcode::Memset:
     case Opcode::Select: return e == Engine::Vector;

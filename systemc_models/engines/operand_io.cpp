@@ -148,4 +148,17 @@ float alu(arch::AluOp op, float x, float y) {
   return x;
 }
 
+std::vector<float> tensor_scalar(core::CoreContext& ctx, const arch::Instruction& in) {
+  std::vector<float> out = load(ctx, in.a);
+  const std::size_t f = in.a.free_elements();
+  const std::vector<float> s0 = in.b.valid() ? load(ctx, in.b) : std::vector<float>(in.a.partition_count, in.imm0);
+  const std::vector<float> s1 = in.c.valid() ? load(ctx, in.c) : std::vector<float>(in.a.partition_count, in.imm1);
+  for (std::size_t p = 0; p < in.a.partition_count; ++p)
+    for (std::size_t i = 0; i < f; ++i) {
+      float& v = out[p * f + i];
+      v = alu(in.alu2, alu(in.alu, v, s0[p]), s1[p]);
+    }
+  return out;
+}
+
 }  // namespace tessera::engines

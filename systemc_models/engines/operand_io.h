@@ -32,4 +32,9 @@ ElementwiseCycles elementwise_cycles(const arch::EngineConfig& engine, const arc
 // fp32 ALU shared by the vector and GpSimd engines.
 float alu(arch::AluOp op, float x, float y);
 
+// A TensorScalar's result, (a <alu> s0) <alu2> s1 per element, s0 and s1 the
+// per-partition operands b and c or the immediates: the one definition the
+// vector and scalar engines both run, so either gives the same bits.
+std::vector<float> tensor_scalar(core::CoreContext& ctx, const arch::Instruction& in);
+
 }  // namespace tessera::engines

@@ -29,8 +29,13 @@ ScalarEngine::ScalarEngine(sc_core::sc_module_name name, core::CoreContext& ctx)
 sc_core::sc_time ScalarEngine::execute(const arch::Instruction& in) {
   const auto& cfg = ctx_.cfg;
   const double stride = std::max(stride_factor(cfg, in.dst), stride_factor(cfg, in.a));
-  std::vector<float> x = load(ctx_, in.a);
   double cost = cfg.scalar.costs.at("activation");
+  // Through the activation datapath (x * scale + bias, identity), at its cost.
+  if (in.opcode == arch::Opcode::TensorScalar) {
+    store(ctx_, in.dst, tensor_scalar(ctx_, in));
+    return schedule({&in.a, &in.b, &in.c}, {&in.dst}, elementwise_cycles(cfg.scalar, in.dst, cost, stride));
+  }
+  std::vector<float> x = load(ctx_, in.a);
   if (in.opcode == arch::Opcode::Copy) {
     store(ctx_, in.dst, x);
     return schedule({&in.a}, {&in.dst}, elementwise_cycles(cfg.scalar, in.dst, cost, stride));

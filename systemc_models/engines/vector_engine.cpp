@@ -30,20 +30,10 @@ sc_core::sc_time VectorEngine::execute(const arch::Instruction& in) {
                                                                                             : "tensor_tensor";
       break;
     }
-    case arch::Opcode::TensorScalar: {
-      out = load(ctx_, in.a);
-      // Per-partition scalars ([P, 1] operands b, c) stand in for the immediates.
-      const std::size_t f = in.a.free_elements();
-      const std::vector<float> s0 = in.b.valid() ? load(ctx_, in.b) : std::vector<float>(in.a.partition_count, in.imm0);
-      const std::vector<float> s1 = in.c.valid() ? load(ctx_, in.c) : std::vector<float>(in.a.partition_count, in.imm1);
-      for (std::size_t p = 0; p < in.a.partition_count; ++p)
-        for (std::size_t i = 0; i < f; ++i) {
-          float& v = out[p * f + i];
-          v = alu(in.alu2, alu(in.alu, v, s0[p]), s1[p]);
-        }
+    case arch::Opcode::TensorScalar:
+      out = tensor_scalar(ctx_, in);
       cost_key = "tensor_scalar";
       break;
-    }
     case arch::Opcode::Reduce: {
       if (in.alu != arch::AluOp::Add && in.alu != arch::AluOp::Max && in.alu != arch::AluOp::Min &&
           in.alu != arch::AluOp::Multiply)

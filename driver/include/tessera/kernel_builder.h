@@ -140,18 +140,22 @@ public:
 
   // --- Vector engine -------------------------------------------------------
   void tensor_tensor(const Tile& dst, const Tile& a, const Tile& b, arch::AluOp op, SourceLocation where = SourceLocation::current());
+  // tensor_scalar runs on the vector engine, or on the scalar engine
+  // (`engine`; same result, at the scalar engine's activation cost) to
+  // balance a loop whose vector engine is its bound.
   void tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op, float s, arch::AluOp op2 = arch::AluOp::Bypass,
-                     float s2 = 0, SourceLocation where = SourceLocation::current());
+                     float s2 = 0, arch::Engine engine = arch::Engine::Vector,
+                     SourceLocation where = SourceLocation::current());
   // Per-partition scalars: dst[p, :] = (a[p, :] <op> s[p]) <op2> s2[p], with s
   // and s2 [P, 1] tiles (a row's max, mean or 1/sum); without s2 the second
   // step takes the immediate s2_value.
   void tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op, const Tile& s,
                      arch::AluOp op2 = arch::AluOp::Bypass, const Tile* s2 = nullptr, float s2_value = 0,
-                     SourceLocation where = SourceLocation::current());
+                     arch::Engine engine = arch::Engine::Vector, SourceLocation where = SourceLocation::current());
   // An immediate first scalar and a per-partition second one:
   // dst[p, i] = (a[p, i] <op> s) <op2> s2[p].
   void tensor_scalar(const Tile& dst, const Tile& a, arch::AluOp op, float s, arch::AluOp op2, const Tile& s2,
-                     SourceLocation where = SourceLocation::current());
+                     arch::Engine engine = arch::Engine::Vector, SourceLocation where = SourceLocation::current());
   void reduce(const Tile& dst, const Tile& a, arch::AluOp op, SourceLocation where = SourceLocation::current());  // along the free axis: dst [P, 1]
   void copy(const Tile& dst, const Tile& src, arch::Engine engine = arch::Engine::Vector, SourceLocation where = SourceLocation::current());
   void memset(const Tile& dst, float value, SourceLocation where = SourceLocation::current());

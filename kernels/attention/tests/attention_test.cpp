@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <ostream>
 #include <tuple>
 
@@ -79,6 +80,58 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AttentionRtlTest,
                          ::testing::Combine(::testing::Values("flash", "flash_causal", "naive"),
                                             ::testing::ValuesIn(kRtlCases)),
                          name_of);
+
+// The flash loop's engine choices (vector_pt_copies, rescale: what the
+// tuned points use) compute the same attention: every split of the P^T
+// copies, the rescale on either engine, on shapes with several key blocks
+// and edges, in tlm and on the RTL.
+class AttentionScheduleTest : public ::testing::TestWithParam<std::tuple<std::string, std::string, Case>> {};
+
+std::map<std::string, std::string> schedule_params(const std::string& copies, const std::string& rescale) {
+  return {{"vector_pt_copies", copies}, {"rescale", rescale}};
+}
+
+TEST_P(AttentionScheduleTest, MatchesTheReferenceInTlmAndOnTheRtl) {
+  const auto& [copies, rescale, c] = GetParam();
+  for (const char* variant : {"flash", "flash_causal"}) {
+    const KernelRun r = kernel_testing::run_kernel_in_child("attention", variant, c.shape(), c.config,
+                                                            arch::Fidelity::Tlm, "", schedule_params(copies, rescale));
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_TRUE(r.correct) << variant << ": " << r.detail << " (error " << r.max_abs_error << ")";
+  }
+  if (std::string(c.config) != "tiny" || !kernel_testing::rtl_not_built(c.config).empty()) return;
+  const KernelRun rtl = kernel_testing::run_kernel_in_child("attention", "flash", c.shape(), c.config,
+                                                            arch::Fidelity::Rtl, "", schedule_params(copies, rescale));
+  const KernelRun tlm = kernel_testing::run_kernel_in_child("attention", "flash", c.shape(), c.config,
+                                                            arch::Fidelity::Tlm, "", schedule_params(copies, rescale));
+  ASSERT_TRUE(rtl.ok && tlm.ok) << rtl.error << tlm.error;
+  EXPECT_TRUE(rtl.correct) << rtl.detail;
+  kernels::agreement::expect_rtl_matches_tlm(rtl.time_ns, tlm.time_ns);
+}
+
+std::string schedule_name(const ::testing::TestParamInfo<std::tuple<std::string, std::string, Case>>& info) {
+  const Case& c = std::get<2>(info.param);
+  return "copies" + std::get<0>(info.param) + "_" + std::get<1>(info.param) + "_" +
+         kernel_testing::case_name(c.config, c.shape());
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, AttentionScheduleTest,
+                         ::testing::Combine(::testing::Values("1", "2", "4"), ::testing::Values("vector", "scalar"),
+                                            ::testing::Values(Case{"tiny", 100, 70, 1}, Case{"small", 600, 64, 1})),
+                         schedule_name);
+
+// The tuned schedule is faster than the default one on a real generation:
+// the copies and the rescale move to the engines with slack.
+TEST(Attention, TunedScheduleBalancesTheVectorAndScalarEngines) {
+  const Shape shape{{"S", 1024}, {"D", 128}, {"H", 1}};
+  const auto time_of = [&](const std::string& copies, const std::string& rescale) {
+    const KernelRun r = kernel_testing::run_kernel_in_child("attention", "flash", shape, "neuroncore-v2",
+                                                            arch::Fidelity::Tlm, "", schedule_params(copies, rescale));
+    EXPECT_TRUE(r.ok) << r.error;
+    return r.time_ns;
+  };
+  EXPECT_LT(time_of("2", "scalar"), 0.95 * time_of("0", "vector"));
+}
 
 // Every --dtype within its bound (attention.cpp's check; docs/formats.md):
 // Q, K, V and P in fp32 (quarter rate, rounded products), fp8 e4m3 and
