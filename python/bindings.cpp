@@ -281,6 +281,11 @@ PYBIND11_MODULE(_tessera, m) {
                        std::uint32_t nf) { return t.slice(p, np, f, nf); },
            py::arg("partition"), py::arg("partitions"), py::arg("free_offset"), py::arg("free"))
       .def("columns", [](const Tile& t, std::uint32_t f, std::uint32_t nf) { return t.columns(f, nf); })
+      .def("rows", &Tile::rows, py::arg("free_offset"), py::arg("rows"), py::arg("columns"), py::arg("pitch"),
+           py::arg("step") = 1,
+           "rows rows of columns elements, row r from free_offset + r * pitch, elements step apart: one vector, "
+           "scalar or GpSimd instruction walks them all")
+      .def_property_readonly("is_rows", &Tile::is_rows)
       .def("__repr__", [](const Tile& t) {
         return fmt::format("Tile('{}', {} [{}+{}, {}+{}], {})", t.name, arch::to_string(t.memory), t.partition,
                            t.partitions, t.offset / std::max(1u, arch::size_of(t.dtype)), t.free,

@@ -27,6 +27,7 @@ struct Job {
   std::vector<std::string> groups;
   std::vector<std::string> overrides;  // config overrides, "key=value" (tessera run --set)
   bool no_data = false;                // timing only (tessera run --no-data)
+  std::size_t retune = 0;              // tessera run --retune N: search the tunable parameters first; 0: no
   // A suite test's `fidelities`: the same job's id in every fidelity (the id
   // without its "@fidelity"); the jobs of one group must end on the same
   // picosecond and tensor cycle (regress::check_agreement). "": no group.

@@ -234,6 +234,7 @@ std::vector<std::string> run_args(const Job& j, const std::string& dir) {
   }
   for (const auto& set : j.overrides) a.insert(a.end(), {"--set", set});
   if (j.no_data) a.push_back("--no-data");
+  if (j.retune > 0) a.insert(a.end(), {"--retune", std::to_string(j.retune)});
   return a;
 }
 

@@ -20,6 +20,8 @@
 #include <memory>
 #include <optional>
 
+#include <unistd.h>
+
 namespace tessera::cli {
 namespace {
 
@@ -33,6 +35,8 @@ struct RunOptions {
   int cores = 0;  // 0: one core with its own share of HBM
   std::string shard;
   bool no_baseline = false;
+  std::size_t retune = 0;  // timed runs of the search before the run; 0: no search
+  int retune_jobs = 1;
 };
 
 // The same run on one core of the same chip, timing only (timing does not
@@ -52,6 +56,34 @@ double one_core_time_ns(const RunOptions& o) {
   if (status != 0)
     throw std::runtime_error(fmt::format("the one-core baseline run failed (exit {}): {}", status, err));
   return nlohmann::json::parse(out).at("time_ns").get<double>();
+}
+
+// --retune: the run's variant's tunable parameters searched on the run's own
+// config (its --set overrides included) and shape, by `tessera tune` in a
+// child process (SystemC runs one simulation per process, and a search runs
+// many), into `dir`; --param holds a parameter. Returns the search's
+// results.json, whose "best" the run then runs at.
+nlohmann::json retune(const RunOptions& o, const std::string& variant, const std::filesystem::path& dir) {
+  std::vector<std::string> argv = {runner::self_exe(), "tune", "--config", o.config, "--kernel", o.kernel,
+                                   "--variant", variant, "--budget", std::to_string(o.retune), "-j",
+                                   std::to_string(o.retune_jobs), "--out", dir.string(), "--no-plots"};
+  for (const auto& [value, option] : {std::pair{&o.shape, "--shape"}, std::pair{&o.dtype, "--dtype"}})
+    if (!value->empty()) argv.insert(argv.end(), {option, *value});
+  for (const auto& p : o.params) argv.insert(argv.end(), {"--param", p});
+  for (const auto& s : o.sets) argv.insert(argv.end(), {"--set", s});
+  std::string out, err;
+  const int status = run_program(argv, &out, &err);
+  const std::filesystem::path log = dir / "tune.log";
+  write_file(log, out + err);
+  if (status != 0) {
+    const std::string first = err.substr(0, err.find('\n'));
+    throw std::runtime_error(fmt::format("--retune: the search failed (exit {}){}; its log: {}", status,
+                                         first.empty() ? "" : ": " + first, log.string()));
+  }
+  nlohmann::json results = nlohmann::json::parse(read_file(dir / "results.json"));
+  if (!results.contains("best"))
+    throw std::runtime_error(fmt::format("--retune: no point of the search ran; its log: {}", log.string()));
+  return results;
 }
 
 // A seed is a plain decimal integer that fits 64 bits: "-1", "2^64" or
@@ -117,8 +149,36 @@ int run(const RunOptions& o) {
     return kExitBadInput;
   }
   dev_opts.cores = o.cores;
+  if (o.retune > 0 && o.cores > 0) {
+    std::cerr << "tessera run: --retune searches one core's parameters; it does not take --cores\n";
+    return kExitBadInput;
+  }
+  if (o.retune_jobs < 1) {
+    std::cerr << fmt::format("tessera run: --retune-jobs {}: expected 1 or more\n", o.retune_jobs);
+    return kExitBadInput;
+  }
   kernels::resolve_shard(spec, o.shard);
   check_outputs(o);
+  nlohmann::json retuned;
+  if (o.retune > 0) {
+    // Without --out the search's folder is temporary.
+    namespace fs = std::filesystem;
+    const bool keep = !o.out.empty();
+    const fs::path dir = keep ? fs::path(o.out) / "retune"
+                              : fs::temp_directory_path() / fmt::format("tessera-retune-{}", ::getpid());
+    make_dirs(dir);
+    const std::string variant = spec.variant(o.variant).name;
+    try {
+      retuned = retune(o, variant, dir);
+    } catch (...) {
+      if (!keep) fs::remove_all(dir);
+      throw;
+    }
+    if (!keep) fs::remove_all(dir);
+    request.variant = variant;
+    request.params = retuned["best"]["params"].get<std::map<std::string, std::string>>();
+    kernels::check_params(spec, variant, request.params);
+  }
   Device dev(dev_opts);
   // Without --cores a run is one logical core: several cores under chip.lnc 2.
   if (!o.shard.empty() && !dev.on_chip()) {
@@ -132,6 +192,13 @@ int run(const RunOptions& o) {
   nlohmann::json json = report.to_json();
   json["seed"] = *seed;
   json["dtype"] = request.dtype;
+  if (!retuned.is_null())
+    json["retune"] = {{"budget", o.retune},
+                      {"strategy", retuned["strategy"]},
+                      {"space_size", retuned["space_size"]},
+                      {"timed", retuned["timed"]},
+                      {"pruned", retuned["pruned"]},
+                      {"params", request.params}};
   if (!o.out.empty()) {
     write_file(std::filesystem::path(o.out) / "report.json", json.dump(2) + "\n");
     write_file(std::filesystem::path(o.out) / "stats.txt", dev.stats_text());
@@ -189,6 +256,10 @@ void add_run_command(CLI::App& app, int* exit_code) {
                   "Write the profile page here: one HTML file that opens with no network (timeline, time by call "
                   "site and label, stalls, roofline; docs/profiling.md)");
   cmd->add_option("--set", o->sets, "Override a config key: path.to.key=value (repeatable)");
+  cmd->add_option("--retune", o->retune,
+                  "First search the variant's tunable parameters on this config and shape (tessera tune: timing-only "
+                  "tlm runs, at most N timed) and run at the best point; --param holds a parameter");
+  cmd->add_option("--retune-jobs", o->retune_jobs, "With --retune: search runs at a time")->capture_default_str();
   cmd->add_option("--waves", o->waves, "Write an FST waveform of the run here, and a GTKWave save file beside it "
                                        "(docs/waves.md)");
   cmd->add_option("--waves-window", o->waves_window,

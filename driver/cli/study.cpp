@@ -63,6 +63,19 @@ std::string number_text(double v) {
   return fmt::format("{:.6g}", v);
 }
 
+// `retune: N`: each point searches its kernel's tunable parameters on its
+// own config with at most N timed runs (tessera run --retune N), so that a
+// what-if compares each config at its own best tiling.
+constexpr std::uint64_t kMaxRetuneBudget = 100000;
+std::size_t retune_budget(const std::string& file, const YAML::Node& n) {
+  std::uint64_t v = 0;
+  if (!n.IsScalar() || !parse_u64(n.Scalar(), &v) || v > kMaxRetuneBudget)
+    fail(file, n, fmt::format("'retune' must be the timed runs of each point's search, a whole number from 0 (none) "
+                              "to {}",
+                              kMaxRetuneBudget));
+  return static_cast<std::size_t>(v);
+}
+
 // range: {from, to, step} (arithmetic) or {from, to, factor} (geometric), both ends included.
 void expand_range(const std::string& file, const YAML::Node& r, Parameter& p) {
   check_keys(file, r, {"from", "to", "step", "factor"}, "a range");
@@ -160,7 +173,8 @@ Parameter parse_parameter(const std::string& file, const YAML::Node& n) {
 }
 
 KernelRuns parse_kernel(const std::string& file, const YAML::Node& n, const KernelLookup& kernels) {
-  check_keys(file, n, {"kernel", "variants", "dtypes", "shapes", "params", "cores", "shard"}, "a kernel entry");
+  check_keys(file, n, {"kernel", "variants", "dtypes", "shapes", "params", "cores", "shard", "retune"},
+             "a kernel entry");
   KernelRuns k;
   k.line = line_of(n);
   if (!n["kernel"]) fail(file, n, "a kernel entry needs 'kernel'");
@@ -227,6 +241,7 @@ KernelRuns parse_kernel(const std::string& file, const YAML::Node& n, const Kern
       k.params.push_back(set);
     }
   }
+  if (n["retune"]) k.retune = retune_budget(file, n["retune"]);
   if (n["shapes"]) {
     if (!n["shapes"].IsSequence() || n["shapes"].size() == 0)
       fail(file, n["shapes"], "'shapes' must be a non-empty list of NAME: VALUE mappings");
@@ -378,7 +393,8 @@ Study load_study(const std::string& path, const KernelLookup& kernels, const std
   } catch (const YamlFileError& e) {
     throw StudyError(e.what());
   }
-  check_keys(path, root, {"description", "base", "fidelity", "no_data", "timeout_s", "seed", "parameters", "kernels"},
+  check_keys(path, root,
+             {"description", "base", "fidelity", "no_data", "timeout_s", "seed", "retune", "parameters", "kernels"},
              "the study");
   Study s;
   s.path = path;
@@ -408,6 +424,7 @@ Study load_study(const std::string& path, const KernelLookup& kernels, const std
       fail(path, root["timeout_s"], fmt::format("'timeout_s' must be a number above 0 and at most a week (604800), not {}",
                                                 root["timeout_s"].Scalar()));
   }
+  if (root["retune"]) s.retune = retune_budget(path, root["retune"]);
   if (root["seed"] && (!root["seed"].IsScalar() || !parse_u64(root["seed"].Scalar(), &s.seed)))
     fail(path, root["seed"], "'seed' must be a whole number from 0 to 2^64-1");
   if (!root["parameters"] || !root["parameters"].IsSequence() || root["parameters"].size() == 0)
@@ -429,7 +446,13 @@ Study load_study(const std::string& path, const KernelLookup& kernels, const std
     fail(path, root["kernels"] ? root["kernels"] : root, "a study needs a non-empty list 'kernels'");
   for (const auto& n : root["kernels"]) {
     if (!only_kernels.empty() && n.IsMap() && n["kernel"] && !only_kernels.count(n["kernel"].Scalar())) continue;
-    s.kernels.push_back(parse_kernel(path, n, kernels));
+    KernelRuns k = parse_kernel(path, n, kernels);
+    if (!k.retune) k.retune = s.retune;
+    // A search times one core's runs (tessera run --retune takes no --cores).
+    if (*k.retune > 0 && !k.cores.empty() && *std::max_element(k.cores.begin(), k.cores.end()) > 0)
+      fail(path, n, fmt::format("kernel '{}': 'retune' searches one core's parameters; it does not go with 'cores'",
+                                k.kernel));
+    s.kernels.push_back(std::move(k));
   }
   if (s.kernels.empty())
     fail(path, root["kernels"], fmt::format("no kernel of the study is in --kernels {}", fmt::join(only_kernels, ",")));
@@ -477,6 +500,7 @@ std::vector<Point> expand(const Study& study) {
       base.timeout_s = study.timeout_s;
       base.no_data = study.no_data;
       base.overrides = overrides_of(study, combination);
+      base.retune = k.retune.value_or(0);
       std::vector<Job> jobs{base};
       jobs = runner::cross(jobs, variants, [](Job& j, const std::string& v) { j.variant = v; });
       jobs = runner::cross(jobs, dtypes, [](Job& j, const std::string& d) { j.dtype = d; });
@@ -548,7 +572,8 @@ std::string results_csv(const Study& study, const std::vector<Point>& points, co
       for (auto it = r.report["engines"].begin(); it != r.report["engines"].end(); ++it) engine_set.insert(it.key());
   std::vector<std::string> header;
   for (const auto& p : study.parameters) header.push_back(p.name);
-  for (const char* c : {"kernel", "variant", "dtype", "cores", "shard", "shape", "status"}) header.emplace_back(c);
+  for (const char* c : {"kernel", "variant", "dtype", "cores", "shard", "shape", "params", "status"})
+    header.emplace_back(c);
   for (const auto& [name, key] : kFigures) header.emplace_back(name);
   for (const auto& [name, path] : kChipFigures) header.emplace_back(name);
   for (const auto& e : engine_set) header.push_back(e + "_busy_percent");
@@ -569,6 +594,13 @@ std::string results_csv(const Study& study, const std::vector<Point>& points, co
     row.push_back(shape_text(report.contains("shape") ? report["shape"].get<std::map<std::string, std::int64_t>>()
                                                       : p.job.shape,
                              " ", "="));
+    // The parameters the run resolved (a retuned point's are its search's best).
+    std::string params;
+    if (report.contains("params") && report["params"].is_object())
+      for (auto it = report["params"].begin(); it != report["params"].end(); ++it)
+        params += fmt::format("{}{}={}", params.empty() ? "" : " ", it.key(),
+                              it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
+    row.push_back(params);
     row.push_back(r ? to_string(r->status) : "not run");
     const bool ok = r && r->status == runner::Status::Pass;
     for (const auto& [name, key] : kFigures)

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -52,6 +53,9 @@ struct KernelRuns {
   std::vector<std::string> shards;    // with cores: the dimensions split across them, each its own runs; empty: the kernel's first
   std::vector<std::map<std::string, std::int64_t>> shapes;  // empty: the kernel's default
   std::vector<std::map<std::string, std::string>> params;  // tunable parameters; empty: the kernel's defaults
+  // Timed runs of each point's search of the tunable parameters (tessera run
+  // --retune); 0: none; unset: the study's.
+  std::optional<std::size_t> retune;
   int line = 0;
 };
 
@@ -64,6 +68,7 @@ struct Study {
   bool no_data = false;
   double timeout_s = 1800;
   std::uint64_t seed = 1;
+  std::size_t retune = 0;  // every kernel entry's, unless it sets its own
   std::vector<Parameter> parameters;
   std::vector<KernelRuns> kernels;
 };

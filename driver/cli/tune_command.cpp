@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "files.h"
 #include "job_runner.h"
+#include "kernel_command.h"
 #include "runner.h"
 #include "slurm.h"
 #include "tune.h"
@@ -37,8 +38,11 @@ using runner::Status;
 const char* kTune = "tessera tune";
 
 struct TuneOptions {
-  std::string config, kernel, shape, strategy = "auto", out, time, candidates, shard, db;
+  std::string config, kernel, shape, strategy = "auto", out, time, candidates, shard, db, dtype;
   std::vector<std::string> variants, configs, values;
+  // Held fixed at every point: config overrides (--set) and parameters
+  // (--param; one that changes the numerics is set here or not at all).
+  std::vector<std::string> sets, params;
   std::size_t budget = 100;
   double timeout_s = 1800;
   bool update_db = false, all = false, check_db = false, update_times = false;
@@ -77,7 +81,8 @@ nlohmann::json candidates_json(const std::vector<Job>& jobs) {
   nlohmann::json list = nlohmann::json::array();
   for (const Job& j : jobs)
     list.push_back({{"id", j.id}, {"kernel", j.kernel}, {"variant", j.variant}, {"config", j.config},
-                    {"shape", j.shape}, {"params", j.params}, {"timeout_s", j.timeout_s}});
+                    {"overrides", j.overrides}, {"dtype", j.dtype}, {"shape", j.shape}, {"params", j.params},
+                    {"timeout_s", j.timeout_s}});
   return {{"candidates", list}};
 }
 
@@ -95,6 +100,8 @@ std::vector<Job> jobs_of_candidates(const fs::path& file) {
     j.no_data = true;
     j.shape = c.at("shape").get<std::map<std::string, std::int64_t>>();
     j.params = c.at("params").get<std::map<std::string, std::string>>();
+    j.overrides = c.value("overrides", std::vector<std::string>{});
+    j.dtype = c.value("dtype", std::string());
     j.timeout_s = c.at("timeout_s");
     j.file = file.string();
     jobs.push_back(std::move(j));
@@ -231,7 +238,7 @@ const char* kind_text(tune::Outcome::Kind k) {
 }
 
 nlohmann::json results_json(const TuneOptions& o, const kernels::Shape& shape, const std::vector<tune::Space>& spaces,
-                            const tune::SearchResult& r) {
+                            const tune::SearchResult& r, const std::map<std::string, std::string>& fixed) {
   nlohmann::json space = nlohmann::json::array();
   for (const auto& sp : spaces) {
     nlohmann::json dims = nlohmann::json::array();
@@ -256,6 +263,9 @@ nlohmann::json results_json(const TuneOptions& o, const kernels::Shape& shape, c
   }
   nlohmann::json doc = {{"kernel", o.kernel},
                         {"config", o.config},
+                        {"overrides", o.sets},
+                        {"dtype", o.dtype},
+                        {"fixed_params", fixed},
                         {"shape", shape},
                         {"strategy", to_string(r.strategy)},
                         {"budget", o.budget},
@@ -266,9 +276,12 @@ nlohmann::json results_json(const TuneOptions& o, const kernels::Shape& shape, c
                         {"rounds", r.rounds},
                         {"stopped_early", r.stopped_early},
                         {"points", points}};
-  if (const auto* b = r.best())
-    doc["best"] = {{"variant", b->candidate.variant}, {"params", b->candidate.params}, {"time_ns", b->outcome.time_ns},
+  if (const auto* b = r.best()) {
+    std::map<std::string, std::string> params = fixed;
+    params.insert(b->candidate.params.begin(), b->candidate.params.end());
+    doc["best"] = {{"variant", b->candidate.variant}, {"params", params}, {"time_ns", b->outcome.time_ns},
                    {"hfu_percent", b->outcome.report.value("hfu_percent", 0.0)}};
+  }
   return doc;
 }
 
@@ -383,11 +396,46 @@ int run_search(const TuneOptions& o) {
       return kExitBadInput;
     }
   }
-  const arch::ResolvedConfig resolved = arch::load_config(o.config);
+  // A point of a study varies the config and may hold parameters; the
+  // database is keyed by config name and holds bf16 points of the whole
+  // space, so such a search is not stored.
+  if (o.update_db && (!o.sets.empty() || !o.params.empty() || (!o.dtype.empty() && o.dtype != "bf16"))) {
+    std::cerr << fmt::format("{}: --update-db stores points of a shipped config's whole space in bf16; it does not "
+                             "take --set, --param or --dtype {}\n",
+                             kTune, o.dtype.empty() ? "bf16" : o.dtype);
+    return kExitBadInput;
+  }
+  std::vector<arch::Override> overrides;
+  for (const auto& s : o.sets) overrides.push_back(arch::parse_override(s));
+  const arch::ResolvedConfig resolved = arch::load_config(o.config, overrides);
   const kernels::KernelSpec& spec = kernels::kernel_named(o.kernel);
   const kernels::Shape shape = kernels::resolve_shape(spec, o.shape.empty() ? kernels::Shape{} : kernels::parse_shape(o.shape));
+  const std::string dtype = o.dtype.empty() ? std::string() : kernels::check_dtype(spec, o.dtype);
   std::vector<tune::Space> spaces = tune::spaces(spec, resolved.hw, shape, o.variants);
-  tune::restrict_values(spaces, spec, o.values);
+  // --param holds a parameter: a searched one becomes a dimension of one
+  // value; one that changes the numerics (never a dimension) goes to every run.
+  const std::map<std::string, std::string> held = checked_request(o.kernel, "", "", o.params, 1).params;
+  std::map<std::string, std::string> fixed;
+  std::vector<std::string> values = o.values;
+  for (const auto& [name, value] : held) {
+    const kernels::TunableParam* p = spec.param(name);
+    if (p && p->numerics) {
+      for (const auto& sp : spaces) kernels::check_params(spec, sp.variant, {{name, value}});
+      fixed[name] = value;
+      continue;
+    }
+    for (const auto& v : o.values)
+      if (v.rfind(name + "=", 0) == 0)
+        throw KernelError(fmt::format("--param {}={} and --values {}: hold a parameter or search it, not both", name,
+                                      value, v));
+    values.push_back(name + "=" + value);
+  }
+  tune::restrict_values(spaces, spec, values);
+  const auto with_fixed = [&](const std::map<std::string, std::string>& params) {
+    std::map<std::string, std::string> all = fixed;
+    all.insert(params.begin(), params.end());
+    return all;
+  };
   // The descent also walks from where other generations' searches ended.
   if (const std::string path = o.db.empty() ? kernels::default_tuning_db_path() : o.db; !path.empty())
     tune::seed_from_db(spaces, kernels::TuningDb::load(path), spec.name, resolved.hw.name, shape);
@@ -403,8 +451,9 @@ int run_search(const TuneOptions& o) {
   const fs::path out = o.out.empty() ? fs::path("out") / "tune" / fmt::format("{}-{}", o.kernel, resolved.hw.name)
                                      : fs::path(o.out);
   make_dirs(out);
-  fmt::print("{}: {} on {} at {}: {} variant{}, {} points; {} search, budget {}{}, {}\n", kTune, o.kernel,
-             resolved.hw.name, shape_text(shape), spaces.size(), spaces.size() == 1 ? "" : "s", size,
+  fmt::print("{}: {} on {}{} at {}: {} variant{}, {} points; {} search, budget {}{}, {}\n", kTune, o.kernel,
+             resolved.hw.name, o.sets.empty() ? "" : fmt::format(" (--set {})", fmt::join(o.sets, " --set ")),
+             shape_text(shape), spaces.size(), spaces.size() == 1 ? "" : "s", size,
              to_string(strategy), o.budget ? std::to_string(o.budget) : "none",
              o.time.empty() ? "" : ", time " + o.time,
              o.submit.enabled ? "on Slurm" : fmt::format("{} at a time", o.jobs));
@@ -419,7 +468,8 @@ int run_search(const TuneOptions& o) {
   // before simulating when a rule is broken: the point is pruned all the same.
   evaluate.fits = [&](const tune::Candidate& c) -> std::optional<std::string> {
     try {
-      const kernels::KernelArgs args = kernels::resolve(spec, resolved.hw, {o.kernel, c.variant, shape, c.params, 1});
+      const kernels::KernelArgs args =
+          kernels::resolve(spec, resolved.hw, {o.kernel, c.variant, shape, with_fixed(c.params), 1, dtype});
       if (spec.fits) return spec.fits(resolved.hw, args);
     } catch (const KernelError& e) {
       return std::string(e.what());
@@ -438,7 +488,9 @@ int run_search(const TuneOptions& o) {
       j.fidelity = "tlm";
       j.no_data = true;
       j.shape = shape;
-      j.params = c.params;
+      j.params = with_fixed(c.params);
+      j.overrides = o.sets;
+      j.dtype = o.dtype;
       j.timeout_s = o.timeout_s;
       jobs.push_back(std::move(j));
     }
@@ -488,7 +540,7 @@ int run_search(const TuneOptions& o) {
           (!defaults_best || e.outcome.time_ns < defaults_best->outcome.time_ns))
         defaults_best = &e;
   }
-  write_file(out / "results.json", results_json(o, shape, spaces, r).dump(2) + "\n");
+  write_file(out / "results.json", results_json(o, shape, spaces, r, fixed).dump(2) + "\n");
   write_file(out / "results.csv", results_csv(r));
   print_summary(o, shape, r, defaults_best);
   fmt::print("\nresults: {} and {}\n", (out / "results.json").string(), (out / "results.csv").string());
@@ -658,6 +710,11 @@ void add_tune_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--kernel", o->kernel, "Kernel (tessera list kernels)");
   cmd->add_option("--variant", o->variants, "Search only these variants (default: all)")->delimiter(',');
   cmd->add_option("--shape", o->shape, "Shape overrides, e.g. M=4096,N=8192,K=8192 (default: the kernel's)");
+  cmd->add_option("--set", o->sets,
+                  "Override a config key at every point: path.to.key=value (repeatable; not with --update-db)");
+  cmd->add_option("--param", o->params,
+                  "Hold a parameter at a value at every point: NAME=VALUE (repeatable; not with --update-db)");
+  cmd->add_option("--dtype", o->dtype, "Input dtype of every run (default: the kernel's; not with --update-db)");
   cmd->add_option("--values", o->values,
                   "Search a parameter at these values only, e.g. --values F=2048,4096 --values B=1..8 (LO..HI: every "
                   "integer)");

@@ -96,6 +96,15 @@ struct KernelBuilder::Impl {
       throw KernelError(fmt::format("{}: reads {} tile '{}' before anything wrote it", call.str(), role, t.name));
   }
 
+  // DMA descriptors and the tensor engine's operands address a tile as one
+  // run per partition.
+  void check_contiguous(const CallName& call, const char* role, const Tile& t) const {
+    if (t.is_rows())
+      throw KernelError(fmt::format("{}: {} tile '{}' is a view of rows (Tile::rows), which only the vector, scalar "
+                                    "and GpSimd engines take",
+                                    call.str(), role, t.name));
+  }
+
   void check_instruction(const CallName& call, const arch::Instruction& in) const {
     const auto problems = arch::validate(in, cfg);
     if (!problems.empty()) throw KernelError(fmt::format("{}: {}", call.str(), problems.front()));
@@ -156,6 +165,7 @@ struct KernelBuilder::Impl {
     check_live(call);
     check_spread(call, sp);
     check_tile(call, "destination", dst);
+    check_contiguous(call, "destination", dst);
     if (!src.tensor) throw KernelError(fmt::format("{}: the source view has no tensor", call()));
     if (dst.memory != arch::Memory::Sbuf)
       throw KernelError(fmt::format("{}: DMA moves HBM tensors to SBUF tiles", call()));
@@ -181,6 +191,7 @@ struct KernelBuilder::Impl {
     check_live(call);
     check_spread(call, sp);
     check_written(call, "source", src);
+    check_contiguous(call, "source", src);
     if (!dst.tensor) throw KernelError(fmt::format("{}: the destination view has no tensor", call()));
     if (src.memory != arch::Memory::Sbuf)
       throw KernelError(fmt::format("{}: DMA moves SBUF tiles to HBM tensors", call()));
@@ -341,6 +352,9 @@ void KernelBuilder::matmul(const Tile& psum, const MatmulInput& stationary, cons
   const auto input = [&](const char* role, const MatmulInput& in) {
     const Tile& t = in.tile;
     impl_->check_written(call, role, t);
+    impl_->check_contiguous(call, role, t);
+    if (in.upper) impl_->check_contiguous(call, role, *in.upper);
+    if (in.scale) impl_->check_contiguous(call, role, *in.scale);
     ArrayInput a;
     a.data = t.pattern();
     a.reads.push_back(region_of(t));
@@ -392,6 +406,7 @@ void KernelBuilder::matmul(const Tile& psum, const MatmulInput& stationary, cons
   const ArrayInput st = input("stationary", stationary);
   const ArrayInput mv = input("moving", moving);
   impl_->check_tile(call, "psum", psum);
+  impl_->check_contiguous(call, "psum", psum);
   if (accumulate) impl_->check_written(call, "psum (accumulate)", psum);
   if (const auto why = arch::incompatible(st.shape, mv.shape))
     throw KernelError(fmt::format("{}: the tensor engine cannot multiply these inputs together: {}", call(), *why));
@@ -437,6 +452,8 @@ void KernelBuilder::transpose(const Tile& psum, const Tile& src, SourceLocation 
   impl_->check_live(call);
   impl_->check_written(call, "source", src);
   impl_->check_tile(call, "psum", psum);
+  impl_->check_contiguous(call, "source", src);
+  impl_->check_contiguous(call, "psum", psum);
   arch::Instruction in;
   in.engine = arch::Engine::Tensor;
   in.opcode = arch::Opcode::Transpose;
@@ -693,6 +710,8 @@ void KernelBuilder::dma_to_core(int core, const Tile& dst, const Tile& src, cons
   impl_->check_semaphore(call, done);
   impl_->check_written(call, "source", src);
   impl_->check_tile(call, "destination", dst);
+  impl_->check_contiguous(call, "source", src);
+  impl_->check_contiguous(call, "destination", dst);
   if (src.memory != arch::Memory::Sbuf || dst.memory != arch::Memory::Sbuf)
     throw KernelError(fmt::format("{}: a copy to another core moves an SBUF tile to an SBUF tile", call()));
   if (src.dtype != dst.dtype || src.partitions != dst.partitions || src.free != dst.free)

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <climits>
+#include <cstdint>
 #include <numeric>
 
 namespace tessera {
@@ -48,6 +50,10 @@ Tile Tile::slice(std::uint32_t p, std::uint32_t np, std::uint32_t f, std::uint32
   if (np == 0 || nf == 0 || p + np > partitions || f + nf > free)
     throw KernelError(fmt::format("tile '{}' [{} x {}]: slice partitions {}..{}, free {}..{} is outside it", name,
                                   partitions, free, p, p + np - 1, f, f + nf - 1));
+  if (is_rows() && (f != 0 || nf != free))
+    throw KernelError(fmt::format("tile '{}' is a view of {} rows of {}: it slices by partitions only (take the rows "
+                                  "of a slice instead)",
+                                  name, free / row_length, row_length));
   Tile t = *this;
   t.partition = partition + p;
   t.partitions = np;
@@ -56,9 +62,40 @@ Tile Tile::slice(std::uint32_t p, std::uint32_t np, std::uint32_t f, std::uint32
   return t;
 }
 
+Tile Tile::rows(std::uint32_t f, std::uint32_t nrows, std::uint32_t ncols, std::uint32_t pitch,
+                std::uint32_t step) const {
+  const auto view = [&] { return fmt::format("tile '{}' [{} x {}]: rows(from {}, {} rows of {}, pitch {}, step {})", name,
+                                             partitions, free, f, nrows, ncols, pitch, step); };
+  if (is_rows()) throw KernelError(fmt::format("{}: the tile is already a view of rows", view()));
+  if (nrows == 0 || ncols == 0 || step == 0)
+    throw KernelError(fmt::format("{}: rows, columns and step must be at least 1", view()));
+  // Rows may not overlap: a destination element would be written twice.
+  const std::uint64_t row_span = std::uint64_t{ncols - 1} * step + 1;
+  if (nrows > 1 && pitch < row_span)
+    throw KernelError(fmt::format("{}: the pitch is shorter than a row ({} elements), so rows overlap", view(),
+                                  row_span));
+  const std::uint64_t end = f + std::uint64_t{nrows - 1} * pitch + row_span;
+  if (end > free) throw KernelError(fmt::format("{}: reaches element {}, past the tile's {}", view(), end - 1, free));
+  const std::uint64_t elements = std::uint64_t{nrows} * ncols;
+  if (pitch > static_cast<std::uint32_t>(INT32_MAX) || step > static_cast<std::uint32_t>(INT32_MAX))
+    throw KernelError(fmt::format("{}: a stride past 2^31 elements", view()));
+  Tile t = *this;
+  t.offset = offset + f * arch::size_of(dtype);
+  t.free = static_cast<std::uint32_t>(elements);
+  t.row_length = ncols;
+  t.row_pitch = nrows > 1 ? pitch : ncols * step;
+  t.row_step = step;
+  return t;
+}
+
 arch::AccessPattern Tile::pattern() const {
-  return arch::tile(memory, dtype, static_cast<std::uint16_t>(partition), static_cast<std::uint16_t>(partitions),
-                    offset, free);
+  arch::AccessPattern ap = arch::tile(memory, dtype, static_cast<std::uint16_t>(partition),
+                                      static_cast<std::uint16_t>(partitions), offset, free);
+  if (!is_rows()) return ap;
+  ap.num_dims = 2;
+  ap.size = {free / row_length, row_length, 0, 0};
+  ap.stride = {static_cast<std::int32_t>(row_pitch), static_cast<std::int32_t>(row_step), 0, 0};
+  return ap;
 }
 
 }  // namespace tessera

@@ -104,6 +104,52 @@ TEST(KernelBuilder, DmaViewMustFillTheTile) {
   EXPECT_THAT(error_of([&] { kb.dma(f, a.region(0, 0, 8, 16)); }), HasSubstr("DMA does not convert"));
 }
 
+// Tile::rows: one engine instruction walks rows with a pitch (a padded
+// image's interior); DMA and the tensor engine refuse such a view by name.
+TEST(KernelBuilder, ViewsOfRowsAreOneEngineInstructionAndNotForDmaOrTheArray) {
+  KernelBuilder kb(config("tiny"), "k");
+  const Tile img = kb.sbuf("img", 8, 36, DType::Bf16), pad = kb.sbuf("pad", 8, 64, DType::Bf16);
+  kb.memset(img, 1);
+  kb.memset(pad, 0);
+  // 6 x 6 into the interior of an 8 x 8 plane (rows 8 apart), and every
+  // second element of the first 3 rows.
+  kb.copy(pad.rows(9, 6, 6, 8), img.rows(0, 6, 6, 6), arch::Engine::GpSimd);
+  kb.copy(pad.rows(0, 3, 3, 8), img.rows(0, 3, 3, 12, 2));
+  const Program p = kb.build();
+  const auto& g = p.streams.at(static_cast<std::size_t>(arch::Engine::GpSimd));
+  const auto copy = std::find_if(g.begin(), g.end(), [](const auto& in) { return in.opcode == arch::Opcode::Copy; });
+  ASSERT_NE(copy, g.end());
+  EXPECT_EQ(copy->dst.num_dims, 2);
+  EXPECT_EQ(copy->dst.size[0], 6u);
+  EXPECT_EQ(copy->dst.size[1], 6u);
+  EXPECT_EQ(copy->dst.stride[0], 8);
+  EXPECT_EQ(copy->dst.offset_bytes, pad.offset + 9 * 2);
+  const auto& v = p.streams.at(static_cast<std::size_t>(arch::Engine::Vector));
+  const auto strided = std::find_if(v.begin(), v.end(), [](const auto& in) {
+    return in.opcode == arch::Opcode::Copy && in.a.num_dims == 2;
+  });
+  ASSERT_NE(strided, v.end());
+  EXPECT_EQ(strided->a.stride[0], 12);
+  EXPECT_EQ(strided->a.stride[1], 2);
+
+  KernelBuilder kb2(config("tiny"), "k");
+  const Tile t = kb2.sbuf("t", 8, 64, DType::Bf16);
+  kb2.memset(t, 0);
+  EXPECT_THAT(error_of([&] { t.rows(0, 4, 10, 8); }), HasSubstr("the pitch is shorter than a row (10 elements)"));
+  EXPECT_THAT(error_of([&] { t.rows(10, 8, 8, 8); }), HasSubstr("reaches element 73, past the tile's 64"));
+  EXPECT_THAT(error_of([&] { t.rows(0, 2, 2, 8).slice(0, 4, 1, 2); }), HasSubstr("slices by partitions only"));
+  EXPECT_THAT(error_of([&] { t.rows(0, 2, 2, 8).rows(0, 1, 1, 1); }), HasSubstr("already a view of rows"));
+  const Tensor a = hbm_tensor("a", 8, 64, DType::Bf16, 0);
+  EXPECT_THAT(error_of([&] { kb2.dma(t.rows(0, 2, 4, 8), a.region(0, 0, 8, 8)); }),
+              HasSubstr("destination tile 't' is a view of rows (Tile::rows), which only the vector, scalar and "
+                        "GpSimd engines take"));
+  EXPECT_THAT(error_of([&] { kb2.dma(a.region(0, 0, 8, 8), t.rows(0, 2, 4, 8)); }),
+              HasSubstr("source tile 't' is a view of rows"));
+  const Tile acc = kb2.psum("acc", 8, 8);
+  EXPECT_THAT(error_of([&] { kb2.matmul(acc, t.slice(0, 8, 0, 8), t.rows(0, 2, 4, 8), false); }),
+              HasSubstr("moving tile 't' is a view of rows"));
+}
+
 TEST(KernelBuilder, PerPartitionScalarOperandsAreCheckedAndOrdered) {
   KernelBuilder kb(config("tiny"), "k");
   const Tile x = kb.sbuf("x", 8, 16, DType::Fp32), y = kb.sbuf("y", 8, 16, DType::Fp32);

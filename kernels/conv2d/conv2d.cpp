@@ -129,8 +129,10 @@ public:
   }
 
 private:
-  // The engine evacuating output row `turn` (0 or 1, alternating).
+  // The engine evacuating output block `turn` (0 or 1, alternating).
   arch::Engine evacuation_engine(int turn) const;
+  // The engine spreading a staged image into its planes.
+  static arch::Engine stage_engine(const std::string& stage);
 
   Device& dev_;
   bool blocked_;
@@ -143,6 +145,12 @@ private:
   Tensor x_, w_, y_;
   std::vector<float> xv_, wv_;
 };
+
+arch::Engine Conv2d::stage_engine(const std::string& stage) {
+  if (stage == "scalar") return arch::Engine::Scalar;
+  if (stage == "gpsimd") return arch::Engine::GpSimd;
+  return arch::Engine::Vector;
+}
 
 arch::Engine Conv2d::evacuation_engine(int turn) const {
   const std::string& e = params_.choice("evacuate");
@@ -173,10 +181,18 @@ Program Conv2d::build() {
   const std::int64_t plane = Hq * Wq;
   const DType in = fmt_.dtype;
   const std::int64_t e = arch::size_of(in);
-  const std::int64_t sbuf_need = nc * R_ * S_ * K_ * e + 2 * nc * pa * pb * plane * e + 2 * rows_per_block * OW_ * 4;
+  // stage: an image comes in as one contiguous run per channel (a DMA guide
+  // sized transfer) and an engine spreads it into the padded phase planes;
+  // "none": a pitched DMA per phase writes the planes directly, one run per
+  // image row, which the DMA's run gap slows for narrow images.
+  const std::string& stage = params_.choice("stage");
+  const bool staged = stage != "none";
+  const std::int64_t sbuf_need = nc * R_ * S_ * K_ * e + 2 * nc * pa * pb * plane * e + 2 * rows_per_block * OW_ * 4 +
+                                 (staged ? 2 * nc * H_ * W_ * e : 0);
   if (sbuf_need > cfg.sbuf.partition_kib * 1024)
-    throw KernelError(fmt::format("conv2d: weights, two images' padded planes and the output tiles need {} bytes per "
-                                  "partition; SBUF has {}", sbuf_need, cfg.sbuf.partition_kib * 1024));
+    throw KernelError(fmt::format("conv2d: weights, two images' padded planes{} and the output tiles need {} bytes per "
+                                  "partition; SBUF has {}",
+                                  staged ? ", their staging copies" : "", sbuf_need, cfg.sbuf.partition_kib * 1024));
 
   // Weights resident: per input-channel chunk, every tap's K columns.
   std::vector<Tile> w(static_cast<std::size_t>(nc));
@@ -193,6 +209,10 @@ Program Conv2d::build() {
       planes[s].push_back(kb.sbuf(fmt::format("x{}_{}", s, i), c, plane, in));
       kb.memset(planes[s].back(), 0.0f);
     }
+  std::vector<Tile> staging[2];
+  if (staged)
+    for (int s = 0; s < 2; ++s)
+      for (std::int64_t ci = 0; ci < nc; ++ci) staging[s].push_back(kb.sbuf(fmt::format("xs{}_{}", s, ci), c, H_ * W_, in));
   std::vector<Tile> acc;
   for (std::int64_t g = 0; g < 2 * group; ++g) acc.push_back(kb.psum(fmt::format("acc{}", g), c, rows_per_block * Wq));
   const Tile out[2] = {kb.sbuf("y0", c, rows_per_block * OW_, DType::Fp32),
@@ -205,6 +225,8 @@ Program Conv2d::build() {
     // pixel (i st + a - pad, j st + b - pad) where that lies inside.
     for (std::int64_t ci = 0; ci < nc; ++ci) {
       const std::int64_t cc = std::min(c, C_ - ci * c);
+      const Tile image = staged ? fit(staging[n % 2][ci], cc, H_ * W_) : Tile{};
+      if (staged) kb.dma(image, x_.region(n * C_ + ci * c, 0, cc, H_ * W_));
       for (std::int64_t a = 0; a < pa; ++a)
         for (std::int64_t b = 0; b < pb; ++b) {
           const std::int64_t i0 = std::max<std::int64_t>(0, ceil_div(pad_ - a, st_));
@@ -213,8 +235,14 @@ Program Conv2d::build() {
           const std::int64_t j1 = std::min(Wq - 1, (W_ - 1 + pad_ - b) / st_);
           if (i1 < i0 || j1 < j0) continue;  // this phase sees only padding
           const std::int64_t ih = i0 * st_ + a - pad_, iw = j0 * st_ + b - pad_;
-          View src{&x_, ((n * C_ + ci * c) * H_ + ih) * W_ + iw, {cc, i1 - i0 + 1, j1 - j0 + 1}, {H_ * W_, st_ * W_, st_}};
           const Tile& t = pl[(ci * pa + a) * pb + b];
+          if (staged) {
+            kb.copy(fit(t, cc, plane).rows(u32(i0 * Wq + j0), u32(i1 - i0 + 1), u32(j1 - j0 + 1), u32(Wq)),
+                    image.rows(u32(ih * W_ + iw), u32(i1 - i0 + 1), u32(j1 - j0 + 1), u32(st_ * W_), u32(st_)),
+                    stage_engine(stage));
+            continue;
+          }
+          View src{&x_, ((n * C_ + ci * c) * H_ + ih) * W_ + iw, {cc, i1 - i0 + 1, j1 - j0 + 1}, {H_ * W_, st_ * W_, st_}};
           kb.dma(t.slice(0, u32(cc), u32(i0 * Wq + j0), u32((i1 - i0) * Wq + (j1 - j0) + 1)), src, u32(Wq));
         }
     }
@@ -261,14 +289,14 @@ Program Conv2d::build() {
           }
           i += pair ? 2 : 1;
         }
-        // Evacuate the valid columns of each output row (alternating the
-        // vector and scalar engines), then store the block.
-        for (std::int64_t g = 0; g < gn; ++g, oturn ^= 1) {
+        // Evacuate the valid columns of the block's output rows in one
+        // instruction (blocks alternate the vector and scalar engines),
+        // then store the block.
+        for (std::int64_t g = 0; g < gn; ++g, oturn ^= 1, evac ^= 1) {
           const std::int64_t oh0 = (b0 + g) * rows_per_block, nr = std::min(rows_per_block, OH_ - oh0);
           const Tile& a = acc[aturn * group + g];
-          for (std::int64_t j = 0; j < nr; ++j, evac ^= 1)
-            kb.copy(out[oturn].slice(0, u32(kk), u32(j * OW_), u32(OW_)), a.slice(0, u32(kk), u32(j * Wq), u32(OW_)),
-                    evacuation_engine(evac));
+          kb.copy(fit(out[oturn], kk, nr * OW_), fit(a, kk, nr * Wq).rows(0, u32(nr), u32(OW_), u32(Wq)),
+                  evacuation_engine(evac));
           kb.dma(y_.region(n * K_ + ki * c, oh0 * OW_, kk, nr * OW_), fit(out[oturn], kk, nr * OW_));
         }
         aturn ^= 1;
@@ -308,7 +336,15 @@ KernelSpec conv2d_spec() {
           .useful_up_to([](const ParamContext& ctx) { return ConvGeometry(ctx.config, ctx.shape).nblocks; })
           .only_for({"blocked"}),
       TunableParam::choice("evacuate", {"alternate", "vector", "scalar"}, "alternate",
-                           "the engine copying output rows from PSUM to SBUF: alternating shares the work"),
+                           "the engine copying output blocks from PSUM to SBUF: alternating shares the work"),
+      TunableParam::choice("stage", {"gpsimd", "vector", "scalar", "none"}, "gpsimd",
+                           "how an image reaches its zero-padded planes: one contiguous DMA per channel chunk into a "
+                           "staging tile, then a copy by this engine; none: a pitched DMA per phase, a run per image "
+                           "row (slow where rows are short: the DMA's run gap); default: GpSimd, which nothing else "
+                           "here uses, where the config has one, else the vector engine")
+          .derived([](const ParamContext& ctx) -> ParamValue {
+            return std::string(ctx.config.gpsimd.present ? "gpsimd" : "vector");
+          }),
   };
   spec.make = [](Device& dev, const KernelArgs& args) { return std::make_unique<Conv2d>(dev, args); };
   return spec;

@@ -278,13 +278,13 @@ TEST_F(StudyTest, CsvAndJsonHoldEveryPointWithItsFigures) {
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   ASSERT_EQ(lines.size(), points.size() + 1);
-  EXPECT_THAT(lines[0], HasSubstr("hbm,array,kernel,variant,dtype,cores,shard,shape,status,time_ns,cycles,hfu_percent,mfu_percent"));
+  EXPECT_THAT(lines[0], HasSubstr("hbm,array,kernel,variant,dtype,cores,shard,shape,params,status,time_ns,cycles,hfu_percent,mfu_percent"));
   EXPECT_THAT(lines[0], HasSubstr("dma_bytes"));
   EXPECT_THAT(lines[0], HasSubstr("tensor_busy_percent,vector_busy_percent,tensor_busy_ns,vector_busy_ns"));
-  EXPECT_THAT(lines[1], HasSubstr("32,8,gemm,naive,,1,,K=32 M=32 N=64,pass,1000,2000,12.5,12.5"));
+  EXPECT_THAT(lines[1], HasSubstr("32,8,gemm,naive,,1,,K=32 M=32 N=64,,pass,1000,2000,12.5,12.5"));
   EXPECT_THAT(lines[1], HasSubstr(",40,5,400,50"));
   // A failed point keeps its row, without figures.
-  EXPECT_THAT(lines[2], HasSubstr("32,8,gemm,blocked_mnk,,1,,K=32 M=32 N=64,fail,,"));
+  EXPECT_THAT(lines[2], HasSubstr("32,8,gemm,blocked_mnk,,1,,K=32 M=32 N=64,,fail,,"));
 
   const nlohmann::json j = results_json(s, points, results);
   EXPECT_EQ(j["study"], "grid");
@@ -346,7 +346,7 @@ TEST_F(StudyTest, SweepRunsEveryPointAndDrawsItsPlots) {
   std::vector<std::string> lines;
   for (std::string line; std::getline(csv, line);) lines.push_back(line);
   ASSERT_EQ(lines.size(), 5u) << text;
-  EXPECT_THAT(lines[0], HasSubstr("hbm_gbps,kernel,variant,dtype,cores,shard,shape,status,time_ns"));
+  EXPECT_THAT(lines[0], HasSubstr("hbm_gbps,kernel,variant,dtype,cores,shard,shape,params,status,time_ns"));
   const auto results = nlohmann::json::parse(std::ifstream(out / "results.json"));
   ASSERT_EQ(results["points"].size(), 4u);
   std::map<std::string, double> time;
@@ -373,6 +373,74 @@ TEST_F(StudyTest, SweepRunsEveryPointAndDrawsItsPlots) {
         << stem << ": " << parse_out;
   }
   fs::remove_all(out);
+}
+
+// `retune: N`: each point searches its own tunable parameters before it runs,
+// so two SBUF sizes may end at different blockings; the CSV names them.
+TEST_F(StudyTest, RetuneSearchesEachPointOnItsOwnConfig) {
+  const fs::path study = write_study("retune_small",
+                                     "description: SBUF size on small, retuned per point\n"
+                                     "base: small\n"
+                                     "no_data: true\n"
+                                     "retune: 12\n"
+                                     "parameters:\n"
+                                     "  - name: sbuf_kib\n"
+                                     "    key: sbuf.partition_kib\n"
+                                     "    values: [16, 64]\n"
+                                     "kernels:\n"
+                                     "  - kernel: gemm\n"
+                                     "    variants: [blocked_mnk]\n"
+                                     "    shapes: [{M: 64, N: 128, K: 256}]\n"
+                                     "  - kernel: gemm\n"
+                                     "    variants: [naive]\n"
+                                     "    retune: 0\n"
+                                     "    shapes: [{M: 64, N: 128, K: 256}]\n");
+  const fs::path out = test_support::scratch_dir() / "tessera_sweep_retune";
+  fs::remove_all(out);
+  std::string text;
+  ASSERT_EQ(run_binary(fmt::format("sweep {} -j 2 --out {}", study.string(), out.string()), &text), 0) << text;
+  const auto results = nlohmann::json::parse(std::ifstream(out / "results.json"));
+  ASSERT_EQ(results["points"].size(), 4u);
+  for (const auto& p : results["points"]) {
+    ASSERT_EQ(p["status"], "pass") << p["message"];
+    if (p["variant"] == "naive") {
+      EXPECT_FALSE(p["report"].contains("retune"));
+      continue;
+    }
+    ASSERT_TRUE(p["report"].contains("retune")) << p["id"];
+    EXPECT_GT(p["report"]["retune"]["timed"].get<int>(), 1);
+    // The point ran at its search's best.
+    for (const auto& [name, value] : p["report"]["retune"]["params"].items()) {
+      const auto& ran = p["report"]["params"][name];
+      EXPECT_EQ(ran.is_string() ? ran.get<std::string>() : ran.dump(), value.get<std::string>()) << name;
+    }
+    // The point's search ran on the point's config.
+    std::string folder = p["id"].get<std::string>();
+    std::replace(folder.begin(), folder.end(), '/', '.');
+    const fs::path job_dir = out / "jobs" / folder;
+    const auto search = nlohmann::json::parse(std::ifstream(job_dir / "retune" / "results.json"));
+    EXPECT_EQ(search["overrides"][0], "sbuf.partition_kib=" + p["parameters"]["sbuf_kib"].get<std::string>());
+  }
+  EXPECT_THAT(read_text(out / "results.csv"), HasSubstr("bm="));
+  fs::remove_all(out);
+}
+
+TEST_F(StudyTest, RetuneIsABudgetAndNotForSeveralCores) {
+  const std::string head = "base: small\nparameters: [{key: hbm.bandwidth_gbps, values: [32]}]\n";
+  EXPECT_THAT(error_of(head + "retune: -1\nkernels: [{kernel: gemm}]\n"),
+              HasSubstr("bad.yaml:3: 'retune' must be the timed runs of each point's search, a whole number from 0"));
+  EXPECT_THAT(error_of(head + "retune: yes\nkernels: [{kernel: gemm}]\n"), HasSubstr("bad.yaml:3: 'retune' must be"));
+  EXPECT_THAT(error_of(head + "kernels:\n  - {kernel: gemm, retune: 1000001}\n"),
+              HasSubstr("bad.yaml:4: 'retune' must be"));
+  EXPECT_THAT(error_of(head + "retune: 10\nkernels:\n  - {kernel: gemm, cores: [2], shard: M}\n"),
+              HasSubstr("bad.yaml:5: kernel 'gemm': 'retune' searches one core's parameters"));
+  const Study s = load_study(write_study("ok", head + "retune: 10\nkernels:\n  - {kernel: gemm}\n"
+                                                      "  - {kernel: gemm, retune: 0}\n")
+                                 .string());
+  const auto points = expand(s);
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(points[0].job.retune, 10u);
+  EXPECT_EQ(points[1].job.retune, 0u);
 }
 
 // A kernel that does not fit a point is an answer (infeasible, exit 0); a

@@ -382,6 +382,84 @@ TEST_F(TuneTest, TuneCommandRejectsBadInputNamingIt) {
   EXPECT_THAT(r.err, HasSubstr("tessera tune: --shard 3/2: expected I/N with 1 <= I <= N <= 1000000"));
 }
 
+// A study point's search: its config overrides and held parameters go to
+// every run, and the search finds the point's own best.
+TEST_F(TuneTest, TuneCommandHoldsSetsAndParamsAtEveryPoint) {
+  const fs::path out = fs::temp_directory_path() / fmt::format("tessera_tune_held_{}", ::getpid());
+  fs::remove_all(out);
+  const auto r = run_tessera(fmt::format("tune --config small --kernel gemm --variant blocked_mnk "
+                                         "--shape M=64,N=128,K=128 --set sbuf.partition_kib=32 --param bk=2 "
+                                         "--dtype fp8_e4m3 -j 2 --no-plots --out {}",
+                                         out.string()));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("(--set sbuf.partition_kib=32)"));
+  const auto doc = read_json(out / "results.json");
+  EXPECT_EQ(doc["overrides"], nlohmann::json::array({"sbuf.partition_kib=32"}));
+  EXPECT_EQ(doc["dtype"], "fp8_e4m3");
+  ASSERT_GT(doc["timed"].get<int>(), 1);
+  for (const auto& p : doc["points"]) EXPECT_EQ(p["params"]["bk"], "2");
+  // Every run had the override and the dtype: its resolved config and report say so.
+  for (const auto& p : doc["points"]) {
+    if (p["status"] != "timed") continue;
+    std::string key = "blocked_mnk:";
+    for (const auto& [k, v] : p["params"].items()) key += (key.back() == ':' ? "" : ",") + k + "=" + v.get<std::string>();
+    const auto report = read_json(out / "jobs" / key / "report.json");
+    EXPECT_EQ(report["dtype"], "fp8_e4m3") << key;
+    std::ifstream cfg(out / "jobs" / key / "config.resolved.yaml");
+    const std::string text((std::istreambuf_iterator<char>(cfg)), std::istreambuf_iterator<char>());
+    EXPECT_THAT(text, ::testing::ContainsRegex("partition_kib: 32")) << key;
+    break;
+  }
+  fs::remove_all(out);
+}
+
+TEST_F(TuneTest, TuneCommandRefusesToStoreASearchOfAChangedConfig) {
+  auto r = run_tessera("tune --config small --kernel gemm --set sbuf.partition_kib=32 --update-db");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--update-db stores points of a shipped config's whole space in bf16"));
+  r = run_tessera("tune --config small --kernel gemm --variant blocked_mnk --param bk=2 --values bk=1,2");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("hold a parameter or search it, not both"));
+  r = run_tessera("tune --config small --kernel gemm --variant blocked_mnk --param bq=2");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("bq"));
+}
+
+// tessera run --retune: the search on the run's own config, then the run at
+// its best point, which is no slower than the untuned run.
+TEST_F(TuneTest, RunRetunesOnItsOwnConfigAndRunsTheBest) {
+  const fs::path out = fs::temp_directory_path() / fmt::format("tessera_run_retune_{}", ::getpid());
+  fs::remove_all(out);
+  const std::string common =
+      "run --config small --kernel gemm --variant blocked_mnk --shape M=64,N=128,K=256 --fidelity tlm --no-data "
+      "--set sbuf.partition_kib=32 --json";
+  const auto plain = run_tessera(common, "TESSERA_TUNING_DB=none");
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  const auto r = run_tessera(fmt::format("{} --retune 30 --retune-jobs 2 --out {}", common, out.string()),
+                             "TESSERA_TUNING_DB=none");
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(report.contains("retune"));
+  EXPECT_EQ(report["retune"]["budget"], 30);
+  EXPECT_GT(report["retune"]["timed"].get<int>(), 1);
+  const auto search = read_json(out / "retune" / "results.json");
+  EXPECT_EQ(search["overrides"], nlohmann::json::array({"sbuf.partition_kib=32"}));
+  // The run ran at the search's best, and took the time the search measured.
+  EXPECT_EQ(report["retune"]["params"], search["best"]["params"]);
+  EXPECT_DOUBLE_EQ(report["time_ns"].get<double>(), search["best"]["time_ns"].get<double>());
+  EXPECT_LE(report["time_ns"].get<double>(), nlohmann::json::parse(plain.out)["time_ns"].get<double>());
+  fs::remove_all(out);
+}
+
+TEST_F(TuneTest, RunRetuneRefusesWhatItCannotSearch) {
+  auto r = run_tessera("run --config small --kernel gemm --retune 10 --cores 2");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--retune searches one core's parameters"));
+  r = run_tessera("run --config small --kernel gemm --retune 10 --retune-jobs 0");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--retune-jobs 0"));
+}
+
 // What a Slurm shard and the merge job run, without Slurm: the candidates
 // of a round timed by `--candidates FILE --shard I/N`.
 TEST_F(TuneTest, CandidatesFileRunsAShardOfARound) {

@@ -56,10 +56,23 @@ struct Tile {
   std::uint32_t free = 0;    // elements per partition
   int id = -1;               // the allocation it belongs to
   std::string name;
+  // A view of rows (Tile::rows): `free` elements as rows of `row_length`,
+  // each `row_pitch` elements after the last, elements `row_step` apart.
+  // row_length 0: one contiguous run of `free` elements.
+  std::uint32_t row_length = 0, row_pitch = 0, row_step = 1;
 
   std::uint32_t bytes_per_partition() const { return free * arch::size_of(dtype); }
-  // Sub-tile of partitions [p, p + np) and free elements [f, f + nf).
+  bool is_rows() const { return row_length != 0; }
+  // Sub-tile of partitions [p, p + np) and free elements [f, f + nf). A view
+  // of rows slices by partitions only (f 0, nf its free).
   Tile slice(std::uint32_t p, std::uint32_t np, std::uint32_t f, std::uint32_t nf) const;
+  // `nrows` rows of `ncols` elements: row r from element f + r * pitch, its
+  // elements `step` apart. One vector, scalar or GpSimd instruction walks all
+  // of them (a padded image's interior, a PSUM tile's valid columns), where a
+  // contiguous slice would take an instruction per row. Engine operands only:
+  // DMA and the tensor engine take contiguous tiles.
+  Tile rows(std::uint32_t f, std::uint32_t nrows, std::uint32_t ncols, std::uint32_t pitch,
+            std::uint32_t step = 1) const;
   // The same bytes seen as `free` elements of another dtype.
   Tile columns(std::uint32_t f, std::uint32_t nf) const { return slice(0, partitions, f, nf); }
   arch::AccessPattern pattern() const;
