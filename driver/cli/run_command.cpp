@@ -153,10 +153,6 @@ int run(const RunOptions& o) {
     std::cerr << "tessera run: --retune searches one core's parameters; it does not take --cores\n";
     return kExitBadInput;
   }
-  if (o.retune_jobs < 1) {
-    std::cerr << fmt::format("tessera run: --retune-jobs {}: expected 1 or more\n", o.retune_jobs);
-    return kExitBadInput;
-  }
   kernels::resolve_shard(spec, o.shard);
   check_outputs(o);
   nlohmann::json retuned;
@@ -258,8 +254,11 @@ void add_run_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--set", o->sets, "Override a config key: path.to.key=value (repeatable)");
   cmd->add_option("--retune", o->retune,
                   "First search the variant's tunable parameters on this config and shape (tessera tune: timing-only "
-                  "tlm runs, at most N timed) and run at the best point; --param holds a parameter");
-  cmd->add_option("--retune-jobs", o->retune_jobs, "With --retune: search runs at a time")->capture_default_str();
+                  "tlm runs, at most N timed) and run at the best point; --param holds a parameter")
+      ->check(CLI::Range(std::size_t{0}, std::size_t{100000}));
+  cmd->add_option("--retune-jobs", o->retune_jobs, "With --retune: search runs at a time")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
   cmd->add_option("--waves", o->waves, "Write an FST waveform of the run here, and a GTKWave save file beside it "
                                        "(docs/waves.md)");
   cmd->add_option("--waves-window", o->waves_window,

@@ -199,6 +199,15 @@ int run_candidates(const TuneOptions& o) {
   return interrupted ? kExitInterrupted : status;
 }
 
+// The runner's message for a refused run is "exit status 2", then the tail
+// of its log, whose last line is the builder's or the kernel's reason.
+std::string refusal_of(const std::string& message) {
+  std::size_t end = message.find_last_not_of(" \n");
+  if (end == std::string::npos) return message;
+  const std::size_t start = message.rfind('\n', end);
+  return message.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
+}
+
 tune::Outcome outcome_of(const JobResult& r) {
   tune::Outcome o;
   o.report = r.report;
@@ -210,7 +219,7 @@ tune::Outcome outcome_of(const JobResult& r) {
   // Exit 2 from a run of a checked point: the builder refused it (SBUF or
   // PSUM overflow, a tile past a limit) when building, before simulating.
   o.kind = r.status == Status::Error ? tune::Outcome::Kind::Pruned : tune::Outcome::Kind::Failed;
-  o.reason = r.status == Status::Error ? r.message.substr(0, r.message.find('\n'))
+  o.reason = r.status == Status::Error ? refusal_of(r.message)
                                        : fmt::format("{}: {}", to_string(r.status),
                                                      r.message.substr(0, r.message.find('\n')));
   return o;
@@ -720,7 +729,8 @@ void add_tune_command(CLI::App& app, int* exit_code) {
                   "integer)");
   cmd->add_option("--budget", o->budget,
                   "Timed runs at most (pruned points cost none); 0: no limit. A space that fits is searched whole")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1000000}));
   cmd->add_option("--time", o->time, "Start no round after this long (600, 90s, 30m, 2h)");
   cmd->add_option("--strategy", o->strategy,
                   "exhaustive, descent (coordinate descent, docs/tuning.md), or auto: exhaustive when the space fits "

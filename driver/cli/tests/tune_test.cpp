@@ -457,7 +457,14 @@ TEST_F(TuneTest, RunRetuneRefusesWhatItCannotSearch) {
   EXPECT_THAT(r.err, HasSubstr("--retune searches one core's parameters"));
   r = run_tessera("run --config small --kernel gemm --retune 10 --retune-jobs 0");
   EXPECT_EQ(r.status, 2);
-  EXPECT_THAT(r.err, HasSubstr("--retune-jobs 0"));
+  EXPECT_THAT(r.err, HasSubstr("--retune-jobs: Value 0 not in range 1 to 1024"));
+  // CLI11 reads -1 into an unsigned as its largest value: a range refuses it.
+  r = run_tessera("run --config small --kernel gemm --retune -1");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--retune: Value -1 not in range 0 to 100000"));
+  r = run_tessera("tune --config small --kernel gemm --budget -1");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--budget: Value -1 not in range 0 to 1000000"));
 }
 
 // What a Slurm shard and the merge job run, without Slurm: the candidates
