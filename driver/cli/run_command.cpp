@@ -75,15 +75,22 @@ nlohmann::json retune(const RunOptions& o, const std::string& variant, const std
   const int status = run_program(argv, &out, &err);
   const std::filesystem::path log = dir / "tune.log";
   write_file(log, out + err);
-  if (status != 0) {
-    const std::string first = err.substr(0, err.find('\n'));
+  const std::string first = err.substr(0, err.find('\n'));
+  // Exit 2: the search refused what it was given, as the run would have.
+  if (status == kExitBadInput) throw KernelError(fmt::format("--retune: {}", first));
+  // Exit 1 with results: no point ran to the end (below).
+  if ((status != 0 && status != 1) || !std::filesystem::exists(dir / "results.json"))
     throw std::runtime_error(fmt::format("--retune: the search failed (exit {}){}; its log: {}", status,
                                          first.empty() ? "" : ": " + first, log.string()));
-  }
   nlohmann::json results = nlohmann::json::parse(read_file(dir / "results.json"));
-  if (!results.contains("best"))
-    throw std::runtime_error(fmt::format("--retune: no point of the search ran; its log: {}", log.string()));
-  return results;
+  if (results.contains("best")) return results;
+  // Every point refused (the kernel does not fit this config at any
+  // tiling): the kernel's own answer, as a run at one tiling gives it.
+  if (results.value("timed", 0) == 0)
+    for (const auto& p : results["points"])
+      if (p.value("status", "") == "pruned")
+        throw KernelError(fmt::format("--retune: no point of the search fits: {}", p.value("reason", "")));
+  throw std::runtime_error(fmt::format("--retune: no point of the search ran; its log: {}", log.string()));
 }
 
 // A seed is a plain decimal integer that fits 64 bits: "-1", "2^64" or

@@ -462,6 +462,12 @@ TEST_F(TuneTest, RunRetuneRefusesWhatItCannotSearch) {
   r = run_tessera("run --config small --kernel gemm --retune -1");
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("--retune: Value -1 not in range 0 to 100000"));
+  // Nothing fits at any tiling: the kernel's answer (exit 2, which a study
+  // records as infeasible), not a failure.
+  r = run_tessera("run --config small --kernel gemm --variant hoisted --shape M=256,N=512,K=4096 "
+                  "--set sbuf.partition_kib=4 --no-data --retune 5");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--retune: no point of the search fits: gemm hoisted"));
   r = run_tessera("tune --config small --kernel gemm --budget -1");
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("--budget: Value -1 not in range 0 to 1000000"));
