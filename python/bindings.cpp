@@ -353,6 +353,7 @@ PYBIND11_MODULE(_tessera, m) {
       .def_readonly("max_abs_error", &RunReport::max_abs_error)
       .def_readonly("tolerance", &RunReport::tolerance)
       .def_readonly("wall_seconds", &RunReport::wall_seconds)
+      .def_readonly("check_seconds", &RunReport::check_seconds)
       .def("bound_by", &RunReport::bound_by)
       .def("summary", &RunReport::summary)
       .def("to_dict", [](const RunReport& r) { return to_python(r.to_json()); },

@@ -6,6 +6,28 @@
 
 namespace tessera {
 
+namespace {
+
+// A kernel of tiny tiles has a critical path of millions of steps, which
+// would make report.json gigabytes (and every runner that reads it back hold
+// them); past this many, a report keeps the longest, in time order.
+constexpr std::size_t kMaxReportedPathEntries = 10000;
+
+// The indices of the `most` longest of `n` entries (all when n <= most), ascending.
+template <typename Length>
+std::vector<std::size_t> longest(std::size_t n, std::size_t most, Length length) {
+  std::vector<std::size_t> keep(n);
+  for (std::size_t i = 0; i < n; ++i) keep[i] = i;
+  if (n <= most) return keep;
+  std::nth_element(keep.begin(), keep.begin() + static_cast<std::ptrdiff_t>(most), keep.end(),
+                   [&](std::size_t a, std::size_t b) { return length(a) > length(b) || (length(a) == length(b) && a < b); });
+  keep.resize(most);
+  std::sort(keep.begin(), keep.end());
+  return keep;
+}
+
+}  // namespace
+
 std::string RunReport::bound_by() const {
   std::string best;
   double busiest = 0;
@@ -52,7 +74,15 @@ nlohmann::json RunReport::to_json() const {
   nlohmann::json path = nlohmann::json::object();
   if (!critical_path.empty()) {
     nlohmann::json steps = nlohmann::json::array(), waits = nlohmann::json::array();
-    for (const PathStep& st : critical_path.steps) {
+    const auto& all_steps = critical_path.steps;
+    const auto& all_waits = critical_path.waits;
+    const std::vector<std::size_t> kept_steps =
+        longest(all_steps.size(), kMaxReportedPathEntries, [&](std::size_t i) { return all_steps[i].ns(); });
+    const std::vector<std::size_t> kept_waits = longest(all_waits.size(), kMaxReportedPathEntries, [&](std::size_t i) {
+      return all_waits[i].end_ns - all_waits[i].start_ns;
+    });
+    for (const std::size_t i : kept_steps) {
+      const PathStep& st = all_steps[i];
       nlohmann::json row = {{"resource", st.resource}, {"kind", st.kind},    {"name", st.name},
                             {"label", st.label},       {"site", st.site},    {"index", st.index},
                             {"start_ns", st.start_ns}, {"end_ns", st.end_ns}, {"from_ns", st.from_ns},
@@ -60,10 +90,12 @@ nlohmann::json RunReport::to_json() const {
       if (st.gap_ns > 0) row["gap"] = {{"ns", st.gap_ns}, {"reason", st.gap}};
       steps.push_back(std::move(row));
     }
-    for (const PathWait& w : critical_path.waits)
+    for (const std::size_t i : kept_waits) {
+      const PathWait& w = all_waits[i];
       waits.push_back({{"engine", w.engine}, {"label", w.label}, {"site", w.site}, {"index", w.index},
                        {"start_ns", w.start_ns}, {"end_ns", w.end_ns}, {"waited_ns", w.end_ns - w.start_ns},
                        {"released_by", w.released_by}, {"released_by_label", w.released_by_label}});
+    }
     const auto shares = [&](const std::vector<PathShare>& rows, bool labels) {
       nlohmann::json out = nlohmann::json::array();
       for (const PathShare& r : rows) {
@@ -75,6 +107,7 @@ nlohmann::json RunReport::to_json() const {
       return out;
     };
     path = {{"end_ns", critical_path.end_ns}, {"steps", std::move(steps)}, {"waits", std::move(waits)},
+            {"steps_total", all_steps.size()}, {"waits_total", all_waits.size()},
             {"by_engine", shares(critical_path.by_engine, false)}, {"by_label", shares(critical_path.by_label, true)}};
   }
   nlohmann::json out = {
@@ -118,6 +151,7 @@ nlohmann::json RunReport::to_json() const {
       {"max_abs_error", max_abs_error},
       {"tolerance", tolerance},
       {"wall_seconds", wall_seconds},
+      {"check_seconds", check_seconds},
   };
   if (!per_core.empty()) {
     nlohmann::json cores = nlohmann::json::array();
@@ -255,8 +289,8 @@ std::string RunReport::summary() const {
                        longest->label, longest->released_by, longest->released_by_label);
   }
   if (checked)
-    s += fmt::format("  numerics: {} (max abs error {:.3g}, tolerance {:.3g})\n", correct ? "match" : "MISMATCH",
-                     max_abs_error, tolerance);
+    s += fmt::format("  numerics: {} (max abs error {:.3g}, tolerance {:.3g}; checked in {:.2f} s)\n",
+                     correct ? "match" : "MISMATCH", max_abs_error, tolerance, check_seconds);
   s += fmt::format("  simulated in {:.2f} s wall\n", wall_seconds);
   return s;
 }

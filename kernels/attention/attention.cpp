@@ -19,6 +19,7 @@
 
 #include "arch/numerics.h"
 #include "common/bounds.h"
+#include "common/reference_matmul.h"
 #include "common/input_format.h"
 #include "tessera/kernel_builder.h"
 
@@ -571,53 +572,62 @@ NumericsCheck Attention::check() {
   const double d_p = fp8 ? absolute_roundoff(in_) : 0.0;
   double max_v = 0;
   for (float x : vv_) max_v = std::max(max_v, std::fabs(double{x}));
-  NumericsCheck worst;
-  double worst_ratio = -1;
-  std::vector<double> s(static_cast<std::size_t>(S_)), w(static_cast<std::size_t>(S_));
-  for (std::int64_t h = 0; h < H_; ++h)
-    for (std::int64_t i = 0; i < S_; ++i) {
-      const std::int64_t keys = causal_ ? i + 1 : S_;
-      double smax = -INFINITY, M = 0, E = 0;
-      for (std::int64_t j = 0; j < keys; ++j) {
-        double dot = 0, mag = 0;
-        for (std::int64_t d = 0; d < D_; ++d) {
-          const double prod = double{q_[(h * D_ + d) * S_ + i]} * k_[(h * D_ + d) * S_ + j];
-          dot += prod;
-          mag += std::fabs(prod);
+  // Queries in blocks: Q K^T of a block against every key, then its
+  // weights times V, each a vectorized reference product (reference_matmul)
+  // over the same terms in the same order as a loop over d, then over j.
+  const auto S = static_cast<std::size_t>(S_), D = static_cast<std::size_t>(D_);
+  constexpr std::size_t kQueries = 64;
+  std::vector<float> qb(D * kQueries);
+  std::vector<double> wt(S * kQueries), vsum((S + 1) * D), row_e(kQueries), row_sum(kQueries);
+  ReferenceProduct scores, pv;
+  WorstElement worst;
+  for (std::int64_t h = 0; h < H_; ++h) {
+    const ReferenceRight kt(&k_[static_cast<std::size_t>(h) * D * S], D, S);
+    const ReferenceRight v(&vv_[static_cast<std::size_t>(h) * S * D], S, D);
+    // vsum[keys * D + n]: sum of |v[j, n]| over the first `keys` keys.
+    for (std::size_t j = 0; j < S; ++j)
+      for (std::size_t n = 0; n < D; ++n)
+        vsum[(j + 1) * D + n] = vsum[j * D + n] + std::fabs(double{vv_[(static_cast<std::size_t>(h) * S + j) * D + n]});
+    for (std::size_t i0 = 0; i0 < S; i0 += kQueries) {
+      const std::size_t nq = std::min(kQueries, S - i0);
+      for (std::size_t d = 0; d < D; ++d)
+        for (std::size_t ii = 0; ii < nq; ++ii) qb[d * nq + ii] = q_[(static_cast<std::size_t>(h) * D + d) * S + i0 + ii];
+      reference_matmul(qb.data(), nq, kt, scores);
+      for (std::size_t ii = 0; ii < nq; ++ii) {
+        const std::size_t i = i0 + ii, keys = causal_ ? i + 1 : S;
+        const double* dot = &scores.sum[ii * S];
+        const double* mag = &scores.mag[ii * S];
+        double smax = -INFINITY, M = 0, E = 0;
+        for (std::size_t j = 0; j < keys; ++j) {
+          const double sj = scale * dot[j];
+          smax = std::max(smax, sj);
+          M = std::max(M, std::fabs(sj));
+          E = std::max(E, scale * gamma_d * mag[j]);
         }
-        s[j] = scale * dot;
-        smax = std::max(smax, s[j]);
-        M = std::max(M, std::fabs(s[j]));
-        E = std::max(E, scale * gamma_d * mag);
+        double sum = 0;
+        for (std::size_t j = 0; j < keys; ++j) sum += (wt[j * nq + ii] = std::exp(scale * dot[j] - smax));
+        for (std::size_t j = 0; j < keys; ++j) wt[j * nq + ii] /= sum;
+        for (std::size_t j = keys; j < S; ++j) wt[j * nq + ii] = 0;  // masked: adds nothing
+        const double dp = E + 4 * u * M + 2 * u + nb * (4 * u * M + 3 * u);
+        row_e[ii] = 2 * dp + u_p + u + gamma_num + gamma_den;
+        row_sum[ii] = sum;
       }
-      double sum = 0;
-      for (std::int64_t j = 0; j < keys; ++j) sum += (w[j] = std::exp(s[j] - smax));
-      for (std::int64_t j = 0; j < keys; ++j) w[j] /= sum;
-      const double dp = E + 4 * u * M + 2 * u + nb * (4 * u * M + 3 * u);
-      const double e = 2 * dp + u_p + u + gamma_num + gamma_den;
-      for (std::int64_t n = 0; n < D_; ++n) {
-        double o = 0, mag = 0, vsum = 0;
-        for (std::int64_t j = 0; j < keys; ++j) {
-          const double vj = vv_[(h * S_ + j) * D_ + n];
-          o += w[j] * vj;
-          mag += w[j] * std::fabs(vj);
-          vsum += std::fabs(vj);
-        }
-        const double tol = (e / (1 - e) + 2 * u) * mag + d_p * vsum / (sum * (1 - e)) + S_ * kMinNormalFp32 * max_v;
-        const double got_v = got[(h * S_ + i) * D_ + n];
-        const double err = std::fabs(got_v - o);
-        const double ratio = std::isnan(got_v) ? INFINITY : err / tol;
-        if (ratio > worst_ratio) {
-          worst_ratio = ratio;
-          worst.max_abs_error = std::isnan(got_v) ? INFINITY : err;
-          worst.tolerance = tol;
-          worst.detail = fmt::format("O[head {}, query {}, {}] = {}, reference {}", h, i, n, got_v, o);
+      reference_matmul(wt.data(), nq, v, pv);
+      for (std::size_t ii = 0; ii < nq; ++ii) {
+        const std::size_t i = i0 + ii, keys = causal_ ? i + 1 : S;
+        const double e = row_e[ii];
+        for (std::size_t n = 0; n < D; ++n) {
+          const double tol = (e / (1 - e) + 2 * u) * pv.mag[ii * D + n] +
+                             d_p * vsum[keys * D + n] / (row_sum[ii] * (1 - e)) + S_ * kMinNormalFp32 * max_v;
+          const std::size_t k = (static_cast<std::size_t>(h) * S + i) * D + n;
+          worst.add(k, got[k], pv.sum[ii * D + n], tol);
         }
       }
     }
-  worst.correct = worst_ratio <= 1.0;
-  if (worst.correct) worst.detail.clear();
-  return worst;
+  }
+  return worst.result([&](std::size_t k) {
+    return fmt::format("O[head {}, query {}, {}]", k / (S * D), k / D % S, k % D);
+  });
 }
 
 }  // namespace

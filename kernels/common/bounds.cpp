@@ -46,29 +46,26 @@ double gamma(std::int64_t n, double u) {
 
 NumericsCheck check_within(const std::vector<float>& got, const std::vector<double>& expect,
                            const std::vector<double>& bound, const std::function<std::string(std::size_t)>& where) {
-  NumericsCheck c;
   if (got.size() != expect.size() || bound.size() != expect.size()) {
+    NumericsCheck c;
     c.detail = fmt::format("{} results for {} expected", got.size(), expect.size());
     return c;
   }
-  double worst_ratio = -1;
-  std::size_t worst = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double err = std::isnan(got[i]) ? INFINITY : std::fabs(double{got[i]} - expect[i]);
-    const double ratio = bound[i] > 0 ? err / bound[i] : (err > 0 ? INFINITY : 0);
-    if (ratio > worst_ratio) {
-      worst_ratio = ratio;
-      worst = i;
-    }
-  }
-  if (got.empty()) {
+  WorstElement worst;
+  for (std::size_t i = 0; i < got.size(); ++i) worst.add(i, got[i], expect[i], bound[i]);
+  return worst.result(where);
+}
+
+NumericsCheck WorstElement::result(const std::function<std::string(std::size_t)>& where) const {
+  NumericsCheck c;
+  if (ratio_ < 0) {
     c.correct = true;
     return c;
   }
-  c.max_abs_error = std::isnan(got[worst]) ? INFINITY : std::fabs(double{got[worst]} - expect[worst]);
-  c.tolerance = bound[worst];
-  c.correct = worst_ratio <= 1.0;
-  if (!c.correct) c.detail = fmt::format("{} = {}, reference {}, bound {:.3g}", where(worst), got[worst], expect[worst], bound[worst]);
+  c.max_abs_error = std::isnan(got_) ? INFINITY : std::fabs(double{got_} - expect_);
+  c.tolerance = bound_;
+  c.correct = ratio_ <= 1.0;
+  if (!c.correct) c.detail = fmt::format("{} = {}, reference {}, bound {:.3g}", where(index_), got_, expect_, bound_);
   return c;
 }
 

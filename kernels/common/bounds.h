@@ -5,6 +5,7 @@
 
 #include "common/kernel.h"
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <random>
@@ -41,6 +42,34 @@ inline double rounded_twice(double u1, double u2) { return u1 + u2 + u1 * u2; }
 // largest error / bound ratio (named by where(i)) and that error and bound.
 NumericsCheck check_within(const std::vector<float>& got, const std::vector<double>& expect,
                            const std::vector<double>& bound, const std::function<std::string(std::size_t)>& where);
+
+// check_within one element at a time, for a reference computed row by row:
+// no array of the whole output's references and bounds (at large shapes,
+// allocating and zeroing those cost more than the arithmetic). Elements
+// added in index order give check_within's answer.
+class WorstElement {
+public:
+  // |got - expect| <= bound for element i.
+  void add(std::size_t i, float got, double expect, double bound) {
+    const double err = std::isnan(got) ? INFINITY : std::fabs(double{got} - expect);
+    const double ratio = bound > 0 ? err / bound : (err > 0 ? INFINITY : 0);
+    if (ratio > ratio_) {
+      ratio_ = ratio;
+      index_ = i;
+      got_ = got;
+      expect_ = expect;
+      bound_ = bound;
+    }
+  }
+  // The worst element, named by where(i) when it is past its bound; correct
+  // when no element was added.
+  NumericsCheck result(const std::function<std::string(std::size_t)>& where) const;
+
+private:
+  double ratio_ = -1, expect_ = 0, bound_ = 0;
+  float got_ = 0;
+  std::size_t index_ = 0;
+};
 
 // n values uniform in [lo, hi], rounded to dtype on the host (held_value)
 // so that the reference sees exactly the device's inputs.

@@ -533,7 +533,9 @@ RunReport run_kernel(Device& dev, const KernelRequest& request, const std::strin
   report.shape = args.shape;
   report.params = args.params.to_json();
   if (report.ok && !dev.no_data()) {
+    const auto start = std::chrono::steady_clock::now();
     const NumericsCheck c = instance->check();
+    report.check_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     report.checked = true;
     report.correct = c.correct;
     report.max_abs_error = c.max_abs_error;

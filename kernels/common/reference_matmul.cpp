@@ -72,30 +72,62 @@ namespace tessera::kernels {
 
 HWY_EXPORT(ReferenceMatmul);
 
-ReferenceProduct reference_matmul(const float* at, const float* b, std::size_t K, std::size_t M, std::size_t N) {
-  const std::size_t mp = (M + kReferenceRowBlock - 1) / kReferenceRowBlock * kReferenceRowBlock;
-  const std::size_t np = (N + kReferencePanel - 1) / kReferencePanel * kReferencePanel;
-  // Padding is zeros: it adds nothing to any sum and is cut off below.
-  std::vector<double> ap(2 * mp * K, 0.0);
-  std::vector<float> bp(np * K, 0.0f);
-  for (std::size_t k = 0; k < K; ++k) {
+namespace {
+
+std::size_t round_up(std::size_t v, std::size_t to) { return (v + to - 1) / to * to; }
+
+// The padded product of at [K, M] and b, the left operand packed as
+// ReferenceMatmul reads it; padding is zeros, which add nothing to any sum.
+template <typename T>
+void product(const T* at, std::size_t M, const ReferenceRight& b, ReferenceProduct& out) {
+  const std::size_t K = b.K(), N = b.N(), mp = round_up(M, kReferenceRowBlock), np = b.padded_n();
+  thread_local std::vector<double> ap, wide_sum, wide_mag;
+  ap.assign(2 * mp * K, 0.0);
+  for (std::size_t k = 0; k < K; ++k)
     for (std::size_t m = 0; m < M; ++m) {
       double* block = &ap[2 * ((m / kReferenceRowBlock) * K + k) * kReferenceRowBlock];
       const double v = at[k * M + m];
       block[m % kReferenceRowBlock] = v;
       block[kReferenceRowBlock + m % kReferenceRowBlock] = v < 0 ? -v : v;
     }
-    for (std::size_t n = 0; n < N; ++n) bp[(n / kReferencePanel) * K * kReferencePanel + k * kReferencePanel + n % kReferencePanel] = b[k * N + n];
+  const bool exact = mp == M && np == N;
+  out.sum.resize(M * N);
+  out.mag.resize(M * N);
+  if (!exact) {
+    wide_sum.resize(mp * np);
+    wide_mag.resize(mp * np);
   }
-  ReferenceProduct wide{std::vector<double>(mp * np), std::vector<double>(mp * np)};
-  HWY_DYNAMIC_DISPATCH(ReferenceMatmul)(ap.data(), bp.data(), K, mp, np, wide.sum.data(), wide.mag.data());
-  if (mp == M && np == N) return wide;
-  ReferenceProduct out{std::vector<double>(M * N), std::vector<double>(M * N)};
+  double* sum = exact ? out.sum.data() : wide_sum.data();
+  double* mag = exact ? out.mag.data() : wide_mag.data();
+  HWY_DYNAMIC_DISPATCH(ReferenceMatmul)(ap.data(), b.packed(), K, mp, np, sum, mag);
+  if (exact) return;
   for (std::size_t m = 0; m < M; ++m)
     for (std::size_t n = 0; n < N; ++n) {
-      out.sum[m * N + n] = wide.sum[m * np + n];
-      out.mag[m * N + n] = wide.mag[m * np + n];
+      out.sum[m * N + n] = wide_sum[m * np + n];
+      out.mag[m * N + n] = wide_mag[m * np + n];
     }
+}
+
+}  // namespace
+
+ReferenceRight::ReferenceRight(const float* b, std::size_t K, std::size_t N)
+    : K_(K), N_(N), np_(round_up(N, kReferencePanel)), packed_(np_ * K, 0.0f) {
+  for (std::size_t k = 0; k < K; ++k)
+    for (std::size_t n = 0; n < N; ++n)
+      packed_[(n / kReferencePanel) * K * kReferencePanel + k * kReferencePanel + n % kReferencePanel] = b[k * N + n];
+}
+
+void reference_matmul(const float* at, std::size_t M, const ReferenceRight& b, ReferenceProduct& out) {
+  product(at, M, b, out);
+}
+
+void reference_matmul(const double* at, std::size_t M, const ReferenceRight& b, ReferenceProduct& out) {
+  product(at, M, b, out);
+}
+
+ReferenceProduct reference_matmul(const float* at, const float* b, std::size_t K, std::size_t M, std::size_t N) {
+  ReferenceProduct out;
+  product(at, M, ReferenceRight(b, K, N), out);
   return out;
 }
 

@@ -25,4 +25,28 @@ struct ReferenceProduct {
 };
 ReferenceProduct reference_matmul(const float* at, const float* b, std::size_t K, std::size_t M, std::size_t N);
 
+// The right operand b [K, N] packed once, for products with many left
+// operands (a head's K^T against every block of queries).
+class ReferenceRight {
+public:
+  ReferenceRight(const float* b, std::size_t K, std::size_t N);
+  std::size_t K() const { return K_; }
+  std::size_t N() const { return N_; }
+  const float* packed() const { return packed_.data(); }
+  std::size_t padded_n() const { return np_; }
+
+private:
+  std::size_t K_, N_, np_;
+  std::vector<float> packed_;  // [np / kReferencePanel][K][kReferencePanel]
+};
+
+// at [K, M] times b into out.sum and out.mag [M][N], reusing out's storage,
+// so that a check that walks blocks of rows allocates once. With at in
+// double (a reference's own intermediate values, such as softmax weights) a
+// product is no longer exact, so each step rounds once (a fused
+// multiply-add) where `sum += a * b` rounds twice: within an ulp per step of
+// the plain loop, not bit for bit.
+void reference_matmul(const float* at, std::size_t M, const ReferenceRight& b, ReferenceProduct& out);
+void reference_matmul(const double* at, std::size_t M, const ReferenceRight& b, ReferenceProduct& out);
+
 }  // namespace tessera::kernels

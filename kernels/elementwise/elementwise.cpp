@@ -121,33 +121,33 @@ public:
   NumericsCheck check() override {
     const auto got = dev_.download(out_);
     const double u = unit_roundoff(DType::Fp32);
-    std::vector<double> ref(xv_.size()), bound(xv_.size());
+    const double gamma2 = gamma(2), gamma3 = gamma(3), gamma4 = gamma(4);
+    WorstElement worst;
     for (std::size_t i = 0; i < xv_.size(); ++i) {
       const double x = xv_[i];
       double r = 0, tol = 0;
       switch (op_.act) {
         case arch::ActFunc::Gelu:
           r = 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
-          tol = 1.5 * u * std::fabs(x) + gamma(3) * std::fabs(r);
+          tol = 1.5 * u * std::fabs(x) + gamma3 * std::fabs(r);
           break;
         case arch::ActFunc::Silu:
           r = x / (1 + std::exp(-x));
-          tol = gamma(4) * std::fabs(r);
+          tol = gamma4 * std::fabs(r);
           break;
         case arch::ActFunc::Relu: r = x > 0 ? x : 0; break;
         case arch::ActFunc::Exp:
           r = std::exp(x);
-          tol = gamma(2) * std::fabs(r);
+          tol = gamma2 * std::fabs(r);
           break;
         default:
           r = op_.alu == arch::AluOp::Add ? x + yv_[i] : x * yv_[i];
           tol = u * std::fabs(r);
           break;
       }
-      ref[i] = r;
-      bound[i] = tol;
+      worst.add(i, got[i], r, tol);
     }
-    return check_within(got, ref, bound, [&](std::size_t i) {
+    return worst.result([&](std::size_t i) {
       return fmt::format("out[{}, {}] ({}({}{}))", static_cast<std::int64_t>(i) / C_,
                          static_cast<std::int64_t>(i) % C_, op_.name, xv_[i],
                          op_.binary ? fmt::format(", {}", yv_[i]) : std::string());

@@ -341,27 +341,27 @@ public:
       gamma_k += gamma(s, rounded_twice(unit_roundoff(DType::Fp32), unit_roundoff(DType::Bf16))) * (1 + gamma_k);
     }
     const double flushed = fmt_.mx() ? static_cast<double>(K_) * kMinNormalFp32 : 0.0;
-    NumericsCheck worst;
-    worst.correct = true;
-    double worst_ratio = -1;
-    const ReferenceProduct ref = reference_matmul(at_values_.data(), b_values_.data(), static_cast<std::size_t>(K_),
-                                                  static_cast<std::size_t>(full_m_), static_cast<std::size_t>(full_n_));
-    for (std::int64_t m = 0; m < full_m_; ++m)
-      for (std::int64_t n = 0; n < full_n_; ++n) {
-        const double sum = ref.sum[m * full_n_ + n], mag = ref.mag[m * full_n_ + n];
-        const double got_v = got[m * full_n_ + n];
-        const double err = std::fabs(got_v - sum), tol = gamma_k * mag + flushed;
-        const double ratio = tol > 0 ? err / tol : (err > 0 ? INFINITY : 0);
-        if (ratio > worst_ratio || std::isnan(got_v)) {
-          worst_ratio = std::isnan(got_v) ? INFINITY : ratio;
-          worst.max_abs_error = std::isnan(got_v) ? INFINITY : err;
-          worst.tolerance = tol;
-          worst.detail = fmt::format("C[{}, {}] = {}, reference {}", m, n, got_v, sum);
+    // Rows of C in blocks against B packed once, so that no array of the
+    // whole product is held (allocating those cost more than the sums).
+    const auto M = static_cast<std::size_t>(full_m_), N = static_cast<std::size_t>(full_n_),
+               K = static_cast<std::size_t>(K_);
+    constexpr std::size_t kRows = 64;
+    const ReferenceRight b(b_values_.data(), K, N);
+    std::vector<float> ab(K * kRows);
+    ReferenceProduct ref;
+    WorstElement worst;
+    for (std::size_t m0 = 0; m0 < M; m0 += kRows) {
+      const std::size_t nm = std::min(kRows, M - m0);
+      for (std::size_t k = 0; k < K; ++k)
+        for (std::size_t mm = 0; mm < nm; ++mm) ab[k * nm + mm] = at_values_[k * M + m0 + mm];
+      reference_matmul(ab.data(), nm, b, ref);
+      for (std::size_t mm = 0; mm < nm; ++mm)
+        for (std::size_t n = 0; n < N; ++n) {
+          const std::size_t at = (m0 + mm) * N + n;
+          worst.add(at, got[at], ref.sum[mm * N + n], gamma_k * ref.mag[mm * N + n] + flushed);
         }
-      }
-    worst.correct = worst_ratio <= 1.0;
-    if (worst.correct) worst.detail.clear();
-    return worst;
+    }
+    return worst.result([&](std::size_t at) { return fmt::format("C[{}, {}]", at / N, at % N); });
   }
 
 private:

@@ -283,51 +283,50 @@ public:
     const std::int64_t rounded_products = fmt_.dtype == DType::Fp32 ? 1 : 0;
     const double gamma_d = gamma(D_ + rounded_products), gamma_f = gamma(F_ + rounded_products);
     const double u_h = unit_roundoff(fmt_.dtype), d_h = absolute_roundoff(fmt_.dtype);
-    std::vector<double> h(static_cast<std::size_t>(F_)), dh(static_cast<std::size_t>(F_));
     double max_wd = 0;
     for (float v : d_) max_wd = std::max(max_wd, std::fabs(double{v}));
-    NumericsCheck worst;
-    double worst_ratio = -1;
-    // The gate and up projections of every token, x.T @ Wg and x.T @ Wu with
-    // the sums of their products' magnitudes (reference_matmul: the same
-    // double sums, in the same order, as a loop over d).
+    // Tokens in blocks. The gate and up projections, x.T @ Wg and x.T @ Wu,
+    // with the sums of their products' magnitudes, then h and its error
+    // bound dh per element, then y = h Wd with sum_f |h||w| and sum_f dh |w|
+    // (the magnitudes of the products of h and of dh with Wd): each a
+    // vectorized reference product (reference_matmul) over f in order.
     const auto sz = [](std::int64_t v) { return static_cast<std::size_t>(v); };
-    const ReferenceProduct gate = reference_matmul(x_.data(), g_.data(), sz(D_), sz(T_), sz(F_));
-    const ReferenceProduct up = reference_matmul(x_.data(), u_.data(), sz(D_), sz(T_), sz(F_));
-    for (std::int64_t t = 0; t < T_; ++t) {
-      for (std::int64_t f = 0; f < F_; ++f) {
-        const std::size_t tf = sz(t * F_ + f);
-        const double g = gate.sum[tf], gm = gate.mag[tf], u = up.sum[tf], um = up.mag[tf];
-        const double eg = gamma_d * gm, eu = gamma_d * um;
-        const double a = act_ref(act_, g);
-        const double da = L * eg + 4 * u32 * (std::fabs(g) + eg + std::fabs(a) + L * eg);
-        const double prod = (std::fabs(a) + da) * (std::fabs(u) + eu);
-        h[f] = a * u;
-        dh[f] = std::fabs(a) * eu + std::fabs(u) * da + da * eu + (u32 + u_h) * (1 + u32) * prod + d_h;
-      }
-      for (std::int64_t m = 0; m < D_; ++m) {
-        double y = 0, err = 0, mag = 0;
-        for (std::int64_t f = 0; f < F_; ++f) {
-          const double w = d_[f * D_ + m];
-          y += h[f] * w;
-          err += dh[f] * std::fabs(w);
-          mag += (std::fabs(h[f]) + dh[f]) * std::fabs(w);
+    const std::size_t T = sz(T_), D = sz(D_), F = sz(F_);
+    constexpr std::size_t kTokens = 64;
+    const ReferenceRight wg(g_.data(), D, F), wu(u_.data(), D, F), wd(d_.data(), F, D);
+    std::vector<float> xb(D * kTokens);
+    std::vector<double> ht(F * kTokens), dht(F * kTokens);
+    ReferenceProduct gate, up, y, ey;
+    WorstElement worst;
+    for (std::size_t t0 = 0; t0 < T; t0 += kTokens) {
+      const std::size_t nt = std::min(kTokens, T - t0);
+      for (std::size_t d = 0; d < D; ++d)
+        for (std::size_t tt = 0; tt < nt; ++tt) xb[d * nt + tt] = x_[d * T + t0 + tt];
+      reference_matmul(xb.data(), nt, wg, gate);
+      reference_matmul(xb.data(), nt, wu, up);
+      for (std::size_t tt = 0; tt < nt; ++tt)
+        for (std::size_t f = 0; f < F; ++f) {
+          const std::size_t tf = tt * F + f;
+          const double g = gate.sum[tf], gm = gate.mag[tf], u = up.sum[tf], um = up.mag[tf];
+          const double eg = gamma_d * gm, eu = gamma_d * um;
+          const double a = act_ref(act_, g);
+          const double da = L * eg + 4 * u32 * (std::fabs(g) + eg + std::fabs(a) + L * eg);
+          const double prod = (std::fabs(a) + da) * (std::fabs(u) + eu);
+          ht[f * nt + tt] = a * u;
+          dht[f * nt + tt] =
+              std::fabs(a) * eu + std::fabs(u) * da + da * eu + (u32 + u_h) * (1 + u32) * prod + d_h;
         }
-        const double tol = err + gamma_f * mag + F_ * kMinNormalFp32 * max_wd;
-        const double got_v = got[m * T_ + t];
-        const double e = std::fabs(got_v - y);
-        const double ratio = std::isnan(got_v) ? INFINITY : e / tol;
-        if (ratio > worst_ratio) {
-          worst_ratio = ratio;
-          worst.max_abs_error = std::isnan(got_v) ? INFINITY : e;
-          worst.tolerance = tol;
-          worst.detail = fmt::format("y^T[{}, {}] = {}, reference {}", m, t, got_v, y);
+      reference_matmul(ht.data(), nt, wd, y);
+      reference_matmul(dht.data(), nt, wd, ey);  // its mag: sum_f dh |w|
+      for (std::size_t tt = 0; tt < nt; ++tt)
+        for (std::size_t m = 0; m < D; ++m) {
+          const double err = ey.mag[tt * D + m], mag = y.mag[tt * D + m] + err;
+          const double tol = err + gamma_f * mag + F_ * kMinNormalFp32 * max_wd;
+          const std::size_t k = m * T + t0 + tt;
+          worst.add(k, got[k], y.sum[tt * D + m], tol);
         }
-      }
     }
-    worst.correct = worst_ratio <= 1.0;
-    if (worst.correct) worst.detail.clear();
-    return worst;
+    return worst.result([&](std::size_t k) { return fmt::format("y^T[{}, {}]", k / T, k % T); });
   }
 
 private:

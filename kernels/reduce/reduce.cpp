@@ -246,18 +246,19 @@ public:
   // gamma_c * sum_{k <= c} |x[r, k]|.
   NumericsCheck check() override {
     const auto got = dev_.download(out_);
-    std::vector<double> ref(xv_.size()), bound(xv_.size());
+    WorstElement worst;
+    std::vector<double> gammas(static_cast<std::size_t>(C_));
+    for (std::int64_t c = 0; c < C_; ++c) gammas[static_cast<std::size_t>(c)] = gamma(c);
     for (std::int64_t r = 0; r < R_; ++r) {
       double acc = 0, mag = 0;
       for (std::int64_t c = 0; c < C_; ++c) {
         const std::size_t k = static_cast<std::size_t>(r * C_ + c);
         acc += xv_[k];
         mag += std::fabs(xv_[k]);
-        ref[k] = acc;
-        bound[k] = gamma(c) * mag;
+        worst.add(k, got[k], acc, gammas[static_cast<std::size_t>(c)] * mag);
       }
     }
-    return check_within(got, ref, bound, [&](std::size_t k) {
+    return worst.result([&](std::size_t k) {
       return fmt::format("out[{}, {}]", static_cast<std::int64_t>(k) / C_, static_cast<std::int64_t>(k) % C_);
     });
   }

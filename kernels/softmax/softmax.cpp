@@ -133,24 +133,25 @@ public:
   // divide) add 2u. In all: gamma_n with n = C + 5 + |x_i - m| + D, rounded up.
   NumericsCheck check() override {
     const auto got = dev_.download(out_);
-    std::vector<double> ref(xv_.size()), bound(xv_.size());
+    WorstElement worst;
+    std::vector<double> e(static_cast<std::size_t>(C_));
     for (std::int64_t r = 0; r < R_; ++r) {
       const float* x = &xv_[static_cast<std::size_t>(r * C_)];
       double m = x[0];
       for (std::int64_t i = 1; i < C_; ++i) m = std::max<double>(m, x[i]);
       double sum = 0, spread = 0;
       for (std::int64_t i = 0; i < C_; ++i) {
-        sum += std::exp(x[i] - m);
+        sum += (e[i] = std::exp(x[i] - m));
         spread = std::max(spread, m - x[i]);
       }
       for (std::int64_t i = 0; i < C_; ++i) {
         const std::size_t k = static_cast<std::size_t>(r * C_ + i);
-        ref[k] = std::exp(x[i] - m) / sum;
+        const double ref = e[i] / sum;
         const auto n = static_cast<std::int64_t>(std::ceil(C_ + 5 + (m - x[i]) + spread));
-        bound[k] = gamma(n) * ref[k];
+        worst.add(k, got[k], ref, gamma(n) * ref);
       }
     }
-    return check_within(got, ref, bound, [&](std::size_t k) {
+    return worst.result([&](std::size_t k) {
       return fmt::format("out[{}, {}]", static_cast<std::int64_t>(k) / C_, static_cast<std::int64_t>(k) % C_);
     });
   }

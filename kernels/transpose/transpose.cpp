@@ -52,10 +52,13 @@ public:
   // array multiplies each by 1 and adds exact zeros).
   NumericsCheck check() override {
     const auto got = dev_.download(out_);
-    std::vector<double> ref(xv_.size()), bound(xv_.size(), 0.0);
-    for (std::int64_t r = 0; r < R_; ++r)
-      for (std::int64_t c = 0; c < C_; ++c) ref[static_cast<std::size_t>(c * R_ + r)] = xv_[static_cast<std::size_t>(r * C_ + c)];
-    return check_within(got, ref, bound, [&](std::size_t k) {
+    WorstElement worst;
+    for (std::int64_t c = 0; c < C_; ++c)
+      for (std::int64_t r = 0; r < R_; ++r) {
+        const auto k = static_cast<std::size_t>(c * R_ + r);
+        worst.add(k, got[k], xv_[static_cast<std::size_t>(r * C_ + c)], 0.0);
+      }
+    return worst.result([&](std::size_t k) {
       return fmt::format("out[{}, {}]", static_cast<std::int64_t>(k) / R_, static_cast<std::int64_t>(k) % R_);
     });
   }

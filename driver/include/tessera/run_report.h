@@ -161,7 +161,8 @@ struct RunReport {
   bool correct = false;
   double max_abs_error = 0;
   double tolerance = 0;
-  double wall_seconds = 0;
+  double wall_seconds = 0;   // building and simulating
+  double check_seconds = 0;  // the kernel's reference check (runs with data)
   nlohmann::json stats;  // every statistic, by name
 
   // A multi-core run (Device::launch, docs/multicore.md): one row per core,

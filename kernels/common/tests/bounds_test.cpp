@@ -1,10 +1,12 @@
 // The numerics helpers the kernel references share, and the registry entries
 // of the library's kernels (default shapes, variants).
 #include "common/bounds.h"
+#include "common/reference_matmul.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 
 namespace tessera::kernels {
 namespace {
@@ -34,6 +36,78 @@ TEST(Bounds, CheckWithinReportsTheWorstElementOverItsBound) {
   c = check_within({1.0f}, {1.0, 2.0}, {0.0, 0.0}, where);
   EXPECT_FALSE(c.correct);
   EXPECT_EQ(c.detail, "1 results for 2 expected");
+}
+
+TEST(Bounds, WorstElementGivesCheckWithinsAnswerOneElementAtATime) {
+  const auto where = [](std::size_t i) { return "out[" + std::to_string(i) + "]"; };
+  const std::vector<float> got = {1.0f, 2.5f, 3.0f, 2.5f};
+  const std::vector<double> expect = {1.0, 2.1, 3.0, 2.1}, bound = {0.0, 0.2, 0.0, 0.2};
+  WorstElement w;
+  for (std::size_t i = 0; i < got.size(); ++i) w.add(i, got[i], expect[i], bound[i]);
+  const NumericsCheck a = w.result(where), b = check_within(got, expect, bound, where);
+  EXPECT_FALSE(a.correct);
+  EXPECT_EQ(a.detail, b.detail);  // the first of two equal ratios, as check_within
+  EXPECT_EQ(a.max_abs_error, b.max_abs_error);
+  EXPECT_TRUE(WorstElement().result(where).correct);
+}
+
+// The plain loop the reference products stand for.
+void loop(const float* at, const float* b, std::size_t K, std::size_t M, std::size_t N, std::vector<double>& sum,
+          std::vector<double>& mag) {
+  sum.assign(M * N, 0);
+  mag.assign(M * N, 0);
+  for (std::size_t m = 0; m < M; ++m)
+    for (std::size_t n = 0; n < N; ++n)
+      for (std::size_t k = 0; k < K; ++k) {
+        const double p = double{at[k * M + m]} * b[k * N + n];
+        sum[m * N + n] += p;
+        mag[m * N + n] += std::fabs(p);
+      }
+}
+
+TEST(ReferenceMatmul, BlocksOfRowsAgainstOnePackedRightOperandEqualTheLoopBitForBit) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  // Sizes off the register blocks (4 rows, panels of 16) on purpose.
+  const std::size_t K = 37, M = 23, N = 41;
+  std::vector<float> at(K * M), b(K * N);
+  for (auto& v : at) v = dist(rng);
+  for (auto& v : b) v = dist(rng);
+  std::vector<double> sum, mag;
+  loop(at.data(), b.data(), K, M, N, sum, mag);
+  const ReferenceProduct whole = reference_matmul(at.data(), b.data(), K, M, N);
+  EXPECT_EQ(whole.sum, sum);
+  EXPECT_EQ(whole.mag, mag);
+  const ReferenceRight right(b.data(), K, N);
+  ReferenceProduct part;
+  for (std::size_t m0 = 0; m0 < M; m0 += 5) {
+    const std::size_t nm = std::min<std::size_t>(5, M - m0);
+    std::vector<float> block(K * nm);
+    for (std::size_t k = 0; k < K; ++k)
+      for (std::size_t mm = 0; mm < nm; ++mm) block[k * nm + mm] = at[k * M + m0 + mm];
+    reference_matmul(block.data(), nm, right, part);
+    ASSERT_EQ(part.sum.size(), nm * N);
+    for (std::size_t i = 0; i < nm * N; ++i) {
+      EXPECT_EQ(part.sum[i], sum[m0 * N + i]);
+      EXPECT_EQ(part.mag[i], mag[m0 * N + i]);
+    }
+  }
+  // A left operand in double (softmax weights): one rounding per step, so
+  // within a few ulps of the loop's sums, not bit for bit.
+  std::vector<double> wide(at.begin(), at.end());
+  for (auto& v : wide) v /= 3;  // no longer fp32 values: the products are inexact
+  ReferenceProduct d;
+  reference_matmul(wide.data(), M, right, d);
+  for (std::size_t m = 0; m < M; ++m)
+    for (std::size_t n = 0; n < N; ++n) {
+      double s = 0, a = 0;
+      for (std::size_t k = 0; k < K; ++k) {
+        s += wide[k * M + m] * b[k * N + n];
+        a += std::fabs(wide[k * M + m] * b[k * N + n]);
+      }
+      EXPECT_NEAR(d.sum[m * N + n], s, 1e-14 * a);
+      EXPECT_NEAR(d.mag[m * N + n], a, 1e-14 * a);
+    }
 }
 
 TEST(Registry, LibraryKernelsHaveVariantsAndDefaultShapes) {
