@@ -151,6 +151,17 @@ public:
     // 2 with both in SBUF (vector.costs.tensor_tensor_sbuf_psum). Same
     // operations in the same order, so the same roundings.
     const bool via_psum = split && params_.choice("stage") == "psum";
+    // scalar_normalise: of every 4 normalising passes, ((x + -mean) * rstd)
+    // over a chunk of a row block, how many run on the scalar engine (a
+    // tensor_scalar through its activation datapath), which also makes the
+    // row statistics; the vector engine takes the rest and the gamma and
+    // beta passes. Where the vector engine bounds the kernel (v3's runs at
+    // 0.96 GHz against its scalar engine's 1.2) this balances the two.
+    const std::int64_t scalar_share = split ? params_.integer("scalar_normalise") : 0;
+    std::int64_t normalised = 0;  // passes issued so far, in turn
+    const auto normaliser = [&] {
+      return normalised++ % 4 < scalar_share ? arch::Engine::Scalar : arch::Engine::Vector;
+    };
     const std::int64_t bank = cfg.psum.bank_kib * 1024 / 4;
     const std::int64_t banks = cfg.psum.banks;
     std::vector<Tile> stage;
@@ -182,9 +193,11 @@ public:
           if (c0 < chunks) {
             a[c0] = next_stage(c0);
             if (layer_)
-              kb.tensor_scalar(a[c0], cols(x, c0), arch::AluOp::Add, negmean, arch::AluOp::Multiply, &rstd);
+              kb.tensor_scalar(a[c0], cols(x, c0), arch::AluOp::Add, negmean, arch::AluOp::Multiply, &rstd, 0,
+                               normaliser());
             else
-              kb.tensor_scalar(a[c0], cols(x, c0), arch::AluOp::Multiply, rstd);
+              kb.tensor_scalar(a[c0], cols(x, c0), arch::AluOp::Multiply, rstd, arch::AluOp::Bypass, nullptr, 0,
+                               normaliser());
           }
           if (c1 >= 0 && c1 < chunks) {
             if (layer_) {
@@ -200,7 +213,9 @@ public:
       } else {
         if (layer_ && split) {
           const Tile negmean = rows(blk, s.s1);
-          kb.tensor_scalar(x, x, arch::AluOp::Add, negmean, arch::AluOp::Multiply, &rstd);
+          kb.tensor_scalar(x, x, arch::AluOp::Add, negmean, arch::AluOp::Multiply, &rstd, 0, normaliser());
+        } else if (split) {
+          kb.tensor_scalar(x, x, arch::AluOp::Multiply, rstd, arch::AluOp::Bypass, nullptr, 0, normaliser());
         } else {
           kb.tensor_scalar(x, x, arch::AluOp::Multiply, rstd);  // layernorm vector: x already centred
         }
@@ -310,6 +325,12 @@ KernelSpec norm_spec(bool layer) {
                  TunableParam::choice("stage", {"psum", "sbuf"}, "psum",
                                       "where the normalised row waits between the vector engine's passes: psum (one "
                                       "input of each multiply in PSUM, 1 cycle per element) or sbuf (2)")
+                     .only_for({"split"}),
+                 TunableParam::integer("scalar_normalise", 0, 4, 0,
+                                       "of every 4 normalising passes ((x - mean) * rstd over a chunk), how many the "
+                                       "scalar engine makes (it also makes the row statistics; the vector engine the "
+                                       "rest)")
+                     .searched_at_every_value()
                      .only_for({"split"})};
   spec.make = [layer](Device& dev, const KernelArgs& args) { return std::make_unique<Norm>(dev, args, layer); };
   return spec;

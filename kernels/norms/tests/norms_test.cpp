@@ -19,6 +19,17 @@ INSTANTIATE_TEST_SUITE_P(Layernorm, KernelMatchesReference,
 INSTANTIATE_TEST_SUITE_P(Rmsnorm, KernelMatchesReference,
                          ::testing::ValuesIn(kernel_cases("rmsnorm", {"split", "vector"}, kCases)), kernel_case_name);
 
+// The normalising pass on the scalar engine, all or some of the time, from
+// PSUM and SBUF stages: the same roundings (one tensor_scalar definition).
+const std::vector<Case> kScalarNormalise = {
+    {"small", {{"R", 100}, {"D", 1333}}, {{"scalar_normalise", "2"}}},
+    {"small", {{"R", 100}, {"D", 1333}}, {{"scalar_normalise", "4"}, {"stage", "sbuf"}}},
+    {"neuroncore-v3", {{"R", 300}, {"D", 1000}}, {{"scalar_normalise", "3"}}}};
+INSTANTIATE_TEST_SUITE_P(LayernormScalarNormalise, KernelMatchesReference,
+                         ::testing::ValuesIn(kernel_cases("layernorm", {"split"}, kScalarNormalise)), kernel_case_name);
+INSTANTIATE_TEST_SUITE_P(RmsnormScalarNormalise, KernelMatchesReference,
+                         ::testing::ValuesIn(kernel_cases("rmsnorm", {"split"}, kScalarNormalise)), kernel_case_name);
+
 INSTANTIATE_TEST_SUITE_P(Layernorm, KernelRtlAgrees,
                          ::testing::ValuesIn(kernel_cases("layernorm", {"split", "vector"},
                                                           {{"tiny", {{"R", 20}, {"D", 37}}}})),
