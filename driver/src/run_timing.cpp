@@ -330,8 +330,9 @@ CriticalPath critical_path(const std::vector<Event>& events, const std::vector<W
     if (events[i].end > events[static_cast<std::size_t>(current)].end) current = static_cast<int>(i);
   double hi = events[static_cast<std::size_t>(current)].end;
   path.end_ns = hi;
-  std::set<int> seen;
-  while (current >= 0 && seen.insert(current).second) {
+  std::vector<char> seen(events.size(), 0);  // a walk that came back to an event would loop
+  while (current >= 0 && !seen[static_cast<std::size_t>(current)]) {
+    seen[static_cast<std::size_t>(current)] = 1;
     const Event& x = events[static_cast<std::size_t>(current)];
     // The event it could not start before that ended last held it back.
     int bound = -1;
@@ -375,6 +376,7 @@ CriticalPath critical_path(const std::vector<Event>& events, const std::vector<W
     for (auto& [engine, list] : by_engine_work)
       std::stable_sort(list.begin(), list.end(), [](const Work* a, const Work* b) { return a->start < b->start; });
     std::vector<PathStep> split;
+    split.reserve(path.steps.size() + path.steps.size() / 2);
     for (const PathStep& s : path.steps) {
       const auto w = by_engine_work.find(s.resource);
       if (s.kind != "instruction" || w == by_engine_work.end()) split.push_back(s);

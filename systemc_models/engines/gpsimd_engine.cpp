@@ -17,8 +17,8 @@ sc_core::sc_time GpSimdEngine::execute(const arch::Instruction& in) {
   switch (in.opcode) {
     case arch::Opcode::Iota: {
       const std::size_t f = in.dst.free_elements();
-      std::vector<float> out(in.dst.elements());
-      for (std::size_t p = 0; p < in.dst.partition_count; ++p)
+      std::vector<float> out(ctx_.no_data ? 0 : in.dst.elements());
+      for (std::size_t p = 0; p < (out.empty() ? 0 : in.dst.partition_count); ++p)
         for (std::size_t i = 0; i < f; ++i)
           out[p * f + i] = in.imm0 + static_cast<float>(p) * in.imm1 + static_cast<float>(i) * in.imm2;
       store(ctx_, in.dst, out);
@@ -37,8 +37,8 @@ sc_core::sc_time GpSimdEngine::execute(const arch::Instruction& in) {
             fmt::format("PartitionReduce supports add, multiply, max and min, not {}", to_string(in.alu)));
       const auto a = load(ctx_, in.a);
       const std::size_t f = in.a.free_elements();
-      std::vector<float> out(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(f));
-      for (std::size_t p = 1; p < in.a.partition_count; ++p)  // partition order: part of the numerics contract
+      std::vector<float> out(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(a.empty() ? 0 : f));
+      for (std::size_t p = 1; p < (a.empty() ? 0 : in.a.partition_count); ++p)  // partition order: part of the numerics contract
         for (std::size_t i = 0; i < f; ++i) out[i] = alu(in.alu, out[i], a[p * f + i]);
       store(ctx_, in.dst, out);
       return schedule({&in.a}, {&in.dst},

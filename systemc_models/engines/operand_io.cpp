@@ -30,9 +30,11 @@ void check_dtype(const arch::AccessPattern& ap) {
 std::vector<float> load(core::CoreContext& ctx, const arch::AccessPattern& ap) {
   check_dtype(ap);
   auto& mem = memory_of(ctx, ap.memory);
-  if (ctx.no_data) {  // timing does not depend on values; traffic is still counted
+  // Timing does not depend on values: a timing-only run counts the traffic
+  // and loads no values, and the arithmetic on them is skipped.
+  if (ctx.no_data) {
     mem.count_read(ap.elements() * arch::size_of(ap.dtype));
-    return std::vector<float>(ap.elements(), 0.0f);
+    return {};
   }
   const auto offsets = ap.byte_offsets();
   const auto [lo, hi] = ap.byte_extent();
@@ -153,6 +155,7 @@ std::vector<float> tensor_scalar(core::CoreContext& ctx, const arch::Instruction
   const std::size_t f = in.a.free_elements();
   const std::vector<float> s0 = in.b.valid() ? load(ctx, in.b) : std::vector<float>(in.a.partition_count, in.imm0);
   const std::vector<float> s1 = in.c.valid() ? load(ctx, in.c) : std::vector<float>(in.a.partition_count, in.imm1);
+  if (out.empty()) return out;  // timing only
   for (std::size_t p = 0; p < in.a.partition_count; ++p)
     for (std::size_t i = 0; i < f; ++i) {
       float& v = out[p * f + i];

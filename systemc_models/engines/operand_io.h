@@ -11,7 +11,9 @@
 
 namespace tessera::engines {
 
-// Values of `ap`, partition-major: [partition_count][free_elements].
+// Values of `ap`, partition-major: [partition_count][free_elements]; none in
+// a timing-only run (ctx.no_data), which counts the traffic all the same and
+// skips the arithmetic (an engine's execute loops over what was loaded).
 std::vector<float> load(core::CoreContext& ctx, const arch::AccessPattern& ap);
 void store(core::CoreContext& ctx, const arch::AccessPattern& ap, const std::vector<float>& values);
 

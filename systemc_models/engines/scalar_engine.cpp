@@ -44,8 +44,8 @@ sc_core::sc_time ScalarEngine::execute(const arch::Instruction& in) {
   const std::size_t f = in.a.free_elements();
   std::vector<float> bias;
   if (in.b.valid()) bias = load(ctx_, in.b);
-  std::vector<float> sums(in.a.partition_count, 0.0f);
-  for (std::size_t p = 0; p < in.a.partition_count; ++p) {
+  std::vector<float> sums(x.empty() ? 0 : in.a.partition_count, 0.0f);
+  for (std::size_t p = 0; p < sums.size(); ++p) {
     const float b = in.b.valid() ? bias[p] : in.imm1;
     for (std::size_t i = 0; i < f; ++i) {
       float& v = x[p * f + i];

@@ -40,7 +40,7 @@ sc_core::sc_time VectorEngine::execute(const arch::Instruction& in) {
         throw std::runtime_error(fmt::format("Reduce supports add, multiply, max and min, not {}", to_string(in.alu)));
       const auto a = load(ctx_, in.a);
       const std::size_t f = in.a.free_elements();
-      out.resize(in.a.partition_count);
+      out.resize(a.empty() ? 0 : in.a.partition_count);
       for (std::size_t p = 0; p < out.size(); ++p) {
         // In free-index order: the order is part of the numerics contract.
         float acc = a[p * f];
@@ -53,7 +53,7 @@ sc_core::sc_time VectorEngine::execute(const arch::Instruction& in) {
     }
     case arch::Opcode::Copy: out = load(ctx_, in.a); break;
     case arch::Opcode::Memset:
-      out.assign(in.dst.elements(), in.imm0);
+      if (!ctx_.no_data) out.assign(in.dst.elements(), in.imm0);
       cost_key = "memset";
       break;
     case arch::Opcode::Select: {
