@@ -8,7 +8,12 @@
 // owners, tile lives and FLOP counts. A job whose program cannot be built
 // prints its error instead of a digest, so a changed error shows too.
 //
-// Usage: program_digest SUITE.yaml...   (e.g. regressions/smoke.yaml regressions/nightly.yaml)
+// --sites digests also what only profiles and run-time errors read: each
+// instruction's and descriptor's call site, the source files they name,
+// the FLOPs by dtype, the collective labels and the semaphores other cores
+// raise (a second line format, so compare --sites output only with itself).
+//
+// Usage: program_digest [--sites] SUITE.yaml...   (e.g. regressions/smoke.yaml regressions/nightly.yaml)
 #include "regress.h"
 
 #include "arch/config.h"
@@ -52,6 +57,35 @@ private:
   std::uint64_t h_ = 1469598103934665603ull;
 };
 
+bool with_sites = false;
+
+void digest_sites(const tessera::Program& p, Digest& d) {
+  const auto site = [&](const tessera::CallSite& s) {
+    d.value(s.file);
+    d.value(s.line);
+  };
+  for (const auto& sites : p.sites) {
+    d.value(sites.size());
+    for (const auto& s : sites) site(s);
+  }
+  for (const auto& [queue, sites] : p.ring_sites) {
+    d.value(queue.first);
+    d.value(queue.second);
+    d.value(sites.size());
+    for (const auto& s : sites) site(s);
+  }
+  for (const std::string& f : p.source_files) d.text(f);
+  for (const auto& [dtype, flops] : p.matmul_flops_by_dtype) {
+    d.value(static_cast<int>(dtype));
+    d.value(flops);
+  }
+  for (const std::string& l : p.collective_labels) d.text(l);
+  for (const auto& [index, name] : p.core_semaphores) {
+    d.value(index);
+    d.text(name);
+  }
+}
+
 std::uint64_t digest_of(const tessera::Program& p, std::size_t* ops) {
   Digest d;
   *ops = p.instruction_count();
@@ -89,6 +123,7 @@ std::uint64_t digest_of(const tessera::Program& p, std::size_t* ops) {
   d.value(p.matmul_flops);
   d.value(p.model_flops);
   d.text(p.name);
+  if (with_sites) digest_sites(p, d);
   return d.get();
 }
 
@@ -128,12 +163,17 @@ int main(int argc, char** argv) {
 }
 
 int sc_main(int argc, char** argv) {
-  if (argc < 2 || std::strcmp(argv[1], "--help") == 0) {
-    std::fprintf(stderr, "usage: program_digest SUITE.yaml...\n");
+  int first = 1;
+  if (argc > 1 && std::strcmp(argv[1], "--sites") == 0) {
+    with_sites = true;
+    ++first;
+  }
+  if (argc <= first || std::strcmp(argv[first], "--help") == 0) {
+    std::fprintf(stderr, "usage: program_digest [--sites] SUITE.yaml...\n");
     return 2;
   }
   setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_CONFIG_DIR, 0);
-  for (int i = 1; i < argc; ++i) {
+  for (int i = first; i < argc; ++i) {
     try {
       const auto suite = tessera::cli::regress::load_suite(argv[i]);
       for (const auto& job : suite.jobs) std::printf("%s %s\n", job.id.c_str(), digest_job(job).c_str());

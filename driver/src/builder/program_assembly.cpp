@@ -4,41 +4,120 @@
 
 #include <fmt/format.h>
 
-#include <map>
+#include <unordered_map>
 
 namespace tessera::builder {
 
 namespace {
 
-// Where stream emission goes: Count sizes a stream, Fill writes it (into
-// vectors sized by Count, so that a large program holds no spare capacity).
+// One engine's stream as the Program holds it: each op after the semaphore
+// waits it needs (one per semaphore and value, never repeated), its
+// increment when others wait for it, the triggers issued after it, and an
+// End. Emission runs twice over a stream: Count sizes it, Fill writes it.
+template <typename Sink>
+void emit_stream(const Schedule& s, int e, Sink& out) {
+  const auto& ops = s.ops();
+  const auto& triggers = s.triggers();
+  const auto& queues = s.queues();
+  std::vector<std::uint32_t> waited(kFirstQueueAgent + queues.size(), 0);  // semaphore -> value waited for
+  const auto wait_for = [&](int dep, int origin) {
+    const Op& d = ops[static_cast<std::size_t>(dep)];
+    // The value its agent's semaphore reaches once it is done.
+    const std::uint32_t value = d.agent < kFirstQueueAgent ? d.value : d.value + 1;
+    if (waited[d.agent] >= value) return;
+    waited[d.agent] = value;
+    arch::Instruction w;
+    w.engine = static_cast<arch::Engine>(e);
+    w.opcode = arch::Opcode::SemWait;
+    w.sem = d.agent;
+    w.value = value;
+    out.extra(w, origin);  // a wait carries the label and call site of what it holds up
+  };
+  const auto emit_trigger = [&](std::size_t t) {
+    const Trigger& trig = triggers[t];
+    for (const int* dep = s.trigger_waits_begin(t); dep != s.trigger_waits_end(t); ++dep) wait_for(*dep, trig.origin);
+    const DmaQueue& q = queues[trig.queue];
+    arch::Instruction in;
+    in.engine = static_cast<arch::Engine>(e);
+    in.opcode = arch::Opcode::DmaTrigger;
+    in.dma_engine = static_cast<std::uint16_t>(q.engine);
+    in.dma_queue = static_cast<std::uint16_t>(q.queue);
+    in.address = trig.slot;  // a ring slot until Device places the ring
+    in.value = 1;
+    out.extra(in, trig.origin);
+  };
+  std::vector<std::int32_t> after;  // the triggers issued after one op, latest first
+  for (const std::uint32_t entry : s.stream(e)) {
+    if (entry & Schedule::kTriggerEntry) {
+      emit_trigger(entry & ~Schedule::kTriggerEntry);
+      continue;
+    }
+    const Op& op = ops[entry];
+    for (const int* dep = s.waits_begin(entry); dep != s.waits_end(entry); ++dep) wait_for(*dep, op.origin);
+    out.code(entry, op);
+    if (op.signal) {
+      arch::Instruction inc;
+      inc.engine = static_cast<arch::Engine>(e);
+      inc.opcode = arch::Opcode::SemIncr;
+      inc.sem = static_cast<std::uint16_t>(e);
+      inc.value = 1;
+      out.extra(inc, op.origin);
+    }
+    if (op.last_trigger >= 0) {
+      after.clear();
+      for (std::int32_t t = op.last_trigger; t >= 0; t = triggers[static_cast<std::size_t>(t)].previous)
+        after.push_back(t);
+      for (auto t = after.rbegin(); t != after.rend(); ++t) emit_trigger(static_cast<std::size_t>(*t));
+    }
+  }
+  if (e == kSyncAgent) {
+    // The program ends when every DMA has landed, not just been started.
+    for (const auto& q : queues)
+      if (!q.descriptors.empty()) wait_for(q.descriptors.back(), -1);
+  }
+  arch::Instruction end;
+  end.engine = static_cast<arch::Engine>(e);
+  end.opcode = arch::Opcode::End;
+  out.extra(end, -1);
+}
+
+// Sizes a stream and, when it is to be opened up in place, notes where
+// each of the engine's own instructions lands.
 struct Count {
   std::size_t n = 0;
-  void push(const arch::Instruction&, int /*origin*/) { ++n; }
-  void place(int /*op*/) {}
-  std::size_t size() const { return n; }
+  std::vector<std::uint32_t>* positions = nullptr;
+  void extra(const arch::Instruction&, int /*origin*/) { ++n; }
+  void code(std::uint32_t /*id*/, const Op&) {
+    if (positions) positions->push_back(static_cast<std::uint32_t>(n));
+    ++n;
+  }
 };
 
 }  // namespace
 
 Program assemble(const arch::HwConfig& cfg, Schedule& s, const std::vector<std::string>& label_names,
                  const Origins& origins, const std::vector<Allocation>& tiles) {
-  const auto& ops = s.ops();
+  auto& ops = s.ops();
   const auto& queues = s.queues();
   const std::size_t agents = kFirstQueueAgent + queues.size();
   if (agents > static_cast<std::size_t>(cfg.sync.semaphores))
     throw KernelError(fmt::format("build(): needs {} semaphores (5 engines + {} DMA queues); the config has {}",
                                   agents, queues.size(), cfg.sync.semaphores));
+  s.release_dependencies();
 
-  // The value an agent's semaphore reaches when op `id` signals.
-  std::vector<std::uint32_t> signal_count(ops.size(), 0);
+  // The value an engine's semaphore reaches when each of its signalling ops is done.
   for (int e = 0; e < arch::kNumEngines; ++e) {
     std::uint32_t n = 0;
-    for (int id : s.stream(e))
-      if (ops[static_cast<std::size_t>(id)].signal) signal_count[static_cast<std::size_t>(id)] = ++n;
+    for (const std::uint32_t entry : s.stream(e))
+      if (!(entry & Schedule::kTriggerEntry) && ops[entry].signal) ops[entry].value = ++n;
   }
-  for (const auto& q : queues)
-    for (int id : q.descriptors) signal_count[static_cast<std::size_t>(id)] = ops[static_cast<std::size_t>(id)].slot + 1;
+  // Where the ops that begin and end a tile's life land (Program::tiles).
+  std::unordered_map<int, Program::OpRef> where;
+  for (const auto& a : tiles)
+    if (a.first_op >= 0) {
+      ops[static_cast<std::size_t>(a.first_op)].referenced = true;
+      ops[static_cast<std::size_t>(a.last_op)].referenced = true;
+    }
 
   Program p;
   p.source_files = origins.files();
@@ -51,84 +130,69 @@ Program assemble(const arch::HwConfig& cfg, Schedule& s, const std::vector<std::
     return static_cast<std::uint32_t>(label + 1);
   };
   const auto site_of = [&](int origin) { return origin < 0 ? CallSite{} : origins[origin].site; };
-  std::vector<Program::OpRef> where(ops.size());  // op id -> its place in the program
 
-  // Engine e's stream, into `out`: each op after the semaphore waits it
-  // needs (one per semaphore and value, never repeated), its increment when
-  // others wait for it, the triggers issued after it, and an End.
-  const auto emit_stream = [&](int e, auto& out) {
-    std::map<std::uint16_t, std::uint32_t> waited;  // semaphore -> value already waited for
-    const auto wait_for = [&](int dep, int origin) {
-      const auto sem = static_cast<std::uint16_t>(ops[static_cast<std::size_t>(dep)].agent);
-      const std::uint32_t value = signal_count[static_cast<std::size_t>(dep)];
-      if (waited[sem] >= value) return;
-      waited[sem] = value;
-      arch::Instruction w;
-      w.engine = static_cast<arch::Engine>(e);
-      w.opcode = arch::Opcode::SemWait;
-      w.sem = sem;
-      w.value = value;
-      out.push(w, origin);  // a wait carries the label and call site of what it holds up
-    };
-    const auto emit_op = [&](int id) {
-      const Op& op = ops[static_cast<std::size_t>(id)];
-      for (const int* dep = s.waits_begin(op); dep != s.waits_end(op); ++dep) wait_for(*dep, op.origin);
-      out.place(id);
-      out.push(s.instruction(op), op.origin);
-      if (op.signal) {
-        arch::Instruction inc;
-        inc.engine = static_cast<arch::Engine>(e);
-        inc.opcode = arch::Opcode::SemIncr;
-        inc.sem = static_cast<std::uint16_t>(e);
-        inc.value = 1;
-        out.push(inc, op.origin);
-      }
-    };
-    for (int id : s.stream(e)) {
-      emit_op(id);
-      for (int t = ops[static_cast<std::size_t>(id)].first_trigger; t >= 0; t = ops[static_cast<std::size_t>(t)].next_trigger)
-        emit_op(t);
-    }
-    if (e == kSyncAgent) {
-      // The program ends when every DMA has landed, not just been started.
-      for (const auto& q : queues)
-        if (!q.descriptors.empty()) wait_for(q.descriptors.back(), -1);
-    }
-    arch::Instruction end;
-    end.engine = static_cast<arch::Engine>(e);
-    end.opcode = arch::Opcode::End;
-    out.push(end, -1);
-  };
-
+  // Writes a stream counted before: the engine's own instructions are
+  // either in place already (`in_place`) or copied from `code`.
   struct Fill {
     std::vector<arch::Instruction>& stream;
+    const std::vector<arch::Instruction>& own;
+    bool in_place;
     std::vector<std::uint32_t>& labels;
     std::vector<CallSite>& sites;
-    std::vector<Program::OpRef>& where;
+    std::unordered_map<int, Program::OpRef>& where;
     std::uint32_t engine;
     const decltype(label_of)& label_text;
     const decltype(site_of)& site;
-    void push(const arch::Instruction& in, int origin) {
-      stream.push_back(in);
+    std::size_t next = 0;       // the stream's next instruction
+    std::size_t next_code = 0;  // the engine's next own instruction
+    void note(int origin) {
       labels.push_back(label_text(origin));
       sites.push_back(site(origin));
     }
-    void place(int op) {
-      where[static_cast<std::size_t>(op)] = {false, engine, 0, static_cast<std::uint32_t>(stream.size())};
+    void extra(const arch::Instruction& in, int origin) {
+      if (in_place) stream[next] = in;
+      else stream.push_back(in);
+      ++next;
+      note(origin);
+    }
+    void code(std::uint32_t id, const Op& op) {
+      if (op.referenced) where[static_cast<int>(id)] = {false, engine, 0, static_cast<std::uint32_t>(next)};
+      if (!in_place) stream.push_back(own[next_code]);
+      ++next_code;
+      ++next;
+      note(op.origin);
     }
   };
+
+  std::vector<std::uint32_t> positions;
   for (int e = 0; e < arch::kNumEngines; ++e) {
-    Count count;
-    emit_stream(e, count);
+    std::vector<arch::Instruction> code = s.take_code(e);
+    positions.clear();
+    positions.reserve(code.size());
+    Count count{0, &positions};
+    emit_stream(s, e, count);
+    const std::size_t size = count.n;
     auto& out = p.streams[static_cast<std::size_t>(e)];
+    // Opened up in place when the code's spare capacity holds the stream's
+    // waits, increments and triggers, so that the program's largest part is
+    // never held twice; copied into a stream of its exact size otherwise.
+    const bool in_place = code.capacity() >= size;
+    if (in_place) {
+      const std::size_t own = code.size();
+      out = std::move(code);
+      out.resize(size);
+      for (std::size_t k = own; k-- > 0;) out[positions[k]] = out[k];
+    } else {
+      out.reserve(size);
+    }
     auto& labels = p.labels[static_cast<std::size_t>(e)];
-    out.reserve(count.size());
     auto& sites = p.sites[static_cast<std::size_t>(e)];
-    labels.reserve(count.size());
-    sites.reserve(count.size());
-    Fill fill{out, labels, sites, where, static_cast<std::uint32_t>(e), label_of, site_of};
-    emit_stream(e, fill);
+    labels.reserve(size);
+    sites.reserve(size);
+    Fill fill{out, code, in_place, labels, sites, where, static_cast<std::uint32_t>(e), label_of, site_of};
+    emit_stream(s, e, fill);
   }
+  { std::vector<std::uint32_t> gone = std::move(positions); }
   for (std::size_t i = 0; i < queues.size(); ++i) {
     const DmaQueue& q = queues[i];
     auto& ring_labels = p.ring_labels[{q.engine, q.queue}];
@@ -137,7 +201,7 @@ Program assemble(const arch::HwConfig& cfg, Schedule& s, const std::vector<std::
     ring_sites.reserve(q.descriptors.size());
     for (std::size_t slot = 0; slot < q.descriptors.size(); ++slot) {
       const Op& op = ops[static_cast<std::size_t>(q.descriptors[slot])];
-      where[static_cast<std::size_t>(q.descriptors[slot])] = {true, q.engine, q.queue, static_cast<std::uint32_t>(slot)};
+      if (op.referenced) where[q.descriptors[slot]] = {true, q.engine, q.queue, static_cast<std::uint32_t>(slot)};
       ring_labels.push_back(label_of(op.origin));
       ring_sites.push_back(site_of(op.origin));
     }
@@ -146,9 +210,7 @@ Program assemble(const arch::HwConfig& cfg, Schedule& s, const std::vector<std::
   for (int e = 0; e < arch::kNumEngines; ++e) p.semaphore_owners.emplace_back(to_string(static_cast<arch::Engine>(e)));
   for (const auto& q : queues) p.semaphore_owners.push_back(fmt::format("dma {}.{}", q.engine, q.queue));
   for (const auto& a : tiles)
-    if (a.first_op >= 0)
-      p.tiles.push_back({a.name, a.memory, a.bytes, where[static_cast<std::size_t>(a.first_op)],
-                         where[static_cast<std::size_t>(a.last_op)]});
+    if (a.first_op >= 0) p.tiles.push_back({a.name, a.memory, a.bytes, where.at(a.first_op), where.at(a.last_op)});
   return p;
 }
 

@@ -10,29 +10,29 @@ namespace tessera::builder {
 
 Schedule::Schedule(const arch::HwConfig& cfg, const arch::AddressMap& map) : cfg_(cfg), map_(map) {}
 
-void Schedule::set_waits(Op& o, const std::vector<int>& deps) {
-  o.waits_begin = static_cast<std::uint32_t>(waits_.size());
+void Schedule::add_waits(std::vector<int>& waits, const std::vector<int>& deps) {
   for (int d : deps) {
-    waits_.push_back(d);
-    if (ops_[static_cast<std::size_t>(d)].agent < kFirstQueueAgent) ops_[static_cast<std::size_t>(d)].signal = true;
+    waits.push_back(d);
+    Op& dep = ops_[static_cast<std::size_t>(d)];
+    if (dep.agent < kFirstQueueAgent) dep.signal = true;
   }
-  o.waits_end = static_cast<std::uint32_t>(waits_.size());
 }
 
-int Schedule::add_instruction(arch::Engine engine, arch::Instruction in, const RegionList& reads,
+int Schedule::add_instruction(arch::Engine engine, const arch::Instruction& in, const RegionList& reads,
                               const RegionList& writes, int origin) {
   const int agent = static_cast<int>(engine);
-  in.engine = engine;
-  Op op;
-  op.agent = agent;
-  op.instruction = static_cast<int>(instructions_.size());
-  instructions_.push_back(in);
-  op.origin = origin;
   hazards_.dependencies(agent, reads, writes, deps_);
-  set_waits(op, deps_);
+  Op op;
+  op.agent = static_cast<std::uint16_t>(agent);
+  op.origin = origin;
+  op.waits_begin = static_cast<std::uint32_t>(waits_.size());
+  add_waits(waits_, deps_);
   const int id = static_cast<int>(ops_.size());
   ops_.push_back(op);
-  streams_[static_cast<std::size_t>(agent)].push_back(id);
+  order_[static_cast<std::size_t>(agent)].push_back(static_cast<std::uint32_t>(id));
+  auto& code = code_[static_cast<std::size_t>(agent)];
+  code.push_back(in);
+  code.back().engine = engine;
   hazards_.record(id, agent, reads, writes);
   return id;
 }
@@ -73,7 +73,8 @@ int Schedule::add_dma(arch::DmaDescriptor d, const Region& read, const Region& w
     }
   }
   const int qagent = queue_for(placer, first_engine, engines);
-  DmaQueue& q = queues_[static_cast<std::size_t>(qagent - kFirstQueueAgent)];
+  const auto qindex = static_cast<std::size_t>(qagent - kFirstQueueAgent);
+  DmaQueue& q = queues_[qindex];
   // Ring order is doorbell order: never ring before an earlier trigger of
   // this queue (ids grow along the placer's stream, as positions do).
   anchor = std::max(anchor, q.last_anchor);
@@ -83,48 +84,41 @@ int Schedule::add_dma(arch::DmaDescriptor d, const Region& read, const Region& w
   hazards_.dependencies(qagent, reads, writes, deps_, &same_queue_raw);
   if (same_queue_raw) d.flags |= arch::kDmaFlagBarrier;
 
+  const auto slot = static_cast<std::uint32_t>(q.descriptors.size());
   Op desc;
-  desc.agent = qagent;
-  desc.slot = static_cast<std::uint32_t>(q.descriptors.size());
+  desc.agent = static_cast<std::uint16_t>(qagent);
+  desc.value = slot;
   desc.origin = origin;
+  desc.waits_begin = static_cast<std::uint32_t>(waits_.size());
   d.flags |= arch::kDmaFlagCompletion;
   d.sem_addr = map_.semaphore_address(static_cast<std::uint64_t>(qagent));
   d.sem_value = 1;
   d.magic = arch::kDmaDescriptorMagic;
   q.ring.push_back(d);
   const int desc_id = static_cast<int>(ops_.size());
-  const std::uint32_t slot = desc.slot;
   ops_.push_back(desc);
   q.descriptors.push_back(desc_id);
 
-  Op trig;
-  trig.agent = placer;
-  arch::Instruction in;
-  in.engine = static_cast<arch::Engine>(placer);
-  in.opcode = arch::Opcode::DmaTrigger;
-  in.dma_engine = static_cast<std::uint16_t>(q.engine);
-  in.dma_queue = static_cast<std::uint16_t>(q.queue);
-  in.address = slot;  // a ring slot until Device places the ring
-  in.value = 1;
-  trig.instruction = static_cast<int>(instructions_.size());
-  instructions_.push_back(in);
+  Trigger trig;
+  trig.queue = static_cast<std::uint32_t>(qindex);
+  trig.slot = slot;
   trig.origin = origin;
+  trig.waits_begin = static_cast<std::uint32_t>(trigger_waits_.size());
   // Ops of the placer's own stream up to the anchor are done by then.
   deps_.erase(std::remove_if(deps_.begin(), deps_.end(),
                              [&](int dep) { return ops_[static_cast<std::size_t>(dep)].agent == placer; }),
               deps_.end());
-  set_waits(trig, deps_);
-  const int trig_id = static_cast<int>(ops_.size());
-  ops_.push_back(trig);
+  add_waits(trigger_waits_, deps_);
+  const auto trig_id = static_cast<std::int32_t>(triggers_.size());
   if (placer == kSyncAgent || anchor < 0) {
     // The sync stream holds triggers and waits only: append.
-    streams_[static_cast<std::size_t>(placer)].push_back(trig_id);
+    order_[static_cast<std::size_t>(placer)].push_back(kTriggerEntry | static_cast<std::uint32_t>(trig_id));
   } else {
     Op& a = ops_[static_cast<std::size_t>(anchor)];
-    if (a.last_trigger < 0) a.first_trigger = trig_id;
-    else ops_[static_cast<std::size_t>(a.last_trigger)].next_trigger = trig_id;
+    trig.previous = a.last_trigger;
     a.last_trigger = trig_id;
   }
+  triggers_.push_back(trig);
   hazards_.record(desc_id, qagent, reads, writes);
   return desc_id;
 }
