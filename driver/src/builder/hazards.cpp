@@ -8,65 +8,90 @@ namespace tessera::builder {
 // --------------------------------------------------------------- on chip
 
 std::size_t OnChipIndex::ReadKeyHash::operator()(const ReadKey& k) const {
-  std::size_t h = std::hash<std::uint64_t>()(k.region.b0);
-  for (std::uint64_t v : {k.region.b1, k.region.p0, k.region.p1, std::uint64_t(k.region.memory), std::uint64_t(k.agent)})
-    h = h * 1000003u ^ std::hash<std::uint64_t>()(v);
-  return h;
+  std::uint64_t h = (std::uint64_t{k.b0} << 32 | k.b1) * 0x9E3779B97F4A7C15ull;
+  h ^= (std::uint64_t{k.p0} << 40 | std::uint64_t{k.p1} << 16 | static_cast<std::uint16_t>(k.agent)) +
+       0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
+  return static_cast<std::size_t>(h ^ (h >> 29));
 }
+
+namespace {
+
+std::uint32_t narrow(std::uint64_t v) { return static_cast<std::uint32_t>(v); }
+
+}  // namespace
 
 void OnChipIndex::add_write(const Region& r, int op, int agent) { add(r, op, agent, true); }
 
 void OnChipIndex::add_read(const Region& r, int op, int agent) {
-  const ReadKey key{r, agent};
-  if (auto it = reads_.find(key); it != reads_.end()) entries_[it->second].alive = false;  // superseded
-  reads_[key] = add(r, op, agent, false);
+  const ReadKey key{narrow(r.p0), narrow(r.p1), narrow(r.b0), narrow(r.b1), agent};
+  const auto [it, added] = reads_.try_emplace(key, 0);
+  if (!added) remove(it->second);  // superseded
+  it->second = add(r, op, agent, false);
 }
 
 template <typename F>
 void OnChipIndex::for_each_overlapping(const Region& r, F&& f) {
-  ++stamp_;
-  for (std::uint64_t b = r.b0 / kBucketBytes; b <= (r.b1 - 1) / kBucketBytes; ++b) {
-    auto it = buckets_.find(b);
-    if (it == buckets_.end()) continue;
-    auto& list = it->second;
-    std::size_t keep = 0;
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      Entry& e = entries_[list[i]];
-      if (!e.alive) continue;  // compacted away below
-      list[keep++] = list[i];
-      if (e.stamp == stamp_ || !e.region.overlaps(r)) continue;
-      e.stamp = stamp_;
-      f(e.region, e.op, e.agent, e.is_write);
-    }
-    list.resize(keep);
+  if (++stamp_ == 0) {  // wrapped: no entry may look met already
+    for (Entry& e : entries_) e.stamp = 0;
+    stamp_ = 1;
   }
+  if (buckets_.empty()) return;
+  const std::uint64_t last = std::min<std::uint64_t>((r.b1 - 1) / kBucketBytes, buckets_.size() - 1);
+  for (std::uint64_t b = r.b0 / kBucketBytes; b <= last; ++b)
+    for (const std::uint32_t idx : buckets_[b]) {
+      Entry& e = entries_[idx];
+      if (e.stamp == stamp_ || !e.overlaps(r)) continue;
+      e.stamp = stamp_;
+      Region region;
+      region.memory = r.memory;
+      region.p0 = e.p0;
+      region.p1 = e.p1;
+      region.b0 = e.b0;
+      region.b1 = e.b1;
+      f(region, e.op, e.agent, e.is_write);
+    }
 }
 
 void OnChipIndex::remove_covered(const Region& w) {
-  std::vector<std::size_t> dead;
-  ++stamp_;
-  for (std::uint64_t b = w.b0 / kBucketBytes; b <= (w.b1 - 1) / kBucketBytes; ++b) {
-    auto it = buckets_.find(b);
-    if (it == buckets_.end()) continue;
-    for (std::size_t idx : it->second) {
-      Entry& e = entries_[idx];
-      if (e.alive && e.stamp != stamp_ && w.covers(e.region)) {
-        e.stamp = stamp_;
-        dead.push_back(idx);
-      }
-    }
-  }
-  for (std::size_t idx : dead) {
-    if (!entries_[idx].is_write) reads_.erase(ReadKey{entries_[idx].region, entries_[idx].agent});
-    entries_[idx].alive = false;
+  if (buckets_.empty()) return;
+  dead_.clear();
+  const std::uint64_t last = std::min<std::uint64_t>((w.b1 - 1) / kBucketBytes, buckets_.size() - 1);
+  for (std::uint64_t b = w.b0 / kBucketBytes; b <= last; ++b)
+    for (const std::uint32_t idx : buckets_[b])
+      if (entries_[idx].covered_by(w)) dead_.push_back(idx);
+  // An entry spanning several buckets is met in each.
+  std::sort(dead_.begin(), dead_.end());
+  dead_.erase(std::unique(dead_.begin(), dead_.end()), dead_.end());
+  for (const std::uint32_t idx : dead_) {
+    const Entry& e = entries_[idx];
+    if (!e.is_write) reads_.erase(ReadKey{e.p0, e.p1, e.b0, e.b1, e.agent});
+    remove(idx);
   }
 }
 
-std::size_t OnChipIndex::add(const Region& r, int op, int agent, bool is_write) {
-  const std::size_t idx = entries_.size();
-  entries_.push_back({r, op, agent, is_write, true, 0});
-  for (std::uint64_t b = r.b0 / kBucketBytes; b <= (r.b1 - 1) / kBucketBytes; ++b) buckets_[b].push_back(idx);
+std::uint32_t OnChipIndex::add(const Region& r, int op, int agent, bool is_write) {
+  std::uint32_t idx;
+  if (free_.empty()) {
+    idx = static_cast<std::uint32_t>(entries_.size());
+    entries_.emplace_back();
+  } else {
+    idx = free_.back();
+    free_.pop_back();
+  }
+  entries_[idx] = {narrow(r.p0), narrow(r.p1), narrow(r.b0), narrow(r.b1), op, agent, 0, is_write};
+  for (std::uint64_t b = r.b0 / kBucketBytes; b <= (r.b1 - 1) / kBucketBytes; ++b) bucket(b).push_back(idx);
   return idx;
+}
+
+void OnChipIndex::remove(std::uint32_t idx) {
+  const Entry& e = entries_[idx];
+  for (std::uint64_t b = e.b0 / kBucketBytes; b <= (e.b1 - 1) / kBucketBytes; ++b) {
+    auto& list = buckets_[b];
+    const auto it = std::find(list.begin(), list.end(), idx);
+    *it = list.back();
+    list.pop_back();
+  }
+  free_.push_back(idx);
 }
 
 // --------------------------------------------------------------- tracker

@@ -19,7 +19,10 @@ namespace tessera::builder {
 
 // The live accesses of one on-chip memory, indexed by 2 KiB column buckets so
 // that a query meets only the accesses near its bytes (a large kernel has
-// hundreds of thousands of DMA pieces and a few hundred live tiles).
+// hundreds of thousands of DMA pieces and a few hundred live tiles). An
+// access that a later one supersedes or covers leaves the index at once and
+// its slot is reused, so the index holds the live accesses only, however
+// long the kernel.
 class OnChipIndex {
 public:
   void add_write(const Region& r, int op, int agent);
@@ -34,28 +37,40 @@ public:
 
 private:
   static constexpr std::uint64_t kBucketBytes = 2048;
+  // Partitions [p0, p1) and bytes [b0, b1) of each: an on-chip Region
+  // (whose memory is the index's, and which names no tensor).
   struct Entry {
-    Region region;
-    int op;
-    int agent;
+    std::uint32_t p0, p1, b0, b1;
+    std::int32_t op;
+    std::int32_t agent;
+    std::uint32_t stamp;  // the query that last met it
     bool is_write;
-    bool alive;
-    std::uint64_t stamp;
+    bool overlaps(const Region& r) const { return p0 < r.p1 && r.p0 < p1 && b0 < r.b1 && r.b0 < b1; }
+    bool covered_by(const Region& w) const { return w.p0 <= p0 && p1 <= w.p1 && w.b0 <= b0 && b1 <= w.b1; }
   };
   struct ReadKey {
-    Region region;
-    int agent;
-    bool operator==(const ReadKey& o) const { return agent == o.agent && region == o.region; }
+    std::uint32_t p0, p1, b0, b1;
+    std::int32_t agent;
+    bool operator==(const ReadKey& o) const {
+      return p0 == o.p0 && p1 == o.p1 && b0 == o.b0 && b1 == o.b1 && agent == o.agent;
+    }
   };
   struct ReadKeyHash {
     std::size_t operator()(const ReadKey& k) const;
   };
-  std::size_t add(const Region& r, int op, int agent, bool is_write);
+  std::uint32_t add(const Region& r, int op, int agent, bool is_write);
+  void remove(std::uint32_t idx);
+  std::vector<std::uint32_t>& bucket(std::uint64_t b) {
+    if (b >= buckets_.size()) buckets_.resize(b + 1);
+    return buckets_[b];
+  }
 
   std::vector<Entry> entries_;
-  std::unordered_map<std::uint64_t, std::vector<std::size_t>> buckets_;
-  std::unordered_map<ReadKey, std::size_t, ReadKeyHash> reads_;
-  std::uint64_t stamp_ = 0;
+  std::vector<std::uint32_t> free_;                  // slots of entries_ no access holds
+  std::vector<std::vector<std::uint32_t>> buckets_;  // bucket -> live entries, in no order
+  std::unordered_map<ReadKey, std::uint32_t, ReadKeyHash> reads_;
+  std::vector<std::uint32_t> dead_;                  // remove_covered(), reused
+  std::uint32_t stamp_ = 0;
 };
 
 class HazardTracker {
