@@ -1,5 +1,7 @@
 #include "builder/program_assembly.h"
 
+#include "builder/large_arrays.h"
+
 #include "tessera/kernel_builder.h"
 
 #include <fmt/format.h>
@@ -168,7 +170,7 @@ Program assemble(const arch::HwConfig& cfg, Schedule& s, const std::vector<std::
   for (int e = 0; e < arch::kNumEngines; ++e) {
     std::vector<arch::Instruction> code = s.take_code(e);
     positions.clear();
-    positions.reserve(code.size());
+    reserve_large(positions, code.size());
     Count count{0, &positions};
     emit_stream(s, e, count);
     const std::size_t size = count.n;
@@ -183,12 +185,12 @@ Program assemble(const arch::HwConfig& cfg, Schedule& s, const std::vector<std::
       out.resize(size);
       for (std::size_t k = own; k-- > 0;) out[positions[k]] = out[k];
     } else {
-      out.reserve(size);
+      reserve_large(out, size);
     }
     auto& labels = p.labels[static_cast<std::size_t>(e)];
     auto& sites = p.sites[static_cast<std::size_t>(e)];
-    labels.reserve(size);
-    sites.reserve(size);
+    reserve_large(labels, size);
+    reserve_large(sites, size);
     Fill fill{out, code, in_place, labels, sites, where, static_cast<std::uint32_t>(e), label_of, site_of};
     emit_stream(s, e, fill);
   }
@@ -197,8 +199,8 @@ Program assemble(const arch::HwConfig& cfg, Schedule& s, const std::vector<std::
     const DmaQueue& q = queues[i];
     auto& ring_labels = p.ring_labels[{q.engine, q.queue}];
     auto& ring_sites = p.ring_sites[{q.engine, q.queue}];
-    ring_labels.reserve(q.descriptors.size());
-    ring_sites.reserve(q.descriptors.size());
+    reserve_large(ring_labels, q.descriptors.size());
+    reserve_large(ring_sites, q.descriptors.size());
     for (std::size_t slot = 0; slot < q.descriptors.size(); ++slot) {
       const Op& op = ops[static_cast<std::size_t>(q.descriptors[slot])];
       if (op.referenced) where[q.descriptors[slot]] = {true, q.engine, q.queue, static_cast<std::uint32_t>(slot)};

@@ -1,5 +1,7 @@
 #include "builder/schedule.h"
 
+#include "builder/large_arrays.h"
+
 #include "tessera/kernel_builder.h"
 
 #include <fmt/format.h>
@@ -12,7 +14,7 @@ Schedule::Schedule(const arch::HwConfig& cfg, const arch::AddressMap& map) : cfg
 
 void Schedule::add_waits(std::vector<int>& waits, const std::vector<int>& deps) {
   for (int d : deps) {
-    waits.push_back(d);
+    push_large(waits, d);
     Op& dep = ops_[static_cast<std::size_t>(d)];
     if (dep.agent < kFirstQueueAgent) dep.signal = true;
   }
@@ -28,10 +30,10 @@ int Schedule::add_instruction(arch::Engine engine, const arch::Instruction& in, 
   op.waits_begin = static_cast<std::uint32_t>(waits_.size());
   add_waits(waits_, deps_);
   const int id = static_cast<int>(ops_.size());
-  ops_.push_back(op);
-  order_[static_cast<std::size_t>(agent)].push_back(static_cast<std::uint32_t>(id));
+  push_large(ops_, op);
+  push_large(order_[static_cast<std::size_t>(agent)], static_cast<std::uint32_t>(id));
   auto& code = code_[static_cast<std::size_t>(agent)];
-  code.push_back(in);
+  push_large(code, in);
   code.back().engine = engine;
   hazards_.record(id, agent, reads, writes);
   return id;
@@ -94,10 +96,10 @@ int Schedule::add_dma(arch::DmaDescriptor d, const Region& read, const Region& w
   d.sem_addr = map_.semaphore_address(static_cast<std::uint64_t>(qagent));
   d.sem_value = 1;
   d.magic = arch::kDmaDescriptorMagic;
-  q.ring.push_back(d);
+  push_large(q.ring, d);
   const int desc_id = static_cast<int>(ops_.size());
-  ops_.push_back(desc);
-  q.descriptors.push_back(desc_id);
+  push_large(ops_, desc);
+  push_large(q.descriptors, desc_id);
 
   Trigger trig;
   trig.queue = static_cast<std::uint32_t>(qindex);
@@ -112,13 +114,13 @@ int Schedule::add_dma(arch::DmaDescriptor d, const Region& read, const Region& w
   const auto trig_id = static_cast<std::int32_t>(triggers_.size());
   if (placer == kSyncAgent || anchor < 0) {
     // The sync stream holds triggers and waits only: append.
-    order_[static_cast<std::size_t>(placer)].push_back(kTriggerEntry | static_cast<std::uint32_t>(trig_id));
+    push_large(order_[static_cast<std::size_t>(placer)], kTriggerEntry | static_cast<std::uint32_t>(trig_id));
   } else {
     Op& a = ops_[static_cast<std::size_t>(anchor)];
     trig.previous = a.last_trigger;
     a.last_trigger = trig_id;
   }
-  triggers_.push_back(trig);
+  push_large(triggers_, trig);
   hazards_.record(desc_id, qagent, reads, writes);
   return desc_id;
 }
