@@ -94,6 +94,78 @@ void OnChipIndex::remove(std::uint32_t idx) {
   free_.push_back(idx);
 }
 
+// --------------------------------------------------------------- HBM
+
+template <typename F>
+void HbmWrites::for_each_index(const Region& r, F&& f) {
+  if (entries_.size() == free_.size()) return;
+  if (++stamp_ == 0) {  // wrapped: no entry may look met already
+    for (Entry& e : entries_) e.stamp = 0;
+    stamp_ = 1;
+  }
+  const auto meet = [&](std::uint32_t idx) {
+    Entry& e = entries_[idx];
+    if (e.stamp == stamp_ || !e.access.region.overlaps(r)) return;
+    e.stamp = stamp_;
+    f(idx);
+  };
+  if (wide(r)) {
+    for (std::uint32_t idx = 0; idx < entries_.size(); ++idx)
+      if (entries_[idx].alive) meet(idx);
+    return;
+  }
+  for (const std::uint32_t idx : wide_) meet(idx);
+  for (std::uint64_t b = r.p0 / kRowsPerBlock; b <= (r.p1 - 1) / kRowsPerBlock; ++b) {
+    const auto it = blocks_.find(b);
+    if (it != blocks_.end())
+      for (const std::uint32_t idx : it->second) meet(idx);
+  }
+}
+
+template <typename F>
+void HbmWrites::for_each_overlapping(const Region& r, F&& f) {
+  for_each_index(r, [&](std::uint32_t idx) { f(entries_[idx].access); });
+}
+
+void HbmWrites::add(const Region& w, int op, int agent) {
+  dead_.clear();
+  for_each_index(w, [&](std::uint32_t idx) {
+    if (w.covers(entries_[idx].access.region)) dead_.push_back(idx);
+  });
+  for (const std::uint32_t idx : dead_) remove(idx);
+  std::uint32_t idx;
+  if (free_.empty()) {
+    idx = static_cast<std::uint32_t>(entries_.size());
+    entries_.emplace_back();
+  } else {
+    idx = free_.back();
+    free_.pop_back();
+  }
+  entries_[idx] = {{w, op, agent}, 0, true};
+  if (wide(w)) {
+    wide_.push_back(idx);
+  } else {
+    for (std::uint64_t b = w.p0 / kRowsPerBlock; b <= (w.p1 - 1) / kRowsPerBlock; ++b) blocks_[b].push_back(idx);
+  }
+}
+
+void HbmWrites::remove(std::uint32_t idx) {
+  Entry& e = entries_[idx];
+  const auto drop = [&](std::vector<std::uint32_t>& list) {
+    const auto it = std::find(list.begin(), list.end(), idx);
+    *it = list.back();
+    list.pop_back();
+  };
+  if (wide(e.access.region)) {
+    drop(wide_);
+  } else {
+    for (std::uint64_t b = e.access.region.p0 / kRowsPerBlock; b <= (e.access.region.p1 - 1) / kRowsPerBlock; ++b)
+      drop(blocks_[b]);
+  }
+  e.alive = false;
+  free_.push_back(idx);
+}
+
 // --------------------------------------------------------------- tracker
 
 void HazardTracker::dependencies(int agent, const RegionList& reads, const RegionList& writes, std::vector<int>& out,
@@ -117,15 +189,15 @@ void HazardTracker::dependencies(int agent, const RegionList& reads, const Regio
     if (x.memory != arch::Memory::Hbm) continue;
     const auto it = hbm_.find(x.tensor);
     if (it == hbm_.end()) continue;
-    for (const HbmAccess& a : it->second.writes)
-      if (a.region.overlaps(x)) consider(a.op, a.agent, true, a.region);
+    it->second.writes.for_each_overlapping(
+        x, [&](const HbmWrites::Access& a) { consider(a.op, a.agent, true, a.region); });
   }
   for (const Region& x : writes) {
     if (x.memory != arch::Memory::Hbm) continue;
     const auto it = hbm_.find(x.tensor);
     if (it == hbm_.end()) continue;
-    for (const HbmAccess& a : it->second.writes)
-      if (a.region.overlaps(x)) consider(a.op, a.agent, true, a.region);
+    it->second.writes.for_each_overlapping(
+        x, [&](const HbmWrites::Access& a) { consider(a.op, a.agent, true, a.region); });
     for (const auto& [reader, op] : it->second.readers) consider(op, reader, false, x);
   }
   // On chip: a read meets earlier writes (true dependency); a write meets
@@ -148,9 +220,7 @@ void HazardTracker::dependencies(int agent, const RegionList& reads, const Regio
 void HazardTracker::record(int op, int agent, const RegionList& reads, const RegionList& writes) {
   for (const Region& w : writes) {
     if (w.memory == arch::Memory::Hbm) {
-      auto& ws = hbm_[w.tensor].writes;
-      ws.erase(std::remove_if(ws.begin(), ws.end(), [&](const HbmAccess& a) { return w.covers(a.region); }), ws.end());
-      ws.push_back({w, op, agent});
+      hbm_[w.tensor].writes.add(w, op, agent);
     } else {
       on_chip(w.memory).remove_covered(w);
     }

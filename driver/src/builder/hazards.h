@@ -73,6 +73,44 @@ private:
   std::uint32_t stamp_ = 0;
 };
 
+// The live writes of one HBM tensor, indexed by blocks of its rows: a large
+// kernel writes its output in thousands of pieces, and a query or a new
+// write meets only those in its rows. A write of many rows (a view taken
+// as whole rows) is kept apart and met by every query.
+class HbmWrites {
+public:
+  struct Access {
+    Region region;
+    int op;
+    int agent;
+  };
+  // Calls f(access) once for each live write overlapping r.
+  template <typename F>
+  void for_each_overlapping(const Region& r, F&& f);
+  // Adds `w` after dropping the writes it covers.
+  void add(const Region& w, int op, int agent);
+
+private:
+  static constexpr std::uint64_t kRowsPerBlock = 16;
+  static constexpr std::uint64_t kMostBlocks = 8;  // a write of more blocks is wide
+  struct Entry {
+    Access access;
+    std::uint32_t stamp;
+    bool alive;
+  };
+  template <typename F>
+  void for_each_index(const Region& r, F&& f);
+  static bool wide(const Region& r) { return (r.p1 - 1) / kRowsPerBlock - r.p0 / kRowsPerBlock >= kMostBlocks; }
+  void remove(std::uint32_t idx);
+
+  std::vector<Entry> entries_;
+  std::vector<std::uint32_t> free_;
+  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> blocks_;  // row block -> live writes
+  std::vector<std::uint32_t> wide_;                                        // live wide writes
+  std::vector<std::uint32_t> dead_;                                        // add(), reused
+  std::uint32_t stamp_ = 0;
+};
+
 class HazardTracker {
 public:
   // The latest op of each other agent that an op of `agent` reading `reads`
@@ -94,13 +132,8 @@ private:
   // HBM, per tensor: writes exactly, reads summarised as each agent's latest
   // (a write waits for all of them). Kernels rarely write what they read, and
   // a large kernel reads tens of thousands of distinct tiles.
-  struct HbmAccess {
-    Region region;
-    int op;
-    int agent;
-  };
   struct HbmTensor {
-    std::vector<HbmAccess> writes;
+    HbmWrites writes;
     std::vector<std::pair<int, int>> readers;  // (agent, latest read op)
   };
   std::unordered_map<std::uint64_t, HbmTensor> hbm_;
