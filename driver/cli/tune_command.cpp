@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -370,6 +371,22 @@ void update_db(const TuneOptions& o, const std::string& config_name, const kerne
     }
     // A variant without parameters has nothing to store.
     if (!best || sp.dims.empty()) continue;
+    // A search cut short (--budget, --time) may end above the stored point,
+    // which it never timed: keep that one (--check-db re-times it when the
+    // model changes). A stored point the search did time is its own answer.
+    if (const kernels::TuningEntry* stored = db.find(o.kernel, sp.variant, config_name, shape);
+        stored && stored->time_ns < best->outcome.time_ns) {
+      const bool timed_here = std::any_of(r.evaluated.begin(), r.evaluated.end(), [&](const tune::Evaluated& e) {
+        return e.candidate.variant == sp.variant && e.candidate.params == stored->params &&
+               e.outcome.kind == tune::Outcome::Kind::Timed;
+      });
+      if (!timed_here) {
+        fmt::print("tuning database: kept {} {}'s stored point ({:.1f} us), faster than this search's best ({:.1f} us), "
+                   "which did not time it\n",
+                   o.kernel, sp.variant, stored->time_ns / 1000, best->outcome.time_ns / 1000);
+        continue;
+      }
+    }
     kernels::TuningEntry entry;
     entry.kernel = o.kernel;
     entry.variant = sp.variant;

@@ -581,6 +581,34 @@ TEST(TuningDb, DefaultRunsReadTheStoredPoint) {
   fs::remove(file);
 }
 
+// A search cut short by its budget, which never timed the stored point,
+// does not replace a stored point faster than its own best.
+TEST_F(TuneTest, ASearchCutShortKeepsAFasterStoredPoint) {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("tessera_tune_keep_{}", ::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string db = (dir / "tuning.json").string();
+  // The best of the space, stored by a whole search.
+  auto r = run_tessera(fmt::format("tune --config small --kernel gemm --variant blocked_mnk --shape M=64,N=64,K=128 "
+                                   "--strategy exhaustive -j 2 --no-plots --update-db --out {}",
+                                   (dir / "whole").string()),
+                       "TESSERA_TUNING_DB=" + db);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const auto whole = read_json(db)["entries"][0];
+  // An exhaustive search of two runs, which do not reach it.
+  r = run_tessera(fmt::format("tune --config small --kernel gemm --variant blocked_mnk --shape M=64,N=64,K=128 "
+                              "--strategy exhaustive --budget 2 -j 2 --no-plots --update-db --out {}",
+                              (dir / "short").string()),
+                  "TESSERA_TUNING_DB=" + db);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const auto cut = read_json(dir / "short" / "results.json");
+  // The first two points in grid order are small blocks, slower than the best.
+  ASSERT_GT(cut["best"]["time_ns"].get<double>(), whole["time_ns"].get<double>());
+  EXPECT_THAT(r.out, HasSubstr("kept gemm blocked_mnk's stored point"));
+  EXPECT_EQ(read_json(db)["entries"][0]["params"], whole["params"]);
+  fs::remove_all(dir);
+}
+
 TEST_F(TuneTest, UpdateDbStoresTheBestAndCheckDbHoldsItThenCatchesADrift) {
   const fs::path dir = fs::temp_directory_path() / fmt::format("tessera_tune_db_{}", ::getpid());
   fs::remove_all(dir);
