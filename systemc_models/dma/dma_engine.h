@@ -103,6 +103,14 @@ public:
 protected:
   DmaEngineStats stats_;
 
+  // What doorbell() checks a ring's room against: the head as it stands now.
+  // An engine that runs ahead of SystemC time overrides it, so that a
+  // completion in its future does not make room in the present.
+  virtual std::uint32_t head_for_doorbell(std::uint32_t q) { return queues_[q].head; }
+  // Tells the engine a doorbell becomes visible `visible_after` from now;
+  // the base notifies doorbell_event_.
+  virtual void ring(const sc_core::sc_time& visible_after) { doorbell_event_.notify(visible_after); }
+
   struct PendingTail {
     sc_core::sc_time visible;
     std::uint32_t queue;
@@ -159,6 +167,8 @@ private:
   std::uint32_t waiting_ = 0;
 };
 
+class DmaScheduler;
+
 class DmaEngine : public DmaEngineBase {
 public:
   SC_HAS_PROCESS(DmaEngine);
@@ -168,10 +178,26 @@ public:
   sc_core::sc_time clock_period() const { return period_; }
   // Sampled fidelity: every descriptor run is offered to `sampler` (not owned).
   void set_sampler(DescriptorSampler* sampler) { sampler_ = sampler; }
+  bool has_sampler() const { return sampler_ != nullptr; }
   // The engines of one core share one order (DmaSubsystem); alone, an engine has its own.
   void share_turn_order(std::shared_ptr<DmaTurnOrder> order);
 
+  // What the engine waits for before its next step: a time, a time or a
+  // doorbell (whichever comes first), or a doorbell. Every suspension of the
+  // model is one of these, at the same points and with the same arguments
+  // whether the engine steps in its own SC_THREAD or under a DmaScheduler.
+  struct Wait {
+    enum Kind : std::uint8_t { kTime, kTimeOrDoorbell, kDoorbell } kind = kDoorbell;
+    sc_core::sc_time until = sc_core::sc_max_time();
+  };
+
+protected:
+  std::uint32_t head_for_doorbell(std::uint32_t q) override;
+  void ring(const sc_core::sc_time& visible_after) override;
+
 private:
+  friend class DmaScheduler;
+
   // A descriptor read by the fetch unit, which runs one descriptor ahead.
   struct Fetched {
     std::uint32_t queue = 0, index = 0;
@@ -190,7 +216,14 @@ private:
     std::uint32_t sem_value;
   };
 
+  // The engine's process when no scheduler runs it: steps and suspends in
+  // SystemC at every wait.
   void run();
+  // Runs the engine from where it stopped, at now_, to its next wait. The
+  // model was one SC_THREAD whose every wait() is now a return from here:
+  // resume_ says where it goes on, and what the thread kept on its stack
+  // between two waits is in exec_ and the members below.
+  Wait step();
   void apply_due_doorbells();
   // The fetch unit picks among the queues whose tail write it has seen: a
   // queue is ready for a fetch AR from kDoorbellToFetch cycles after the
@@ -200,17 +233,20 @@ private:
   // `after`, -1 if none.
   sc_core::sc_time fetch_ready_at(const sc_core::sc_time& not_before) const;
   std::int64_t ready_queue(std::uint32_t after, const sc_core::sc_time& ar) const;
-  Fetched fetch(std::uint32_t q, sc_core::sc_time issue);
+  // The fetch of queue q's next descriptor: the fetch unit takes it at
+  // `issue` (fetch_begin), its AR goes to memory then (fetch_end, at now_ == issue).
+  void fetch_begin(std::uint32_t q, const sc_core::sc_time& issue);
+  Fetched fetch_end();
   // The decode rules on a fetched descriptor: its fields and bursts, or the
   // error that stops its queue.
   std::optional<std::pair<arch::DmaError, std::string>> decode(const Fetched& f, arch::DmaDescriptor& d,
                                                                std::vector<Run>& src, std::vector<Run>& dst) const;
-  // Moves the descriptor in `f` from the queue's ring through memory, and
-  // every descriptor that reads ahead behind it (the next one of its queue
-  // starts reading once it has issued its last read, and takes over the
-  // write side when it moves to the completion stage); returns at the
-  // hand-off of the last of them (the next descriptor may start).
-  void execute(Fetched f);
+  // Starts moving the descriptor in `f` from the queue's ring through
+  // memory, and every descriptor that reads ahead behind it (the next one of
+  // its queue starts reading once it has issued its last read, and takes over
+  // the write side when it moves to the completion stage); the engine is idle
+  // again at the hand-off of the last of them (the next descriptor may start).
+  void begin(const Fetched& f);
   // When the oldest pending completion's writes go out, given the W channel.
   sc_core::sc_time completion_time() const;
   // When the oldest pending completion's next AW goes out: it goes ahead of
@@ -218,19 +254,35 @@ private:
   sc_core::sc_time completion_aw() const;
   sc_core::sc_time write_slot_free() const;   // when a write may take an outstanding slot
   void write_answered(const sc_core::sc_time& b);  // B responses come back in order
-  void complete_oldest();
+  void complete_oldest();  // at completion_time(), which the caller has reached
   void fail(std::uint32_t q, std::uint32_t index, arch::DmaError code, const std::string& detail);
-  // b_transport at time `at`: waits until then (transactions go to memory in
-  // time order, as the RTL's do) and returns when memory answered.
-  sc_core::sc_time transport_at(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t* data,
-                                std::uint32_t length, sc_core::sc_time at, bool& error);
+  // b_transport at now_, which the caller has reached (transactions go to
+  // memory in time order, as the RTL's do); returns when memory answered.
+  // Under a scheduler now_ may be ahead of SystemC time: the difference is
+  // the transaction's annotated delay.
+  sc_core::sc_time access(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t* data, std::uint32_t length,
+                          bool& error);
   sc_core::sc_time on_clock(const sc_core::sc_time& t) const;  // the first DMA clock edge at or after t
-  // Every suspension goes through these, so that the turn order knows when
-  // this engine may next reach memory.
+  // Every suspension of run() goes through these, so that the turn order
+  // knows when this engine may next reach memory.
   void sleep_for(const sc_core::sc_time& d);
   void sleep_for(const sc_core::sc_time& d, sc_core::sc_event& e);
   void sleep_on(sc_core::sc_event& e);
   void take_turn_in_order();
+
+  // The running descriptor's steps (execute() of the one-thread model, cut at its waits).
+  void place();
+  sc_core::sc_time retire(std::size_t k) const;
+  std::pair<std::uint64_t, std::uint32_t> aligned(const Run& r) const;  // the beat-aligned range of a burst
+  std::uint64_t sent_bytes() const;
+  sc_core::sc_time beat_with(const Run& w, sc_core::sc_time start, std::uint64_t sent, std::uint64_t target) const;
+  sc_core::sc_time room_at(std::uint64_t bytes, std::size_t next_write, sc_core::sc_time next_write_start) const;
+  void hand_off();
+
+  // Under a DmaScheduler: when the engine wants its next step (its wait's
+  // time, or the doorbell notification's if that comes first), and that step.
+  sc_core::sc_time next_step() const;
+  sc_core::sc_time step_at(const sc_core::sc_time& t);  // returns next_step()
 
   // A write burst whose W beats are scheduled: its index, first beat, and the
   // descriptor's bytes sent before and after it.
@@ -239,8 +291,8 @@ private:
     sc_core::sc_time start;
     std::uint64_t sent_before, sent_after;
   };
-  // execute()'s working storage, kept between descriptors so that a
-  // descriptor allocates nothing once the buffers have grown.
+  // The running descriptor's working storage, kept between descriptors so
+  // that a descriptor allocates nothing once the buffers have grown.
   struct Scratch {
     std::vector<Run> src, dst, ahead_src, ahead_dst;
     std::vector<std::uint8_t> sampled;
@@ -252,11 +304,64 @@ private:
     std::vector<std::size_t> open;
     std::vector<SentBurst> sent;
   };
+  // The running descriptor's state between steps (see begin() for each field).
+  struct Exec {
+    std::uint32_t q = 0, index = 0;
+    arch::DmaDescriptor d;
+    std::uint64_t total = 0;
+    bool barrier = false;
+    std::size_t ri = 0, wi = 0, src_end = 0, placed = 0, need = 0;
+    sc_core::sc_time next_read, r_channel, last_w, retired_floor;
+    bool fetch_on_r = false;
+    std::size_t fetch_after = 0;
+    sc_core::sc_time fetch_last;
+    std::uint64_t read_at = 0, written = 0;
+    bool prefetch_done = false;
+    sc_core::sc_time fetch_unit_free;
+    bool ahead = false;
+    int ahead_ok = -1;
+    Fetched ahead_f;
+    arch::DmaDescriptor ahead_d;
+    sc_core::sc_time last_ar, ahead_floor, aw_floor;
+    std::size_t start_at = 0;
+    std::uint32_t start_q = 0, start_index = 0;
+    bool writes_done = false, handoff_known = false, behind_valid = false, queued_behind = false;
+    sc_core::sc_time handoff, handoff_at;
+    // The step chosen at the top of the loop, kept while the engine waits for its time.
+    sc_core::sc_time t_fetch, t_read, t_write, t_write_start, t_aw;
+  };
+  // Where step() goes on: the idle loop (run() of the one-thread model) or
+  // the running descriptor's loop (its execute()), each at its top or at an
+  // access it waits to make.
+  enum class Resume : std::uint8_t {
+    kIdle,          // the idle loop's top
+    kIdleSlept,     // slept toward a completion write, unless a doorbell came first
+    kIdleComplete,  // the completion stage's next write
+    kIdleFetch,     // the fetch AR of the next descriptor to run
+    kTop,           // the running descriptor's loop
+    kComplete,      // a completion write between its bursts
+    kFetch,         // the fetch unit's next pick
+    kFetchIssue,    // the fetch AR it picked
+    kRead,          // the next read burst
+    kWrite,         // the next write burst
+  };
 
   core::CoreContext& ctx_;
   Scratch scratch_;
+  Exec exec_;
+  Resume resume_ = Resume::kIdle;
+  sc_core::sc_time now_;         // the engine's time: SystemC's, or ahead of it under a scheduler
+  sc_core::sc_time idle_due_;    // kIdleSlept: the completion write it slept toward
+  struct Fetching {
+    std::uint32_t queue = 0, index = 0;
+    sc_core::sc_time issue;
+  } fetching_;
   tlm::tlm_generic_payload payload_;  // reused by every access
+  std::uint8_t no_bytes_[arch::kDmaDescriptorBytes] = {};  // what timing-only accesses point at
   sc_core::sc_time period_;
+  std::uint32_t beat_;             // dma.axi_data_bytes
+  bool data_;                      // bytes move (not a timing-only run)
+  std::uint64_t buffer_size_;      // the read-to-write byte buffer
   std::uint32_t max_outstanding_;
   sc_core::sc_time run_gap_;  // dma.run_gap_cycles: between two run starts of one side
   // dma.descriptor_gap_cycles: from a descriptor's last write beat to the next
@@ -282,12 +387,31 @@ private:
   sc_core::sc_time moving_until_;
   bool moving_any_ = false;
   sc_core::sc_time w_free_, b_last_;  // the engine's W channel and in-order write responses
-  std::deque<sc_core::sc_time> writes_b_;  // B times of the last max_outstanding writes
+  // B times of the last max_outstanding writes, a ring: when it is full,
+  // writes_b_[writes_b_next_] is the oldest, whose slot the next write takes.
+  std::vector<sc_core::sc_time> writes_b_;
+  std::uint32_t writes_b_count_ = 0, writes_b_next_ = 0;
   bool log_ = false;
   DescriptorSampler* sampler_ = nullptr;
   std::shared_ptr<DmaTurnOrder> turns_;
   sc_core::sc_time turn_at_ = sc_core::sc_max_time();  // the time of the turn taken last
 
+  // Under a DmaScheduler (set before the simulation starts; null: run() steps the engine).
+  DmaScheduler* scheduler_ = nullptr;
+  Wait wait_;                     // the wait the last step ended in
+  sc_core::sc_time waited_from_;  // and when it began
+  // doorbell_event_ as SystemC would hold it: its one pending notification
+  // (an sc_event keeps only the earliest), which wakes the engine only if it
+  // waits for a doorbell then, and is gone once its time has passed.
+  std::optional<sc_core::sc_time> bell_;
+  std::size_t slot_ = 0;  // the engine's place in its scheduler
+  // Head updates a doorbell may not see yet (their time is still to come).
+  struct HeadUpdate {
+    sc_core::sc_time at;
+    std::uint32_t queue, head;
+  };
+  std::deque<HeadUpdate> heads_ahead_;
+  std::vector<std::uint32_t> heads_seen_;  // per queue: the head doorbells see
 };
 
 }  // namespace tessera::dma

@@ -27,12 +27,21 @@ DmaSubsystem::DmaSubsystem(core::CoreContext& ctx, const DmaEngineFactory& facto
   const auto queues = static_cast<std::uint32_t>(ctx.cfg.dma.queues_per_engine);
   // The fast engines of the core take same-cycle turns in one order.
   const auto turns = std::make_shared<DmaTurnOrder>();
+  // The fast engines run under one scheduler, which decides when elaboration
+  // ends whether it can (dma/dma_scheduler.h); the RTL engines step
+  // themselves cycle by cycle.
+  if (!factory)
+    scheduler_ = std::make_unique<DmaScheduler>("dma_scheduler", ctx,
+                                                sc_core::sc_time(ctx.cfg.dma.start_latency_ns, sc_core::SC_NS));
   for (std::int64_t e = 0; e < ctx.cfg.dma.engines; ++e) {
     const std::string name = fmt::format("dma{}", e);
     engines_.push_back(factory ? factory(name.c_str(), ctx, queues)
                                : std::make_unique<DmaEngine>(name.c_str(), ctx, queues));
     engines_.back()->set_wave_probe(ctx.waves);
-    if (auto* fast = dynamic_cast<DmaEngine*>(engines_.back().get())) fast->share_turn_order(turns);
+    if (auto* fast = dynamic_cast<DmaEngine*>(engines_.back().get())) {
+      fast->share_turn_order(turns);
+      if (scheduler_) scheduler_->add(*fast);
+    }
   }
   stats_ = std::make_unique<DmaTotals>(ctx.stats, *this);
 }

@@ -5,6 +5,7 @@
 
 #include "core/core_context.h"
 #include "dma/dma_engine.h"
+#include "dma/dma_scheduler.h"
 
 #include <functional>
 #include <memory>
@@ -24,6 +25,8 @@ public:
 
   std::size_t engines() const { return engines_.size(); }
   DmaEngineBase& engine(std::size_t i) { return *engines_.at(i); }
+  // The fast engines' scheduler; null when the engines are the RTL's.
+  DmaScheduler* scheduler() { return scheduler_.get(); }
 
   std::string ring(std::uint32_t engine, std::uint32_t queue, std::uint64_t address, std::uint32_t count) override;
 
@@ -36,6 +39,7 @@ public:
 
 private:
   core::CoreContext& ctx_;
+  std::unique_ptr<DmaScheduler> scheduler_;  // the fast engines' (none for the RTL's)
   std::vector<std::unique_ptr<DmaEngineBase>> engines_;
   std::unique_ptr<DmaTotals> stats_;
 };

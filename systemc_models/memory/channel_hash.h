@@ -33,8 +33,8 @@ public:
   // `channels` must be a power of two from 1 to 256 (the config checks it).
   explicit ChannelHash(std::uint64_t channels);
 
-  std::uint32_t channel_of(std::uint64_t address) const {
-    const std::uint64_t g = address / kGranuleBytes;
+  std::uint32_t channel_of(std::uint64_t address) const { return channel_of_granule(address / kGranuleBytes); }
+  std::uint32_t channel_of_granule(std::uint64_t g) const {
     std::uint32_t c = 0;
     for (std::size_t k = 0; k < kTables; ++k) c ^= table_[k][(g >> (8 * k)) & 0xff];
     return c;

@@ -56,10 +56,17 @@ void Hbm::backdoor_write(std::uint64_t address, const std::uint8_t* in, std::uin
 
 sc_time Hbm::book(std::uint64_t address, std::uint64_t length, const sc_time& start) {
   const std::size_t channels = channel_bins_.size();
+  // The hash is linear and maps every granule index below `channels` to
+  // itself, so within an aligned block of `channels` granules the channel is
+  // the block's channel XOR the granule's place in it: one table lookup per
+  // block rather than per granule.
+  const std::uint64_t in_block = channels - 1;
+  std::uint32_t block_channel = 0;
   for (std::uint64_t a = address, end = address + length; a < end;) {
-    const std::uint64_t granule_end = (a / kInterleaveBytes + 1) * kInterleaveBytes;
-    const std::uint64_t n = std::min(end, granule_end) - a;
-    per_channel_[channel_of(a)] += n;
+    const std::uint64_t g = a / kInterleaveBytes;
+    if (a == address || (g & in_block) == 0) block_channel = hash_.channel_of_granule(g & ~in_block);
+    const std::uint64_t n = std::min(end, (g + 1) * kInterleaveBytes) - a;
+    per_channel_[block_channel ^ (g & in_block)] += n;
     a += n;
   }
   const double start_ns = trace::ns(start);

@@ -7,7 +7,7 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
+#include <vector>
 #include <map>
 
 namespace tessera::memory {
@@ -34,7 +34,11 @@ private:
 
   double ns_per_byte_, capacity_, bin_ns_;
   std::int64_t first_ = 0;
-  std::deque<double> used_;  // bytes booked in bin first_ + i
+  // Bytes booked in bin first_ + i, i < size_: a ring (slot (head_ + i) & mask),
+  // which a booking reaches with an index rather than a deque's block lookup.
+  std::vector<double> used_;
+  std::size_t head_ = 0, size_ = 0;
+  void reserve(std::size_t n);  // room for n bins, the ring grown by doubling
 };
 
 }  // namespace tessera::memory

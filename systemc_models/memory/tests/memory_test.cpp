@@ -2,6 +2,7 @@
 // initiator, checking data and simulated time.
 #include "memory/hbm.h"
 #include "memory/partitioned_memory.h"
+#include "memory/time_bins.h"
 #include "testing/tlm_initiator.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +12,8 @@
 #include <cstring>
 #include <stdexcept>
 #include <functional>
+#include <map>
+#include <random>
 
 namespace tessera {
 namespace {
@@ -121,6 +124,53 @@ TEST(ChannelHash, OtherPitchesSpreadWithinABound) {
     // 1,536 B rows to 8 channels only and 6,144 B rows to 4.
     EXPECT_GE(*lo, 48) << pitch;
     EXPECT_LE(*hi, 80) << pitch;
+  }
+}
+
+// The channel of a granule is the channel of its aligned block of `channels`
+// granules XOR its place in the block (what Hbm::book uses to look the hash up
+// once per block).
+TEST(ChannelHash, GranuleInABlockIsTheBlocksChannelXorItsPlace) {
+  for (const std::uint64_t channels : {1u, 2u, 16u, 32u, 256u}) {
+    const memory::ChannelHash h(channels);
+    std::mt19937_64 rng(channels);
+    for (int i = 0; i < 2000; ++i) {
+      const std::uint64_t g = rng() & ((std::uint64_t{1} << 40) - 1);
+      EXPECT_EQ(h.channel_of_granule(g), h.channel_of_granule(g & ~(channels - 1)) ^ (g & (channels - 1))) << g;
+    }
+  }
+}
+
+// TimeBins keeps its bins in a ring; against a map of bins with the same
+// rules (a bin never booked holds 0, bins before the stale one are dropped),
+// every booking finishes at the same time, bit for bit, bookings earlier than
+// the first bin kept and bins dropped and booked again included.
+TEST(TimeBins, RingBooksAsAMapOfBinsDoes) {
+  const double ns_per_byte = 1.0 / 3.7, bin_ns = 64, capacity = 3.7 * bin_ns;
+  memory::TimeBins bins(ns_per_byte, capacity, bin_ns);
+  std::map<std::int64_t, double> reference;
+  const auto reference_book = [&](double bytes, double start_ns, std::int64_t stale) {
+    reference.erase(reference.begin(), reference.lower_bound(stale));
+    double left = bytes, finish = start_ns;
+    for (auto b = static_cast<std::int64_t>(start_ns / bin_ns); left > 0; ++b) {
+      double& used = reference[b];
+      const double take = std::min(left, capacity - used);
+      used += take;
+      left -= take;
+      finish = (static_cast<double>(b) + used / capacity) * bin_ns;
+    }
+    return std::max(finish, start_ns + ns_per_byte * bytes);
+  };
+  std::mt19937_64 rng(7);
+  double now = 0;
+  for (int i = 0; i < 20000; ++i) {
+    now += static_cast<double>(rng() % 50);
+    const auto stale = static_cast<std::int64_t>(now / bin_ns) - 1 - static_cast<std::int64_t>(rng() % 3);
+    // Mostly ahead of now, sometimes far ahead (the ring grows), sometimes
+    // before the first bin kept.
+    const double start = now + static_cast<double>(rng() % (i % 97 == 0 ? 200000 : 3000)) - 64.0 * static_cast<double>(rng() % 2);
+    const double bytes = static_cast<double>(1 + rng() % 8192);
+    ASSERT_EQ(bins.book(bytes, std::max(start, 0.0), stale), reference_book(bytes, std::max(start, 0.0), stale)) << i;
   }
 }
 

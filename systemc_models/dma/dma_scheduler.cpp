@@ -1,0 +1,100 @@
+#include "dma/dma_scheduler.h"
+
+#include "dma/dma_engine.h"
+
+#include <cstdlib>
+#include <stdexcept>
+
+namespace tessera::dma {
+
+using sc_core::sc_time;
+using sc_core::sc_time_stamp;
+
+namespace {
+constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+}  // namespace
+
+DmaScheduler::DmaScheduler(sc_core::sc_module_name name, core::CoreContext& ctx, sc_time lookahead)
+    : sc_module(name), ctx_(ctx), lookahead_(lookahead), planned_(sc_core::sc_max_time()) {
+  SC_THREAD(run);
+}
+
+void DmaScheduler::add(DmaEngine& engine) { engines_.push_back(&engine); }
+
+void DmaScheduler::end_of_elaboration() {
+  const char* ahead = std::getenv("TESSERA_DMA_RUN_AHEAD");
+  active_ = (enabled_ || (ahead && *ahead && *ahead != '0')) && lookahead_ > sc_core::SC_ZERO_TIME && !ctx_.waves &&
+            !ctx_.on_chip;
+  for (const DmaEngine* e : engines_) active_ = active_ && !e->has_sampler();
+  if (active_)
+    for (std::size_t i = 0; i < engines_.size(); ++i) {
+      engines_[i]->scheduler_ = this;
+      engines_[i]->slot_ = i;
+    }
+  // Each engine's first step is at 0, where its thread would have started.
+  next_.assign(engines_.size(), sc_core::SC_ZERO_TIME);
+}
+
+void DmaScheduler::doorbell(std::size_t slot, const sc_time& next, const sc_time& visible_after) {
+  next_[slot] = next;
+  if (visible_after < lookahead_)
+    throw std::logic_error("DmaScheduler: a doorbell visible sooner than the lookahead");
+  // The step it may wake is at now + visible_after, which the scheduler may
+  // take once SystemC's time is past now (a step exactly a lookahead ahead
+  // could still see a doorbell rung later at the same time).
+  const sc_time wake = sc_time_stamp() + sc_core::sc_get_time_resolution();
+  if (planned_ > wake) {
+    planned_ = wake;
+    wake_.notify(sc_core::sc_get_time_resolution());
+  }
+}
+
+void DmaScheduler::run() {
+  if (!active_) return;
+  const sc_time never = sc_core::sc_max_time();
+  const sc_time resolution = sc_core::sc_get_time_resolution();
+  for (;;) {
+    const sc_time now = sc_time_stamp();
+    // Steps before `horizon` cannot be changed by anything rung from now on.
+    const sc_time horizon = now + lookahead_;
+    sc_time next = never;
+    for (;;) {
+      // The engine with the earliest step (the lower rank at the same time)
+      // and the one after it, which bounds how far the first runs on alone.
+      std::size_t first = 0, second = kNone;
+      sc_time first_at = never, second_at = never;
+      for (std::size_t i = 0; i < next_.size(); ++i) {
+        const sc_time at = next_[i];
+        if (at < first_at) {  // strict: of two at the same time, the lower rank
+          second = first_at == never ? kNone : first;
+          second_at = first_at;
+          first = i;
+          first_at = at;
+        } else if (at < second_at) {
+          second = i;
+          second_at = at;
+        }
+      }
+      if (first_at >= horizon) {
+        next = first_at;
+        break;
+      }
+      DmaEngine& e = *engines_[first];
+      const sc_time limit = std::min(second_at, horizon);
+      const bool wins_tie = second_at < horizon && first < second;  // engines are in rank order
+      sc_time& at = next_[first];
+      for (;;) {
+        if (at > reached_) reached_ = at;
+        at = e.step_at(at);
+        if (ctx_.error) return;  // the run stops (sc_stop)
+        if (!(at < limit || (wins_tie && at == second_at))) break;
+      }
+    }
+    if (next != never) planned_ = next - lookahead_ + resolution;
+    else planned_ = reached_ > now ? reached_ : never;
+    if (planned_ == never) sc_core::wait(wake_);
+    else sc_core::wait(planned_ - now, wake_);
+  }
+}
+
+}  // namespace tessera::dma

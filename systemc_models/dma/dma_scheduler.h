@@ -1,0 +1,85 @@
+// Runs the fast DMA engines of one core without a SystemC process switch per
+// memory access. Each engine's model is a state machine (DmaEngine::step) that
+// stops at every point where its one-thread form waited; the scheduler takes
+// the engine with the earliest next step, the lower engine number first at the
+// same time (the order DmaTurnOrder gives the engines' own threads), and runs
+// it at that time, which may be ahead of SystemC's: its accesses reach memory
+// with the difference as their annotated delay.
+//
+// How far ahead: the engines' only input from the rest of the core is the
+// doorbell, which a sequencer rings at SystemC's time and which the engine sees
+// dma.start_latency_ns later (the lookahead). So no process can change what an
+// engine does before SystemC's time plus the lookahead, and every step before
+// then runs in the same order, against the same memory state, as when each
+// engine waited in SystemC for its own time; the scheduler then sleeps until
+// SystemC's time is within a lookahead of the next step. What other processes
+// observe follows their own time: a semaphore write is applied by the
+// semaphores at its time (Semaphores::increment_at), and a doorbell checks a
+// ring's room against the heads completed by then.
+//
+// Off unless asked for (TESSERA_DMA_RUN_AHEAD=1, or enable()): the engines'
+// own accesses and bookings are the same, but the rest of the core is not
+// always. Two sequencers woken at the same picosecond run in the order
+// SystemC takes their timed notifications from its queue, a binary heap that
+// is not first-in first-out for equal times, so the order depends on every
+// other timed notification in the heap, the engines' waits included; without
+// those waits it can change, and with it the order of two doorbells rung in
+// that picosecond, which decides which queue's tail write the engine sees
+// first. In the smoke suite this changes one job of 260 (gelu on tiny, three
+// doorbells rung at 15,290 ns by two sequencers). Without the scheduler each
+// engine steps in its own thread (DmaEngine::run) with exactly the waits it
+// had, so every run is identical to the one-thread model.
+//
+// Also never with a lookahead of 0, a waveform being recorded (its probes
+// sample engine state at SystemC's time), the sampled fidelity (its sampler
+// is told of each descriptor as it finishes) or several cores sharing an HBM
+// (their engines' same-time order is SystemC's process order, which one
+// core's scheduler cannot reproduce).
+#pragma once
+
+#include "core/core_context.h"
+
+#include <systemc>
+
+#include <vector>
+
+namespace tessera::dma {
+
+class DmaEngine;
+
+class DmaScheduler : public sc_core::sc_module {
+public:
+  SC_HAS_PROCESS(DmaScheduler);
+  DmaScheduler(sc_core::sc_module_name name, core::CoreContext& ctx, sc_core::sc_time lookahead);
+
+  // Engines in rank order (the same-time order); before the simulation starts.
+  void add(DmaEngine& engine);
+  // Whether the scheduler runs the engines (decided when elaboration ends).
+  bool active() const { return active_; }
+  // Runs the engines ahead where it can (before the simulation starts), as
+  // TESSERA_DMA_RUN_AHEAD=1 does for every core.
+  void enable() { enabled_ = true; }
+
+  // A doorbell of the engine in `slot` becomes visible `visible_after` from
+  // now, and the engine's next step is `next`: it may be within the
+  // lookahead of a time before the scheduler's next wake-up.
+  void doorbell(std::size_t slot, const sc_core::sc_time& next, const sc_core::sc_time& visible_after);
+
+private:
+  void end_of_elaboration() override;
+  void run();
+
+  core::CoreContext& ctx_;
+  sc_core::sc_time lookahead_;
+  std::vector<DmaEngine*> engines_;
+  std::vector<sc_core::sc_time> next_;  // each engine's next step, by slot (rank order)
+  bool active_ = false, enabled_ = false;
+  sc_core::sc_event wake_;
+  sc_core::sc_time planned_;  // when run() wakes next (sc_max_time: only on wake_)
+  // The latest step taken: SystemC's time is brought there before the
+  // scheduler idles, so that a run ends at the time it ended at when each
+  // engine waited in SystemC for its own steps.
+  sc_core::sc_time reached_;
+};
+
+}  // namespace tessera::dma
