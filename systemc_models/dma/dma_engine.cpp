@@ -444,6 +444,9 @@ void DmaEngine::begin(const Fetched& f) {
   // channel and takes its place among the data bursts (after the bursts
   // issued before it when they are ready in the same cycle).
   x.fetch_on_r = false;
+  x.fetch_open = false;
+  scratch_.open.clear();
+  x.opened = 0;
   x.fetch_after = 0;            // data bursts issued before the fetch
   x.fetch_last = SC_ZERO_TIME;  // the fetch's R beat as placed so far
   x.read_at = x.written = 0;
@@ -492,19 +495,26 @@ void DmaEngine::place() {
   std::vector<sc_time>& last_beat = scratch_.last_beat;
   std::vector<sc_time>& ready_at = scratch_.ready_at;
   std::vector<char>& delivered = scratch_.delivered;
-  open.clear();
-  for (std::size_t i = x.placed; i < x.ri; ++i)
-    if (!delivered[i]) open.push_back(i);
-  if (x.fetch_on_r) open.push_back(kFetch);
   const auto ready = [&](std::size_t k) { return k == kFetch ? prefetched_->ready : ready_at[k]; };
   const auto issued = [&](std::size_t k) {
     return k == kFetch ? 2 * static_cast<std::int64_t>(x.fetch_after) - 1 : 2 * static_cast<std::int64_t>(k);
   };
-  std::sort(open.begin(), open.end(), [&](std::size_t a, std::size_t b) {
+  const auto before = [&](std::size_t a, std::size_t b) {
     return ready(a) != ready(b) ? ready(a) < ready(b) : issued(a) < issued(b);
-  });
+  };
+  // The bursts on their way, in the order the R channel takes them. A
+  // burst's key is fixed once it is issued (and the fetch's until it is
+  // delivered), so the list is kept sorted from call to call: the reads
+  // issued since the last call, and the fetch, go in at their places.
+  for (; x.opened < x.ri; ++x.opened)
+    open.insert(std::upper_bound(open.begin(), open.end(), x.opened, before), x.opened);
+  if (x.fetch_on_r && !x.fetch_open) {
+    open.insert(std::upper_bound(open.begin(), open.end(), kFetch, before), kFetch);
+    x.fetch_open = true;
+  }
   sc_time ch = x.r_channel;
   bool final_so_far = true;
+  std::size_t delivered_now = 0;  // the final ones are a prefix of the list
   for (const std::size_t k : open) {
     const sc_time first = std::max(ready(k), ch);
     const std::uint32_t beats = k == kFetch ? arch::kDmaDescriptorBytes / beat_ : scratch_.read_beats[k];
@@ -516,13 +526,16 @@ void DmaEngine::place() {
     if (final_so_far) {
       if (k == kFetch) {
         x.fetch_on_r = false;
+        x.fetch_open = false;
         prefetched_->ready = last;
       } else {
         delivered[k] = true;
       }
       x.r_channel = ch;
+      ++delivered_now;
     }
   }
+  open.erase(open.begin(), open.begin() + static_cast<std::ptrdiff_t>(delivered_now));
   std::vector<sc_time>& retired = scratch_.retired;
   for (; x.placed < x.ri && delivered[x.placed]; ++x.placed)
     retired[x.placed] = x.placed == 0 ? std::max(last_beat[0], x.retired_floor)
@@ -792,6 +805,14 @@ DmaEngine::Wait DmaEngine::step() {
           x.need = x.need > k ? x.need - k : 0;
           x.fetch_after = x.fetch_after > k ? x.fetch_after - k : 0;
           if (x.start_at != static_cast<std::size_t>(-1)) x.start_at -= k;  // its first read may still be to come
+          // The bursts on their way are the read-ahead descriptor's (the running
+          // one's have all been delivered: its last write needed every one).
+          std::size_t kept = 0;
+          for (const std::size_t o : scratch_.open)
+            if (o == static_cast<std::size_t>(-1)) scratch_.open[kept++] = o;
+            else if (o >= k) scratch_.open[kept++] = o - k;
+          scratch_.open.resize(kept);
+          x.opened -= k;
           scratch_.sent.clear();
           dst.swap(scratch_.ahead_dst);
           x.wi = 0;

@@ -14,7 +14,10 @@
 // would issue it (fetch one ahead, outstanding read and write slots, R and W
 // channels, a one-descriptor completion stage), and times them from the
 // memories' own answers. It waits per access rather than per cycle; its rules
-// and their measured agreement with the RTL are in docs/cosim.md.
+// and their measured agreement with the RTL are in docs/cosim.md. It is a
+// state machine (DmaEngine::step) that stops at each of those waits, stepped
+// by its own SystemC thread or, opt-in, with the core's other fast engines by
+// a DmaScheduler that runs them ahead of SystemC's time (dma/dma_scheduler.h).
 #pragma once
 
 #include "arch/dma_descriptor.h"
@@ -301,7 +304,7 @@ private:
     std::vector<std::uint32_t> read_beats;
     std::vector<char> delivered;
     std::vector<std::uint64_t> read_end;
-    std::vector<std::size_t> open;
+    std::vector<std::size_t> open;  // the bursts on the R channel's way, in its order (place())
     std::vector<SentBurst> sent;
   };
   // The running descriptor's state between steps (see begin() for each field).
@@ -313,6 +316,8 @@ private:
     std::size_t ri = 0, wi = 0, src_end = 0, placed = 0, need = 0;
     sc_core::sc_time next_read, r_channel, last_w, retired_floor;
     bool fetch_on_r = false;
+    bool fetch_open = false;  // the fetch is in scratch_.open
+    std::size_t opened = 0;   // the read bursts placed in scratch_.open so far: [0, opened)
     std::size_t fetch_after = 0;
     sc_core::sc_time fetch_last;
     std::uint64_t read_at = 0, written = 0;
