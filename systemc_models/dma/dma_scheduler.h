@@ -32,9 +32,9 @@
 //
 // Also never with a lookahead of 0, a waveform being recorded (its probes
 // sample engine state at SystemC's time), the sampled fidelity (its sampler
-// is told of each descriptor as it finishes) or several cores sharing an HBM
-// (their engines' same-time order is SystemC's process order, which one
-// core's scheduler cannot reproduce).
+// is told of each descriptor as it finishes) or a core of a chip (the
+// cores' engines meet at one HBM, and their same-time order across cores is
+// SystemC's process order, which one core's scheduler cannot reproduce).
 #pragma once
 
 #include "core/core_context.h"
