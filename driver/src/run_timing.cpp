@@ -153,35 +153,52 @@ RunEvents run_events(const Program& program, core::NeuronCore& core) {
   // Descriptors: queued, then moving; each after the one before it in its
   // queue, and the first part after the DmaTrigger that rang it.
   const std::vector<DescriptorTime> descriptors = descriptor_times(program, core);
-  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, int> first_part;  // (engine, queue, index)
-  std::map<DmaQueueId, std::vector<std::pair<int, std::uint32_t>>> signals_of_queue;  // moving event, delta
-  std::map<DmaQueueId, int> last_of_queue;
+  // Per DMA queue, numbered in ring order: each descriptor's first event, the
+  // queue's last event, and its semaphore signals (moving event, delta).
+  // Vectors by number and ring slot, not maps by (engine, queue, index): a
+  // large run has half a million descriptors.
+  std::map<DmaQueueId, std::size_t> queue_number;
+  std::vector<std::vector<int>> first_part;
+  for (const auto& [id, ring] : program.rings) {
+    queue_number.emplace(id, first_part.size());
+    first_part.emplace_back(ring.size(), -1);
+  }
+  std::vector<int> last_of_queue(first_part.size(), -1);
+  std::vector<std::vector<std::pair<int, std::uint32_t>>> signals_of_queue(first_part.size());
+  std::size_t number = 0;
+  DmaQueueId numbered{~0u, ~0u};
   for (const DescriptorTime& t : descriptors) {
     const DmaQueueId id{t.engine, t.queue};
+    if (id != numbered) {
+      const auto n = queue_number.find(id);
+      if (n == queue_number.end()) continue;  // a descriptor of no ring of this program
+      number = n->second;
+      numbered = id;
+    }
     Event x;
     x.resource = interned.queue(t.engine, t.queue);
     x.index = t.index;
     x.label = program.label(id, t.index);
     if (const auto s = program.ring_sites.find(id); s != program.ring_sites.end() && t.index < s->second.size())
       x.site = interned.site(s->second[t.index]);
-    const auto last = last_of_queue.find(id);
-    if (last != last_of_queue.end()) x.after.push_back(last->second);
+    if (last_of_queue[number] >= 0) x.after.push_back(last_of_queue[number]);
+    int first = -1;
     if (t.moving_from_ns > t.queued_from_ns) {
       Event queued = x;
       queued.kind = "dma queued";
       queued.start = t.queued_from_ns;
       queued.end = t.moving_from_ns;
-      const int q = add(std::move(queued));
-      first_part[{t.engine, t.queue, t.index}] = q;
-      x.after = {q};
+      first = add(std::move(queued));
+      x.after = {first};
     }
     x.kind = "dma";
     x.start = t.moving_from_ns;
     x.end = t.release_ns;
     const int moving = add(std::move(x));
-    first_part.emplace(std::make_tuple(t.engine, t.queue, t.index), moving);
-    last_of_queue[id] = moving;
-    if (t.delta > 0) signals_of_queue[id].emplace_back(moving, t.delta);
+    if (t.index < first_part[number].size() && first_part[number][t.index] < 0)
+      first_part[number][t.index] = first >= 0 ? first : moving;
+    last_of_queue[number] = moving;
+    if (t.delta > 0) signals_of_queue[number].emplace_back(moving, t.delta);
   }
   for (int e = 0; e < arch::kNumEngines; ++e) {
     const auto& stream = program.streams[static_cast<std::size_t>(e)];
@@ -189,50 +206,56 @@ RunEvents run_events(const Program& program, core::NeuronCore& core) {
       const int trigger = of_instruction[static_cast<std::size_t>(e)][i];
       if (trigger < 0 || stream[i].opcode != arch::Opcode::DmaTrigger) continue;
       const arch::Instruction& in = stream[i];
+      const auto n = queue_number.find({in.dma_engine, in.dma_queue});
+      if (n == queue_number.end()) continue;
+      const std::vector<int>& parts = first_part[n->second];
       for (std::uint64_t k = 0; k < std::max<std::uint64_t>(1, in.value); ++k) {
-        const auto part = first_part.find({in.dma_engine, in.dma_queue, static_cast<std::uint32_t>(in.address + k)});
-        if (part != first_part.end()) events[static_cast<std::size_t>(part->second)].after.push_back(trigger);
+        const std::uint64_t slot = in.address + k;
+        if (slot < parts.size() && parts[slot] >= 0) events[static_cast<std::size_t>(parts[slot])].after.push_back(trigger);
       }
     }
   }
   // Each blocked wait after the signal that took its semaphore to its value:
   // a semaphore has one owner (Program::semaphore_owners), whose signals
-  // land in its program order.
-  for (std::size_t sem = 0; sem < program.semaphore_owners.size(); ++sem) {
+  // land in its program order. One pass over the streams gathers every
+  // semaphore's signals (from its owning engine) and waits.
+  const std::size_t sems = program.semaphore_owners.size();
+  std::vector<std::vector<std::pair<int, std::uint32_t>>> signals(sems);
+  std::vector<std::vector<std::pair<int, std::uint32_t>>> waits(sems);  // (event, the value it waits for)
+  std::vector<int> owner_engine(sems, -1);
+  for (std::size_t sem = 0; sem < sems; ++sem) {
     const std::string& owner = program.semaphore_owners[sem];
-    std::vector<std::pair<int, std::uint32_t>> signals;
     if (owner.rfind("dma ", 0) == 0) {
       std::uint32_t de = 0, dq = 0;
-      if (std::sscanf(owner.c_str(), "dma %u.%u", &de, &dq) == 2) {
-        const auto it = signals_of_queue.find({de, dq});
-        if (it != signals_of_queue.end()) signals = it->second;
-      }
-    } else {
-      for (int e = 0; e < arch::kNumEngines; ++e) {
-        if (owner != to_string(static_cast<arch::Engine>(e))) continue;
-        const auto& stream = program.streams[static_cast<std::size_t>(e)];
-        for (std::size_t i = 0; i < stream.size(); ++i) {
-          const int id = of_instruction[static_cast<std::size_t>(e)][i];
-          if (id >= 0 && stream[i].opcode == arch::Opcode::SemIncr && stream[i].sem == sem)
-            signals.emplace_back(id, stream[i].value);
-        }
-      }
+      if (std::sscanf(owner.c_str(), "dma %u.%u", &de, &dq) == 2)
+        if (const auto n = queue_number.find({de, dq}); n != queue_number.end()) signals[sem] = signals_of_queue[n->second];
+      continue;
     }
-    std::vector<std::uint64_t> value_after;
+    for (int e = 0; e < arch::kNumEngines; ++e)
+      if (owner == to_string(static_cast<arch::Engine>(e))) owner_engine[sem] = e;
+  }
+  for (int e = 0; e < arch::kNumEngines; ++e) {
+    const auto& stream = program.streams[static_cast<std::size_t>(e)];
+    for (std::size_t i = 0; i < stream.size(); ++i) {
+      const int id = of_instruction[static_cast<std::size_t>(e)][i];
+      const arch::Instruction& in = stream[i];
+      if (id < 0 || in.sem >= sems) continue;
+      if (in.opcode == arch::Opcode::SemIncr && owner_engine[in.sem] == e) signals[in.sem].emplace_back(id, in.value);
+      else if (in.opcode == arch::Opcode::SemWait) waits[in.sem].emplace_back(id, in.value);
+    }
+  }
+  std::vector<std::uint64_t> value_after;
+  for (std::size_t sem = 0; sem < sems; ++sem) {
+    value_after.clear();
     std::uint64_t v = 0;
-    for (const auto& [id, delta] : signals) value_after.push_back(v += delta);
-    for (int e = 0; e < arch::kNumEngines; ++e) {
-      const auto& stream = program.streams[static_cast<std::size_t>(e)];
-      for (std::size_t i = 0; i < stream.size(); ++i) {
-        const int id = of_instruction[static_cast<std::size_t>(e)][i];
-        if (id < 0 || stream[i].opcode != arch::Opcode::SemWait || stream[i].sem != sem) continue;
-        Event& w = events[static_cast<std::size_t>(id)];
-        if (w.kind != "wait") continue;
-        const auto it = std::lower_bound(value_after.begin(), value_after.end(), std::uint64_t{stream[i].value});
-        if (it == value_after.end()) continue;
-        w.released_by = signals[static_cast<std::size_t>(it - value_after.begin())].first;
-        w.after.push_back(w.released_by);
-      }
+    for (const auto& [id, delta] : signals[sem]) value_after.push_back(v += delta);
+    for (const auto& [id, value] : waits[sem]) {
+      Event& w = events[static_cast<std::size_t>(id)];
+      if (w.kind != "wait") continue;
+      const auto it = std::lower_bound(value_after.begin(), value_after.end(), std::uint64_t{value});
+      if (it == value_after.end()) continue;
+      w.released_by = signals[sem][static_cast<std::size_t>(it - value_after.begin())].first;
+      w.after.push_back(w.released_by);
     }
   }
   return run;

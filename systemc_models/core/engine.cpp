@@ -53,6 +53,9 @@ void Engine::set_program(std::uint64_t address, std::uint64_t bytes) {
   program_address_ = address;
   program_bytes_ = bytes;
   stream_.assign(bytes, 0);
+  // At most one record per header's worth of bytes: reserved once, so that
+  // a long stream's records are not copied (and faulted in) at each doubling.
+  costs_.reserve(bytes / arch::kInstrHeaderBytes);
   block_time_.clear();
   fetch_port_free_ = sc_core::SC_ZERO_TIME;
 }
