@@ -243,7 +243,8 @@ std::vector<Space> spaces(const KernelSpec& spec, const arch::HwConfig& config, 
   std::vector<Space> out;
   for (const std::string& name : names) {
     const std::string variant = spec.variant(name).name;  // throws, naming the variants, on a wrong name
-    const Params defaults = kernels::resolve_params(spec, variant, config, shape, Params{});
+    // The kernel's own defaults: the database's points enter as seeds (seed_from_db).
+    const Params defaults = kernels::derived_params(spec, variant, config, shape, Params{});
     const Params none;
     const kernels::ParamContext ctx{config, shape, variant, none};
     Space sp;

@@ -424,6 +424,11 @@ Params complete_params(const KernelSpec& spec, const std::string& variant, const
 
 }  // namespace
 
+Params derived_params(const KernelSpec& spec, const std::string& variant_name, const arch::HwConfig& config,
+                      const Shape& shape, const Params& given, const std::string& dtype) {
+  return complete_params(spec, spec.variant(variant_name).name, config, shape, given, dtype);
+}
+
 Params resolve_params(const KernelSpec& spec, const std::string& variant_name, const arch::HwConfig& config,
                       const Shape& shape, const Params& given, const std::string& dtype) {
   const std::string& variant = spec.variant(variant_name).name;

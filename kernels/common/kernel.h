@@ -222,6 +222,10 @@ Params check_params(const KernelSpec& spec, const std::string& variant, const st
 // at its default for this config and shape, in declaration order.
 Params resolve_params(const KernelSpec& spec, const std::string& variant, const arch::HwConfig& config,
                       const Shape& shape, const Params& given, const std::string& dtype = "bf16");
+// The same from the kernel's own defaults only, never the tuning database's
+// point: what a search calls a variant's untuned default.
+Params derived_params(const KernelSpec& spec, const std::string& variant, const arch::HwConfig& config,
+                      const Shape& shape, const Params& given, const std::string& dtype = "bf16");
 
 // What one run asks for: names as a user writes them, checked and resolved
 // by make_instance.
