@@ -24,10 +24,20 @@ std::vector<DescriptorTime> descriptor_times(const Program& program, core::Neuro
   for (std::size_t e = 0; e < core.dma().engines(); ++e) {
     const dma::DmaEngineBase& engine = core.dma().engine(e);
     const auto e32 = static_cast<std::uint32_t>(e);
-    std::map<std::pair<std::uint32_t, std::uint32_t>, double> visible, started;  // (queue, index) -> time
+    // By queue, then ring index: when each descriptor became visible and
+    // began to move (-1: never). Vectors, not maps by (queue, index): an
+    // engine of a large run has tens of thousands of descriptors.
+    std::map<std::uint32_t, std::vector<double>> visible, started;
+    const auto slot = [](std::map<std::uint32_t, std::vector<double>>& by_queue, std::uint32_t q,
+                         std::uint32_t index) -> double& {
+      std::vector<double>& times = by_queue[q];
+      if (times.size() <= index) times.resize(std::size_t{index} + 1, -1.0);
+      return times[index];
+    };
     for (const auto& d : engine.doorbells())
-      for (std::uint32_t i = 0; i < d.count; ++i) visible[{d.queue, d.first + i}] = ns(d.visible);
-    for (const auto& st : engine.starts()) started.emplace(std::make_pair(st.queue, st.index), ns(st.at));
+      for (std::uint32_t i = 0; i < d.count; ++i) slot(visible, d.queue, d.first + i) = ns(d.visible);
+    for (const auto& st : engine.starts())
+      if (double& at = slot(started, st.queue, st.index); at < 0) at = ns(st.at);
     std::map<std::uint32_t, std::vector<std::pair<std::uint32_t, double>>> done;  // queue -> (index, status written)
     for (const auto& c : engine.completions()) done[c.queue].emplace_back(c.index, ns(c.done));
     for (auto& [q, list] : done) {
@@ -41,6 +51,9 @@ std::vector<DescriptorTime> descriptor_times(const Program& program, core::Neuro
       const auto writes = sem < 0 ? increments.end() : increments.find(static_cast<std::size_t>(sem));
       std::size_t next_write = 0;  // the queue's semaphore writes land in ring order
       double previous_release = 0;
+      const auto v = visible.find(q), s = started.find(q);
+      const std::vector<double>* visible_q = v == visible.end() ? nullptr : &v->second;
+      const std::vector<double>* started_q = s == started.end() ? nullptr : &s->second;
       for (const auto& [index, status] : list) {
         const arch::DmaDescriptor* d =
             ring != program.rings.end() && index < ring->second.size() ? &ring->second[index] : nullptr;
@@ -56,13 +69,14 @@ std::vector<DescriptorTime> descriptor_times(const Program& program, core::Neuro
           t.release_ns = writes->second[next_write++];
           t.delta = d->sem_value;
         }
-        const auto v = visible.find({q, index});
-        t.visible_ns = v == visible.end() ? previous_release : v->second;
-        const auto s = started.find({q, index});
-        if (s != started.end()) t.first_read_ns = s->second;
+        const auto time_of = [&](const std::vector<double>* times) {
+          return times && index < times->size() ? (*times)[index] : -1.0;
+        };
+        const double shown = time_of(visible_q), start = time_of(started_q);
+        t.visible_ns = shown < 0 ? previous_release : shown;
+        if (start >= 0) t.first_read_ns = start;
         t.queued_from_ns = std::max(t.visible_ns, previous_release);
-        t.moving_from_ns =
-            std::min(t.release_ns, std::max(s == started.end() ? t.queued_from_ns : s->second, previous_release));
+        t.moving_from_ns = std::min(t.release_ns, std::max(start < 0 ? t.queued_from_ns : start, previous_release));
         previous_release = t.release_ns;
         out.push_back(t);
       }
@@ -167,6 +181,9 @@ RunEvents run_events(const Program& program, core::NeuronCore& core) {
   std::vector<std::vector<std::pair<int, std::uint32_t>>> signals_of_queue(first_part.size());
   std::size_t number = 0;
   DmaQueueId numbered{~0u, ~0u};
+  // What a queue's descriptors share, looked up once per run of them.
+  std::string_view resource;
+  const std::vector<CallSite>* sites = nullptr;
   for (const DescriptorTime& t : descriptors) {
     const DmaQueueId id{t.engine, t.queue};
     if (id != numbered) {
@@ -174,13 +191,15 @@ RunEvents run_events(const Program& program, core::NeuronCore& core) {
       if (n == queue_number.end()) continue;  // a descriptor of no ring of this program
       number = n->second;
       numbered = id;
+      resource = interned.queue(t.engine, t.queue);
+      const auto s = program.ring_sites.find(id);
+      sites = s == program.ring_sites.end() ? nullptr : &s->second;
     }
     Event x;
-    x.resource = interned.queue(t.engine, t.queue);
+    x.resource = resource;
     x.index = t.index;
     x.label = program.label(id, t.index);
-    if (const auto s = program.ring_sites.find(id); s != program.ring_sites.end() && t.index < s->second.size())
-      x.site = interned.site(s->second[t.index]);
+    if (sites && t.index < sites->size()) x.site = interned.site((*sites)[t.index]);
     if (last_of_queue[number] >= 0) x.after.push_back(last_of_queue[number]);
     int first = -1;
     if (t.moving_from_ns > t.queued_from_ns) {
