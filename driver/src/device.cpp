@@ -21,6 +21,7 @@
 #include <map>
 #include <optional>
 #include <tuple>
+#include <unordered_map>
 #include <cstring>
 #include <functional>
 #include <sstream>
@@ -133,19 +134,65 @@ void add_profile_figures(RunReport& report, const Program& program, core::Neuron
 // The report's time by call site and by label: each engine's per-instruction
 // costs, and each descriptor's queued and moving time, under the call site
 // and label the builder gave it.
+// The rows of by_site and by_label, keyed by their strings as the report
+// shows them. A large run attributes millions of instructions and
+// descriptors to a few hundred rows, so each (engine, call site) and
+// (engine, label) finds its row through a cache keyed by numbers and makes
+// its strings only the first time; each row still adds its costs in the
+// order it did when it was looked up by string.
+class AttributionRows {
+ public:
+  using Rows = std::map<std::pair<std::string, std::string>, SiteCost>;
+  explicit AttributionRows(const Program& program) : program_(program) {}
+
+  // `engine` is a small number naming `engine_name` (the engines, then DMA).
+  SiteCost& by_site(std::uint32_t engine, const std::string& engine_name, const CallSite& where) {
+    // Call sites whose file is unknown all read as "" (Program::site_name).
+    const bool known = where.file >= 0 && static_cast<std::size_t>(where.file) < program_.source_files.size();
+    const std::uint64_t key = (std::uint64_t{engine} << 56) |
+                              (known ? (std::uint64_t(std::uint32_t(where.file) + 1) << 32) | where.line : 0);
+    const auto cached = site_rows_.find(key);
+    if (cached != site_rows_.end()) return *cached->second;
+    const std::string site = program_.site_name(where);
+    SiteCost& row = sites_[{engine_name, site}];
+    row.engine = engine_name;
+    row.site = site;
+    return *site_rows_.emplace(key, &row).first->second;
+  }
+  SiteCost& by_label(std::uint32_t engine, const std::string& engine_name, const std::string& label) {
+    // Labels are the Program's strings: one address per label name entry.
+    const auto cached = label_rows_.find({engine, &label});
+    if (cached != label_rows_.end()) return *cached->second;
+    SiteCost& row = labels_[{engine_name, label}];
+    row.engine = engine_name;
+    row.label = label;
+    return *label_rows_.emplace(std::make_pair(engine, &label), &row).first->second;
+  }
+  Rows& sites() { return sites_; }
+  Rows& labels() { return labels_; }
+
+ private:
+  const Program& program_;
+  Rows sites_, labels_;  // std::map: its rows stay where they are as it grows
+  std::unordered_map<std::uint64_t, SiteCost*> site_rows_;
+  std::map<std::pair<std::uint32_t, const std::string*>, SiteCost*> label_rows_;
+};
+
 void add_attribution(RunReport& report, const Program& program, core::NeuronCore& core) {
-  std::map<std::pair<std::string, std::string>, SiteCost> by_site, by_label;  // (engine, site | label)
-  const auto add = [&](const std::string& engine, const CallSite& where, const std::string& label,
-                       const std::function<void(SiteCost&)>& cost) {
-    const std::string site = program.site_name(where);
-    SiteCost& a = by_site[{engine, site}];
-    a.engine = engine;
-    a.site = site;
-    cost(a);
-    SiteCost& b = by_label[{engine, label}];
-    b.engine = engine;
-    b.label = label;
-    cost(b);
+  AttributionRows rows(program);
+  const auto add = [&](std::uint32_t engine, const std::string& engine_name, const CallSite& where,
+                       const std::string& label, const auto& cost) {
+    cost(rows.by_site(engine, engine_name, where));
+    cost(rows.by_label(engine, engine_name, label));
+  };
+  // Whom each semaphore's waits are for, named once.
+  std::vector<std::string> waited_for_sem;
+  for (std::size_t sem = 0; sem < program.semaphore_owners.size(); ++sem)
+    waited_for_sem.push_back(waited_for(program, sem));
+  std::string other_semaphore;
+  const auto waited_for_name = [&](std::size_t sem) -> const std::string& {
+    if (sem < waited_for_sem.size()) return waited_for_sem[sem];
+    return other_semaphore = waited_for(program, sem);
   };
   for (int e = 0; e < arch::kNumEngines; ++e) {
     const auto kind = static_cast<arch::Engine>(e);
@@ -160,24 +207,39 @@ void add_attribution(RunReport& report, const Program& program, core::NeuronCore
       const bool counts = in.opcode != arch::Opcode::SemWait && in.opcode != arch::Opcode::SemIncr &&
                           in.opcode != arch::Opcode::End && in.opcode != arch::Opcode::Nop;
       if (!counts && c.busy_ns == 0 && c.semaphore_wait_ns == 0 && c.fetch_wait_ns == 0) continue;
-      add(engine, i < sites.size() ? sites[i] : CallSite{}, program.label(kind, i),
+      const std::string* whom = c.semaphore_wait_ns > 0 ? &waited_for_name(in.sem) : nullptr;
+      add(static_cast<std::uint32_t>(e), engine, i < sites.size() ? sites[i] : CallSite{}, program.label(kind, i),
           [&](SiteCost& r) {
             if (counts) r.count += 1;
             r.busy_ns += c.busy_ns;
             r.waiting_ns += c.semaphore_wait_ns;
             r.fetch_wait_ns += c.fetch_wait_ns;
-            if (c.semaphore_wait_ns > 0) r.waiting_for[waited_for(program, in.sem)] += c.semaphore_wait_ns;
+            if (whom) r.waiting_for[*whom] += c.semaphore_wait_ns;
             if (c.fetch_wait_ns > 0) r.waiting_for["instruction fetch"] += c.fetch_wait_ns;
           });
     }
   }
+  const std::string dma_name = "dma";
+  const auto dma_engine = static_cast<std::uint32_t>(arch::kNumEngines);
   for (std::size_t e = 0; e < core.dma().engines(); ++e) {
     const dma::DmaEngineBase& engine = core.dma().engine(e);
     const auto e32 = static_cast<std::uint32_t>(e);
-    std::map<std::pair<std::uint32_t, std::uint32_t>, sc_core::sc_time> visible, started;  // (queue, index)
+    // By queue, then ring index (an engine of a large run has tens of
+    // thousands of descriptors): when each became visible and first read.
+    std::map<std::uint32_t, std::vector<std::optional<sc_core::sc_time>>> visible, started;
+    const auto slot = [](std::map<std::uint32_t, std::vector<std::optional<sc_core::sc_time>>>& by_queue,
+                         std::uint32_t q, std::uint32_t index) -> std::optional<sc_core::sc_time>& {
+      auto& times = by_queue[q];
+      if (times.size() <= index) times.resize(std::size_t{index} + 1);
+      return times[index];
+    };
+    const auto find = [](const std::vector<std::optional<sc_core::sc_time>>* times, std::uint32_t index) {
+      return times && index < times->size() ? (*times)[index] : std::nullopt;
+    };
     for (const auto& d : engine.doorbells())
-      for (std::uint32_t i = 0; i < d.count; ++i) visible[{d.queue, d.first + i}] = d.visible;
-    for (const auto& st : engine.starts()) started.emplace(std::make_pair(st.queue, st.index), st.at);
+      for (std::uint32_t i = 0; i < d.count; ++i) slot(visible, d.queue, d.first + i) = d.visible;
+    for (const auto& st : engine.starts())
+      if (auto& at = slot(started, st.queue, st.index); !at) at = st.at;
     std::map<std::uint32_t, std::vector<std::pair<std::uint32_t, sc_core::sc_time>>> done;  // queue -> (index, status)
     for (const auto& c : engine.completions()) done[c.queue].emplace_back(c.index, c.done);
     for (auto& [q, list] : done) {
@@ -185,21 +247,24 @@ void add_attribution(RunReport& report, const Program& program, core::NeuronCore
       const DmaQueueId id{e32, q};
       const auto ring = program.rings.find(id);
       const auto sites = program.ring_sites.find(id);
+      const auto v = visible.find(q), s = started.find(q);
+      const auto* visible_q = v == visible.end() ? nullptr : &v->second;
+      const auto* started_q = s == started.end() ? nullptr : &s->second;
       sc_core::sc_time previous;
       for (const auto& [index, status] : list) {
         // Queued from when it could go (doorbell landed, the one before done)
         // to its first read; moving from there to its status write.
-        const auto v = visible.find({q, index});
-        const sc_core::sc_time ready = std::max(v == visible.end() ? previous : v->second, previous);
-        const auto st = started.find({q, index});
-        const sc_core::sc_time first_read = st == started.end() ? ready : std::min(std::max(st->second, ready), status);
+        const auto shown = find(visible_q, index);
+        const sc_core::sc_time ready = std::max(shown ? *shown : previous, previous);
+        const auto start = find(started_q, index);
+        const sc_core::sc_time first_read = start ? std::min(std::max(*start, ready), status) : ready;
         previous = status;
         std::uint64_t bytes = 0;
         if (ring != program.rings.end() && index < ring->second.size())
           bytes = arch::dma_elements(ring->second[index].src_size) << ring->second[index].elem_log2;
         const CallSite where = sites != program.ring_sites.end() && index < sites->second.size() ? sites->second[index]
                                                                                                  : CallSite{};
-        add("dma", where, program.label(id, index), [&](SiteCost& r) {
+        add(dma_engine, dma_name, where, program.label(id, index), [&](SiteCost& r) {
           r.count += 1;
           r.busy_ns += trace::ns(status - first_read);
           r.waiting_ns += trace::ns(first_read - ready);
@@ -216,8 +281,8 @@ void add_attribution(RunReport& report, const Program& program, core::NeuronCore
                      [](const SiteCost& a, const SiteCost& b) { return a.total_ns() > b.total_ns(); });
     return out;
   };
-  report.by_site = sorted(by_site);
-  report.by_label = sorted(by_label);
+  report.by_site = sorted(rows.sites());
+  report.by_label = sorted(rows.labels());
 }
 
 // What the models could not record as they ran: the DMA queues' slices
@@ -540,10 +605,13 @@ RunReport Device::launch(const std::function<Program(const Spmd&)>& build, int g
                                   "instance i on core i, so the grid must be the cores (DeviceOptions::cores, "
                                   "tessera run --cores)",
                                   grid, cores(), cores() == 1 ? "" : "s"));
+  const auto build_start = std::chrono::steady_clock::now();
   std::vector<Program> programs;
   for (int i = 0; i < grid; ++i) programs.push_back(build(Spmd{i, grid}));
-  if (!on_chip()) return run_single(programs.front());
-  return run_chip(programs);
+  const double build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - build_start).count();
+  RunReport report = on_chip() ? run_chip(programs) : run_single(programs.front());
+  report.build_seconds = build_seconds;
+  return report;
 }
 
 RunReport Device::run(const std::vector<Program>& programs) {
@@ -604,7 +672,9 @@ RunReport Device::run_chip(const std::vector<Program>& programs) {
     // The DMA semaphore writes' landing times, for the collectives' wall times.
     chip.core(i).semaphores().keep_increments(true);
   }
+  const auto simulate_start = std::chrono::steady_clock::now();
   const core::ChipRunResult r = chip.run();
+  const auto analysis_start = std::chrono::steady_clock::now();
 
   const double chip_peak = hw_.hbm.bandwidth_gbps;
   std::vector<RunReport> per(n);
@@ -674,6 +744,8 @@ RunReport Device::run_chip(const std::vector<Program>& programs) {
   report.hbm_peak_gbps = chip_peak;
   report.hbm_utilisation_percent = 100.0 * report.hbm_bandwidth_gbps / chip_peak;
   report.stats = stats.to_json();
+  report.simulate_seconds = std::chrono::duration<double>(analysis_start - simulate_start).count();
+  report.analysis_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - analysis_start).count();
   for (auto& [address, bytes] : data_) chip.hbm().backdoor_read(address, bytes.data(), bytes.size());
   stats_text_ = [&] {
     std::ostringstream os;
@@ -748,7 +820,10 @@ RunReport Device::run_single(const Program& program) {
   // The DMA semaphore writes' landing times, for the critical path.
   core.semaphores().keep_increments(true);
 
+  const auto simulate_start = std::chrono::steady_clock::now();
   const core::RunResult r = core.run();
+  const auto analysis_start = std::chrono::steady_clock::now();
+  report.simulate_seconds = std::chrono::duration<double>(analysis_start - simulate_start).count();
   fill_report(report, program, core, r, resolved_, hw_.hbm.bandwidth_gbps);
   if (report.ok) {
     timing::RunEvents events = timing::run_events(program, core);
@@ -756,6 +831,7 @@ RunReport Device::run_single(const Program& program) {
     report.critical_path = timing::critical_path(events.events, work);
   }
   report.stats = stats.to_json();
+  report.analysis_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - analysis_start).count();
   if (timeline) {
     finish_trace(*timeline, program, core, report.time_ns);
     trace_ = timeline->to_json();

@@ -151,6 +151,9 @@ nlohmann::json RunReport::to_json() const {
       {"max_abs_error", max_abs_error},
       {"tolerance", tolerance},
       {"wall_seconds", wall_seconds},
+      {"build_seconds", build_seconds},
+      {"simulate_seconds", simulate_seconds},
+      {"analysis_seconds", analysis_seconds},
       {"check_seconds", check_seconds},
   };
   if (!per_core.empty()) {
@@ -291,7 +294,8 @@ std::string RunReport::summary() const {
   if (checked)
     s += fmt::format("  numerics: {} (max abs error {:.3g}, tolerance {:.3g}; checked in {:.2f} s)\n",
                      correct ? "match" : "MISMATCH", max_abs_error, tolerance, check_seconds);
-  s += fmt::format("  simulated in {:.2f} s wall\n", wall_seconds);
+  s += fmt::format("  host time: program built in {:.2f} s, simulated in {:.2f} s wall (SystemC {:.2f} s, report {:.2f} s)\n",
+                   build_seconds, wall_seconds, simulate_seconds, analysis_seconds);
   return s;
 }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 
 namespace tessera::timing {
@@ -114,6 +115,12 @@ class Interned {
 bool descriptor_part(const std::string_view kind) { return kind == "dma" || kind == "dma queued"; }
 
 }  // namespace
+
+void Predecessors::push_back(int id) {
+  if (size_ == kCapacity)
+    throw std::length_error(fmt::format("an event of the critical path with more than {} predecessors", kCapacity));
+  ids_[size_++] = id;
+}
 
 std::string name_of(const Event& e) {
   if (e.instruction) return arch::disassemble(*e.instruction);

@@ -7,7 +7,9 @@
 #include "tessera/program.h"
 #include "tessera/run_report.h"
 
+#include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <deque>
 #include <string>
 #include <string_view>
@@ -38,6 +40,30 @@ struct DescriptorTime {
 // and ring order. Needs the semaphores' increments (Semaphores::keep_increments).
 std::vector<DescriptorTime> descriptor_times(const Program& program, core::NeuronCore& core);
 
+// The events one event could not start before, in the order they were
+// found (the critical path takes the first of equal ends). Held inline: a
+// large run has millions of events, and each has at most three (the one
+// before it on its engine or queue; the DmaTrigger that rang a descriptor
+// or the queued part before its moving part; the signal that released a
+// wait); one more is room to spare.
+class Predecessors {
+ public:
+  static constexpr std::size_t kCapacity = 4;
+  Predecessors() = default;
+  Predecessors(std::initializer_list<int> ids) {
+    for (const int id : ids) push_back(id);
+  }
+  void push_back(int id);  // throws std::length_error past kCapacity
+  const int* begin() const { return ids_.data(); }
+  const int* end() const { return ids_.data() + size_; }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+ private:
+  std::array<int, kCapacity> ids_{};
+  std::uint8_t size_ = 0;
+};
+
 // An interval of work one resource did, and the events it could not start
 // before (its own previous one, a DmaTrigger that rang it, the signal that
 // released its wait): each of those ends at or before its end.
@@ -54,7 +80,7 @@ struct Event {
   const arch::Instruction* instruction = nullptr;  // an engine's, named by its disassembly
   std::int64_t index = -1;
   double start = 0, end = 0;
-  std::vector<int> after;  // indices into the event list
+  Predecessors after;      // indices into the event list
   int released_by = -1;    // a wait: the event whose semaphore signal released it
 };
 

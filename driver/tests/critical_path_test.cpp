@@ -29,7 +29,7 @@ Event event(std::string_view resource, double start, double end, std::vector<int
   e.label = label;
   e.start = start;
   e.end = end;
-  e.after = std::move(after);
+  for (const int p : after) e.after.push_back(p);
   return e;
 }
 

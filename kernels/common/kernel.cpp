@@ -528,10 +528,19 @@ RunReport run_kernel(Device& dev, const KernelRequest& request, const std::strin
   const Instance i = instantiate(dev, request);
   const KernelArgs& args = i.args;
   KernelInstance* instance = i.kernel.get();
+  // A chip's programs are built inside launch(), which times them itself.
+  double build_seconds = 0;
+  auto build = [&] {
+    const auto start = std::chrono::steady_clock::now();
+    Program program = instance->build();
+    build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return program;
+  };
   RunReport report = dev.on_chip()
                          ? dev.launch([&](const Spmd& spmd) { return instance->build_instance(spmd, shard); },
                                       dev.cores())
-                         : dev.run(instance->build());
+                         : dev.run(build());
+  if (!dev.on_chip()) report.build_seconds = build_seconds;
   if (dev.on_chip()) report.shard = shard;
   if (dev.logical_core()) report.lnc = dev.cores();
   report.variant = args.variant;

@@ -173,6 +173,11 @@ TEST(Cli, RunPrintsAJsonReport) {
   EXPECT_EQ(j["correct"], true);
   EXPECT_GT(j["time_ns"].get<double>(), 0);
   EXPECT_GT(j["engines"]["tensor"]["busy_ns"].get<double>(), 0);
+  // The phases' host times: each measured, and the device's parts within its wall time.
+  for (const char* key : {"build_seconds", "simulate_seconds", "analysis_seconds", "check_seconds"})
+    EXPECT_GT(j[key].get<double>(), 0) << key;
+  EXPECT_LE(j["simulate_seconds"].get<double>() + j["analysis_seconds"].get<double>(),
+            j["wall_seconds"].get<double>());
 }
 
 // Timing must not depend on data: --no-data gives the same cycles.

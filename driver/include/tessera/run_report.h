@@ -161,8 +161,16 @@ struct RunReport {
   bool correct = false;
   double max_abs_error = 0;
   double tolerance = 0;
-  double wall_seconds = 0;   // building and simulating
-  double check_seconds = 0;  // the kernel's reference check (runs with data)
+  // Host time of the run's phases (wall clock, seconds), for the simulation
+  // speed figures of docs/performance.md: wall_seconds is the device's part
+  // (setting up the core, simulating, analysing); build_seconds is the
+  // program's build before it (run_kernel), check_seconds the reference check
+  // after it (runs with data).
+  double wall_seconds = 0;
+  double build_seconds = 0;     // the kernel building its program
+  double simulate_seconds = 0;  // SystemC running the program
+  double analysis_seconds = 0;  // the report: statistics, attribution, critical path
+  double check_seconds = 0;
   nlohmann::json stats;  // every statistic, by name
 
   // A multi-core run (Device::launch, docs/multicore.md): one row per core,
