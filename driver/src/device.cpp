@@ -409,11 +409,13 @@ void load(core::NeuronCore& core, const Program& program) {
   }
   for (int e = 0; e < arch::kNumEngines; ++e) {
     std::vector<std::uint8_t> stream;
+    // A header and two operands is the common instruction; a stream longer
+    // than this grows once or twice.
+    stream.reserve(program.streams[e].size() * (arch::kInstrHeaderBytes + 2 * arch::kOperandBytes));
     for (arch::Instruction in : program.streams[e]) {
       if (in.opcode == arch::Opcode::DmaTrigger)
         in.address = ring_base.at({in.dma_engine, in.dma_queue}) + in.address * arch::kDmaDescriptorBytes;
-      const auto bytes = arch::encode(in);
-      stream.insert(stream.end(), bytes.begin(), bytes.end());
+      arch::encode_append(in, stream);
     }
     core.load_program(static_cast<arch::Engine>(e), stream);
   }

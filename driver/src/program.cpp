@@ -33,13 +33,16 @@ const T* at(const std::vector<T>& v, std::size_t i) {
 
 const std::string& Program::label(arch::Engine e, std::size_t index) const {
   const auto engine = static_cast<std::size_t>(e);
-  const std::uint32_t* id = engine < labels.size() ? at(labels[engine], index) : nullptr;
-  return id && *id < label_names.size() ? label_names[*id] : label_names.front();
+  return label(engine < labels.size() ? &labels[engine] : nullptr, index);
 }
 
 const std::string& Program::label(DmaQueueId queue, std::size_t index) const {
   const auto l = ring_labels.find(queue);
-  const std::uint32_t* id = l == ring_labels.end() ? nullptr : at(l->second, index);
+  return label(l == ring_labels.end() ? nullptr : &l->second, index);
+}
+
+const std::string& Program::label(const std::vector<std::uint32_t>* ids, std::size_t index) const {
+  const std::uint32_t* id = ids ? at(*ids, index) : nullptr;
   return id && *id < label_names.size() ? label_names[*id] : label_names.front();
 }
 

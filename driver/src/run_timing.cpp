@@ -94,9 +94,13 @@ class Interned {
  public:
   Interned(const Program& program, std::deque<std::string>& store) : program_(program), store_(store) {}
   std::string_view site(const CallSite& site) {
-    const auto it = sites_.find(site);
-    if (it != sites_.end()) return it->second;
-    return sites_.emplace(site, store_.emplace_back(program_.site_name(site))).first->second;
+    // Neighbouring operations mostly share a call site.
+    if (last_ && site == last_site_) return *last_;
+    auto it = sites_.find(site);
+    if (it == sites_.end()) it = sites_.emplace(site, store_.emplace_back(program_.site_name(site))).first;
+    last_site_ = site;
+    last_ = &it->second;
+    return it->second;
   }
   std::string_view queue(std::uint32_t engine, std::uint32_t queue) {
     const auto it = queues_.find({engine, queue});
@@ -110,6 +114,8 @@ class Interned {
   std::deque<std::string>& store_;
   std::map<CallSite, std::string_view> sites_;
   std::map<DmaQueueId, std::string_view> queues_;
+  CallSite last_site_;
+  const std::string_view* last_ = nullptr;
 };
 
 bool descriptor_part(const std::string_view kind) { return kind == "dma" || kind == "dma queued"; }
@@ -191,6 +197,7 @@ RunEvents run_events(const Program& program, core::NeuronCore& core) {
   // What a queue's descriptors share, looked up once per run of them.
   std::string_view resource;
   const std::vector<CallSite>* sites = nullptr;
+  const std::vector<std::uint32_t>* labels = nullptr;
   for (const DescriptorTime& t : descriptors) {
     const DmaQueueId id{t.engine, t.queue};
     if (id != numbered) {
@@ -201,11 +208,13 @@ RunEvents run_events(const Program& program, core::NeuronCore& core) {
       resource = interned.queue(t.engine, t.queue);
       const auto s = program.ring_sites.find(id);
       sites = s == program.ring_sites.end() ? nullptr : &s->second;
+      const auto l = program.ring_labels.find(id);
+      labels = l == program.ring_labels.end() ? nullptr : &l->second;
     }
     Event x;
     x.resource = resource;
     x.index = t.index;
-    x.label = program.label(id, t.index);
+    x.label = program.label(labels, t.index);
     if (sites && t.index < sites->size()) x.site = interned.site((*sites)[t.index]);
     if (last_of_queue[number] >= 0) x.after.push_back(last_of_queue[number]);
     int first = -1;

@@ -269,7 +269,7 @@ AccessPattern decode_operand(const std::uint8_t* p, std::size_t at) {
 
 }  // namespace
 
-std::vector<std::uint8_t> encode(const Instruction& in) {
+void encode_append(const Instruction& in, std::vector<std::uint8_t>& out) {
   const AccessPattern* ops[] = {&in.dst, &in.a, &in.b, &in.c};
   std::uint8_t mask = 0;
   std::size_t n = 0;
@@ -279,8 +279,9 @@ std::vector<std::uint8_t> encode(const Instruction& in) {
       ++n;
     }
   }
-  std::vector<std::uint8_t> out(kInstrHeaderBytes + n * kOperandBytes, 0);
-  std::uint8_t* h = out.data();
+  const std::size_t first = out.size(), length = kInstrHeaderBytes + n * kOperandBytes;
+  out.resize(first + length, 0);
+  std::uint8_t* h = out.data() + first;
   h[0] = static_cast<std::uint8_t>(in.engine);
   h[1] = static_cast<std::uint8_t>(in.opcode);
   h[2] = in.flags;
@@ -296,13 +297,18 @@ std::vector<std::uint8_t> encode(const Instruction& in) {
   put<std::uint32_t>(h + 24, in.value);
   put<std::uint16_t>(h + 28, in.dma_queue);
   put<std::uint64_t>(h + 32, in.address);
-  put<std::uint16_t>(h + kInstrLengthOffset, static_cast<std::uint16_t>(out.size()));
+  put<std::uint16_t>(h + kInstrLengthOffset, static_cast<std::uint16_t>(length));
   std::size_t at = kInstrHeaderBytes;
   for (int i = 0; i < 4; ++i) {
     if (!ops[i]->valid()) continue;
-    encode_operand(*ops[i], out.data() + at);
+    encode_operand(*ops[i], h + at);
     at += kOperandBytes;
   }
+}
+
+std::vector<std::uint8_t> encode(const Instruction& in) {
+  std::vector<std::uint8_t> out;
+  encode_append(in, out);
   return out;
 }
 

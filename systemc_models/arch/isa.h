@@ -163,6 +163,9 @@ inline std::uint16_t encoded_length(const std::uint8_t* header) {
 }
 
 std::vector<std::uint8_t> encode(const Instruction& in);
+// The same bytes appended to `out` (a program's stream is its instructions'
+// encodings one after another).
+void encode_append(const Instruction& in, std::vector<std::uint8_t>& out);
 // Decodes one instruction at `bytes[pos]`, advancing pos. Throws IsaError on a
 // malformed encoding (unknown opcode, truncated, bad operand count).
 Instruction decode(const std::vector<std::uint8_t>& bytes, std::size_t& pos);

@@ -62,6 +62,9 @@ struct Program {
   // of a queue; empty when it has none.
   const std::string& label(arch::Engine e, std::size_t index) const;
   const std::string& label(DmaQueueId queue, std::size_t index) const;
+  // Entry `index` of `ids` (one of `labels` or `ring_labels`, found once
+  // by a caller that walks many of its operations) as a label.
+  const std::string& label(const std::vector<std::uint32_t>* ids, std::size_t index) const;
   // The labels that name phases of a collective between cores
   // (KernelBuilder::collective_label), in order of first use.
   std::vector<std::string> collective_labels;
