@@ -118,9 +118,19 @@ class Interned {
   const std::string_view* last_ = nullptr;
 };
 
-bool descriptor_part(const std::string_view kind) { return kind == "dma" || kind == "dma queued"; }
+bool descriptor_part(EventKind kind) { return kind == EventKind::Dma || kind == EventKind::DmaQueued; }
 
 }  // namespace
+
+const char* to_string(EventKind kind) {
+  switch (kind) {
+    case EventKind::Instruction: return "instruction";
+    case EventKind::Wait: return "wait";
+    case EventKind::DmaQueued: return "dma queued";
+    case EventKind::Dma: return "dma";
+  }
+  return "?";
+}
 
 void Predecessors::push_back(int id) {
   if (size_ == kCapacity)
@@ -131,7 +141,7 @@ void Predecessors::push_back(int id) {
 std::string name_of(const Event& e) {
   if (e.instruction) return arch::disassemble(*e.instruction);
   if (descriptor_part(e.kind)) return fmt::format("descriptor {}", e.index);
-  return std::string(e.name);
+  return e.label;
 }
 
 std::string name_of(const Work& w) { return w.instruction ? arch::disassemble(*w.instruction) : std::string(w.name); }
@@ -166,11 +176,12 @@ RunEvents run_events(const Program& program, core::NeuronCore& core) {
       const arch::Instruction& in = stream[i];
       Event x;
       x.resource = to_string(kind);
-      x.kind = in.opcode == arch::Opcode::SemWait && c.done_ns > c.issue_ns ? "wait" : "instruction";
+      x.kind = in.opcode == arch::Opcode::SemWait && c.done_ns > c.issue_ns ? EventKind::Wait : EventKind::Instruction;
       x.instruction = &in;
-      x.label = program.label(kind, i);
-      if (i < sites.size()) x.site = interned.site(sites[i]);
-      x.index = static_cast<std::int64_t>(i);
+      x.label = program.label(kind, i).c_str();
+      // Interned views are of whole strings, so their data is NUL-terminated.
+      if (i < sites.size()) x.site = interned.site(sites[i]).data();
+      x.index = static_cast<std::int32_t>(i);
       x.start = c.issue_ns;
       x.end = c.done_ns;
       if (previous >= 0) x.after.push_back(previous);
@@ -212,21 +223,21 @@ RunEvents run_events(const Program& program, core::NeuronCore& core) {
       labels = l == program.ring_labels.end() ? nullptr : &l->second;
     }
     Event x;
-    x.resource = resource;
-    x.index = t.index;
-    x.label = program.label(labels, t.index);
-    if (sites && t.index < sites->size()) x.site = interned.site((*sites)[t.index]);
+    x.resource = resource.data();
+    x.index = static_cast<std::int32_t>(t.index);
+    x.label = program.label(labels, t.index).c_str();
+    if (sites && t.index < sites->size()) x.site = interned.site((*sites)[t.index]).data();
     if (last_of_queue[number] >= 0) x.after.push_back(last_of_queue[number]);
     int first = -1;
     if (t.moving_from_ns > t.queued_from_ns) {
       Event queued = x;
-      queued.kind = "dma queued";
+      queued.kind = EventKind::DmaQueued;
       queued.start = t.queued_from_ns;
       queued.end = t.moving_from_ns;
       first = add(std::move(queued));
       x.after = {first};
     }
-    x.kind = "dma";
+    x.kind = EventKind::Dma;
     x.start = t.moving_from_ns;
     x.end = t.release_ns;
     const int moving = add(std::move(x));
@@ -286,7 +297,7 @@ RunEvents run_events(const Program& program, core::NeuronCore& core) {
     for (const auto& [id, delta] : signals[sem]) value_after.push_back(v += delta);
     for (const auto& [id, value] : waits[sem]) {
       Event& w = events[static_cast<std::size_t>(id)];
-      if (w.kind != "wait") continue;
+      if (w.kind != EventKind::Wait) continue;
       const auto it = std::lower_bound(value_after.begin(), value_after.end(), std::uint64_t{value});
       if (it == value_after.end()) continue;
       w.released_by = signals[sem][static_cast<std::size_t>(it - value_after.begin())].first;
@@ -399,7 +410,7 @@ CriticalPath critical_path(const std::vector<Event>& events, const std::vector<W
     const double from = bound < 0 ? 0.0 : std::min(events[static_cast<std::size_t>(bound)].end, hi);
     PathStep s;
     s.resource = std::string(x.resource);
-    s.kind = std::string(x.kind);
+    s.kind = to_string(x.kind);
     s.name = name_of(x);
     s.label = std::string(x.label);
     s.site = std::string(x.site);
@@ -410,19 +421,20 @@ CriticalPath critical_path(const std::vector<Event>& events, const std::vector<W
     s.to_ns = hi;
     s.gap_ns = std::max(0.0, std::min(x.start, hi) - from);
     if (s.gap_ns > 0) {
-      const bool same = bound >= 0 && events[static_cast<std::size_t>(bound)].resource == x.resource;
+      const bool same =
+          bound >= 0 && std::string_view(events[static_cast<std::size_t>(bound)].resource) == x.resource;
       if (bound < 0) s.gap = "start";
-      else if (x.kind == "dma" || x.kind == "dma queued") s.gap = same ? "queue" : "doorbell";
+      else if (descriptor_part(x.kind)) s.gap = same ? "queue" : "doorbell";
       else s.gap = "instruction fetch";
     }
-    if (x.kind == "wait" && bound >= 0 && bound == x.released_by) {
+    if (x.kind == EventKind::Wait && bound >= 0 && bound == x.released_by) {
       const Event& by = events[static_cast<std::size_t>(bound)];
       const std::string by_name = name_of(by);
       path.waits.push_back({std::string(x.resource), std::string(x.label), std::string(x.site), x.index, x.start, x.end,
                             by_name.rfind(by.resource, 0) == 0 ? by_name : fmt::format("{} {}", by.resource, by_name),
                             std::string(by.label)});
     }
-    if (s.ns() > 0 || x.kind == "wait") path.steps.push_back(std::move(s));
+    if (s.ns() > 0 || x.kind == EventKind::Wait) path.steps.push_back(std::move(s));
     hi = from;
     current = bound;
   }
@@ -491,7 +503,7 @@ LabelTime label_time(const std::vector<Event>& events, const std::vector<std::st
     const auto it = spans.find(e.label);
     if (it == spans.end()) continue;
     double start = e.start;
-    if (e.kind == "wait") {
+    if (e.kind == EventKind::Wait) {
       const auto before = std::lower_bound(own_ends.begin(), own_ends.end(), e.end);
       if (before != own_ends.begin()) start = std::max(start, *std::prev(before));
     }

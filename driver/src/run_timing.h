@@ -42,13 +42,12 @@ std::vector<DescriptorTime> descriptor_times(const Program& program, core::Neuro
 
 // The events one event could not start before, in the order they were
 // found (the critical path takes the first of equal ends). Held inline: a
-// large run has millions of events, and each has at most three (the one
-// before it on its engine or queue; the DmaTrigger that rang a descriptor
-// or the queued part before its moving part; the signal that released a
-// wait); one more is room to spare.
+// large run has millions of events, and each has at most two (the one
+// before it on its engine or queue; the DmaTrigger that rang a descriptor,
+// or the signal that released a wait); one more is room to spare.
 class Predecessors {
  public:
-  static constexpr std::size_t kCapacity = 4;
+  static constexpr std::size_t kCapacity = 3;
   Predecessors() = default;
   Predecessors(std::initializer_list<int> ids) {
     for (const int id : ids) push_back(id);
@@ -64,24 +63,33 @@ class Predecessors {
   std::uint8_t size_ = 0;
 };
 
+enum class EventKind : std::uint8_t {
+  Instruction,  // an engine's sequencer from issue to done
+  Wait,         // a SemWait that blocked
+  DmaQueued,    // a descriptor waiting behind its queue's earlier ones
+  Dma,          // a descriptor moving data, to its release
+};
+const char* to_string(EventKind kind);  // "instruction", "wait", "dma queued", "dma"
+
 // An interval of work one resource did, and the events it could not start
 // before (its own previous one, a DmaTrigger that rang it, the signal that
 // released its wait): each of those ends at or before its end.
-// A run has an event per instruction and per descriptor part (millions for
-// a large GEMM), so an event holds views and a pointer, not strings: what it
-// is called is made only for the few that end up on the path (name_of).
+// A run has an event per instruction and per descriptor part (1.8 million
+// for the 4096x8192x8192 GEMM, where they were the report's memory peak), so
+// an event is 80 bytes: its strings are pointers to NUL-terminated strings
+// that outlive it (literals, the Program's labels, RunEvents::names), and
+// what it is called is made only for the few that end up on the path
+// (name_of).
 struct Event {
-  std::string_view resource;  // "tensor", "dma 0.1"
-  std::string_view kind;      // "instruction", "wait", "dma queued", "dma"
-  // What it is called where it has no instruction and is no descriptor
-  // part (events made by hand).
-  std::string_view name;
-  std::string_view label, site;
+  const char* resource = "";  // "tensor", "dma 0.1"
+  const char* label = "";     // also what it is called where it has no instruction and is no descriptor part
+  const char* site = "";
   const arch::Instruction* instruction = nullptr;  // an engine's, named by its disassembly
-  std::int64_t index = -1;
   double start = 0, end = 0;
-  Predecessors after;      // indices into the event list
-  int released_by = -1;    // a wait: the event whose semaphore signal released it
+  std::int32_t index = -1;     // the instruction's place in its stream, or the descriptor's in its ring
+  std::int32_t released_by = -1;  // a wait: the event whose semaphore signal released it
+  Predecessors after;             // indices into the event list
+  EventKind kind = EventKind::Instruction;
 };
 
 // When one instruction's own work ran on its engine (a pipelined engine

@@ -20,12 +20,11 @@ namespace {
 
 using timing::Event;
 
-// The views are of string literals, which outlive the events.
-Event event(std::string_view resource, double start, double end, std::vector<int> after, std::string_view label) {
+// The strings are literals, which outlive the events.
+Event event(const char* resource, double start, double end, std::vector<int> after, const char* label) {
   Event e;
   e.resource = resource;
-  e.kind = "instruction";
-  e.name = label;
+  e.kind = timing::EventKind::Instruction;
   e.label = label;
   e.start = start;
   e.end = end;
@@ -79,7 +78,7 @@ TEST(CriticalPath, AWaitIsOnThePathOnlyForItsLatencyAfterTheRelease) {
       event("dma 0.0", 0, 50, {}, "load"),     // 1
   };
   Event wait = event("vector", 4, 52, {0, 1}, "wait");
-  wait.kind = "wait";
+  wait.kind = timing::EventKind::Wait;
   wait.released_by = 1;
   events.push_back(wait);                              // 2
   events.push_back(event("vector", 52, 60, {2}, "use"));  // 3
