@@ -6,8 +6,9 @@
 // start to end soon after it is allocated. In 4 KiB pages every 4 KiB costs
 // a page fault, and on a virtual machine like the CI's those faults were a
 // fifth of the CPU time of the 4096x8192x8192 GEMM (docs/performance.md,
-// "Huge pages for the whole process"). The builder already advised its own
-// arrays (driver/src/builder/large_arrays.h); replacing the global
+// "The report, the loader and the process's pages"). The builder already
+// advised its own arrays (builder/large_arrays.h, whose advice this calls);
+// replacing the global
 // allocation function extends that to every large std::vector and buffer of
 // the simulation and its report, without touching the code that owns them.
 //
@@ -17,14 +18,11 @@
 // nothing. Blocks come from malloc as before, so the standard operator
 // delete (free) still releases them. Sanitizer builds keep their own
 // allocation functions.
+#include "builder/large_arrays.h"
+
 #include <cstddef>
-#include <cstdint>
 #include <cstdlib>
 #include <new>
-
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
@@ -35,22 +33,15 @@
 #define TESSERA_SANITIZED_ALLOCATOR 1
 #endif
 
-#if defined(__linux__) && defined(MADV_HUGEPAGE) && !defined(TESSERA_SANITIZED_ALLOCATOR)
+#if !defined(TESSERA_SANITIZED_ALLOCATOR)
 namespace {
 
-// Smaller blocks keep the default pages: a huge page only pays for itself
-// when most of it is used.
-constexpr std::size_t kLargeBlockBytes = std::size_t{4} << 20;
-
+// Blocks under the builder's threshold (kLargeArrayBytes) keep the default
+// pages: a huge page only pays for itself when most of it is used.
 void* allocate(std::size_t bytes) {
   for (;;) {
     if (void* p = std::malloc(bytes == 0 ? 1 : bytes)) {
-      if (bytes >= kLargeBlockBytes) {
-        constexpr std::uintptr_t kPage = 4096;
-        const auto at = reinterpret_cast<std::uintptr_t>(p);
-        const std::uintptr_t begin = (at + kPage - 1) & ~(kPage - 1), end = (at + bytes) & ~(kPage - 1);
-        if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-      }
+      tessera::builder::prefer_huge_pages(p, bytes);
       return p;
     }
     const std::new_handler handler = std::get_new_handler();

@@ -224,22 +224,7 @@ void add_attribution(RunReport& report, const Program& program, core::NeuronCore
   for (std::size_t e = 0; e < core.dma().engines(); ++e) {
     const dma::DmaEngineBase& engine = core.dma().engine(e);
     const auto e32 = static_cast<std::uint32_t>(e);
-    // By queue, then ring index (an engine of a large run has tens of
-    // thousands of descriptors): when each became visible and first read.
-    std::map<std::uint32_t, std::vector<std::optional<sc_core::sc_time>>> visible, started;
-    const auto slot = [](std::map<std::uint32_t, std::vector<std::optional<sc_core::sc_time>>>& by_queue,
-                         std::uint32_t q, std::uint32_t index) -> std::optional<sc_core::sc_time>& {
-      auto& times = by_queue[q];
-      if (times.size() <= index) times.resize(std::size_t{index} + 1);
-      return times[index];
-    };
-    const auto find = [](const std::vector<std::optional<sc_core::sc_time>>* times, std::uint32_t index) {
-      return times && index < times->size() ? (*times)[index] : std::nullopt;
-    };
-    for (const auto& d : engine.doorbells())
-      for (std::uint32_t i = 0; i < d.count; ++i) slot(visible, d.queue, d.first + i) = d.visible;
-    for (const auto& st : engine.starts())
-      if (auto& at = slot(started, st.queue, st.index); !at) at = st.at;
+    const std::map<std::uint32_t, timing::QueueTimes> times = timing::queue_times(engine);
     std::map<std::uint32_t, std::vector<std::pair<std::uint32_t, sc_core::sc_time>>> done;  // queue -> (index, status)
     for (const auto& c : engine.completions()) done[c.queue].emplace_back(c.index, c.done);
     for (auto& [q, list] : done) {
@@ -247,16 +232,15 @@ void add_attribution(RunReport& report, const Program& program, core::NeuronCore
       const DmaQueueId id{e32, q};
       const auto ring = program.rings.find(id);
       const auto sites = program.ring_sites.find(id);
-      const auto v = visible.find(q), s = started.find(q);
-      const auto* visible_q = v == visible.end() ? nullptr : &v->second;
-      const auto* started_q = s == started.end() ? nullptr : &s->second;
+      const auto found = times.find(q);
+      const timing::QueueTimes* queue = found == times.end() ? nullptr : &found->second;
       sc_core::sc_time previous;
       for (const auto& [index, status] : list) {
         // Queued from when it could go (doorbell landed, the one before done)
         // to its first read; moving from there to its status write.
-        const auto shown = find(visible_q, index);
+        const auto shown = queue ? queue->visible_at(index) : std::nullopt;
         const sc_core::sc_time ready = std::max(shown ? *shown : previous, previous);
-        const auto start = find(started_q, index);
+        const auto start = queue ? queue->started_at(index) : std::nullopt;
         const sc_core::sc_time first_read = start ? std::min(std::max(*start, ready), status) : ready;
         previous = status;
         std::uint64_t bytes = 0;

@@ -13,6 +13,22 @@
 
 namespace tessera::timing {
 
+std::map<std::uint32_t, QueueTimes> queue_times(const dma::DmaEngineBase& engine) {
+  std::map<std::uint32_t, QueueTimes> out;
+  const auto slot = [](std::vector<std::optional<sc_core::sc_time>>& times,
+                       std::uint32_t index) -> std::optional<sc_core::sc_time>& {
+    if (times.size() <= index) times.resize(std::size_t{index} + 1);
+    return times[index];
+  };
+  for (const auto& d : engine.doorbells()) {
+    auto& visible = out[d.queue].visible;
+    for (std::uint32_t i = 0; i < d.count; ++i) slot(visible, d.first + i) = d.visible;
+  }
+  for (const auto& st : engine.starts())
+    if (auto& at = slot(out[st.queue].started, st.index); !at) at = st.at;
+  return out;
+}
+
 std::vector<DescriptorTime> descriptor_times(const Program& program, core::NeuronCore& core) {
   using trace::ns;
   // The semaphores' increments as they landed, by semaphore, in time order.
@@ -25,20 +41,7 @@ std::vector<DescriptorTime> descriptor_times(const Program& program, core::Neuro
   for (std::size_t e = 0; e < core.dma().engines(); ++e) {
     const dma::DmaEngineBase& engine = core.dma().engine(e);
     const auto e32 = static_cast<std::uint32_t>(e);
-    // By queue, then ring index: when each descriptor became visible and
-    // began to move (-1: never). Vectors, not maps by (queue, index): an
-    // engine of a large run has tens of thousands of descriptors.
-    std::map<std::uint32_t, std::vector<double>> visible, started;
-    const auto slot = [](std::map<std::uint32_t, std::vector<double>>& by_queue, std::uint32_t q,
-                         std::uint32_t index) -> double& {
-      std::vector<double>& times = by_queue[q];
-      if (times.size() <= index) times.resize(std::size_t{index} + 1, -1.0);
-      return times[index];
-    };
-    for (const auto& d : engine.doorbells())
-      for (std::uint32_t i = 0; i < d.count; ++i) slot(visible, d.queue, d.first + i) = ns(d.visible);
-    for (const auto& st : engine.starts())
-      if (double& at = slot(started, st.queue, st.index); at < 0) at = ns(st.at);
+    const std::map<std::uint32_t, QueueTimes> times = queue_times(engine);
     std::map<std::uint32_t, std::vector<std::pair<std::uint32_t, double>>> done;  // queue -> (index, status written)
     for (const auto& c : engine.completions()) done[c.queue].emplace_back(c.index, ns(c.done));
     for (auto& [q, list] : done) {
@@ -52,9 +55,8 @@ std::vector<DescriptorTime> descriptor_times(const Program& program, core::Neuro
       const auto writes = sem < 0 ? increments.end() : increments.find(static_cast<std::size_t>(sem));
       std::size_t next_write = 0;  // the queue's semaphore writes land in ring order
       double previous_release = 0;
-      const auto v = visible.find(q), s = started.find(q);
-      const std::vector<double>* visible_q = v == visible.end() ? nullptr : &v->second;
-      const std::vector<double>* started_q = s == started.end() ? nullptr : &s->second;
+      const auto found = times.find(q);
+      const QueueTimes* queue = found == times.end() ? nullptr : &found->second;
       for (const auto& [index, status] : list) {
         const arch::DmaDescriptor* d =
             ring != program.rings.end() && index < ring->second.size() ? &ring->second[index] : nullptr;
@@ -70,10 +72,9 @@ std::vector<DescriptorTime> descriptor_times(const Program& program, core::Neuro
           t.release_ns = writes->second[next_write++];
           t.delta = d->sem_value;
         }
-        const auto time_of = [&](const std::vector<double>* times) {
-          return times && index < times->size() ? (*times)[index] : -1.0;
-        };
-        const double shown = time_of(visible_q), start = time_of(started_q);
+        const auto ns_or_never = [](std::optional<sc_core::sc_time> at) { return at ? ns(*at) : -1.0; };
+        const double shown = ns_or_never(queue ? queue->visible_at(index) : std::nullopt);
+        const double start = ns_or_never(queue ? queue->started_at(index) : std::nullopt);
         t.visible_ns = shown < 0 ? previous_release : shown;
         if (start >= 0) t.first_read_ns = start;
         t.queued_from_ns = std::max(t.visible_ns, previous_release);

@@ -7,10 +7,14 @@
 #include "tessera/program.h"
 #include "tessera/run_report.h"
 
+#include <systemc>
+
 #include <array>
 #include <cstdint>
-#include <initializer_list>
 #include <deque>
+#include <initializer_list>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,8 +22,28 @@
 namespace tessera::core {
 class NeuronCore;
 }
+namespace tessera::dma {
+class DmaEngineBase;
+}
 
 namespace tessera::timing {
+
+// One DMA queue's descriptors by ring index, from its engine's records:
+// when each became visible (the last doorbell naming it landed) and when its
+// first read went out; nullopt: never.
+struct QueueTimes {
+  std::vector<std::optional<sc_core::sc_time>> visible, started;
+  std::optional<sc_core::sc_time> visible_at(std::uint32_t index) const {
+    return index < visible.size() ? visible[index] : std::nullopt;
+  }
+  std::optional<sc_core::sc_time> started_at(std::uint32_t index) const {
+    return index < started.size() ? started[index] : std::nullopt;
+  }
+};
+// Every queue of `engine` that a doorbell or a start names, by queue number.
+// Vectors by ring index, not maps by (queue, index): an engine of a large
+// run has tens of thousands of descriptors.
+std::map<std::uint32_t, QueueTimes> queue_times(const dma::DmaEngineBase& engine);
 
 // One descriptor as its queue ran it. A queue runs its descriptors in
 // order: one is queued from when its doorbell landed or the one before it

@@ -577,7 +577,6 @@ NumericsCheck Attention::check() {
   // over the same terms in the same order as a loop over d, then over j.
   const auto S = static_cast<std::size_t>(S_), D = static_cast<std::size_t>(D_);
   constexpr std::size_t kQueries = 64;
-  std::vector<float> qb(D * kQueries);
   std::vector<double> wt(S * kQueries), vsum((S + 1) * D), row_e(kQueries), row_sum(kQueries);
   ReferenceProduct scores, pv;
   WorstElement worst;
@@ -590,9 +589,7 @@ NumericsCheck Attention::check() {
         vsum[(j + 1) * D + n] = vsum[j * D + n] + std::fabs(double{vv_[(static_cast<std::size_t>(h) * S + j) * D + n]});
     for (std::size_t i0 = 0; i0 < S; i0 += kQueries) {
       const std::size_t nq = std::min(kQueries, S - i0);
-      for (std::size_t d = 0; d < D; ++d)
-        for (std::size_t ii = 0; ii < nq; ++ii) qb[d * nq + ii] = q_[(static_cast<std::size_t>(h) * D + d) * S + i0 + ii];
-      reference_matmul(qb.data(), nq, kt, scores);
+      reference_matmul(&q_[static_cast<std::size_t>(h) * D * S + i0], nq, S, kt, scores);
       for (std::size_t ii = 0; ii < nq; ++ii) {
         const std::size_t i = i0 + ii, keys = causal_ ? i + 1 : S;
         const double* dot = &scores.sum[ii * S];

@@ -76,17 +76,18 @@ namespace {
 
 std::size_t round_up(std::size_t v, std::size_t to) { return (v + to - 1) / to * to; }
 
-// The padded product of at [K, M] and b, the left operand packed as
-// ReferenceMatmul reads it; padding is zeros, which add nothing to any sum.
+// The padded product of at [K, M] (rows at_stride apart) and b, the left
+// operand packed as ReferenceMatmul reads it; padding is zeros, which add
+// nothing to any sum.
 template <typename T>
-void product(const T* at, std::size_t M, const ReferenceRight& b, ReferenceProduct& out) {
+void product(const T* at, std::size_t M, std::size_t at_stride, const ReferenceRight& b, ReferenceProduct& out) {
   const std::size_t K = b.K(), N = b.N(), mp = round_up(M, kReferenceRowBlock), np = b.padded_n();
   thread_local std::vector<double> ap, wide_sum, wide_mag;
   ap.assign(2 * mp * K, 0.0);
   for (std::size_t k = 0; k < K; ++k)
     for (std::size_t m = 0; m < M; ++m) {
       double* block = &ap[2 * ((m / kReferenceRowBlock) * K + k) * kReferenceRowBlock];
-      const double v = at[k * M + m];
+      const double v = at[k * at_stride + m];
       block[m % kReferenceRowBlock] = v;
       block[kReferenceRowBlock + m % kReferenceRowBlock] = v < 0 ? -v : v;
     }
@@ -118,16 +119,21 @@ ReferenceRight::ReferenceRight(const float* b, std::size_t K, std::size_t N)
 }
 
 void reference_matmul(const float* at, std::size_t M, const ReferenceRight& b, ReferenceProduct& out) {
-  product(at, M, b, out);
+  product(at, M, M, b, out);
 }
 
 void reference_matmul(const double* at, std::size_t M, const ReferenceRight& b, ReferenceProduct& out) {
-  product(at, M, b, out);
+  product(at, M, M, b, out);
+}
+
+void reference_matmul(const float* at, std::size_t M, std::size_t at_stride, const ReferenceRight& b,
+                      ReferenceProduct& out) {
+  product(at, M, at_stride, b, out);
 }
 
 ReferenceProduct reference_matmul(const float* at, const float* b, std::size_t K, std::size_t M, std::size_t N) {
   ReferenceProduct out;
-  product(at, M, ReferenceRight(b, K, N), out);
+  product(at, M, M, ReferenceRight(b, K, N), out);
   return out;
 }
 

@@ -48,5 +48,10 @@ private:
 // the plain loop, not bit for bit.
 void reference_matmul(const float* at, std::size_t M, const ReferenceRight& b, ReferenceProduct& out);
 void reference_matmul(const double* at, std::size_t M, const ReferenceRight& b, ReferenceProduct& out);
+// The same for M columns of a wider [K, at_stride] left operand: row k of the
+// block is at[k * at_stride .. + M) (a block of rows of C, of tokens, of
+// queries, taken where it lies instead of copied out first).
+void reference_matmul(const float* at, std::size_t M, std::size_t at_stride, const ReferenceRight& b,
+                      ReferenceProduct& out);
 
 }  // namespace tessera::kernels

@@ -347,14 +347,11 @@ public:
                K = static_cast<std::size_t>(K_);
     constexpr std::size_t kRows = 64;
     const ReferenceRight b(b_values_.data(), K, N);
-    std::vector<float> ab(K * kRows);
     ReferenceProduct ref;
     WorstElement worst;
     for (std::size_t m0 = 0; m0 < M; m0 += kRows) {
       const std::size_t nm = std::min(kRows, M - m0);
-      for (std::size_t k = 0; k < K; ++k)
-        for (std::size_t mm = 0; mm < nm; ++mm) ab[k * nm + mm] = at_values_[k * M + m0 + mm];
-      reference_matmul(ab.data(), nm, b, ref);
+      reference_matmul(at_values_.data() + m0, nm, M, b, ref);
       for (std::size_t mm = 0; mm < nm; ++mm)
         for (std::size_t n = 0; n < N; ++n) {
           const std::size_t at = (m0 + mm) * N + n;

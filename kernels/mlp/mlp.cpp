@@ -294,16 +294,13 @@ public:
     const std::size_t T = sz(T_), D = sz(D_), F = sz(F_);
     constexpr std::size_t kTokens = 64;
     const ReferenceRight wg(g_.data(), D, F), wu(u_.data(), D, F), wd(d_.data(), F, D);
-    std::vector<float> xb(D * kTokens);
     std::vector<double> ht(F * kTokens), dht(F * kTokens);
     ReferenceProduct gate, up, y, ey;
     WorstElement worst;
     for (std::size_t t0 = 0; t0 < T; t0 += kTokens) {
       const std::size_t nt = std::min(kTokens, T - t0);
-      for (std::size_t d = 0; d < D; ++d)
-        for (std::size_t tt = 0; tt < nt; ++tt) xb[d * nt + tt] = x_[d * T + t0 + tt];
-      reference_matmul(xb.data(), nt, wg, gate);
-      reference_matmul(xb.data(), nt, wu, up);
+      reference_matmul(x_.data() + t0, nt, T, wg, gate);
+      reference_matmul(x_.data() + t0, nt, T, wu, up);
       for (std::size_t tt = 0; tt < nt; ++tt)
         for (std::size_t f = 0; f < F; ++f) {
           const std::size_t tf = tt * F + f;

@@ -18,6 +18,27 @@ namespace {
 
 std::uint32_t narrow(std::uint64_t v) { return static_cast<std::uint32_t>(v); }
 
+// A slot of `entries` for a new entry: one `free` lists, else a new one.
+template <typename Entry>
+std::uint32_t take_slot(std::vector<Entry>& entries, std::vector<std::uint32_t>& free) {
+  if (free.empty()) {
+    entries.emplace_back();
+    return static_cast<std::uint32_t>(entries.size() - 1);
+  }
+  const std::uint32_t idx = free.back();
+  free.pop_back();
+  return idx;
+}
+
+// The stamp of a new visit, which marks each entry met once however many
+// buckets list it; when it wraps, no entry may look met already.
+template <typename Entry>
+void next_stamp(std::vector<Entry>& entries, std::uint32_t& stamp) {
+  if (++stamp != 0) return;
+  for (Entry& e : entries) e.stamp = 0;
+  stamp = 1;
+}
+
 }  // namespace
 
 void OnChipIndex::add_write(const Region& r, int op, int agent) { add(r, op, agent, true); }
@@ -31,10 +52,7 @@ void OnChipIndex::add_read(const Region& r, int op, int agent) {
 
 template <typename F>
 void OnChipIndex::for_each_overlapping(const Region& r, F&& f) {
-  if (++stamp_ == 0) {  // wrapped: no entry may look met already
-    for (Entry& e : entries_) e.stamp = 0;
-    stamp_ = 1;
-  }
+  next_stamp(entries_, stamp_);
   if (buckets_.empty()) return;
   const std::uint64_t last = std::min<std::uint64_t>((r.b1 - 1) / kBucketBytes, buckets_.size() - 1);
   for (std::uint64_t b = r.b0 / kBucketBytes; b <= last; ++b)
@@ -42,13 +60,7 @@ void OnChipIndex::for_each_overlapping(const Region& r, F&& f) {
       Entry& e = entries_[idx];
       if (e.stamp == stamp_ || !e.overlaps(r)) continue;
       e.stamp = stamp_;
-      Region region;
-      region.memory = r.memory;
-      region.p0 = e.p0;
-      region.p1 = e.p1;
-      region.b0 = e.b0;
-      region.b1 = e.b1;
-      f(region, e.op, e.agent, e.is_write);
+      f(Region{r.memory, e.p0, e.p1, e.b0, e.b1}, e.op, e.agent, e.is_write);
     }
 }
 
@@ -70,14 +82,7 @@ void OnChipIndex::remove_covered(const Region& w) {
 }
 
 std::uint32_t OnChipIndex::add(const Region& r, int op, int agent, bool is_write) {
-  std::uint32_t idx;
-  if (free_.empty()) {
-    idx = static_cast<std::uint32_t>(entries_.size());
-    entries_.emplace_back();
-  } else {
-    idx = free_.back();
-    free_.pop_back();
-  }
+  const std::uint32_t idx = take_slot(entries_, free_);
   entries_[idx] = {narrow(r.p0), narrow(r.p1), narrow(r.b0), narrow(r.b1), op, agent, 0, is_write};
   for (std::uint64_t b = r.b0 / kBucketBytes; b <= (r.b1 - 1) / kBucketBytes; ++b) bucket(b).push_back(idx);
   return idx;
@@ -99,10 +104,7 @@ void OnChipIndex::remove(std::uint32_t idx) {
 template <typename F>
 void HbmWrites::for_each_index(const Region& r, F&& f) {
   if (entries_.size() == free_.size()) return;
-  if (++stamp_ == 0) {  // wrapped: no entry may look met already
-    for (Entry& e : entries_) e.stamp = 0;
-    stamp_ = 1;
-  }
+  next_stamp(entries_, stamp_);
   const auto meet = [&](std::uint32_t idx) {
     Entry& e = entries_[idx];
     if (e.stamp == stamp_ || !e.access.region.overlaps(r)) return;
@@ -133,14 +135,7 @@ void HbmWrites::add(const Region& w, int op, int agent) {
     if (w.covers(entries_[idx].access.region)) dead_.push_back(idx);
   });
   for (const std::uint32_t idx : dead_) remove(idx);
-  std::uint32_t idx;
-  if (free_.empty()) {
-    idx = static_cast<std::uint32_t>(entries_.size());
-    entries_.emplace_back();
-  } else {
-    idx = free_.back();
-    free_.pop_back();
-  }
+  const std::uint32_t idx = take_slot(entries_, free_);
   entries_[idx] = {{w, op, agent}, 0, true};
   if (wide(w)) {
     wide_.push_back(idx);
