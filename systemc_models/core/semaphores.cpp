@@ -16,6 +16,8 @@ Semaphores::Semaphores(sc_core::sc_module_name name, std::size_t count, sc_core:
     : sc_module(name),
       socket("socket"),
       values_(count, 0),
+      value_before_(count, 0),
+      changed_at_(count, sc_core::sc_max_time()),
       wake_latency_(wake_latency),
       stats_(stats, *this) {
   socket.register_b_transport(this, &Semaphores::b_transport);
@@ -42,17 +44,28 @@ void Semaphores::apply_due() {
 }
 
 void Semaphores::increment(std::size_t index, std::uint32_t delta) {
-  values_.at(index) += delta;
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  if (changed_at_.at(index) != now) {
+    changed_at_[index] = now;
+    value_before_[index] = values_[index];
+  }
+  values_[index] += delta;
   ++stats_.increments;
   if (keep_increments_) increment_log_.push_back({index, delta, sc_core::sc_time_stamp()});
   if (waves_) waves_->semaphore(index, values_[index]);
   changed_.notify(sc_core::SC_ZERO_TIME);
 }
 
+std::uint32_t Semaphores::visible_value(std::size_t index) const {
+  return changed_at_.at(index) == sc_core::sc_time_stamp() ? value_before_[index] : values_[index];
+}
+
 void Semaphores::wait_at_least(std::size_t index, std::uint32_t target, const std::string& who) {
-  if (values_.at(index) >= target) return;
+  if (visible_value(index) >= target) return;
   ++stats_.waits;
   waiting_[who] = {index, target};
+  // Reached by an increment earlier in this picosecond: woken by it, as when
+  // the increment comes later in the picosecond.
   while (values_[index] < target) sc_core::wait(changed_);
   waiting_.erase(who);
   sc_core::wait(wake_latency_);

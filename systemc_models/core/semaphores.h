@@ -32,7 +32,12 @@ public:
   void increment_at(std::size_t index, std::uint32_t delta, const sc_core::sc_time& when);
 
   // Blocks the calling SC_THREAD until semaphore `index` >= `target`. `who`
-  // names the waiter for deadlock reports.
+  // names the waiter for deadlock reports. A wait sees the value as it was
+  // when its picosecond began, as a register read in the increment's own
+  // cycle would: reached by an increment of the same picosecond, the waiter
+  // wakes for it wake_latency later, whether that increment was made before
+  // or after the wait in SystemC's order of the picosecond's processes (an
+  // order no model should depend on).
   void wait_at_least(std::size_t index, std::uint32_t target, const std::string& who);
 
   // Waiters still blocked, as "who: sem[i] >= v (value now u)".
@@ -65,7 +70,13 @@ private:
     std::uint32_t target;
   };
 
+  // The value a wait sees: as it was before the first increment of the
+  // current picosecond (changed_at_: the picosecond of its last increment).
+  std::uint32_t visible_value(std::size_t index) const;
+
   std::vector<std::uint32_t> values_;
+  std::vector<std::uint32_t> value_before_;
+  std::vector<sc_core::sc_time> changed_at_;
   sc_core::sc_event changed_;
   sc_core::sc_time wake_latency_;
   std::map<std::string, Waiter> waiting_;

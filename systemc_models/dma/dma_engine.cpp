@@ -60,7 +60,17 @@ std::string DmaEngineBase::doorbell(std::uint32_t q, std::uint64_t address, std:
   if (count >= s.ring_size - in_flight)
     return fmt::format("{}.q{}: {} more descriptors overflow a ring of {} ({} in flight)", name(), q, count,
                        s.ring_size, in_flight);
-  pending_.push_back({sc_time_stamp() + visible_after, q, (tail + count) % s.ring_size});
+  // Tails that land at the same picosecond are written in queue order, not
+  // in the order their doorbells were rung: two sequencers that ring in the
+  // same picosecond run in whatever order SystemC's event heap wakes them,
+  // which no model should depend on (and which the DMA scheduler, running
+  // the engines ahead, does not reproduce).
+  const sc_time visible = sc_time_stamp() + visible_after;
+  auto at = pending_.end();
+  while (at != pending_.begin() && (std::prev(at)->visible > visible ||
+                                    (std::prev(at)->visible == visible && std::prev(at)->queue > q)))
+    --at;
+  pending_.insert(at, {visible, q, (tail + count) % s.ring_size});
   doorbells_.push_back({q, tail, count, sc_time_stamp() + visible_after});
   ring(visible_after);
   return {};

@@ -121,7 +121,7 @@ protected:
   };
 
   std::vector<QueueState> queues_;
-  std::deque<PendingTail> pending_;  // doorbells not yet visible, in time order
+  std::deque<PendingTail> pending_;  // doorbells not yet visible, by (visible, queue)
   sc_core::sc_event doorbell_event_;
 
   // Engines that reach memory in the same cycle do so in engine order (engine

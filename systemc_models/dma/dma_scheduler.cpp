@@ -22,9 +22,10 @@ DmaScheduler::DmaScheduler(sc_core::sc_module_name name, core::CoreContext& ctx,
 void DmaScheduler::add(DmaEngine& engine) { engines_.push_back(&engine); }
 
 void DmaScheduler::end_of_elaboration() {
-  const char* ahead = std::getenv("TESSERA_DMA_RUN_AHEAD");
-  active_ = (enabled_ || (ahead && *ahead && *ahead != '0')) && lookahead_ > sc_core::SC_ZERO_TIME && !ctx_.waves &&
-            !ctx_.on_chip;
+  bool wanted = true;
+  if (requested_) wanted = *requested_;
+  else if (const char* env = std::getenv("TESSERA_DMA_RUN_AHEAD"); env && *env) wanted = *env != '0';
+  active_ = wanted && lookahead_ > sc_core::SC_ZERO_TIME && !ctx_.waves && !ctx_.on_chip;
   for (const DmaEngine* e : engines_) active_ = active_ && !e->has_sampler();
   if (active_)
     for (std::size_t i = 0; i < engines_.size(); ++i) {

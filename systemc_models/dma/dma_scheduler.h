@@ -17,18 +17,16 @@
 // semaphores at its time (Semaphores::increment_at), and a doorbell checks a
 // ring's room against the heads completed by then.
 //
-// Off unless asked for (TESSERA_DMA_RUN_AHEAD=1, or enable()): the engines'
-// own accesses and bookings are the same, but the rest of the core is not
-// always. Two sequencers woken at the same picosecond run in the order
-// SystemC takes their timed notifications from its queue, a binary heap that
-// is not first-in first-out for equal times, so the order depends on every
-// other timed notification in the heap, the engines' waits included; without
-// those waits it can change, and with it the order of two doorbells rung in
-// that picosecond, which decides which queue's tail write the engine sees
-// first. In the smoke suite this changes one job of 260 (gelu on tiny, three
-// doorbells rung at 15,290 ns by two sequencers). Without the scheduler each
-// engine steps in its own thread (DmaEngine::run) with exactly the waits it
-// had, so every run is identical to the one-thread model.
+// On by default. Without it (TESSERA_DMA_RUN_AHEAD=0, or run_ahead(false))
+// each engine steps in its own thread (DmaEngine::run) with exactly the waits
+// the one-thread model had; both ways give the same run. That rests on one
+// rule outside this file: two doorbells whose tails land in the same
+// picosecond are applied in queue order (DmaEngineBase::doorbell), not in the
+// order their sequencers rang them. Sequencers woken at the same picosecond
+// run in the order SystemC takes their timed notifications from its queue, a
+// binary heap that is not first-in first-out for equal times, so that order
+// depends on every other timed notification in the heap, the engines' waits
+// among them, and running the engines here changes it.
 //
 // Also never with a lookahead of 0, a waveform being recorded (its probes
 // sample engine state at SystemC's time), the sampled fidelity (its sampler
@@ -41,6 +39,7 @@
 
 #include <systemc>
 
+#include <optional>
 #include <vector>
 
 namespace tessera::dma {
@@ -56,9 +55,10 @@ public:
   void add(DmaEngine& engine);
   // Whether the scheduler runs the engines (decided when elaboration ends).
   bool active() const { return active_; }
-  // Runs the engines ahead where it can (before the simulation starts), as
-  // TESSERA_DMA_RUN_AHEAD=1 does for every core.
-  void enable() { enabled_ = true; }
+  // Whether to run the engines ahead where it can (before the simulation
+  // starts). It overrides TESSERA_DMA_RUN_AHEAD, which sets it for every core
+  // (0 to step each engine in its own thread); without either, on.
+  void run_ahead(bool on) { requested_ = on; }
 
   // A doorbell of the engine in `slot` becomes visible `visible_after` from
   // now, and the engine's next step is `next`: it may be within the
@@ -73,7 +73,8 @@ private:
   sc_core::sc_time lookahead_;
   std::vector<DmaEngine*> engines_;
   std::vector<sc_core::sc_time> next_;  // each engine's next step, by slot (rank order)
-  bool active_ = false, enabled_ = false;
+  bool active_ = false;
+  std::optional<bool> requested_;
   sc_core::sc_event wake_;
   sc_core::sc_time planned_;  // when run() wakes next (sc_max_time: only on wake_)
   // The latest step taken: SystemC's time is brought there before the

@@ -1,6 +1,7 @@
 // The semaphores, driven by engine-like SC_THREADs and through their TLM
 // socket as a DMA engine reaches them: waits block until the value is
-// reached and wake `wake_latency` later; a write adds its value when its
+// reached and wake `wake_latency` later (also when reached in the wait's own
+// picosecond, in either order); a write adds its value when its
 // annotated delay has passed; waiters still blocked are listed for deadlock
 // reports.
 #include "core/semaphores.h"
@@ -54,6 +55,46 @@ TEST(Semaphores, AWaitBlocksUntilTheValueIsReachedAndWakesAfterTheLatency) {
   EXPECT_EQ(sems.value(1), 2u);
   EXPECT_EQ(sems.stats().increments.value(), 2);
   EXPECT_EQ(sems.stats().waits.value(), 1);
+}
+
+// An increment and a wait in the same picosecond: the wait sees the value
+// the picosecond began with, so the waiter wakes a latency after the
+// increment whichever of the two SystemC runs first (here forced by a delta
+// cycle each way).
+TEST(Semaphores, AWaitInTheIncrementsPicosecondWakesAfterTheLatencyInEitherOrder) {
+  trace::Stats stats;
+  core::Semaphores first("increment_first", 4, sc_time(5, SC_NS), stats),
+      second("increment_second", 4, sc_time(5, SC_NS), stats);
+  Initiator unused_a("unused_a"), unused_b("unused_b");
+  unused_a.socket.bind(first.socket);
+  unused_b.socket.bind(second.socket);
+  Process sig_a("sig_a"), wait_a("wait_a"), sig_b("sig_b"), wait_b("wait_b");
+  sc_time woke_a, woke_b;
+  sig_a.body = [&] {
+    sc_core::wait(10, SC_NS);
+    first.increment(0, 1);
+  };
+  wait_a.body = [&] {
+    sc_core::wait(10, SC_NS);
+    sc_core::wait(sc_core::SC_ZERO_TIME);  // after the increment
+    first.wait_at_least(0, 1, "wait_a");
+    woke_a = sc_core::sc_time_stamp();
+  };
+  sig_b.body = [&] {
+    sc_core::wait(10, SC_NS);
+    sc_core::wait(sc_core::SC_ZERO_TIME);  // after the wait began
+    second.increment(0, 1);
+  };
+  wait_b.body = [&] {
+    sc_core::wait(10, SC_NS);
+    second.wait_at_least(0, 1, "wait_b");
+    woke_b = sc_core::sc_time_stamp();
+  };
+  sc_core::sc_start();
+  EXPECT_EQ(woke_a, sc_time(15, SC_NS));
+  EXPECT_EQ(woke_b, sc_time(15, SC_NS));
+  EXPECT_EQ(first.stats().waits.value(), 1);
+  EXPECT_EQ(second.stats().waits.value(), 1);
 }
 
 TEST(Semaphores, AWriteAddsItsValueWhenItsDelayHasPassed) {

@@ -16,8 +16,11 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdlib>
+#include <functional>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -64,7 +67,8 @@ template <typename Program>
 std::string run_logged(NeuronCore& ahead, NeuronCore& alone, Program program) {
   program(ahead);
   program(alone);
-  ahead.dma().scheduler()->enable();
+  ahead.dma().scheduler()->run_ahead(true);
+  alone.dma().scheduler()->run_ahead(false);
   testing::internal::CaptureStderr();
   const auto ra = ahead.run();
   const auto rb = alone.run();
@@ -93,11 +97,7 @@ void expect_same_completions(NeuronCore& a, NeuronCore& b) {
 
 class DmaScheduler : public ::testing::Test {
 protected:
-  // The core that steps alone must, whatever the environment asks of the others.
-  void SetUp() override {
-    setenv("TESSERA_DMA_BRIDGE_LOG", "1", 1);
-    unsetenv("TESSERA_DMA_RUN_AHEAD");
-  }
+  void SetUp() override { setenv("TESSERA_DMA_BRIDGE_LOG", "1", 1); }
   void TearDown() override { unsetenv("TESSERA_DMA_BRIDGE_LOG"); }
 };
 
@@ -179,6 +179,75 @@ TEST_F(DmaScheduler, DoorbellDuringRunAheadLandsAsInSystemC) {
   EXPECT_LT(trace::ns(bells[1].visible), trace::ns(done[0].done) - 1000.0);
 }
 
+// Rings doorbells from a process of its own, at a time and delta cycle the
+// test chooses.
+struct Ringer : sc_core::sc_module {
+  std::function<void()> body;
+  SC_HAS_PROCESS(Ringer);
+  explicit Ringer(sc_core::sc_module_name n) : sc_module(n) { SC_THREAD(run); }
+  void run() { body(); }
+};
+
+// Two queues of engine 0 rung in the same picosecond, one a delta cycle after
+// the other (as two sequencers woken together are, in an order SystemC's
+// event queue decides): the tails land in queue order either way, so the
+// runs are the same with the rings in either order, the engines ahead or
+// stepping alone.
+TEST(DmaSchedulerMode, SameTimeDoorbellsLandInQueueOrder) {
+  struct Case {
+    const char* name;
+    bool ahead;
+    std::uint32_t first;  // the queue rung first
+  };
+  const Case cases[] = {{"ahead01", true, 0}, {"ahead10", true, 1}, {"alone01", false, 0}, {"alone10", false, 1}};
+  std::vector<std::unique_ptr<trace::Stats>> stats;
+  std::vector<std::unique_ptr<NeuronCore>> cores;
+  std::vector<std::unique_ptr<Ringer>> ringers;
+  std::vector<std::string> errors;
+  for (const Case& c : cases) {
+    stats.push_back(std::make_unique<trace::Stats>());
+    cores.push_back(std::make_unique<NeuronCore>(c.name, tiny(), *stats.back()));
+    NeuronCore& core = *cores.back();
+    const auto& map = core.address_map();
+    const auto pbytes = static_cast<std::uint32_t>(map.sbuf_partition_bytes);
+    std::array<std::uint64_t, 2> ring{};
+    for (std::uint32_t q = 0; q < 2; ++q) {
+      std::vector<arch::DmaDescriptor> ds;
+      for (std::uint32_t i = 0; i < 2; ++i)
+        ds.push_back(tile_descriptor(0x10000 + 0x4000 * q + 0x1000 * i, 512, map.sbuf_address(0, 2048 * q + 512 * i),
+                                     pbytes, 8, 256, 1, map.semaphore_address(q)));
+      ring[q] = core.place(ring_of(ds, 4));
+      core.configure_dma_queue(0, q, ring[q], 4);
+    }
+    Stream sync(arch::Engine::Sync);
+    sync.wait(0, 2).wait(1, 2).end();
+    core.load_program(arch::Engine::Sync, sync.bytes);
+    core.dma().scheduler()->run_ahead(c.ahead);
+    ringers.push_back(std::make_unique<Ringer>((std::string(c.name) + "_ringer").c_str()));
+    ringers.back()->body = [&core, &errors, ring, first = c.first] {
+      sc_core::wait(50, sc_core::SC_NS);
+      errors.push_back(core.dma().ring(0, first, ring[first], 2));
+      sc_core::wait(sc_core::SC_ZERO_TIME);
+      errors.push_back(core.dma().ring(0, 1 - first, ring[1 - first], 2));
+    };
+  }
+  for (auto& core : cores) {
+    const auto r = core->run();
+    ASSERT_TRUE(r.ok()) << r.message;
+  }
+  for (const std::string& e : errors) EXPECT_EQ(e, "");
+  for (std::size_t i = 0; i < cores.size(); ++i) {
+    EXPECT_EQ(cores[i]->dma().scheduler()->active(), cases[i].ahead) << cases[i].name;
+    const auto& bells = cores[i]->dma().engine(0).doorbells();
+    ASSERT_EQ(bells.size(), 2u);
+    EXPECT_EQ(bells[0].queue, cases[i].first) << cases[i].name;
+    EXPECT_EQ(bells[0].visible, bells[1].visible) << cases[i].name;
+    // Queue 0's tail was written first, so it is fetched and done first.
+    EXPECT_EQ(cores[i]->dma().engine(0).completions().front().queue, 0u) << cases[i].name;
+  }
+  for (std::size_t i = 1; i < cores.size(); ++i) expect_same_completions(*cores[0], *cores[i]);
+}
+
 // With a lookahead of 0 (a doorbell could land in the very cycle it is rung)
 // the scheduler cannot run ahead, and leaves the engines to their threads.
 TEST(DmaSchedulerMode, NoLookaheadLeavesTheEnginesAlone) {
@@ -186,7 +255,7 @@ TEST(DmaSchedulerMode, NoLookaheadLeavesTheEnginesAlone) {
   cfg.dma.start_latency_ns = 0;
   trace::Stats stats;
   NeuronCore core("core", cfg, stats);
-  core.dma().scheduler()->enable();
+  core.dma().scheduler()->run_ahead(true);
   sc_core::sc_start(sc_core::SC_ZERO_TIME);
   EXPECT_FALSE(core.dma().scheduler()->active());
 }
