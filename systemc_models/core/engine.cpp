@@ -179,12 +179,11 @@ void Engine::run() {
   for (std::uint64_t index = 0;; ++index) {
     const std::uint64_t at_byte = pc;
     arch::Instruction in;
-    std::string where = fmt::format("{} instruction #{} (byte {})", to_string(kind_), index, at_byte);
-    const std::size_t where_head = where.size();
+    bool decoded = false;  // what the error names: the instruction once decoded
     costs_.emplace_back();
     try {
       in = fetch_next(pc, fetch_ready);
-      where += ": " + arch::disassemble(in);
+      decoded = true;
       if (fetch_ready > sc_time_stamp()) {
         wave_state(trace::WaveProbe::EngineState::FetchWait);
         stats_.fetch_wait_ns += trace::ns(fetch_ready - sc_time_stamp());
@@ -274,11 +273,15 @@ void Engine::run() {
       if (ctx_.timeline)
         ctx_.timeline->instruction(track_, index, trace::ns(issued), trace::ns(sc_time_stamp()));
     } catch (const std::exception& e) {
+      // The message is made only here: formatting and disassembling every
+      // instruction on the way cost a tenth of a timing-only run.
       wave_state(trace::WaveProbe::EngineState::Done);
+      std::string where = fmt::format("{} instruction #{} (byte {})", to_string(kind_), index, at_byte);
       if (ctx_.origin_of) {
         const std::string origin = ctx_.origin_of(kind_, index);
-        if (!origin.empty()) where.insert(where_head, " " + origin);
+        if (!origin.empty()) where += " " + origin;
       }
+      if (decoded) where += ": " + arch::disassemble(in);
       ctx_.fail(fmt::format("{}: {}", where, e.what()));
       return;
     }
