@@ -219,7 +219,7 @@ void Engine::run() {
         case arch::Opcode::Nop: break;
         case arch::Opcode::SemWait: {
           const sc_time start = sc_time_stamp();
-          if (ctx_.semaphores.value(in.sem) < in.value) wave_state(trace::WaveProbe::EngineState::SemWait);
+          if (ctx_.semaphores.visible_value(in.sem) < in.value) wave_state(trace::WaveProbe::EngineState::SemWait);
           ctx_.semaphores.wait_at_least(in.sem, in.value, name());
           if (sc_time_stamp() > start) {
             wait_for_clock_edge();

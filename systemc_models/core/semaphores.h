@@ -26,6 +26,9 @@ public:
 
   std::size_t size() const { return values_.size(); }
   std::uint32_t value(std::size_t index) const { return values_.at(index); }
+  // The value a wait made now compares: as it was before the first
+  // increment of the current picosecond (see wait_at_least).
+  std::uint32_t visible_value(std::size_t index) const;
   void increment(std::size_t index, std::uint32_t delta);
   // The same, taking effect at simulated time `when` (>= now): a TLM write
   // annotated with a delay lands when its delay has passed, not when sent.
@@ -70,11 +73,9 @@ private:
     std::uint32_t target;
   };
 
-  // The value a wait sees: as it was before the first increment of the
-  // current picosecond (changed_at_: the picosecond of its last increment).
-  std::uint32_t visible_value(std::size_t index) const;
-
   std::vector<std::uint32_t> values_;
+  // Each semaphore's value before the first increment of the picosecond
+  // of its last increment (changed_at_), for visible_value.
   std::vector<std::uint32_t> value_before_;
   std::vector<sc_core::sc_time> changed_at_;
   sc_core::sc_event changed_;
