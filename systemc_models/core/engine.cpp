@@ -274,7 +274,7 @@ void Engine::run() {
         ctx_.timeline->instruction(track_, index, trace::ns(issued), trace::ns(sc_time_stamp()));
     } catch (const std::exception& e) {
       // The message is made only here: formatting and disassembling every
-      // instruction on the way cost a tenth of a timing-only run.
+      // instruction on the way cost about 5 % of a timing-only run.
       wave_state(trace::WaveProbe::EngineState::Done);
       std::string where = fmt::format("{} instruction #{} (byte {})", to_string(kind_), index, at_byte);
       if (ctx_.origin_of) {

@@ -71,7 +71,7 @@ std::string DmaEngineBase::doorbell(std::uint32_t q, std::uint64_t address, std:
                                     (std::prev(at)->visible == visible && std::prev(at)->queue > q)))
     --at;
   pending_.insert(at, {visible, q, (tail + count) % s.ring_size});
-  doorbells_.push_back({q, tail, count, sc_time_stamp() + visible_after});
+  doorbells_.push_back({q, tail, count, visible});
   ring(visible_after);
   return {};
 }

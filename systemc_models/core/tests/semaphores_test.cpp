@@ -6,6 +6,7 @@
 // reports.
 #include "core/semaphores.h"
 
+#include "testing/process.h"
 #include "testing/tlm_initiator.h"
 
 #include <gmock/gmock.h>
@@ -13,7 +14,6 @@
 #include <systemc>
 
 #include <cstring>
-#include <functional>
 
 namespace tessera {
 namespace {
@@ -21,14 +21,7 @@ namespace {
 using sc_core::sc_time;
 using sc_core::SC_NS;
 using testing::Initiator;
-
-// An engine-like SC_THREAD that reaches the semaphores through their methods.
-struct Process : sc_core::sc_module {
-  std::function<void()> body;
-  SC_HAS_PROCESS(Process);
-  explicit Process(sc_core::sc_module_name n) : sc_module(n) { SC_THREAD(run); }
-  void run() { body(); }
-};
+using testing::Process;  // engine-like: reaches the semaphores through their methods
 
 TEST(Semaphores, AWaitBlocksUntilTheValueIsReachedAndWakesAfterTheLatency) {
   trace::Stats stats;

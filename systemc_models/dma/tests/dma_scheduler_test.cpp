@@ -10,6 +10,7 @@
 
 #include "arch/dma_descriptor.h"
 #include "testing/dma_programs.h"
+#include "testing/process.h"
 #include "testing/shipped_config.h"
 #include "testing/stream.h"
 #include "trace/sim_time.h"
@@ -18,7 +19,6 @@
 
 #include <array>
 #include <cstdlib>
-#include <functional>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -69,10 +69,10 @@ std::string run_logged(NeuronCore& ahead, NeuronCore& alone, Program program) {
   program(alone);
   ahead.dma().scheduler()->run_ahead(true);
   alone.dma().scheduler()->run_ahead(false);
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   const auto ra = ahead.run();
   const auto rb = alone.run();
-  const std::string log = testing::internal::GetCapturedStderr();
+  const std::string log = ::testing::internal::GetCapturedStderr();
   EXPECT_TRUE(ra.ok()) << ra.message;
   EXPECT_TRUE(rb.ok()) << rb.message;
   EXPECT_EQ(ra.end_time, rb.end_time);
@@ -179,15 +179,6 @@ TEST_F(DmaScheduler, DoorbellDuringRunAheadLandsAsInSystemC) {
   EXPECT_LT(trace::ns(bells[1].visible), trace::ns(done[0].done) - 1000.0);
 }
 
-// Rings doorbells from a process of its own, at a time and delta cycle the
-// test chooses.
-struct Ringer : sc_core::sc_module {
-  std::function<void()> body;
-  SC_HAS_PROCESS(Ringer);
-  explicit Ringer(sc_core::sc_module_name n) : sc_module(n) { SC_THREAD(run); }
-  void run() { body(); }
-};
-
 // Two queues of engine 0 rung in the same picosecond, one a delta cycle after
 // the other (as two sequencers woken together are, in an order SystemC's
 // event queue decides): the tails land in queue order either way, so the
@@ -202,7 +193,7 @@ TEST(DmaSchedulerMode, SameTimeDoorbellsLandInQueueOrder) {
   const Case cases[] = {{"ahead01", true, 0}, {"ahead10", true, 1}, {"alone01", false, 0}, {"alone10", false, 1}};
   std::vector<std::unique_ptr<trace::Stats>> stats;
   std::vector<std::unique_ptr<NeuronCore>> cores;
-  std::vector<std::unique_ptr<Ringer>> ringers;
+  std::vector<std::unique_ptr<testing::Process>> ringers;  // each rings its core's two doorbells
   std::vector<std::string> errors;
   for (const Case& c : cases) {
     stats.push_back(std::make_unique<trace::Stats>());
@@ -223,7 +214,7 @@ TEST(DmaSchedulerMode, SameTimeDoorbellsLandInQueueOrder) {
     sync.wait(0, 2).wait(1, 2).end();
     core.load_program(arch::Engine::Sync, sync.bytes);
     core.dma().scheduler()->run_ahead(c.ahead);
-    ringers.push_back(std::make_unique<Ringer>((std::string(c.name) + "_ringer").c_str()));
+    ringers.push_back(std::make_unique<testing::Process>((std::string(c.name) + "_ringer").c_str()));
     ringers.back()->body = [&core, &errors, ring, first = c.first] {
       sc_core::wait(50, sc_core::SC_NS);
       errors.push_back(core.dma().ring(0, first, ring[first], 2));
