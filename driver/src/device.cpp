@@ -391,8 +391,12 @@ void load(core::NeuronCore& core, const Program& program) {
     ring_base[q] = core.place(bytes);
     core.configure_dma_queue(q.first, q.second, ring_base[q], static_cast<std::uint32_t>(slots));
   }
+  // One buffer for every engine's encoding in turn: a large program's
+  // streams run to tens of MiB, and each fresh buffer's pages are faulted in
+  // anew.
+  std::vector<std::uint8_t> stream;
   for (int e = 0; e < arch::kNumEngines; ++e) {
-    std::vector<std::uint8_t> stream;
+    stream.clear();
     // A header and two operands is the common instruction; a stream longer
     // than this grows once or twice.
     stream.reserve(program.streams[e].size() * (arch::kInstrHeaderBytes + 2 * arch::kOperandBytes));

@@ -53,13 +53,15 @@ inline constexpr int kMaxFreeDims = 4;
 // An operand: a rectangle of partitions, each read or written through the same
 // free-dimension access pattern. Element (p, i0..i3) lives in partition
 // start_partition + p at byte offset_bytes + size_of(dtype) * sum(ik * stride_k).
+// The fields are ordered so that none needs padding (44 bytes): a large
+// program holds four per instruction, a million instructions at a time.
 struct AccessPattern {
   Memory memory = Memory::None;
   DType dtype = DType::Fp32;
+  std::uint8_t num_dims = 0;  // 1..4 used (size, stride) pairs, outermost first
   std::uint16_t start_partition = 0;
   std::uint16_t partition_count = 0;
   std::uint32_t offset_bytes = 0;
-  std::uint8_t num_dims = 0;  // 1..4 used (size, stride) pairs, outermost first
   std::array<std::uint32_t, kMaxFreeDims> size{};
   std::array<std::int32_t, kMaxFreeDims> stride{};  // in elements
 
@@ -132,6 +134,8 @@ enum InstrFlag : std::uint8_t {
 // One decoded instruction. Operand roles by opcode:
 //   dst: written; a, b, c: read (c is Select's pred or Activation's accumulate output;
 //   TensorScalar's b and c are optional [P, 1] per-partition scalars).
+// Its fields are ordered so that it has no padding but the 4 bytes before
+// `address` (216 bytes; a large GEMM holds 731,653 of them at once).
 struct Instruction {
   Engine engine = Engine::Sync;
   Opcode opcode = Opcode::Nop;
@@ -139,8 +143,8 @@ struct Instruction {
   AluOp alu = AluOp::Bypass;
   AluOp alu2 = AluOp::Bypass;
   ActFunc func = ActFunc::Identity;
-  float imm0 = 0, imm1 = 0, imm2 = 0;
   std::uint16_t sem = 0;        // SemWait / SemIncr
+  float imm0 = 0, imm1 = 0, imm2 = 0;
   std::uint32_t value = 0;      // SemWait threshold / SemIncr, SemSignal delta / DmaTrigger descriptor count
   std::uint16_t dma_engine = 0; // DmaTrigger
   std::uint16_t dma_queue = 0;
@@ -150,6 +154,8 @@ struct Instruction {
   bool accumulate() const { return flags & kFlagAccumulate; }
   bool double_row() const { return flags & kFlagDoubleRow; }
 };
+static_assert(sizeof(AccessPattern) == 44 && sizeof(Instruction) == 216,
+              "a field added to an operand or an instruction: keep them free of padding");
 
 // Encoded size: a fixed header plus 48 bytes per present operand.
 inline constexpr std::size_t kInstrHeaderBytes = 48;

@@ -10,10 +10,10 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 
 namespace tessera::dma {
 
@@ -154,6 +154,7 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::
       // the configured bandwidth.
       period_(static_cast<double>(ctx.cfg.dma.axi_data_bytes) / ctx.cfg.dma.bytes_per_ns, SC_NS),
       beat_(static_cast<std::uint32_t>(ctx.cfg.dma.axi_data_bytes)),
+      bus_(beat_),
       data_(!ctx.no_data),
       max_outstanding_(static_cast<std::uint32_t>(ctx.cfg.dma.max_outstanding)),
       run_gap_(period_ * static_cast<double>(ctx.cfg.dma.run_gap_cycles)),
@@ -163,6 +164,9 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::
       last_fetched_queue_(queues - 1),
       heads_seen_(queues, 0) {
   buffer_size_ = buffer_bytes(max_outstanding_);
+  if (period_ == SC_ZERO_TIME)
+    throw std::invalid_argument(fmt::format("{}: a DMA clock period under the time resolution", this->name()));
+  period_inverse_ = ~std::uint64_t{0} / period_.value();
   writes_b_.assign(max_outstanding_, SC_ZERO_TIME);
   // TESSERA_DMA_BRIDGE_LOG=1 prints every memory access with its time, as the
   // RTL bridge does, so the two can be compared line by line.
@@ -171,7 +175,20 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::
   SC_THREAD(run);
 }
 
-sc_time DmaEngine::on_clock(const sc_time& t) const { return period_ * std::ceil(t / period_ - 1e-9); }
+// In integer time: the same edges as rounding t / period_ up in doubles
+// (for any time a run reaches), without a floating-point division and the
+// volatile store of sc_time's multiply, which were a fifth of step(). The
+// remainder comes from a multiply by the period's inverse: the quotient it
+// gives is at most one short for any time below 2^63 (the inverse is short
+// by under one part in 2^64 / period), which the loop mends in one compare; a
+// division was half of what was left.
+sc_time DmaEngine::on_clock(const sc_time& t) const {
+  const std::uint64_t v = t.value(), p = period_.value();
+  const auto q = static_cast<std::uint64_t>((static_cast<unsigned __int128>(v) * period_inverse_) >> 64);
+  std::uint64_t past = v - q * p;
+  while (past >= p) past -= p;
+  return past == 0 ? t : t + (period_ - sc_time::from_value(past));
+}
 
 void DmaEngine::configure_queue(std::uint32_t q, std::uint64_t ring_base, std::uint32_t ring_size) {
   QueueState& s = queues_.at(q);
@@ -489,7 +506,7 @@ void DmaEngine::begin(const Fetched& f) {
 // AXI moves whole beats aligned to the bus: a burst's beat count and the
 // bytes memory is asked for follow from the aligned range.
 std::pair<std::uint64_t, std::uint32_t> DmaEngine::aligned(const Run& r) const {
-  const std::uint64_t lo = r.address / beat_ * beat_, hi = (r.address + r.bytes + beat_ - 1) / beat_ * beat_;
+  const std::uint64_t lo = bus_.down(r.address), hi = bus_.down(r.address + r.bytes + beat_ - 1);
   return std::make_pair(lo, static_cast<std::uint32_t>(hi - lo));
 }
 
@@ -710,7 +727,7 @@ DmaEngine::Wait DmaEngine::step() {
         if (x.wi < dst.size()) {
           while (x.need < x.ri && scratch_.read_end[x.need] < x.written + dst[x.wi].bytes) ++x.need;
           if (x.need < x.ri) {
-            w_beats = aligned(dst[x.wi]).second / beat_;
+            w_beats = static_cast<std::uint32_t>(bus_.beats(aligned(dst[x.wi]).second));
             // Its AW goes a cycle before its first W beat can: once its data is
             // committed and a write slot is free, in order after the last AW,
             // and, for a run start, a run gap after the last run start.
@@ -919,7 +936,7 @@ DmaEngine::Wait DmaEngine::step() {
         }
         if (data_) std::memcpy(scratch_.buffer.data() + x.read_at, burst.data() + (r.address - lo), r.bytes);
         scratch_.ready_at[x.ri] = mem;
-        scratch_.read_beats[x.ri] = len / beat_;
+        scratch_.read_beats[x.ri] = static_cast<std::uint32_t>(bus_.beats(len));
         if (r.first) next_run_ar_ = now_ + run_gap_;
         x.read_at += r.bytes;
         scratch_.read_end[x.ri] = x.read_at;
