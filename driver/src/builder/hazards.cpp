@@ -51,27 +51,36 @@ void OnChipIndex::add_read(const Region& r, int op, int agent) {
 }
 
 template <typename F>
+void OnChipIndex::for_each_cell(std::uint64_t p0, std::uint64_t p1, std::uint64_t b0, std::uint64_t b1, F&& f) {
+  const std::uint64_t columns = buckets_.size() / kBlocks;
+  if (columns == 0) return;
+  const std::uint64_t last = std::min<std::uint64_t>((b1 - 1) / kBucketBytes, columns - 1);
+  const std::uint64_t k0 = std::min(p0 / kPartitionsPerBlock, kBlocks - 1);
+  const std::uint64_t k1 = std::min((p1 - 1) / kPartitionsPerBlock, kBlocks - 1);
+  for (std::uint64_t b = b0 / kBucketBytes; b <= last; ++b)
+    for (std::uint64_t k = k0; k <= k1; ++k) f(buckets_[b * kBlocks + k]);
+}
+
+template <typename F>
 void OnChipIndex::for_each_overlapping(const Region& r, F&& f) {
   next_stamp(entries_, stamp_);
-  if (buckets_.empty()) return;
-  const std::uint64_t last = std::min<std::uint64_t>((r.b1 - 1) / kBucketBytes, buckets_.size() - 1);
-  for (std::uint64_t b = r.b0 / kBucketBytes; b <= last; ++b)
-    for (const std::uint32_t idx : buckets_[b]) {
+  for_each_cell(r.p0, r.p1, r.b0, r.b1, [&](const std::vector<std::uint32_t>& cell) {
+    for (const std::uint32_t idx : cell) {
       Entry& e = entries_[idx];
       if (e.stamp == stamp_ || !e.overlaps(r)) continue;
       e.stamp = stamp_;
       f(Region{r.memory, e.p0, e.p1, e.b0, e.b1}, e.op, e.agent, e.is_write);
     }
+  });
 }
 
 void OnChipIndex::remove_covered(const Region& w) {
-  if (buckets_.empty()) return;
   dead_.clear();
-  const std::uint64_t last = std::min<std::uint64_t>((w.b1 - 1) / kBucketBytes, buckets_.size() - 1);
-  for (std::uint64_t b = w.b0 / kBucketBytes; b <= last; ++b)
-    for (const std::uint32_t idx : buckets_[b])
+  for_each_cell(w.p0, w.p1, w.b0, w.b1, [&](const std::vector<std::uint32_t>& cell) {
+    for (const std::uint32_t idx : cell)
       if (entries_[idx].covered_by(w)) dead_.push_back(idx);
-  // An entry spanning several buckets is met in each.
+  });
+  // An entry spanning several cells is met in each.
   std::sort(dead_.begin(), dead_.end());
   dead_.erase(std::unique(dead_.begin(), dead_.end()), dead_.end());
   for (const std::uint32_t idx : dead_) {
@@ -84,18 +93,19 @@ void OnChipIndex::remove_covered(const Region& w) {
 std::uint32_t OnChipIndex::add(const Region& r, int op, int agent, bool is_write) {
   const std::uint32_t idx = take_slot(entries_, free_);
   entries_[idx] = {narrow(r.p0), narrow(r.p1), narrow(r.b0), narrow(r.b1), op, agent, 0, is_write};
-  for (std::uint64_t b = r.b0 / kBucketBytes; b <= (r.b1 - 1) / kBucketBytes; ++b) bucket(b).push_back(idx);
+  const std::uint64_t cells = ((r.b1 - 1) / kBucketBytes + 1) * kBlocks;
+  if (buckets_.size() < cells) buckets_.resize(cells);
+  for_each_cell(r.p0, r.p1, r.b0, r.b1, [&](std::vector<std::uint32_t>& cell) { cell.push_back(idx); });
   return idx;
 }
 
 void OnChipIndex::remove(std::uint32_t idx) {
   const Entry& e = entries_[idx];
-  for (std::uint64_t b = e.b0 / kBucketBytes; b <= (e.b1 - 1) / kBucketBytes; ++b) {
-    auto& list = buckets_[b];
-    const auto it = std::find(list.begin(), list.end(), idx);
-    *it = list.back();
-    list.pop_back();
-  }
+  for_each_cell(e.p0, e.p1, e.b0, e.b1, [&](std::vector<std::uint32_t>& cell) {
+    const auto it = std::find(cell.begin(), cell.end(), idx);
+    *it = cell.back();
+    cell.pop_back();
+  });
   free_.push_back(idx);
 }
 

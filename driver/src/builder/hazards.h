@@ -17,9 +17,10 @@
 
 namespace tessera::builder {
 
-// The live accesses of one on-chip memory, indexed by 2 KiB column buckets so
-// that a query meets only the accesses near its bytes (a large kernel has
-// hundreds of thousands of DMA pieces and a few hundred live tiles). An
+// The live accesses of one on-chip memory, indexed by cells of 2 KiB columns
+// and blocks of 16 partitions, so that a query meets only the accesses near
+// its bytes and partitions (a large kernel has hundreds of thousands of DMA
+// pieces of a few partitions each, and a few hundred live tiles). An
 // access that a later one supersedes or covers leaves the index at once and
 // its slot is reused, so the index holds the live accesses only, however
 // long the kernel.
@@ -37,6 +38,8 @@ public:
 
 private:
   static constexpr std::uint64_t kBucketBytes = 2048;
+  // Partitions past the last block share it (a memory of more than 128).
+  static constexpr std::uint64_t kPartitionsPerBlock = 16, kBlocks = 8;
   // Partitions [p0, p1) and bytes [b0, b1) of each: an on-chip Region
   // (whose memory is the index's, and which names no tensor).
   struct Entry {
@@ -60,14 +63,14 @@ private:
   };
   std::uint32_t add(const Region& r, int op, int agent, bool is_write);
   void remove(std::uint32_t idx);
-  std::vector<std::uint32_t>& bucket(std::uint64_t b) {
-    if (b >= buckets_.size()) buckets_.resize(b + 1);
-    return buckets_[b];
-  }
+  // Calls f(cell list) for each cell of partitions [p0, p1) and bytes
+  // [b0, b1) that the index has (columns past its end hold nothing).
+  template <typename F>
+  void for_each_cell(std::uint64_t p0, std::uint64_t p1, std::uint64_t b0, std::uint64_t b1, F&& f);
 
   std::vector<Entry> entries_;
   std::vector<std::uint32_t> free_;                  // slots of entries_ no access holds
-  std::vector<std::vector<std::uint32_t>> buckets_;  // bucket -> live entries, in no order
+  std::vector<std::vector<std::uint32_t>> buckets_;  // column * kBlocks + block -> live entries, in no order
   std::unordered_map<ReadKey, std::uint32_t, ReadKeyHash> reads_;
   std::vector<std::uint32_t> dead_;                  // remove_covered(), reused
   std::uint32_t stamp_ = 0;

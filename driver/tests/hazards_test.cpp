@@ -1,0 +1,78 @@
+// The builder's dependency tracking, on its own: which earlier operations a
+// new one must follow, from the partitions and bytes each reads and writes.
+// The on-chip index files accesses by 2 KiB columns and blocks of 16
+// partitions; these cases sit on and across those lines.
+#include "builder/hazards.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace tessera::builder {
+namespace {
+
+Region sbuf(std::uint64_t p0, std::uint64_t p1, std::uint64_t b0, std::uint64_t b1) {
+  Region r;
+  r.memory = arch::Memory::Sbuf;
+  r.p0 = p0;
+  r.p1 = p1;
+  r.b0 = b0;
+  r.b1 = b1;
+  return r;
+}
+
+std::vector<int> deps(HazardTracker& t, int agent, const RegionList& reads, const RegionList& writes) {
+  std::vector<int> out;
+  t.dependencies(agent, reads, writes, out);
+  return out;
+}
+
+TEST(HazardTracker, AReadFollowsAWriteOnlyWhereTheirPartitionsMeet) {
+  HazardTracker t;
+  t.record(0, 0, {}, {sbuf(0, 8, 0, 64)});
+  EXPECT_TRUE(deps(t, 1, {sbuf(120, 128, 0, 64)}, {}).empty());  // same bytes, another partition block
+  EXPECT_TRUE(deps(t, 1, {sbuf(8, 16, 0, 64)}, {}).empty());      // same block, next partitions
+  EXPECT_EQ(deps(t, 1, {sbuf(4, 20, 0, 64)}, {}), std::vector<int>{0});  // across the block line
+  EXPECT_EQ(deps(t, 1, {sbuf(7, 8, 63, 64)}, {}), std::vector<int>{0});  // its last byte
+  EXPECT_TRUE(deps(t, 1, {sbuf(0, 8, 64, 4096)}, {}).empty());    // the bytes after it
+}
+
+TEST(HazardTracker, PartitionsPastTheLastBlockAreTrackedExactly) {
+  // A memory of more than 128 partitions: its upper ones share the index's
+  // last block, and still meet only what they overlap.
+  HazardTracker t;
+  t.record(0, 0, {}, {sbuf(130, 140, 0, 64)});
+  EXPECT_EQ(deps(t, 1, {sbuf(135, 136, 0, 64)}, {}), std::vector<int>{0});
+  EXPECT_TRUE(deps(t, 1, {sbuf(112, 130, 0, 64)}, {}).empty());
+  EXPECT_TRUE(deps(t, 1, {sbuf(140, 192, 0, 64)}, {}).empty());
+  EXPECT_EQ(deps(t, 1, {sbuf(0, 192, 0, 64)}, {}), std::vector<int>{0});
+}
+
+TEST(HazardTracker, AnAccessOverManyCellsIsMetOnce) {
+  HazardTracker t;
+  t.record(0, 0, {}, {sbuf(0, 128, 0, 8192)});  // 8 blocks x 4 columns
+  EXPECT_EQ(deps(t, 1, {sbuf(0, 128, 0, 8192)}, {}), std::vector<int>{0});
+  t.record(1, 1, {sbuf(0, 128, 0, 8192)}, {});
+  // A write after the write and the read waits for the latest of each other agent.
+  EXPECT_EQ(deps(t, 2, {}, {sbuf(3, 100, 100, 5000)}), (std::vector<int>{0, 1}));
+}
+
+TEST(HazardTracker, AWriteThatCoversEarlierAccessesTakesTheirPlace) {
+  HazardTracker t;
+  t.record(0, 0, {}, {sbuf(16, 32, 2048, 4096)});
+  t.record(1, 1, {sbuf(16, 32, 2048, 4096)}, {});
+  t.record(2, 2, {}, {sbuf(0, 128, 0, 8192)});  // covers both
+  // Later ops order against the covering write alone.
+  EXPECT_EQ(deps(t, 3, {sbuf(20, 21, 3000, 3001)}, {}), std::vector<int>{2});
+  // A write that covers part of one block leaves the rest of the earlier write live.
+  t.record(4, 0, {}, {sbuf(40, 56, 8192, 8256)});
+  t.record(5, 1, {}, {sbuf(40, 48, 8192, 8256)});
+  EXPECT_EQ(deps(t, 3, {sbuf(48, 56, 8192, 8256)}, {}), std::vector<int>{4});
+  EXPECT_EQ(deps(t, 3, {sbuf(40, 56, 8192, 8256)}, {}), (std::vector<int>{4, 5}));
+  // And one that covers nothing whole leaves the covering write live under it.
+  t.record(6, 0, {}, {sbuf(60, 70, 0, 64)});
+  EXPECT_EQ(deps(t, 3, {sbuf(64, 66, 0, 64)}, {}), (std::vector<int>{6, 2}));
+}
+
+}  // namespace
+}  // namespace tessera::builder
