@@ -261,6 +261,7 @@ void RtlDmaEngine::write_reg_now(std::uint32_t addr, std::uint32_t value) {
 }
 
 void RtlDmaEngine::configure_queue(std::uint32_t q, std::uint64_t ring_base, std::uint32_t ring_size) {
+  expect_ring(ring_size);
   dma::QueueState& s = queues_.at(q);
   s = dma::QueueState{};
   s.ring_base = ring_base;

@@ -190,7 +190,15 @@ sc_time DmaEngine::on_clock(const sc_time& t) const {
   return past == 0 ? t : t + (period_ - sc_time::from_value(past));
 }
 
+void DmaEngineBase::expect_ring(std::uint32_t ring_size) {
+  expected_descriptors_ += ring_size > 0 ? ring_size - 1 : 0;
+  completions_.reserve(expected_descriptors_);
+  starts_.reserve(expected_descriptors_);
+  doorbells_.reserve(expected_descriptors_);
+}
+
 void DmaEngine::configure_queue(std::uint32_t q, std::uint64_t ring_base, std::uint32_t ring_size) {
+  expect_ring(ring_size);
   QueueState& s = queues_.at(q);
   s = QueueState{};
   s.ring_base = ring_base;

@@ -134,6 +134,12 @@ protected:
   std::vector<Completion> completions_;
   std::vector<Start> starts_;
   std::vector<Doorbell> doorbells_;
+  // Room in the records above for a ring of `ring_size` slots run once (as
+  // Device places a program: a slot per descriptor, and one spare), so that
+  // a large run's records are not copied, and faulted in afresh, at each
+  // doubling. A configure_queue calls it; a ring run more than once grows
+  // them as before.
+  void expect_ring(std::uint32_t ring_size);
 
   // Reports queue q's depth (descriptors visible and not completed) to the waveform.
   void wave_queue(std::uint32_t q) const {
@@ -147,6 +153,7 @@ private:
   std::uint32_t rank_ = 0;
   sc_core::sc_time turn_taken_ = sc_core::SC_ZERO_TIME;
   bool turn_ever_ = false;
+  std::size_t expected_descriptors_ = 0;  // over the rings configured so far
 };
 
 // Same-cycle order between the fast engines of a core, without delta cycles.
