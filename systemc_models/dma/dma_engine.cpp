@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <stdexcept>
 
 namespace tessera::dma {
 
@@ -153,6 +152,7 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::
       // The engine moves one data beat per cycle, so its clock is what gives
       // the configured bandwidth.
       period_(static_cast<double>(ctx.cfg.dma.axi_data_bytes) / ctx.cfg.dma.bytes_per_ns, SC_NS),
+      clock_(period_),
       beat_(static_cast<std::uint32_t>(ctx.cfg.dma.axi_data_bytes)),
       bus_(beat_),
       data_(!ctx.no_data),
@@ -164,9 +164,6 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::
       last_fetched_queue_(queues - 1),
       heads_seen_(queues, 0) {
   buffer_size_ = buffer_bytes(max_outstanding_);
-  if (period_ == SC_ZERO_TIME)
-    throw std::invalid_argument(fmt::format("{}: a DMA clock period under the time resolution", this->name()));
-  period_inverse_ = ~std::uint64_t{0} / period_.value();
   writes_b_.assign(max_outstanding_, SC_ZERO_TIME);
   // TESSERA_DMA_BRIDGE_LOG=1 prints every memory access with its time, as the
   // RTL bridge does, so the two can be compared line by line.
@@ -175,20 +172,7 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::
   SC_THREAD(run);
 }
 
-// In integer time: the same edges as rounding t / period_ up in doubles
-// (for any time a run reaches), without a floating-point division and the
-// volatile store of sc_time's multiply, which were a fifth of step(). The
-// remainder comes from a multiply by the period's inverse: the quotient it
-// gives is at most one short for any time below 2^63 (the inverse is short
-// by under one part in 2^64 / period), which the loop mends in one compare; a
-// division was half of what was left.
-sc_time DmaEngine::on_clock(const sc_time& t) const {
-  const std::uint64_t v = t.value(), p = period_.value();
-  const auto q = static_cast<std::uint64_t>((static_cast<unsigned __int128>(v) * period_inverse_) >> 64);
-  std::uint64_t past = v - q * p;
-  while (past >= p) past -= p;
-  return past == 0 ? t : t + (period_ - sc_time::from_value(past));
-}
+sc_time DmaEngine::on_clock(const sc_time& t) const { return clock_.at_or_after(t); }
 
 void DmaEngineBase::expect_ring(std::uint32_t ring_size) {
   expected_descriptors_ += ring_size > 0 ? ring_size - 1 : 0;

@@ -22,6 +22,7 @@
 
 #include "arch/dma_descriptor.h"
 #include "core/core_context.h"
+#include "dma/bus_clock.h"
 #include "dma/descriptor_sampler.h"
 #include "dma/dma_pattern.h"
 
@@ -371,19 +372,8 @@ private:
   tlm::tlm_generic_payload payload_;  // reused by every access
   std::uint8_t no_bytes_[arch::kDmaDescriptorBytes] = {};  // what timing-only accesses point at
   sc_core::sc_time period_;
-  std::uint64_t period_inverse_;  // floor((2^64 - 1) / period), for on_clock
+  ClockEdges clock_;               // period_'s edges (on_clock)
   std::uint32_t beat_;             // dma.axi_data_bytes
-  // Rounding to beats: masks and shifts for a power-of-two bus (every
-  // shipped config), whose divisions were a tenth of step().
-  struct BusWidth {
-    explicit BusWidth(std::uint32_t bytes)
-        : bytes(bytes), pow2((bytes & (bytes - 1)) == 0), shift(static_cast<unsigned>(__builtin_ctz(bytes))) {}
-    std::uint64_t down(std::uint64_t a) const { return pow2 ? a & ~std::uint64_t{bytes - 1} : a / bytes * bytes; }
-    std::uint64_t beats(std::uint64_t n) const { return pow2 ? n >> shift : n / bytes; }
-    std::uint32_t bytes;
-    bool pow2;
-    unsigned shift;
-  };
   BusWidth bus_;
   bool data_;                      // bytes move (not a timing-only run)
   std::uint64_t buffer_size_;      // the read-to-write byte buffer
