@@ -43,14 +43,16 @@ private:
 class BusWidth {
 public:
   explicit BusWidth(std::uint32_t bytes)
-      : bytes_(bytes), pow2_(bytes != 0 && (bytes & (bytes - 1)) == 0),
-        shift_(bytes != 0 ? static_cast<unsigned>(__builtin_ctz(bytes)) : 0) {
-    if (bytes == 0) throw std::invalid_argument("an AXI bus of 0 bytes");
-  }
+      : bytes_(nonzero(bytes)), pow2_((bytes & (bytes - 1)) == 0), shift_(static_cast<unsigned>(__builtin_ctz(bytes))) {}
+  std::uint32_t bytes() const { return bytes_; }
   std::uint64_t down(std::uint64_t a) const { return pow2_ ? a & ~std::uint64_t{bytes_ - 1} : a / bytes_ * bytes_; }
   std::uint64_t beats(std::uint64_t n) const { return pow2_ ? n >> shift_ : n / bytes_; }
 
 private:
+  static std::uint32_t nonzero(std::uint32_t bytes) {
+    if (bytes == 0) throw std::invalid_argument("an AXI bus of 0 bytes");
+    return bytes;
+  }
   std::uint32_t bytes_;
   bool pow2_;
   unsigned shift_;

@@ -153,8 +153,7 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::
       // the configured bandwidth.
       period_(static_cast<double>(ctx.cfg.dma.axi_data_bytes) / ctx.cfg.dma.bytes_per_ns, SC_NS),
       clock_(period_),
-      beat_(static_cast<std::uint32_t>(ctx.cfg.dma.axi_data_bytes)),
-      bus_(beat_),
+      bus_(static_cast<std::uint32_t>(ctx.cfg.dma.axi_data_bytes)),
       data_(!ctx.no_data),
       max_outstanding_(static_cast<std::uint32_t>(ctx.cfg.dma.max_outstanding)),
       run_gap_(period_ * static_cast<double>(ctx.cfg.dma.run_gap_cycles)),
@@ -498,7 +497,7 @@ void DmaEngine::begin(const Fetched& f) {
 // AXI moves whole beats aligned to the bus: a burst's beat count and the
 // bytes memory is asked for follow from the aligned range.
 std::pair<std::uint64_t, std::uint32_t> DmaEngine::aligned(const Run& r) const {
-  const std::uint64_t lo = bus_.down(r.address), hi = bus_.down(r.address + r.bytes + beat_ - 1);
+  const std::uint64_t lo = bus_.down(r.address), hi = bus_.down(r.address + r.bytes + bus_.bytes() - 1);
   return std::make_pair(lo, static_cast<std::uint32_t>(hi - lo));
 }
 
@@ -536,7 +535,8 @@ void DmaEngine::place() {
   std::size_t delivered_now = 0;  // the final ones are a prefix of the list
   for (const std::size_t k : open) {
     const sc_time first = std::max(ready(k), ch);
-    const std::uint32_t beats = k == kFetch ? arch::kDmaDescriptorBytes / beat_ : scratch_.read_beats[k];
+    const std::uint32_t beats =
+        k == kFetch ? static_cast<std::uint32_t>(bus_.beats(arch::kDmaDescriptorBytes)) : scratch_.read_beats[k];
     const sc_time last = first + cycle * static_cast<double>(beats - 1);
     if (k != kFetch) last_beat[k] = last;
     else x.fetch_last = last;
@@ -585,9 +585,10 @@ std::uint64_t DmaEngine::sent_bytes() const {
 // before it) by which `target` bytes in all have been sent; never if none.
 sc_time DmaEngine::beat_with(const Run& w, sc_time start, std::uint64_t sent, std::uint64_t target) const {
   if (sent + w.bytes < target) return sc_core::sc_max_time();
-  const std::uint64_t first = std::min<std::uint64_t>(w.bytes, beat_ - w.address % beat_);
+  const std::uint64_t beat = bus_.bytes();
+  const std::uint64_t first = std::min<std::uint64_t>(w.bytes, beat - w.address % beat);
   if (sent + first >= target) return start;
-  const std::uint64_t more = (target - sent - first + beat_ - 1) / beat_;  // whole beats after the first
+  const std::uint64_t more = (target - sent - first + beat - 1) / beat;  // whole beats after the first
   return start + period_ * static_cast<double>(more);
 }
 

@@ -373,8 +373,7 @@ private:
   std::uint8_t no_bytes_[arch::kDmaDescriptorBytes] = {};  // what timing-only accesses point at
   sc_core::sc_time period_;
   ClockEdges clock_;               // period_'s edges (on_clock)
-  std::uint32_t beat_;             // dma.axi_data_bytes
-  BusWidth bus_;
+  BusWidth bus_;                   // dma.axi_data_bytes
   bool data_;                      // bytes move (not a timing-only run)
   std::uint64_t buffer_size_;      // the read-to-write byte buffer
   std::uint32_t max_outstanding_;
