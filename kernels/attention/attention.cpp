@@ -577,19 +577,24 @@ NumericsCheck Attention::check() {
   // over the same terms in the same order as a loop over d, then over j.
   const auto S = static_cast<std::size_t>(S_), D = static_cast<std::size_t>(D_);
   constexpr std::size_t kQueries = 64;
-  std::vector<double> wt(S * kQueries), vsum((S + 1) * D), row_e(kQueries), row_sum(kQueries);
-  ReferenceProduct scores, pv;
-  WorstElement worst;
-  for (std::int64_t h = 0; h < H_; ++h) {
-    const ReferenceRight kt(&k_[static_cast<std::size_t>(h) * D * S], D, S);
-    const ReferenceRight v(&vv_[static_cast<std::size_t>(h) * S * D], S, D);
-    // vsum[keys * D + n]: sum of |v[j, n]| over the first `keys` keys.
-    for (std::size_t j = 0; j < S; ++j)
-      for (std::size_t n = 0; n < D; ++n)
-        vsum[(j + 1) * D + n] = vsum[j * D + n] + std::fabs(double{vv_[(static_cast<std::size_t>(h) * S + j) * D + n]});
-    for (std::size_t i0 = 0; i0 < S; i0 += kQueries) {
-      const std::size_t nq = std::min(kQueries, S - i0);
-      reference_matmul(&q_[static_cast<std::size_t>(h) * D * S + i0], nq, S, kt, scores);
+  const std::size_t per_head = (S + kQueries - 1) / kQueries;
+  const auto blocks = [&](std::size_t first, std::size_t last, WorstElement& worst) {
+    std::vector<double> wt(S * kQueries), vsum((S + 1) * D), row_e(kQueries), row_sum(kQueries);
+    ReferenceProduct scores, pv;
+    std::optional<ReferenceRight> kt, v;  // of head h
+    std::size_t h = 0;
+    for (std::size_t b = first; b < last; ++b) {
+      if (b == first || b / per_head != h) {
+        h = b / per_head;
+        kt.emplace(&k_[h * D * S], D, S);
+        v.emplace(&vv_[h * S * D], S, D);
+        // vsum[keys * D + n]: sum of |v[j, n]| over the first `keys` keys.
+        for (std::size_t j = 0; j < S; ++j)
+          for (std::size_t n = 0; n < D; ++n)
+            vsum[(j + 1) * D + n] = vsum[j * D + n] + std::fabs(double{vv_[(h * S + j) * D + n]});
+      }
+      const std::size_t i0 = b % per_head * kQueries, nq = std::min(kQueries, S - i0);
+      reference_matmul(&q_[h * D * S + i0], nq, S, *kt, scores);
       for (std::size_t ii = 0; ii < nq; ++ii) {
         const std::size_t i = i0 + ii, keys = causal_ ? i + 1 : S;
         const double* dot = &scores.sum[ii * S];
@@ -609,19 +614,20 @@ NumericsCheck Attention::check() {
         row_e[ii] = 2 * dp + u_p + u + gamma_num + gamma_den;
         row_sum[ii] = sum;
       }
-      reference_matmul(wt.data(), nq, v, pv);
+      reference_matmul(wt.data(), nq, *v, pv);
       for (std::size_t ii = 0; ii < nq; ++ii) {
         const std::size_t i = i0 + ii, keys = causal_ ? i + 1 : S;
         const double e = row_e[ii];
         for (std::size_t n = 0; n < D; ++n) {
           const double tol = (e / (1 - e) + 2 * u) * pv.mag[ii * D + n] +
                              d_p * vsum[keys * D + n] / (row_sum[ii] * (1 - e)) + S_ * kMinNormalFp32 * max_v;
-          const std::size_t k = (static_cast<std::size_t>(h) * S + i) * D + n;
+          const std::size_t k = (h * S + i) * D + n;
           worst.add(k, got[k], pv.sum[ii * D + n], tol);
         }
       }
     }
-  }
+  };
+  const WorstElement worst = worst_over_blocks(static_cast<std::size_t>(H_) * per_head, blocks);
   return worst.result([&](std::size_t k) {
     return fmt::format("O[head {}, query {}, {}]", k / (S * D), k / D % S, k % D);
   });

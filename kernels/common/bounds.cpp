@@ -5,8 +5,17 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <exception>
 #include <stdexcept>
+#include <system_error>
+#include <thread>
+
+#if defined(__linux__)
+#include <sched.h>
+#endif
 
 namespace tessera::kernels {
 
@@ -67,6 +76,60 @@ NumericsCheck WorstElement::result(const std::function<std::string(std::size_t)>
   c.correct = ratio_ <= 1.0;
   if (!c.correct) c.detail = fmt::format("{} = {}, reference {}, bound {:.3g}", where(index_), got_, expect_, bound_);
   return c;
+}
+
+std::size_t check_threads() {
+  if (const char* env = std::getenv("TESSERA_CHECK_THREADS"); env && *env) {
+    char* end = nullptr;
+    const long n = std::strtol(env, &end, 10);
+    if (*end != '\0' || n < 1)
+      throw std::invalid_argument(fmt::format("TESSERA_CHECK_THREADS={}: expected a whole number of threads, 1 or more", env));
+    return static_cast<std::size_t>(n);
+  }
+#if defined(__linux__)
+  // The CPUs this process may run on (a batch scheduler's task gets a few
+  // of the node's), not all the host has.
+  cpu_set_t cpus;
+  if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) > 0)
+    return static_cast<std::size_t>(CPU_COUNT(&cpus));
+#endif
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+WorstElement worst_over_blocks(std::size_t blocks,
+                               const std::function<void(std::size_t, std::size_t, WorstElement&)>& check) {
+  const std::size_t threads = std::min(blocks, check_threads());
+  if (threads <= 1) {
+    WorstElement worst;
+    if (blocks > 0) check(0, blocks, worst);
+    return worst;
+  }
+  std::vector<WorstElement> worst(threads);
+  std::vector<std::exception_ptr> failed(threads);
+  const auto range = [&](std::size_t t) {
+    // Contiguous, and as even as whole blocks allow.
+    const std::size_t first = blocks * t / threads, last = blocks * (t + 1) / threads;
+    try {
+      check(first, last, worst[t]);
+    } catch (...) {
+      failed[t] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  pool.reserve(threads - 1);
+  for (std::size_t t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(range, t);
+    } catch (const std::system_error&) {
+      range(t);  // no thread to be had: this one takes the range
+    }
+  }
+  range(0);  // the calling thread takes the first range
+  for (auto& th : pool) th.join();
+  for (const auto& e : failed)
+    if (e) std::rethrow_exception(e);
+  for (std::size_t t = 1; t < threads; ++t) worst[0].merge(worst[t]);
+  return worst[0];
 }
 
 std::vector<float> random_values(std::size_t n, float lo, float hi, DType t, std::mt19937_64& rng) {

@@ -64,12 +64,34 @@ public:
   // The worst element, named by where(i) when it is past its bound; correct
   // when no element was added.
   NumericsCheck result(const std::function<std::string(std::size_t)>& where) const;
+  // Takes in the elements `later` saw, all added after this one's: the
+  // answer is as if they had been added here, in order.
+  void merge(const WorstElement& later) {
+    if (later.ratio_ > ratio_) *this = later;
+  }
 
 private:
   double ratio_ = -1, expect_ = 0, bound_ = 0;
   float got_ = 0;
   std::size_t index_ = 0;
 };
+
+// How many host threads a reference check spreads over: the CPUs the
+// process may run on (its affinity, as a batch scheduler sets it; else the
+// host's cores), or TESSERA_CHECK_THREADS when set (1 runs every check on
+// the calling thread).
+std::size_t check_threads();
+
+// A reference check over `blocks` independent blocks of the output (rows of
+// C, blocks of tokens or pixels or queries): check(first, last, worst) adds
+// the elements of blocks [first, last) to `worst`, in block order, with
+// scratch storage of its own. The blocks are split into contiguous ranges,
+// one per thread (check_threads()), and their worst elements merged in block
+// order, so the answer is the one a single pass over every block gives, bit
+// for bit; only the wall time changes. An exception from a range is rethrown
+// here (the first range's first).
+WorstElement worst_over_blocks(std::size_t blocks,
+                               const std::function<void(std::size_t first, std::size_t last, WorstElement& worst)>& check);
 
 // n values uniform in [lo, hi], rounded to dtype on the host (held_value)
 // so that the reference sees exactly the device's inputs.

@@ -107,13 +107,14 @@ public:
     const std::size_t taps = sz(C_ * R_ * S_), K = sz(K_), pixels = sz(OH_ * OW_);
     constexpr std::size_t kPixels = 256;
     const ReferenceRight w(wv_.data(), taps, K);
-    std::vector<float> patches(taps * kPixels);
-    std::vector<std::int64_t> ih0(kPixels), iw0(kPixels);  // each pixel's tap (0, 0), padded coordinates
-    ReferenceProduct y;
-    WorstElement worst;
-    for (std::int64_t n = 0; n < N_; ++n)
-      for (std::size_t p0 = 0; p0 < pixels; p0 += kPixels) {
-        const std::size_t np = std::min(kPixels, pixels - p0);
+    const std::size_t per_image = (pixels + kPixels - 1) / kPixels;
+    const auto blocks = [&](std::size_t first, std::size_t last, WorstElement& worst) {
+      std::vector<float> patches(taps * kPixels);
+      std::vector<std::int64_t> ih0(kPixels), iw0(kPixels);  // each pixel's tap (0, 0), padded coordinates
+      ReferenceProduct y;
+      for (std::size_t b = first; b < last; ++b) {
+        const auto n = static_cast<std::int64_t>(b / per_image);
+        const std::size_t p0 = b % per_image * kPixels, np = std::min(kPixels, pixels - p0);
         for (std::size_t pp = 0; pp < np; ++pp) {
           ih0[pp] = static_cast<std::int64_t>((p0 + pp) / sz(OW_)) * st_ - pad_;
           iw0[pp] = static_cast<std::int64_t>((p0 + pp) % sz(OW_)) * st_ - pad_;
@@ -137,6 +138,8 @@ public:
             worst.add(at, got[at], y.sum[pp * K + k], g * y.mag[pp * K + k]);
           }
       }
+    };
+    const WorstElement worst = worst_over_blocks(sz(N_) * per_image, blocks);
     return worst.result([&](std::size_t at) {
       const std::size_t pixel = at % pixels;
       return fmt::format("y[n {}, k {}, {}, {}]", at / pixels / K, at / pixels % K, pixel / sz(OW_), pixel % sz(OW_));

@@ -347,17 +347,19 @@ public:
                K = static_cast<std::size_t>(K_);
     constexpr std::size_t kRows = 64;
     const ReferenceRight b(b_values_.data(), K, N);
-    ReferenceProduct ref;
-    WorstElement worst;
-    for (std::size_t m0 = 0; m0 < M; m0 += kRows) {
-      const std::size_t nm = std::min(kRows, M - m0);
-      reference_matmul(at_values_.data() + m0, nm, M, b, ref);
-      for (std::size_t mm = 0; mm < nm; ++mm)
-        for (std::size_t n = 0; n < N; ++n) {
-          const std::size_t at = (m0 + mm) * N + n;
-          worst.add(at, got[at], ref.sum[mm * N + n], gamma_k * ref.mag[mm * N + n] + flushed);
-        }
-    }
+    const WorstElement worst =
+        worst_over_blocks((M + kRows - 1) / kRows, [&](std::size_t first, std::size_t last, WorstElement& worst) {
+          ReferenceProduct ref;
+          for (std::size_t m0 = first * kRows; m0 < std::min(M, last * kRows); m0 += kRows) {
+            const std::size_t nm = std::min(kRows, M - m0);
+            reference_matmul(at_values_.data() + m0, nm, M, b, ref);
+            for (std::size_t mm = 0; mm < nm; ++mm)
+              for (std::size_t n = 0; n < N; ++n) {
+                const std::size_t at = (m0 + mm) * N + n;
+                worst.add(at, got[at], ref.sum[mm * N + n], gamma_k * ref.mag[mm * N + n] + flushed);
+              }
+          }
+        });
     return worst.result([&](std::size_t at) { return fmt::format("C[{}, {}]", at / N, at % N); });
   }
 

@@ -294,35 +294,37 @@ public:
     const std::size_t T = sz(T_), D = sz(D_), F = sz(F_);
     constexpr std::size_t kTokens = 64;
     const ReferenceRight wg(g_.data(), D, F), wu(u_.data(), D, F), wd(d_.data(), F, D);
-    std::vector<double> ht(F * kTokens), dht(F * kTokens);
-    ReferenceProduct gate, up, y, ey;
-    WorstElement worst;
-    for (std::size_t t0 = 0; t0 < T; t0 += kTokens) {
-      const std::size_t nt = std::min(kTokens, T - t0);
-      reference_matmul(x_.data() + t0, nt, T, wg, gate);
-      reference_matmul(x_.data() + t0, nt, T, wu, up);
-      for (std::size_t tt = 0; tt < nt; ++tt)
-        for (std::size_t f = 0; f < F; ++f) {
-          const std::size_t tf = tt * F + f;
-          const double g = gate.sum[tf], gm = gate.mag[tf], u = up.sum[tf], um = up.mag[tf];
-          const double eg = gamma_d * gm, eu = gamma_d * um;
-          const double a = act_ref(act_, g);
-          const double da = L * eg + 4 * u32 * (std::fabs(g) + eg + std::fabs(a) + L * eg);
-          const double prod = (std::fabs(a) + da) * (std::fabs(u) + eu);
-          ht[f * nt + tt] = a * u;
-          dht[f * nt + tt] =
-              std::fabs(a) * eu + std::fabs(u) * da + da * eu + (u32 + u_h) * (1 + u32) * prod + d_h;
-        }
-      reference_matmul(ht.data(), nt, wd, y);
-      reference_matmul(dht.data(), nt, wd, ey);  // its mag: sum_f dh |w|
-      for (std::size_t tt = 0; tt < nt; ++tt)
-        for (std::size_t m = 0; m < D; ++m) {
-          const double err = ey.mag[tt * D + m], mag = y.mag[tt * D + m] + err;
-          const double tol = err + gamma_f * mag + F_ * kMinNormalFp32 * max_wd;
-          const std::size_t k = m * T + t0 + tt;
-          worst.add(k, got[k], y.sum[tt * D + m], tol);
-        }
-    }
+    const auto tokens = [&](std::size_t first, std::size_t last, WorstElement& worst) {
+      std::vector<double> ht(F * kTokens), dht(F * kTokens);
+      ReferenceProduct gate, up, y, ey;
+      for (std::size_t t0 = first * kTokens; t0 < std::min(T, last * kTokens); t0 += kTokens) {
+        const std::size_t nt = std::min(kTokens, T - t0);
+        reference_matmul(x_.data() + t0, nt, T, wg, gate);
+        reference_matmul(x_.data() + t0, nt, T, wu, up);
+        for (std::size_t tt = 0; tt < nt; ++tt)
+          for (std::size_t f = 0; f < F; ++f) {
+            const std::size_t tf = tt * F + f;
+            const double g = gate.sum[tf], gm = gate.mag[tf], u = up.sum[tf], um = up.mag[tf];
+            const double eg = gamma_d * gm, eu = gamma_d * um;
+            const double a = act_ref(act_, g);
+            const double da = L * eg + 4 * u32 * (std::fabs(g) + eg + std::fabs(a) + L * eg);
+            const double prod = (std::fabs(a) + da) * (std::fabs(u) + eu);
+            ht[f * nt + tt] = a * u;
+            dht[f * nt + tt] =
+                std::fabs(a) * eu + std::fabs(u) * da + da * eu + (u32 + u_h) * (1 + u32) * prod + d_h;
+          }
+        reference_matmul(ht.data(), nt, wd, y);
+        reference_matmul(dht.data(), nt, wd, ey);  // its mag: sum_f dh |w|
+        for (std::size_t tt = 0; tt < nt; ++tt)
+          for (std::size_t m = 0; m < D; ++m) {
+            const double err = ey.mag[tt * D + m], mag = y.mag[tt * D + m] + err;
+            const double tol = err + gamma_f * mag + F_ * kMinNormalFp32 * max_wd;
+            const std::size_t k = m * T + t0 + tt;
+            worst.add(k, got[k], y.sum[tt * D + m], tol);
+          }
+      }
+    };
+    const WorstElement worst = worst_over_blocks((T + kTokens - 1) / kTokens, tokens);
     return worst.result([&](std::size_t k) { return fmt::format("y^T[{}, {}]", k / T, k % T); });
   }
 

@@ -6,7 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <optional>
 #include <random>
+#include <stdexcept>
+#include <string>
 
 namespace tessera::kernels {
 namespace {
@@ -49,6 +53,111 @@ TEST(Bounds, WorstElementGivesCheckWithinsAnswerOneElementAtATime) {
   EXPECT_EQ(a.detail, b.detail);  // the first of two equal ratios, as check_within
   EXPECT_EQ(a.max_abs_error, b.max_abs_error);
   EXPECT_TRUE(WorstElement().result(where).correct);
+}
+
+// Sets an environment variable for one test, and puts it back.
+class ScopedEnv {
+public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) setenv(name_, old_->c_str(), 1);
+    else unsetenv(name_);
+  }
+
+private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// Elements whose worst ratio ties across blocks (the first must win, as in
+// one pass), with a NaN result and an element past its bound among them.
+struct Elements {
+  std::vector<float> got;
+  std::vector<double> expect, bound;
+  explicit Elements(std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      got.push_back(static_cast<float>(i % 7) * 0.5f);
+      expect.push_back(static_cast<double>(i % 7) * 0.5 + (i % 5 == 3 ? 0.25 : 0.0));
+      bound.push_back(i % 11 == 4 ? 0.0 : 0.5);
+    }
+  }
+  void add(std::size_t first, std::size_t last, std::size_t per_block, WorstElement& w) const {
+    for (std::size_t i = first * per_block; i < std::min(got.size(), last * per_block); ++i)
+      w.add(i, got[i], expect[i], bound[i]);
+  }
+};
+
+TEST(Bounds, WorstOverBlocksGivesOnePassAnswerForEveryThreadCount) {
+  const auto where = [](std::size_t i) { return "out[" + std::to_string(i) + "]"; };
+  for (const std::size_t n : {1u, 10u, 97u, 1000u}) {
+    Elements e(n);
+    e.got[n / 2] = std::nanf("");
+    const std::size_t per_block = 8, blocks = (n + per_block - 1) / per_block;
+    WorstElement one;
+    e.add(0, blocks, per_block, one);
+    const NumericsCheck expected = one.result(where);
+    for (const char* threads : {"1", "2", "3", "7", "64"}) {
+      ScopedEnv env("TESSERA_CHECK_THREADS", threads);
+      const NumericsCheck got =
+          worst_over_blocks(blocks, [&](std::size_t first, std::size_t last, WorstElement& w) {
+            e.add(first, last, per_block, w);
+          }).result(where);
+      EXPECT_EQ(got.correct, expected.correct) << n << " elements, " << threads << " threads";
+      EXPECT_EQ(got.detail, expected.detail) << n << " elements, " << threads << " threads";
+      EXPECT_EQ(got.max_abs_error, expected.max_abs_error);
+      EXPECT_EQ(got.tolerance, expected.tolerance);
+    }
+  }
+}
+
+TEST(Bounds, WorstOverBlocksTiesGoToTheEarlierBlock) {
+  ScopedEnv env("TESSERA_CHECK_THREADS", "4");
+  // Every block's element has error / bound = 2: one pass names element 0.
+  const WorstElement w = worst_over_blocks(4, [](std::size_t first, std::size_t last, WorstElement& worst) {
+    for (std::size_t b = first; b < last; ++b) worst.add(b, 3.0f, 1.0, 1.0);
+  });
+  const NumericsCheck c = w.result([](std::size_t i) { return "out[" + std::to_string(i) + "]"; });
+  EXPECT_FALSE(c.correct);
+  EXPECT_EQ(c.detail.rfind("out[0] = 3", 0), 0u) << c.detail;
+}
+
+TEST(Bounds, WorstOverBlocksCoversEachBlockOnceAndRethrows) {
+  ScopedEnv env("TESSERA_CHECK_THREADS", "3");
+  std::vector<int> seen(10, 0);
+  worst_over_blocks(10, [&](std::size_t first, std::size_t last, WorstElement&) {
+    for (std::size_t b = first; b < last; ++b) ++seen[b];  // ranges are disjoint: no two threads meet here
+  });
+  EXPECT_EQ(seen, std::vector<int>(10, 1));
+  EXPECT_TRUE(worst_over_blocks(0, [](std::size_t, std::size_t, WorstElement&) { FAIL(); })
+                  .result([](std::size_t) { return std::string(); })
+                  .correct);
+  EXPECT_THROW(worst_over_blocks(10,
+                                 [](std::size_t first, std::size_t, WorstElement&) {
+                                   if (first > 0) throw std::runtime_error("block failed");
+                                 }),
+               std::runtime_error);
+}
+
+TEST(Bounds, CheckThreadsComesFromTheEnvironmentWhenSet) {
+  {
+    ScopedEnv env("TESSERA_CHECK_THREADS", "3");
+    EXPECT_EQ(check_threads(), 3u);
+  }
+  for (const char* bad : {"0", "-2", "two", "4x"}) {
+    ScopedEnv env("TESSERA_CHECK_THREADS", bad);
+    try {
+      check_threads();
+      ADD_FAILURE() << bad << " was taken";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("TESSERA_CHECK_THREADS=") + bad), std::string::npos)
+          << e.what();
+    }
+  }
+  ScopedEnv unset("TESSERA_CHECK_THREADS", "");
+  EXPECT_GE(check_threads(), 1u);
 }
 
 // The plain loop the reference products stand for.
