@@ -145,7 +145,7 @@ std::string name_of(const Event& e) {
   return e.label;
 }
 
-std::string name_of(const Work& w) { return w.instruction ? arch::disassemble(*w.instruction) : std::string(w.name); }
+std::string name_of(const Work& w) { return w.instruction ? arch::disassemble(*w.instruction) : std::string(w.label); }
 
 RunEvents run_events(const Program& program, core::NeuronCore& core) {
   RunEvents run;
@@ -324,10 +324,11 @@ std::vector<Work> run_work(const Program& program, core::NeuronCore& core, RunEv
       Work w;
       w.resource = to_string(kind);
       w.instruction = &stream[i];
-      w.label = program.label(kind, i);
+      w.label = program.label(kind, i).c_str();
+      // Interned views are of whole strings, so their data is NUL-terminated.
       if (i < program.sites[static_cast<std::size_t>(e)].size())
-        w.site = interned.site(program.sites[static_cast<std::size_t>(e)][i]);
-      w.index = static_cast<std::int64_t>(i);
+        w.site = interned.site(program.sites[static_cast<std::size_t>(e)][i]).data();
+      w.index = static_cast<std::int32_t>(i);
       w.start = costs[i].work_start_ns;
       w.end = costs[i].work_end_ns;
       out.push_back(std::move(w));
@@ -443,7 +444,7 @@ CriticalPath critical_path(const std::vector<Event>& events, const std::vector<W
   std::reverse(path.waits.begin(), path.waits.end());
   if (!work.empty()) {
     std::map<std::string_view, std::vector<const Work*>> by_engine_work;
-    for (const Work& w : work) by_engine_work[w.resource].push_back(&w);
+    for (const Work& w : work) by_engine_work[std::string_view(w.resource)].push_back(&w);
     for (auto& [engine, list] : by_engine_work)
       std::stable_sort(list.begin(), list.end(), [](const Work* a, const Work* b) { return a->start < b->start; });
     std::vector<PathStep> split;

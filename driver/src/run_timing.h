@@ -117,17 +117,20 @@ struct Event {
 };
 
 // When one instruction's own work ran on its engine (a pipelined engine
-// works on an instruction after its sequencer has moved on).
+// works on an instruction after its sequencer has moved on). A run has one
+// per instruction, so, as an event, its strings are pointers to strings that
+// outlive it (56 bytes, not the 96 of views).
 struct Work {
-  std::string_view resource, label, site;
+  const char* resource = "";
+  const char* label = "";  // also what it is called where it has no instruction (made by hand)
+  const char* site = "";
   const arch::Instruction* instruction = nullptr;
-  std::string_view name;  // where it has no instruction (made by hand)
-  std::int64_t index = -1;
   double start = 0, end = 0;
+  std::int32_t index = -1;
 };
 
 // The disassembly of its instruction; "descriptor N" for a descriptor's
-// parts; else its `name`.
+// parts; else its label.
 std::string name_of(const Event& e);
 std::string name_of(const Work& w);
 

@@ -102,11 +102,11 @@ TEST(CriticalPath, AnEnginesTimeIsTheWorkItWasDoing) {
   };
   std::vector<timing::Work> work(2);
   work[0].resource = work[1].resource = "vector";
-  work[0].label = work[0].name = "a";
+  work[0].label = "a";
   work[0].index = 0;
   work[0].start = 1;
   work[0].end = 9;
-  work[1].label = work[1].name = "b";
+  work[1].label = "b";
   work[1].index = 1;
   work[1].start = 9.5;
   work[1].end = 12;
