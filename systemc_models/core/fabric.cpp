@@ -79,7 +79,7 @@ sc_time ChipFabric::move(std::size_t from, std::size_t to, std::uint64_t bytes, 
   const double done = std::max(sending_[from].book(n, start_ns, stale), receiving_[to].book(n, start_ns, stale));
   stats_[from]->bytes_sent += n;
   stats_[to]->bytes_received += n;
-  return sc_time(done, SC_NS) + latency_;
+  return trace::from_ns(done) + latency_;
 }
 
 void ChipFabric::b_transport(int from_index, tlm::tlm_generic_payload& trans, sc_time& delay) {

@@ -1,4 +1,5 @@
 #include "dma/dma_subsystem.h"
+#include "trace/sim_time.h"
 
 #include <fmt/format.h>
 
@@ -48,7 +49,7 @@ DmaSubsystem::DmaSubsystem(core::CoreContext& ctx, const DmaEngineFactory& facto
 
 std::string DmaSubsystem::ring(std::uint32_t engine, std::uint32_t queue, std::uint64_t address, std::uint32_t count) {
   if (engine >= engines_.size()) return fmt::format("no DMA engine {}", engine);
-  return engines_[engine]->doorbell(queue, address, count, sc_core::sc_time(ctx_.cfg.dma.start_latency_ns, sc_core::SC_NS));
+  return engines_[engine]->doorbell(queue, address, count, trace::from_ns(ctx_.cfg.dma.start_latency_ns));
 }
 
 }  // namespace tessera::dma

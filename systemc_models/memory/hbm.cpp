@@ -85,7 +85,7 @@ sc_time Hbm::book(std::uint64_t address, std::uint64_t length, const sc_time& st
     per_channel_[c] = 0;
   }
   touched_.clear();
-  return sc_time(done_ns, SC_NS);
+  return trace::from_ns(done_ns);
 }
 
 void Hbm::b_transport(int, tlm::tlm_generic_payload& trans, sc_time& delay) {

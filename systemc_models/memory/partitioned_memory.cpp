@@ -1,4 +1,5 @@
 #include "memory/partitioned_memory.h"
+#include "trace/sim_time.h"
 
 #include <fmt/format.h>
 
@@ -50,7 +51,7 @@ sc_core::sc_time PartitionedMemory::transfer_time(std::uint64_t offset, std::uin
   const sc_core::sc_time latency = p_.clock_period * static_cast<double>(p_.access_latency_cycles);
   const sc_core::sc_time own = p_.clock_period * static_cast<double>((length + lanes_bytes - 1) / lanes_bytes);
   if (p_.stream_bytes_per_ns <= 0) return latency + own;
-  const sc_core::sc_time streamed(static_cast<double>(length) / p_.stream_bytes_per_ns, sc_core::SC_NS);
+  const sc_core::sc_time streamed = trace::from_ns(static_cast<double>(length) / p_.stream_bytes_per_ns);
   return own > streamed ? latency + (own - streamed) : latency;
 }
 

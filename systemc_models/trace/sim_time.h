@@ -1,6 +1,12 @@
 // Simulated time as statistics, reports, traces and waveforms count it:
 // nanoseconds as a double (stats.txt's `_ns` statistics, report.json, trace
 // slices), picoseconds for waveform files (FST timestamps, docs/waves.md).
+//
+// ns() and from_ns() give exactly what SystemC's own conversions give
+// (sc_time::to_seconds() * 1e9 and sc_time(v, SC_NS)), the same operations
+// in the same order, but inline: SystemC's are calls into its library that
+// look the simulation context up each time, and the models convert a few
+// times per memory access (tests: SimTime.*).
 #pragma once
 
 #include <systemc>
@@ -10,7 +16,29 @@
 
 namespace tessera::trace {
 
-inline double ns(const sc_core::sc_time& t) { return t.to_seconds() * 1e9; }
+// SystemC's time resolution in femtoseconds, as its conversions hold it
+// (a power of ten, 1000 for the default 1 ps). Read once: SystemC fixes the
+// resolution when the first non-zero time is made, and these conversions
+// are only used after that.
+inline double resolution_fs() {
+  static const double fs = std::round(sc_core::sc_get_time_resolution().to_seconds() * 1e15);
+  return fs;
+}
+
+// t.to_seconds() * 1e9: (value * resolution) * 1e-15, then * 1e9.
+inline double ns(const sc_core::sc_time& t) {
+  return static_cast<double>(t.value()) * resolution_fs() * 1e-15 * 1e9;
+}
+
+// sc_core::sc_time(v, SC_NS): v scaled to resolution units, plus a half,
+// truncated (through a volatile, as SystemC does, so that no fused
+// multiply-add can round it differently).
+inline sc_core::sc_time from_ns(double v) {
+  if (v == 0) return sc_core::SC_ZERO_TIME;
+  const double scale = 1e6 / resolution_fs();  // femtoseconds per ns over femtoseconds per unit
+  volatile double units = v * scale + 0.5;
+  return sc_core::sc_time::from_value(static_cast<sc_core::sc_time::value_type>(static_cast<std::int64_t>(units)));
+}
 
 inline double ps(const sc_core::sc_time& t) { return t.to_seconds() * 1e12; }
 
