@@ -30,7 +30,7 @@ Hbm::Hbm(sc_core::sc_module_name name, const arch::HbmConfig& cfg, trace::Stats&
                     TimeBins(ns_per_byte_per_channel_, bin_capacity_bytes_, kBinNs)),
       per_channel_(static_cast<std::size_t>(cfg.channels), 0),
       stats_(stats, *this) {
-  touched_.reserve(per_channel_.size());
+  touched_.assign((per_channel_.size() + 63) / 64, 0);
   socket.register_b_transport(this, &Hbm::b_transport);
   socket.register_transport_dbg(this, &Hbm::transport_dbg);
 }
@@ -68,23 +68,24 @@ sc_time Hbm::book(std::uint64_t address, std::uint64_t length, const sc_time& st
     if (a == address || (g & in_block) == 0) block_channel = hash_.channel_of_granule(g & ~in_block);
     const std::uint64_t n = std::min(end, (g + 1) * kInterleaveBytes) - a;
     const std::uint64_t c = block_channel ^ (g & in_block);
-    if (per_channel_[c] == 0) touched_.push_back(static_cast<std::uint32_t>(c));
+    touched_[c / 64] |= std::uint64_t{1} << (c % 64);
     per_channel_[c] += n;
     a += n;
   }
-  // Channels in index order, so that a trace's traffic bins add up in one order.
-  std::sort(touched_.begin(), touched_.end());
   const double start_ns = trace::ns(start);
   // Bins before now can take no more requests.
   const auto stale = static_cast<std::int64_t>(trace::ns(sc_core::sc_time_stamp()) / kBinNs) - 1;
   double done_ns = start_ns;
-  for (const std::uint32_t c : touched_) {
-    const double finish = channel_bins_[c].book(static_cast<double>(per_channel_[c]), start_ns, stale,
-                                                record_traffic_ ? &traffic_ : nullptr);
-    done_ns = std::max(done_ns, finish);
-    per_channel_[c] = 0;
-  }
-  touched_.clear();
+  // Channels in index order, so that a trace's traffic bins add up in one order.
+  for (std::size_t word = 0; word < touched_.size(); ++word)
+    for (std::uint64_t bits = touched_[word]; bits != 0; bits &= bits - 1) {
+      const std::size_t c = word * 64 + static_cast<std::size_t>(__builtin_ctzll(bits));
+      const double finish = channel_bins_[c].book(static_cast<double>(per_channel_[c]), start_ns, stale,
+                                                  record_traffic_ ? &traffic_ : nullptr);
+      done_ns = std::max(done_ns, finish);
+      per_channel_[c] = 0;
+    }
+  std::fill(touched_.begin(), touched_.end(), 0);
   return trace::from_ns(done_ns);
 }
 

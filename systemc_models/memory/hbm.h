@@ -79,7 +79,7 @@ private:
   double bin_capacity_bytes_;  // per channel per bin
   std::vector<TimeBins> channel_bins_;  // each channel's bandwidth
   std::vector<std::uint64_t> per_channel_;  // book()'s scratch: bytes of the request per channel
-  std::vector<std::uint32_t> touched_;      // and the channels it touches
+  std::vector<std::uint64_t> touched_;      // and the channels it touches, a bit each (read in index order)
   bool record_traffic_ = false;
   std::map<std::int64_t, double> traffic_;  // bin index -> bytes
   HbmStats stats_;

@@ -16,27 +16,31 @@
 
 namespace tessera::trace {
 
-// SystemC's time resolution in femtoseconds, as its conversions hold it
-// (a power of ten, 1000 for the default 1 ps). Read once: SystemC fixes the
-// resolution when the first non-zero time is made, and these conversions
-// are only used after that.
-inline double resolution_fs() {
-  static const double fs = std::round(sc_core::sc_get_time_resolution().to_seconds() * 1e15);
-  return fs;
+// SystemC's time resolution as its conversions hold it: in femtoseconds
+// (a power of ten, 1000 for the default 1 ps), and resolution units per ns
+// (its scale factor for SC_NS, 1e6 fs / resolution). Read once: SystemC
+// fixes the resolution when the first non-zero time is made, and these
+// conversions are only used after that.
+struct Resolution {
+  double fs, units_per_ns;
+};
+inline const Resolution& resolution() {
+  static const Resolution r = [] {
+    const double fs = std::round(sc_core::sc_get_time_resolution().to_seconds() * 1e15);
+    return Resolution{fs, 1e6 / fs};
+  }();
+  return r;
 }
 
 // t.to_seconds() * 1e9: (value * resolution) * 1e-15, then * 1e9.
-inline double ns(const sc_core::sc_time& t) {
-  return static_cast<double>(t.value()) * resolution_fs() * 1e-15 * 1e9;
-}
+inline double ns(const sc_core::sc_time& t) { return static_cast<double>(t.value()) * resolution().fs * 1e-15 * 1e9; }
 
 // sc_core::sc_time(v, SC_NS): v scaled to resolution units, plus a half,
 // truncated (through a volatile, as SystemC does, so that no fused
 // multiply-add can round it differently).
 inline sc_core::sc_time from_ns(double v) {
   if (v == 0) return sc_core::SC_ZERO_TIME;
-  const double scale = 1e6 / resolution_fs();  // femtoseconds per ns over femtoseconds per unit
-  volatile double units = v * scale + 0.5;
+  volatile double units = v * resolution().units_per_ns + 0.5;
   return sc_core::sc_time::from_value(static_cast<sc_core::sc_time::value_type>(static_cast<std::int64_t>(units)));
 }
 

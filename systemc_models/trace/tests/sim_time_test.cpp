@@ -69,7 +69,8 @@ TEST(SimTime, NsIsToSecondsTimesABillion) {
 }
 
 TEST(SimTime, TheResolutionIsSystemCs) {
-  EXPECT_EQ(resolution_fs(), 1000.0);  // the default 1 ps, which no model changes
+  EXPECT_EQ(resolution().fs, 1000.0);  // the default 1 ps, which no model changes
+  EXPECT_EQ(resolution().units_per_ns, 1000.0);
   EXPECT_EQ(from_ns(1.0).value(), 1000u);
   EXPECT_DOUBLE_EQ(ns(sc_time(3, sc_core::SC_NS)), 3.0);  // within an ulp: SystemC scales through seconds
 }
