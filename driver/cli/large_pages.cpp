@@ -1,5 +1,6 @@
 // Transparent huge pages for every large block the `tessera` process
-// allocates.
+// allocates, and a fixed line between the blocks glibc maps afresh and
+// those it serves from memory the process already holds.
 //
 // A large run's arrays (the program, the engines' records of what they did,
 // the critical path's events) run to hundreds of MiB, each written from
@@ -23,6 +24,10 @@
 #include <cstddef>
 #include <cstdlib>
 #include <new>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
@@ -49,6 +54,24 @@ void* allocate(std::size_t bytes) {
     handler();
   }
 }
+
+// glibc maps a block of at least its mmap threshold afresh (a page fault
+// per 4 KiB page as it is first written, unless it is advised huge) and
+// unmaps it when freed; and it raises that threshold, up to 32 MiB, each time
+// such a block is freed. So which of a run's blocks of a few MiB were
+// faulted in anew and which reused freed memory depended on the order
+// earlier blocks happened to be freed in: reserving one log instead of
+// letting it double made the 4096x8192x8192 GEMM fault 2,000 times more.
+// Fixed at the top of that range, blocks under 32 MiB come from the heap
+// and reuse what is freed: that GEMM's page faults 39 k -> 26 k
+// (docs/performance.md).
+struct MmapThreshold {
+  MmapThreshold() {
+#if defined(__GLIBC__)
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+#endif
+  }
+} const fixed_mmap_threshold;
 
 }  // namespace
 

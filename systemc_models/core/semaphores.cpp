@@ -51,7 +51,7 @@ void Semaphores::increment(std::size_t index, std::uint32_t delta) {
   }
   values_[index] += delta;
   ++stats_.increments;
-  if (keep_increments_) increment_log_.push_back({index, delta, now});
+  if (keep_increments_) increment_log_.push_back({static_cast<std::uint32_t>(index), delta, now});
   if (waves_) waves_->semaphore(index, values_[index]);
   changed_.notify(sc_core::SC_ZERO_TIME);
 }

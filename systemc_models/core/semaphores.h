@@ -57,7 +57,7 @@ public:
   // Every increment as it landed, when asked to keep them (for traces: the
   // moment a DMA's semaphore write released its waiters).
   struct Increment {
-    std::size_t index;
+    std::uint32_t index;
     std::uint32_t delta;
     sc_core::sc_time at;
   };
