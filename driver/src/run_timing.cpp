@@ -29,15 +29,16 @@ std::map<std::uint32_t, QueueTimes> queue_times(const dma::DmaEngineBase& engine
   return out;
 }
 
-std::vector<DescriptorTime> descriptor_times(const Program& program, core::NeuronCore& core) {
+namespace {
+
+// Calls visit(t) for every completed descriptor, in descriptor_times' order:
+// a large run's half a million are used as they come, not held.
+template <class Visit>
+void each_descriptor_time(const Program& program, core::NeuronCore& core, Visit&& visit) {
   using trace::ns;
   // The semaphores' increments as they landed, by semaphore, in time order.
   std::map<std::size_t, std::vector<double>> increments;
   for (const auto& inc : core.semaphores().increments()) increments[inc.index].push_back(ns(inc.at));
-  std::vector<DescriptorTime> out;
-  std::size_t completed = 0;
-  for (std::size_t e = 0; e < core.dma().engines(); ++e) completed += core.dma().engine(e).completions().size();
-  out.reserve(completed);
   for (std::size_t e = 0; e < core.dma().engines(); ++e) {
     const dma::DmaEngineBase& engine = core.dma().engine(e);
     const auto e32 = static_cast<std::uint32_t>(e);
@@ -80,10 +81,20 @@ std::vector<DescriptorTime> descriptor_times(const Program& program, core::Neuro
         t.queued_from_ns = std::max(t.visible_ns, previous_release);
         t.moving_from_ns = std::min(t.release_ns, std::max(start < 0 ? t.queued_from_ns : start, previous_release));
         previous_release = t.release_ns;
-        out.push_back(t);
+        visit(t);
       }
     }
   }
+}
+
+}  // namespace
+
+std::vector<DescriptorTime> descriptor_times(const Program& program, core::NeuronCore& core) {
+  std::vector<DescriptorTime> out;
+  std::size_t completed = 0;
+  for (std::size_t e = 0; e < core.dma().engines(); ++e) completed += core.dma().engine(e).completions().size();
+  out.reserve(completed);
+  each_descriptor_time(program, core, [&](const DescriptorTime& t) { out.push_back(t); });
   return out;
 }
 
@@ -191,7 +202,6 @@ RunEvents run_events(const Program& program, core::NeuronCore& core) {
   }
   // Descriptors: queued, then moving; each after the one before it in its
   // queue, and the first part after the DmaTrigger that rang it.
-  const std::vector<DescriptorTime> descriptors = descriptor_times(program, core);
   // Per DMA queue, numbered in ring order: each descriptor's first event, the
   // queue's last event, and its semaphore signals (moving event, delta).
   // Vectors by number and ring slot, not maps by (engine, queue, index): a
@@ -210,11 +220,11 @@ RunEvents run_events(const Program& program, core::NeuronCore& core) {
   std::string_view resource;
   const std::vector<CallSite>* sites = nullptr;
   const std::vector<std::uint32_t>* labels = nullptr;
-  for (const DescriptorTime& t : descriptors) {
+  each_descriptor_time(program, core, [&](const DescriptorTime& t) {
     const DmaQueueId id{t.engine, t.queue};
     if (id != numbered) {
       const auto n = queue_number.find(id);
-      if (n == queue_number.end()) continue;  // a descriptor of no ring of this program
+      if (n == queue_number.end()) return;  // a descriptor of no ring of this program
       number = n->second;
       numbered = id;
       resource = interned.queue(t.engine, t.queue);
@@ -246,7 +256,7 @@ RunEvents run_events(const Program& program, core::NeuronCore& core) {
       first_part[number][t.index] = first >= 0 ? first : moving;
     last_of_queue[number] = moving;
     if (t.delta > 0) signals_of_queue[number].emplace_back(moving, t.delta);
-  }
+  });
   for (int e = 0; e < arch::kNumEngines; ++e) {
     const auto& stream = program.streams[static_cast<std::size_t>(e)];
     for (std::size_t i = 0; i < stream.size(); ++i) {
