@@ -357,6 +357,7 @@ PYBIND11_MODULE(_tessera, m) {
       .def_readonly("simulate_seconds", &RunReport::simulate_seconds)
       .def_readonly("analysis_seconds", &RunReport::analysis_seconds)
       .def_readonly("check_seconds", &RunReport::check_seconds)
+      .def_readonly("check_threads", &RunReport::check_threads)
       .def("bound_by", &RunReport::bound_by)
       .def("summary", &RunReport::summary)
       .def("to_dict", [](const RunReport& r) { return to_python(r.to_json()); },

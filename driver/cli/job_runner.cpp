@@ -3,6 +3,8 @@
 #include "files.h"
 #include "slurm.h"
 
+#include "common/bounds.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <poll.h>
@@ -238,11 +241,34 @@ std::vector<std::string> run_args(const Job& j, const std::string& dir) {
   return a;
 }
 
+// A job's reference check spreads over the CPUs the process may use
+// (kernels::check_threads): with several jobs at once, each gets its share
+// of them, so that N jobs do not start N check threads each. Unless the
+// user set TESSERA_CHECK_THREADS; the jobs inherit it from the runner.
+class ShareCheckThreads {
+public:
+  explicit ShareCheckThreads(std::size_t at_once) {
+    if (at_once <= 1 || std::getenv("TESSERA_CHECK_THREADS")) return;
+    const std::size_t share = std::max<std::size_t>(1, kernels::check_threads() / at_once);
+    setenv("TESSERA_CHECK_THREADS", std::to_string(share).c_str(), 1);
+    set_ = true;
+  }
+  ~ShareCheckThreads() {
+    if (set_) unsetenv("TESSERA_CHECK_THREADS");
+  }
+  ShareCheckThreads(const ShareCheckThreads&) = delete;
+  ShareCheckThreads& operator=(const ShareCheckThreads&) = delete;
+
+private:
+  bool set_ = false;
+};
+
 std::vector<JobResult> run_jobs(const std::vector<Job>& jobs, int parallel, const std::string& out,
                                 const std::function<void(const JobResult&)>& on_done,
                                 const std::function<void()>& on_tick, bool* interrupted) {
   const SignalScope signals;
   const std::size_t slots = static_cast<std::size_t>(std::clamp(parallel, 1, kMaxParallel));
+  const ShareCheckThreads check_threads(std::min(slots, jobs.size()));
   std::vector<bool> slot_used(slots, false);
   std::vector<JobResult> results;
   std::vector<Running> running;

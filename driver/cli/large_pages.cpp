@@ -61,10 +61,11 @@ void* allocate(std::size_t bytes) {
 // such a block is freed. So which of a run's blocks of a few MiB were
 // faulted in anew and which reused freed memory depended on the order
 // earlier blocks happened to be freed in: reserving one log instead of
-// letting it double made the 4096x8192x8192 GEMM fault 2,000 times more.
+// letting it double cost the 4096x8192x8192 GEMM 2,000 more page faults.
 // Fixed at the top of that range, blocks under 32 MiB come from the heap
-// and reuse what is freed: that GEMM's page faults 39 k -> 26 k
-// (docs/performance.md).
+// and reuse what is freed: that GEMM's page faults 39 k -> 28 k
+// (docs/performance.md). 32 MiB is within glibc's range on 64-bit hosts
+// only; elsewhere mallopt refuses it and the default stays.
 struct MmapThreshold {
   MmapThreshold() {
 #if defined(__GLIBC__)

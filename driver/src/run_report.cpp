@@ -155,6 +155,7 @@ nlohmann::json RunReport::to_json() const {
       {"simulate_seconds", simulate_seconds},
       {"analysis_seconds", analysis_seconds},
       {"check_seconds", check_seconds},
+      {"check_threads", check_threads},
   };
   if (!per_core.empty()) {
     nlohmann::json cores = nlohmann::json::array();
@@ -292,8 +293,9 @@ std::string RunReport::summary() const {
                        longest->label, longest->released_by, longest->released_by_label);
   }
   if (checked)
-    s += fmt::format("  numerics: {} (max abs error {:.3g}, tolerance {:.3g}; checked in {:.2f} s)\n",
-                     correct ? "match" : "MISMATCH", max_abs_error, tolerance, check_seconds);
+    s += fmt::format("  numerics: {} (max abs error {:.3g}, tolerance {:.3g}; checked in {:.2f} s on {} thread{})\n",
+                     correct ? "match" : "MISMATCH", max_abs_error, tolerance, check_seconds, check_threads,
+                     check_threads == 1 ? "" : "s");
   s += fmt::format("  host time: program built in {:.2f} s, simulated in {:.2f} s wall (SystemC {:.2f} s, report {:.2f} s)\n",
                    build_seconds, wall_seconds, simulate_seconds, analysis_seconds);
   return s;

@@ -94,6 +94,8 @@ std::vector<DescriptorTime> descriptor_times(const Program& program, core::Neuro
   std::size_t completed = 0;
   for (std::size_t e = 0; e < core.dma().engines(); ++e) completed += core.dma().engine(e).completions().size();
   out.reserve(completed);
+  // Descriptors: queued, then moving; each after the one before it in its
+  // queue, and the first part after the DmaTrigger that rang it.
   each_descriptor_time(program, core, [&](const DescriptorTime& t) { out.push_back(t); });
   return out;
 }
@@ -200,8 +202,6 @@ RunEvents run_events(const Program& program, core::NeuronCore& core) {
       previous = of_instruction[static_cast<std::size_t>(e)][i] = add(std::move(x));
     }
   }
-  // Descriptors: queued, then moving; each after the one before it in its
-  // queue, and the first part after the DmaTrigger that rang it.
   // Per DMA queue, numbered in ring order: each descriptor's first event, the
   // queue's last event, and its semaphore signals (moving event, delta).
   // Vectors by number and ring slot, not maps by (engine, queue, index): a
@@ -220,6 +220,8 @@ RunEvents run_events(const Program& program, core::NeuronCore& core) {
   std::string_view resource;
   const std::vector<CallSite>* sites = nullptr;
   const std::vector<std::uint32_t>* labels = nullptr;
+  // Descriptors: queued, then moving; each after the one before it in its
+  // queue, and the first part after the DmaTrigger that rang it.
   each_descriptor_time(program, core, [&](const DescriptorTime& t) {
     const DmaQueueId id{t.engine, t.queue};
     if (id != numbered) {

@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <exception>
 #include <stdexcept>
-#include <system_error>
 #include <thread>
 
 #if defined(__linux__)
@@ -120,8 +119,8 @@ WorstElement worst_over_blocks(std::size_t blocks,
   for (std::size_t t = 1; t < threads; ++t) {
     try {
       pool.emplace_back(range, t);
-    } catch (const std::system_error&) {
-      range(t);  // no thread to be had: this one takes the range
+    } catch (...) {
+      range(t);  // no thread to be had (system_error, bad_alloc): this one takes the range
     }
   }
   range(0);  // the calling thread takes the first range

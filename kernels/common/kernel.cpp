@@ -1,4 +1,6 @@
 #include "common/kernel.h"
+
+#include "common/bounds.h"
 #include "common/tuning_db.h"
 
 #include "tessera/kernel_builder.h"
@@ -525,6 +527,8 @@ Instance instantiate(Device& dev, const KernelRequest& request) {
 
 RunReport run_kernel(Device& dev, const KernelRequest& request, const std::string& shard_text) {
   const std::string shard = resolve_shard(kernel_named(request.kernel), shard_text);
+  // A bad TESSERA_CHECK_THREADS is named now, not after the simulation.
+  const std::size_t threads = dev.no_data() ? 0 : check_threads();
   const Instance i = instantiate(dev, request);
   const KernelArgs& args = i.args;
   KernelInstance* instance = i.kernel.get();
@@ -550,6 +554,7 @@ RunReport run_kernel(Device& dev, const KernelRequest& request, const std::strin
     const auto start = std::chrono::steady_clock::now();
     const NumericsCheck c = instance->check();
     report.check_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    report.check_threads = static_cast<int>(threads);
     report.checked = true;
     report.correct = c.correct;
     report.max_abs_error = c.max_abs_error;

@@ -348,7 +348,7 @@ public:
     constexpr std::size_t kRows = 64;
     const ReferenceRight b(b_values_.data(), K, N);
     const WorstElement worst =
-        worst_over_blocks((M + kRows - 1) / kRows, [&](std::size_t first, std::size_t last, WorstElement& worst) {
+        worst_over_blocks((M + kRows - 1) / kRows, [&](std::size_t first, std::size_t last, WorstElement& rows) {
           ReferenceProduct ref;
           for (std::size_t m0 = first * kRows; m0 < std::min(M, last * kRows); m0 += kRows) {
             const std::size_t nm = std::min(kRows, M - m0);
@@ -356,7 +356,7 @@ public:
             for (std::size_t mm = 0; mm < nm; ++mm)
               for (std::size_t n = 0; n < N; ++n) {
                 const std::size_t at = (m0 + mm) * N + n;
-                worst.add(at, got[at], ref.sum[mm * N + n], gamma_k * ref.mag[mm * N + n] + flushed);
+                rows.add(at, got[at], ref.sum[mm * N + n], gamma_k * ref.mag[mm * N + n] + flushed);
               }
           }
         });

@@ -4,9 +4,12 @@
 //
 // ns() and from_ns() give exactly what SystemC's own conversions give
 // (sc_time::to_seconds() * 1e9 and sc_time(v, SC_NS)), the same operations
-// in the same order, but inline: SystemC's are calls into its library that
-// look the simulation context up each time, and the models convert a few
-// times per memory access (tests: SimTime.*).
+// in the same order, with the resolution read once: SystemC's are calls
+// into its library that look the simulation context up each time, and the
+// models convert a few times per memory access (tests: SimTime.*; from_ns
+// still ends in sc_time::from_value, SystemC's only way to make a time from
+// ticks). Bit for bit only as long as a * b + c stays two roundings: the
+// build's -ffp-contract=off (CMakeLists.txt) keeps it so.
 #pragma once
 
 #include <systemc>
@@ -32,12 +35,15 @@ inline const Resolution& resolution() {
   return r;
 }
 
-// t.to_seconds() * 1e9: (value * resolution) * 1e-15, then * 1e9.
-inline double ns(const sc_core::sc_time& t) { return static_cast<double>(t.value()) * resolution().fs * 1e-15 * 1e9; }
+// t.to_seconds() * 1e9: (value * resolution) * 1e-15, then * 1e9, the
+// value converted as SystemC converts it (its conversion differs between
+// compilers for values of 2^63 and up).
+inline double ns(const sc_core::sc_time& t) {
+  return sc_dt::uint64_to_double(t.value()) * resolution().fs * 1e-15 * 1e9;
+}
 
 // sc_core::sc_time(v, SC_NS): v scaled to resolution units, plus a half,
-// truncated (through a volatile, as SystemC does, so that no fused
-// multiply-add can round it differently).
+// truncated; through a volatile as in SystemC, whose copy this is.
 inline sc_core::sc_time from_ns(double v) {
   if (v == 0) return sc_core::SC_ZERO_TIME;
   volatile double units = v * resolution().units_per_ns + 0.5;

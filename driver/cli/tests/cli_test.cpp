@@ -180,6 +180,19 @@ TEST(Cli, RunPrintsAJsonReport) {
             j["wall_seconds"].get<double>());
 }
 
+// A bad TESSERA_CHECK_THREADS is named before the simulation, not after it.
+TEST(Cli, BadCheckThreadsIsNamedBeforeTheRun) {
+  const auto r = tessera::test_support::run_tessera(
+      "run --config small --kernel gemm --shape M=40,N=300,K=70 --fidelity tlm", "TESSERA_CHECK_THREADS=two");
+  EXPECT_NE(r.status, 0);
+  EXPECT_THAT(r.err, HasSubstr("TESSERA_CHECK_THREADS=two: expected a whole number of threads"));
+  EXPECT_THAT(r.out, Not(HasSubstr("numerics")));
+  const auto ok = tessera::test_support::run_tessera(
+      "run --config small --kernel gemm --shape M=40,N=300,K=70 --fidelity tlm", "TESSERA_CHECK_THREADS=3");
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("on 3 threads"));
+}
+
 // Timing must not depend on data: --no-data gives the same cycles.
 TEST(Cli, NoDataGivesTheSameCycles) {
   const std::string args = "run --config small --kernel gemm --shape M=40,N=300,K=70 --fidelity tlm --json";

@@ -10,6 +10,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
 #include <array>
 #include <chrono>
 #include <csignal>
@@ -528,6 +530,32 @@ TEST(RegressRun, JobsRunInTheirDtype) {
   const std::string md((std::istreambuf_iterator<char>(summary)), std::istreambuf_iterator<char>());
   EXPECT_THAT(md, HasSubstr("| m | default (fp8_e4m3) |"));
   fs::remove_all(out);
+}
+
+// Jobs at once share the CPUs their reference checks spread over: each
+// gets CPUs / jobs at once (at least 1); one at a time, a job has them all.
+TEST(RegressRun, JobsAtOnceShareTheCpusOfTheirChecks) {
+  unsetenv("TESSERA_CHECK_THREADS");
+  cpu_set_t set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  const int cpus = CPU_COUNT(&set);
+  const fs::path suite = write_suite("check_threads",
+                                     "defaults: {fidelity: tlm}\n"
+                                     "tests:\n"
+                                     "  - {name: m, kernel: mlp, dtypes: [bf16, fp8_e4m3], configs: tiny,\n"
+                                     "     shapes: [{T: 64, D: 32, F: 64}]}\n");
+  for (const int jobs : {1, 2}) {
+    const fs::path out = test_support::scratch_dir() / fmt::format("tessera_regress_check_threads_{}", jobs);
+    fs::remove_all(out);
+    std::string text;
+    ASSERT_EQ(run_binary(fmt::format("regress {} -j {} --out {}", suite.string(), jobs, out.string()), &text), 0)
+        << text;
+    const auto results = nlohmann::json::parse(std::ifstream(out / "results.json"));
+    ASSERT_EQ(results.size(), 2u);
+    for (const auto& r : results) EXPECT_EQ(r["report"]["check_threads"], std::max(1, cpus / jobs)) << jobs;
+    fs::remove_all(out);
+  }
+  EXPECT_EQ(std::getenv("TESSERA_CHECK_THREADS"), nullptr);  // the runner's own environment is left as it was
 }
 
 // A test's `cores` run each job on that many cores of the chip (tessera run

@@ -171,6 +171,7 @@ struct RunReport {
   double simulate_seconds = 0;  // SystemC running the program
   double analysis_seconds = 0;  // the report: statistics, attribution, critical path
   double check_seconds = 0;
+  int check_threads = 0;  // host threads the reference check may spread over (TESSERA_CHECK_THREADS)
   nlohmann::json stats;  // every statistic, by name
 
   // A multi-core run (Device::launch, docs/multicore.md): one row per core,

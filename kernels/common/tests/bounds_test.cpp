@@ -1,7 +1,11 @@
 // The numerics helpers the kernel references share, and the registry entries
 // of the library's kernels (default shapes, variants).
 #include "common/bounds.h"
+#include "common/kernel.h"
 #include "common/reference_matmul.h"
+#include "testing/child_process.h"
+
+#include <fmt/format.h>
 
 #include <gtest/gtest.h>
 
@@ -158,6 +162,45 @@ TEST(Bounds, CheckThreadsComesFromTheEnvironmentWhenSet) {
   }
   ScopedEnv unset("TESSERA_CHECK_THREADS", "");
   EXPECT_GE(check_threads(), 1u);
+}
+
+// A kernel's own check, run once on one thread and again on 3 and 7 (which
+// split its blocks mid-head and mid-image), gives the same figures: what a
+// block's range holds of its own (a head's packed K^T and V and sums of
+// |V|, an image's patches) is made afresh where a range starts.
+void expect_same_check_on_every_thread_count(const std::string& kernel, const std::string& variant,
+                                             const Shape& shape) {
+  const std::string out = test_support::run_in_child([&] {
+    setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_CONFIG_DIR, 1);
+    DeviceOptions o;
+    o.config = "small";
+    o.fidelity = arch::Fidelity::Tlm;
+    Device dev(o);
+    auto k = instantiate(dev, {kernel, variant, shape, {}, 7, ""}).kernel;
+    if (!dev.run(k->build()).ok) return std::string("the run failed");
+    std::string figures;
+    for (const char* threads : {"1", "3", "7"}) {
+      setenv("TESSERA_CHECK_THREADS", threads, 1);
+      const NumericsCheck c = k->check();
+      figures += fmt::format("{} {:a} {:a} {}\n", c.correct, c.max_abs_error, c.tolerance, c.detail);
+    }
+    return figures;
+  });
+  const auto first = out.substr(0, out.find('\n') + 1);
+  EXPECT_EQ(out, first + first + first) << out;
+  EXPECT_EQ(first.rfind("true ", 0), 0u) << out;
+}
+
+TEST(Bounds, AttentionCheckIsTheSameOnEveryThreadCount) {
+  // 3 heads of 4 blocks of 64 queries: 7 ranges start mid-head.
+  expect_same_check_on_every_thread_count("attention", "flash_causal", {{"S", 256}, {"D", 64}, {"H", 3}});
+}
+
+TEST(Bounds, Conv2dCheckIsTheSameOnEveryThreadCount) {
+  // 2 images of 3 blocks of 256 pixels (24 x 24 out): ranges start mid-image.
+  expect_same_check_on_every_thread_count(
+      "conv2d", "blocked",
+      {{"N", 2}, {"C", 8}, {"H", 24}, {"W", 24}, {"K", 16}, {"R", 3}, {"S", 3}, {"stride", 1}, {"pad", 1}});
 }
 
 // The plain loop the reference products stand for.
