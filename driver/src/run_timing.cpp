@@ -94,8 +94,6 @@ std::vector<DescriptorTime> descriptor_times(const Program& program, core::Neuro
   std::size_t completed = 0;
   for (std::size_t e = 0; e < core.dma().engines(); ++e) completed += core.dma().engine(e).completions().size();
   out.reserve(completed);
-  // Descriptors: queued, then moving; each after the one before it in its
-  // queue, and the first part after the DmaTrigger that rang it.
   each_descriptor_time(program, core, [&](const DescriptorTime& t) { out.push_back(t); });
   return out;
 }

@@ -12,13 +12,7 @@ namespace tessera::builder {
 namespace {
 
 Region sbuf(std::uint64_t p0, std::uint64_t p1, std::uint64_t b0, std::uint64_t b1) {
-  Region r;
-  r.memory = arch::Memory::Sbuf;
-  r.p0 = p0;
-  r.p1 = p1;
-  r.b0 = b0;
-  r.b1 = b1;
-  return r;
+  return Region{arch::Memory::Sbuf, p0, p1, b0, b1};
 }
 
 std::vector<int> deps(HazardTracker& t, int agent, const RegionList& reads, const RegionList& writes) {

@@ -586,9 +586,9 @@ std::uint64_t DmaEngine::sent_bytes() const {
 sc_time DmaEngine::beat_with(const Run& w, sc_time start, std::uint64_t sent, std::uint64_t target) const {
   if (sent + w.bytes < target) return sc_core::sc_max_time();
   const std::uint64_t beat = bus_.bytes();
-  const std::uint64_t first = std::min<std::uint64_t>(w.bytes, beat - w.address % beat);
+  const std::uint64_t first = std::min<std::uint64_t>(w.bytes, beat - (w.address - bus_.down(w.address)));
   if (sent + first >= target) return start;
-  const std::uint64_t more = (target - sent - first + beat - 1) / beat;  // whole beats after the first
+  const std::uint64_t more = bus_.beats(target - sent - first + beat - 1);  // whole beats after the first
   return start + period_ * static_cast<double>(more);
 }
 
