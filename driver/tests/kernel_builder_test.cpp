@@ -207,6 +207,37 @@ TEST(KernelBuilder, ConsumersWaitOnProducersSemaphores) {
   EXPECT_EQ(p.rings.size(), 2u);
 }
 
+// A stream waits once for what it has waited for already; another stream
+// still waits for it, and a later op of the same queue is waited for anew.
+TEST(KernelBuilder, EachStreamWaitsOnceForEachProducerOp) {
+  KernelBuilder kb(config("tiny"), "k");
+  const Tensor a = hbm_tensor("a", 8, 16, DType::Fp32, 0);
+  const Tensor b = hbm_tensor("b", 8, 16, DType::Fp32, 4096);
+  const Tile t = kb.sbuf("t", 8, 16, DType::Fp32), u = kb.sbuf("u", 8, 16, DType::Fp32);
+  const Tile v = kb.sbuf("v", 8, 16, DType::Fp32), w = kb.sbuf("w", 8, 16, DType::Fp32);
+  const Tile x = kb.sbuf("x", 8, 16, DType::Fp32);
+  DmaSpread one;  // every copy on DMA engine 0, one queue
+  one.engines = 1;
+  kb.set_dma_spread(one);
+  kb.dma(t, a.all());                                   // queue descriptor 1
+  kb.tensor_scalar(u, t, arch::AluOp::Multiply, 2.0f);  // vector waits for it
+  kb.tensor_scalar(v, t, arch::AluOp::Add, 1.0f);       // vector: already waited
+  kb.activation(w, t, arch::ActFunc::Exp);              // scalar: waits for it too
+  kb.dma(x, b.all());                                   // descriptor 2, on the same queue
+  kb.tensor_scalar(u, x, arch::AluOp::Multiply, 3.0f);  // vector waits for the second
+  const Program p = kb.build();
+
+  const auto waits_of = [&](arch::Engine e) {
+    std::vector<std::uint32_t> values;
+    for (const auto& in : p.streams[static_cast<int>(e)])
+      if (in.opcode == arch::Opcode::SemWait && in.sem >= arch::kNumEngines) values.push_back(in.value);
+    return values;
+  };
+  ASSERT_EQ(p.rings.size(), 1u);
+  EXPECT_EQ(waits_of(arch::Engine::Vector), (std::vector<std::uint32_t>{1, 2}));
+  EXPECT_EQ(waits_of(arch::Engine::Scalar), (std::vector<std::uint32_t>{1}));
+}
+
 TEST(KernelBuilder, PerPartitionScalarTilesAreReadAndChecked) {
   KernelBuilder kb(config("tiny"), "k");
   const Tile x = kb.sbuf("x", 8, 16, DType::Fp32), y = kb.sbuf("y", 8, 16, DType::Fp32);

@@ -94,7 +94,8 @@ public:
   const std::vector<DmaQueue>& queues() const { return queues_; }
   // Hands queue i's descriptors over (to the Program); the ring is empty after.
   std::vector<arch::DmaDescriptor> take_ring(std::size_t i) { return std::move(queues_[i].ring); }
-  // The ops an op or a trigger waits for, as [begin, end).
+  // The ops an op or a trigger waits for, as [begin, end); an instruction's
+  // leave out those an earlier instruction of its stream waited for already.
   const int* waits_begin(std::size_t op) const { return waits_.data() + ops_[op].waits_begin; }
   const int* waits_end(std::size_t op) const {
     return waits_.data() + (op + 1 < ops_.size() ? ops_[op + 1].waits_begin : waits_.size());
@@ -121,6 +122,8 @@ private:
   std::vector<std::vector<arch::Instruction>> code_ = std::vector<std::vector<arch::Instruction>>(arch::kNumEngines);
   std::vector<DmaQueue> queues_;  // agent kFirstQueueAgent + i
   std::vector<int> waits_;          // every op's waits, one after the other
+  // Per engine stream: the latest op of each agent its instructions wait for.
+  std::vector<std::vector<int>> latest_waited_ = std::vector<std::vector<int>>(arch::kNumEngines);
   std::vector<int> trigger_waits_;  // every trigger's waits, one after the other
   std::vector<int> deps_;           // dependencies of the op being placed, reused
   std::vector<std::uint32_t> next_engine_of_placer_ = std::vector<std::uint32_t>(arch::kNumEngines, 0);
