@@ -203,11 +203,11 @@ void add_attribution(RunReport& report, const Program& program, core::NeuronCore
     const auto& costs = core.engine(kind).instruction_costs();
     for (std::size_t i = 0; i < costs.size() && i < stream.size(); ++i) {
       const core::Engine::InstructionCost& c = costs[i];
-      const arch::Instruction& in = stream[i];
-      const bool counts = in.opcode != arch::Opcode::SemWait && in.opcode != arch::Opcode::SemIncr &&
-                          in.opcode != arch::Opcode::End && in.opcode != arch::Opcode::Nop;
+      const arch::Opcode opcode = stream.opcode(i);
+      const bool counts = opcode != arch::Opcode::SemWait && opcode != arch::Opcode::SemIncr &&
+                          opcode != arch::Opcode::End && opcode != arch::Opcode::Nop;
       if (!counts && c.busy_ns == 0 && c.semaphore_wait_ns == 0 && c.fetch_wait_ns == 0) continue;
-      const std::string* whom = c.semaphore_wait_ns > 0 ? &waited_for_name(in.sem) : nullptr;
+      const std::string* whom = c.semaphore_wait_ns > 0 ? &waited_for_name(stream[i].sem) : nullptr;
       add(static_cast<std::uint32_t>(e), engine, i < sites.size() ? sites[i] : CallSite{}, program.label(kind, i),
           [&](SiteCost& r) {
             if (counts) r.count += 1;
@@ -320,9 +320,9 @@ void finish_trace(trace::Timeline& timeline, const Program& program, core::Neuro
     if (e == engine_of_track.end()) return std::nullopt;
     const auto& stream = program.streams[static_cast<std::size_t>(e->second)];
     std::size_t j = static_cast<std::size_t>(index) + 1;
-    while (j < stream.size() && (stream[j].opcode == arch::Opcode::SemWait || stream[j].opcode == arch::Opcode::Nop)) ++j;
+    while (j < stream.size() && (stream.opcode(j) == arch::Opcode::SemWait || stream.opcode(j) == arch::Opcode::Nop)) ++j;
     if (j >= stream.size()) return std::nullopt;
-    const arch::Instruction& in = stream[j];
+    const arch::Instruction in = stream[j];
     if (in.opcode == arch::Opcode::DmaTrigger) {
       const auto d = descriptor_slice.find({in.dma_engine, in.dma_queue, static_cast<std::uint32_t>(in.address)});
       if (d == descriptor_slice.end()) return std::nullopt;
@@ -391,19 +391,20 @@ void load(core::NeuronCore& core, const Program& program) {
     ring_base[q] = core.place(bytes);
     core.configure_dma_queue(q.first, q.second, ring_base[q], static_cast<std::uint32_t>(slots));
   }
-  // One buffer for every engine's encoding in turn: a large program's
+  // One buffer for every engine's stream in turn: a large program's
   // streams run to tens of MiB, and each fresh buffer's pages are faulted in
-  // anew.
+  // anew. The streams are encoded already; a DmaTrigger's ring slot becomes
+  // its descriptor's address.
   std::vector<std::uint8_t> stream;
   for (int e = 0; e < arch::kNumEngines; ++e) {
-    stream.clear();
-    // A header and two operands is the common instruction; a stream longer
-    // than this grows once or twice.
-    stream.reserve(program.streams[e].size() * (arch::kInstrHeaderBytes + 2 * arch::kOperandBytes));
-    for (arch::Instruction in : program.streams[e]) {
-      if (in.opcode == arch::Opcode::DmaTrigger)
-        in.address = ring_base.at({in.dma_engine, in.dma_queue}) + in.address * arch::kDmaDescriptorBytes;
-      arch::encode_append(in, stream);
+    const InstructionStream& s = program.streams[static_cast<std::size_t>(e)];
+    stream.assign(s.bytes().begin(), s.bytes().end());
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      if (s.opcode(i) != arch::Opcode::DmaTrigger) continue;
+      const arch::Instruction in = s[i];
+      const std::uint64_t address = ring_base.at({in.dma_engine, in.dma_queue}) + in.address * arch::kDmaDescriptorBytes;
+      std::uint8_t* field = stream.data() + s.begin_of(i) + arch::kInstrAddressOffset;
+      for (int b = 0; b < 8; ++b) field[b] = static_cast<std::uint8_t>(address >> (8 * b));
     }
     core.load_program(static_cast<arch::Engine>(e), stream);
   }

@@ -2,7 +2,40 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+
 namespace tessera {
+
+arch::Instruction InstructionStream::operator[](std::size_t i) const {
+  std::size_t pos = begins_[i];
+  return arch::decode(bytes_, pos);
+}
+
+void InstructionStream::push_back(const arch::Instruction& in) {
+  if (bytes_.size() > std::numeric_limits<std::uint32_t>::max())
+    throw std::length_error(fmt::format("an instruction stream of over 4 GiB ({} instructions)", size()));
+  begins_.push_back(static_cast<std::uint32_t>(bytes_.size()));
+  arch::encode_append(in, bytes_);
+}
+
+void InstructionStream::set(std::size_t i, const arch::Instruction& in) {
+  const std::vector<std::uint8_t> now = arch::encode(in);
+  const std::size_t at = begins_[i], was = (i + 1 < size() ? begins_[i + 1] : bytes_.size()) - at;
+  if (now.size() != was) {
+    const auto grow = static_cast<std::int64_t>(now.size()) - static_cast<std::int64_t>(was);
+    bytes_.erase(bytes_.begin() + static_cast<std::ptrdiff_t>(at), bytes_.begin() + static_cast<std::ptrdiff_t>(at + was));
+    bytes_.insert(bytes_.begin() + static_cast<std::ptrdiff_t>(at), now.size(), 0);
+    for (std::size_t k = i + 1; k < size(); ++k) begins_[k] = static_cast<std::uint32_t>(begins_[k] + grow);
+  }
+  std::copy(now.begin(), now.end(), bytes_.begin() + static_cast<std::ptrdiff_t>(at));
+}
+
+void InstructionStream::reserve(std::size_t instructions, std::size_t bytes) {
+  begins_.reserve(instructions);
+  bytes_.reserve(bytes);
+}
 
 std::size_t Program::instruction_count() const {
   std::size_t n = 0;
@@ -58,14 +91,7 @@ std::string Program::origin(DmaQueueId queue, std::size_t index) const {
   return origin_of(site ? site_name(*site) : std::string(), label(queue, index));
 }
 
-std::vector<std::uint8_t> Program::encode(arch::Engine e) const {
-  std::vector<std::uint8_t> out;
-  for (const auto& in : streams.at(static_cast<std::size_t>(e))) {
-    const auto bytes = arch::encode(in);
-    out.insert(out.end(), bytes.begin(), bytes.end());
-  }
-  return out;
-}
+std::vector<std::uint8_t> Program::encode(arch::Engine e) const { return streams.at(static_cast<std::size_t>(e)).bytes(); }
 
 std::string Program::disassemble() const {
   std::string out = fmt::format("program '{}': {} instructions, {} DMA queues\n", name, instruction_count(), rings.size());

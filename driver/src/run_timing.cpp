@@ -151,12 +151,14 @@ void Predecessors::push_back(int id) {
 }
 
 std::string name_of(const Event& e) {
-  if (e.instruction) return arch::disassemble(*e.instruction);
+  if (e.stream) return arch::disassemble((*e.stream)[static_cast<std::size_t>(e.index)]);
   if (descriptor_part(e.kind)) return fmt::format("descriptor {}", e.index);
   return e.label;
 }
 
-std::string name_of(const Work& w) { return w.instruction ? arch::disassemble(*w.instruction) : std::string(w.label); }
+std::string name_of(const Work& w) {
+  return w.stream ? arch::disassemble((*w.stream)[static_cast<std::size_t>(w.index)]) : std::string(w.label);
+}
 
 RunEvents run_events(const Program& program, core::NeuronCore& core) {
   RunEvents run;
@@ -185,11 +187,10 @@ RunEvents run_events(const Program& program, core::NeuronCore& core) {
     for (std::size_t i = 0; i < stream.size() && i < costs.size(); ++i) {
       const auto& c = costs[i];
       if (c.issue_ns < 0 || c.done_ns < 0) break;  // not reached: the run stopped
-      const arch::Instruction& in = stream[i];
       Event x;
       x.resource = to_string(kind);
-      x.kind = in.opcode == arch::Opcode::SemWait && c.done_ns > c.issue_ns ? EventKind::Wait : EventKind::Instruction;
-      x.instruction = &in;
+      x.kind = stream.opcode(i) == arch::Opcode::SemWait && c.done_ns > c.issue_ns ? EventKind::Wait : EventKind::Instruction;
+      x.stream = &stream;
       x.label = program.label(kind, i).c_str();
       // Interned views are of whole strings, so their data is NUL-terminated.
       if (i < sites.size()) x.site = interned.site(sites[i]).data();
@@ -261,8 +262,8 @@ RunEvents run_events(const Program& program, core::NeuronCore& core) {
     const auto& stream = program.streams[static_cast<std::size_t>(e)];
     for (std::size_t i = 0; i < stream.size(); ++i) {
       const int trigger = of_instruction[static_cast<std::size_t>(e)][i];
-      if (trigger < 0 || stream[i].opcode != arch::Opcode::DmaTrigger) continue;
-      const arch::Instruction& in = stream[i];
+      if (trigger < 0 || stream.opcode(i) != arch::Opcode::DmaTrigger) continue;
+      const arch::Instruction in = stream[i];
       const auto n = queue_number.find({in.dma_engine, in.dma_queue});
       if (n == queue_number.end()) continue;
       const std::vector<int>& parts = first_part[n->second];
@@ -295,8 +296,10 @@ RunEvents run_events(const Program& program, core::NeuronCore& core) {
     const auto& stream = program.streams[static_cast<std::size_t>(e)];
     for (std::size_t i = 0; i < stream.size(); ++i) {
       const int id = of_instruction[static_cast<std::size_t>(e)][i];
-      const arch::Instruction& in = stream[i];
-      if (id < 0 || in.sem >= sems) continue;
+      const arch::Opcode opcode = stream.opcode(i);
+      if (id < 0 || (opcode != arch::Opcode::SemIncr && opcode != arch::Opcode::SemWait)) continue;
+      const arch::Instruction in = stream[i];
+      if (in.sem >= sems) continue;
       if (in.opcode == arch::Opcode::SemIncr && owner_engine[in.sem] == e) signals[in.sem].emplace_back(id, in.value);
       else if (in.opcode == arch::Opcode::SemWait) waits[in.sem].emplace_back(id, in.value);
     }
@@ -333,7 +336,7 @@ std::vector<Work> run_work(const Program& program, core::NeuronCore& core, RunEv
       if (costs[i].work_start_ns < 0 || costs[i].work_end_ns <= costs[i].work_start_ns) continue;
       Work w;
       w.resource = to_string(kind);
-      w.instruction = &stream[i];
+      w.stream = &stream;
       w.label = program.label(kind, i).c_str();
       // Interned views are of whole strings, so their data is NUL-terminated.
       if (i < program.sites[static_cast<std::size_t>(e)].size())

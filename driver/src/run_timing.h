@@ -108,7 +108,7 @@ struct Event {
   const char* resource = "";  // "tensor", "dma 0.1"
   const char* label = "";     // also what it is called where it has no instruction and is no descriptor part
   const char* site = "";
-  const arch::Instruction* instruction = nullptr;  // an engine's, named by its disassembly
+  const InstructionStream* stream = nullptr;  // an engine's instruction, stream[index], named by its disassembly
   double start = 0, end = 0;
   std::int32_t index = -1;     // the instruction's place in its stream, or the descriptor's in its ring
   std::int32_t released_by = -1;  // a wait: the event whose semaphore signal released it
@@ -124,7 +124,7 @@ struct Work {
   const char* resource = "";
   const char* label = "";  // also what it is called where it has no instruction (made by hand)
   const char* site = "";
-  const arch::Instruction* instruction = nullptr;
+  const InstructionStream* stream = nullptr;  // its instruction is stream[index]
   double start = 0, end = 0;
   std::int32_t index = -1;
 };

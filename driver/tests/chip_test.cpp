@@ -245,8 +245,13 @@ RunReport run_patched(const DeviceOptions& options, const arch::HwConfig* build_
 }
 
 void move_signal(Program& p, std::uint64_t cores) {
-  for (auto& in : p.streams[static_cast<std::size_t>(arch::Engine::GpSimd)])
-    if (in.opcode == arch::Opcode::SemSignal) in.address += cores * arch::kPeerStride;
+  InstructionStream& s = p.streams[static_cast<std::size_t>(arch::Engine::GpSimd)];
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    arch::Instruction in = s[i];
+    if (in.opcode != arch::Opcode::SemSignal) continue;
+    in.address += cores * arch::kPeerStride;
+    s.set(i, in);
+  }
 }
 
 TEST(CrossCoreRunErrors, ASemaphoreOnACoreTheChipDoesNotHave) {

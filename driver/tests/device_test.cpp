@@ -219,8 +219,13 @@ TEST(Device, ARunTimeErrorNamesTheCallSiteAndLabel) {
   const int copy_line = __LINE__ + 1;
   kb.copy(u, t);
   Program p = kb.build();
-  for (arch::Instruction& in : p.streams[static_cast<int>(arch::Engine::Vector)])
-    if (in.opcode == arch::Opcode::Copy) in.a.offset_bytes = 16 * 1024 - 32;  // past the end of tiny's SBUF
+  InstructionStream& vec = p.streams[static_cast<int>(arch::Engine::Vector)];
+  for (std::size_t i = 0; i < vec.size(); ++i) {
+    arch::Instruction in = vec[i];
+    if (in.opcode != arch::Opcode::Copy) continue;
+    in.a.offset_bytes = 16 * 1024 - 32;  // past the end of tiny's SBUF
+    vec.set(i, in);
+  }
   const RunReport r = dev.run(p);
   ASSERT_FALSE(r.ok);
   EXPECT_THAT(r.error, ::testing::MatchesRegex(fmt::format(

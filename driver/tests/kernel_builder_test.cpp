@@ -39,6 +39,10 @@ std::size_t count(const std::vector<arch::Instruction>& s, arch::Opcode op) {
   return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [&](const auto& in) { return in.opcode == op; }));
 }
 
+std::vector<arch::Instruction> decoded(const InstructionStream& s) { return {s.begin(), s.end()}; }
+
+std::size_t count(const InstructionStream& s, arch::Opcode op) { return count(decoded(s), op); }
+
 TEST(KernelBuilder, SbufOverflowNamesTheCallAndTheSizes) {
   KernelBuilder kb(config("tiny"), "k");  // 8 partitions x 16 KiB
   kb.sbuf("a", 8, 4096, DType::Fp32);
@@ -116,7 +120,7 @@ TEST(KernelBuilder, ViewsOfRowsAreOneEngineInstructionAndNotForDmaOrTheArray) {
   kb.copy(pad.rows(9, 6, 6, 8), img.rows(0, 6, 6, 6), arch::Engine::GpSimd);
   kb.copy(pad.rows(0, 3, 3, 8), img.rows(0, 3, 3, 12, 2));
   const Program p = kb.build();
-  const auto& g = p.streams.at(static_cast<std::size_t>(arch::Engine::GpSimd));
+  const std::vector<arch::Instruction> g = decoded(p.streams.at(static_cast<std::size_t>(arch::Engine::GpSimd)));
   const auto copy = std::find_if(g.begin(), g.end(), [](const auto& in) { return in.opcode == arch::Opcode::Copy; });
   ASSERT_NE(copy, g.end());
   EXPECT_EQ(copy->dst.num_dims, 2);
@@ -124,7 +128,7 @@ TEST(KernelBuilder, ViewsOfRowsAreOneEngineInstructionAndNotForDmaOrTheArray) {
   EXPECT_EQ(copy->dst.size[1], 6u);
   EXPECT_EQ(copy->dst.stride[0], 8);
   EXPECT_EQ(copy->dst.offset_bytes, pad.offset + 9 * 2);
-  const auto& v = p.streams.at(static_cast<std::size_t>(arch::Engine::Vector));
+  const std::vector<arch::Instruction> v = decoded(p.streams.at(static_cast<std::size_t>(arch::Engine::Vector)));
   const auto strided = std::find_if(v.begin(), v.end(), [](const auto& in) {
     return in.opcode == arch::Opcode::Copy && in.a.num_dims == 2;
   });
@@ -164,7 +168,7 @@ TEST(KernelBuilder, PerPartitionScalarOperandsAreCheckedAndOrdered) {
   kb.activation(r, m, arch::ActFunc::Reciprocal);          // scalar writes r
   kb.tensor_scalar(y, x, arch::AluOp::Subtract, m, arch::AluOp::Multiply, &r);  // vector waits for the scalar engine
   const Program p = kb.build();
-  const auto& vec = p.streams[static_cast<int>(arch::Engine::Vector)];
+  const std::vector<arch::Instruction> vec = decoded(p.streams[static_cast<int>(arch::Engine::Vector)]);
   const auto ts = std::find_if(vec.begin(), vec.end(), [](const auto& in) {
     return in.opcode == arch::Opcode::TensorScalar;
   });
@@ -188,19 +192,19 @@ TEST(KernelBuilder, ConsumersWaitOnProducersSemaphores) {
   kb.dma(out.all(), t);                                 // DMA reads t: triggered from the scalar stream
   const Program p = kb.build();
 
-  const auto& vec = p.streams[static_cast<int>(arch::Engine::Vector)];
+  const std::vector<arch::Instruction> vec = decoded(p.streams[static_cast<int>(arch::Engine::Vector)]);
   ASSERT_GE(vec.size(), 3u);
   EXPECT_EQ(vec[0].opcode, arch::Opcode::SemWait);
   EXPECT_GE(vec[0].sem, arch::kNumEngines);  // a DMA queue's semaphore
   EXPECT_EQ(vec[0].value, 1u);
   EXPECT_EQ(vec[1].opcode, arch::Opcode::TensorScalar);
   EXPECT_EQ(vec[2].opcode, arch::Opcode::SemIncr);  // the scalar engine depends on it
-  const auto& sca = p.streams[static_cast<int>(arch::Engine::Scalar)];
+  const std::vector<arch::Instruction> sca = decoded(p.streams[static_cast<int>(arch::Engine::Scalar)]);
   EXPECT_EQ(sca[0].opcode, arch::Opcode::SemWait);
   EXPECT_EQ(sca[0].sem, static_cast<int>(arch::Engine::Vector));
   EXPECT_EQ(count(sca, arch::Opcode::DmaTrigger), 1u);  // the store follows its producer
   // The sync stream waits for every queue's last descriptor before it ends.
-  const auto& sync = p.streams[static_cast<int>(arch::Engine::Sync)];
+  const std::vector<arch::Instruction> sync = decoded(p.streams[static_cast<int>(arch::Engine::Sync)]);
   EXPECT_EQ(count(sync, arch::Opcode::SemWait), 2u);
   EXPECT_EQ(sync.back().opcode, arch::Opcode::End);
   for (const auto& s : p.streams) EXPECT_EQ(s.back().opcode, arch::Opcode::End);
@@ -256,7 +260,7 @@ TEST(KernelBuilder, PerPartitionScalarTilesAreReadAndChecked) {
   EXPECT_THAT(error_of([&] { kb.tensor_scalar(x, y, arch::AluOp::Multiply, 2.0f, arch::AluOp::Min, y); }),
               HasSubstr("c (per-partition scalar) must be [8 x 1], not [8 x 16]"));
   const Program p = kb.build();
-  const auto& vec = p.streams[static_cast<int>(arch::Engine::Vector)];
+  const std::vector<arch::Instruction> vec = decoded(p.streams[static_cast<int>(arch::Engine::Vector)]);
   const auto ts = std::find_if(vec.begin(), vec.end(), [](const auto& in) { return in.opcode == arch::Opcode::TensorScalar; });
   ASSERT_NE(ts, vec.end());
   EXPECT_TRUE(ts->b.valid());
@@ -285,7 +289,7 @@ TEST(KernelBuilder, TensorScalarRunsOnTheVectorOrTheScalarEngine) {
               }),
               HasSubstr("TensorScalar does not run on the gpsimd engine"));
   const Program p = kb.build();
-  const auto& sc = p.streams[static_cast<int>(arch::Engine::Scalar)];
+  const std::vector<arch::Instruction> sc = decoded(p.streams[static_cast<int>(arch::Engine::Scalar)]);
   const auto n = std::count_if(sc.begin(), sc.end(), [](const auto& in) { return in.opcode == arch::Opcode::TensorScalar; });
   EXPECT_EQ(n, 2);
   // The scalar engine waits for the vector engine's max before reading it.
@@ -410,7 +414,7 @@ TEST(KernelBuilder, LoadedWeightsAreReusedUntilOverwritten) {
   kb.memset(w, 2);
   kb.matmul(acc, w, x, true);
   const Program p = kb.build();
-  const auto& te = p.streams[static_cast<int>(arch::Engine::Tensor)];
+  const std::vector<arch::Instruction> te = decoded(p.streams[static_cast<int>(arch::Engine::Tensor)]);
   EXPECT_EQ(count(te, arch::Opcode::LoadStationary), 2u);
   EXPECT_EQ(count(te, arch::Opcode::MultiplyMoving), 3u);
   EXPECT_DOUBLE_EQ(p.matmul_flops, 3 * 2.0 * 8 * 8 * 16);
@@ -447,7 +451,7 @@ TEST(KernelBuilder, LabelsOwnersAndTileLivesForProfiles) {
   const Program p = kb.build();
 
   for (int e = 0; e < arch::kNumEngines; ++e) EXPECT_EQ(p.labels[e].size(), p.streams[e].size());
-  const auto& vec = p.streams[static_cast<int>(arch::Engine::Vector)];
+  const std::vector<arch::Instruction> vec = decoded(p.streams[static_cast<int>(arch::Engine::Vector)]);
   for (std::size_t i = 0; i < vec.size(); ++i) {
     if (vec[i].opcode == arch::Opcode::TensorScalar) {
       EXPECT_EQ(p.label(arch::Engine::Vector, i), "scale");
@@ -494,7 +498,7 @@ TEST(KernelBuilder, CallSitesAreTheKernelsSourceLines) {
 
   const std::string here = "driver/tests/kernel_builder_test.cpp";
   for (int e = 0; e < arch::kNumEngines; ++e) EXPECT_EQ(p.sites[e].size(), p.streams[e].size());
-  const auto& vec = p.streams[static_cast<int>(arch::Engine::Vector)];
+  const std::vector<arch::Instruction> vec = decoded(p.streams[static_cast<int>(arch::Engine::Vector)]);
   const auto& vec_sites = p.sites[static_cast<int>(arch::Engine::Vector)];
   bool waited = false;
   for (std::size_t i = 0; i < vec.size(); ++i) {
@@ -549,8 +553,8 @@ protected:
     kb.memset(tile, v);
     return tile;
   }
-  static const arch::Instruction& first(const Program& p, arch::Opcode op) {
-    const auto& te = p.streams[static_cast<int>(arch::Engine::Tensor)];
+  static arch::Instruction first(const Program& p, arch::Opcode op) {
+    const std::vector<arch::Instruction> te = decoded(p.streams[static_cast<int>(arch::Engine::Tensor)]);
     return *std::find_if(te.begin(), te.end(), [&](const auto& in) { return in.opcode == op; });
   }
 
@@ -567,7 +571,7 @@ TEST_F(NarrowMatmul, DoubleRowReadsBothHalvesInOnePass) {
   kb.matmul(acc, MatmulInput::double_row(wl, wh), MatmulInput::double_row(xl, xh), false);
   kb.matmul(acc, MatmulInput::double_row(wl, wh), MatmulInput::double_row(xl, xh), true);
   const Program p = kb.build();
-  const auto& te = p.streams[static_cast<int>(arch::Engine::Tensor)];
+  const std::vector<arch::Instruction> te = decoded(p.streams[static_cast<int>(arch::Engine::Tensor)]);
   EXPECT_EQ(count(te, arch::Opcode::LoadStationary), 1u);  // the same halves: loaded once
   const arch::Instruction& ls = first(p, arch::Opcode::LoadStationary);
   EXPECT_TRUE(ls.double_row());

@@ -296,7 +296,7 @@ void encode_append(const Instruction& in, std::vector<std::uint8_t>& out) {
   put<std::uint16_t>(h + 22, in.dma_engine);
   put<std::uint32_t>(h + 24, in.value);
   put<std::uint16_t>(h + 28, in.dma_queue);
-  put<std::uint64_t>(h + 32, in.address);
+  put<std::uint64_t>(h + kInstrAddressOffset, in.address);
   put<std::uint16_t>(h + kInstrLengthOffset, static_cast<std::uint16_t>(length));
   std::size_t at = kInstrHeaderBytes;
   for (int i = 0; i < 4; ++i) {
@@ -338,7 +338,7 @@ Instruction decode(const std::vector<std::uint8_t>& bytes, std::size_t& pos) {
   in.dma_engine = get<std::uint16_t>(h + 22);
   in.value = get<std::uint32_t>(h + 24);
   in.dma_queue = get<std::uint16_t>(h + 28);
-  in.address = get<std::uint64_t>(h + 32);
+  in.address = get<std::uint64_t>(h + kInstrAddressOffset);
   const std::size_t length = encoded_length(h);
   const std::size_t operands = static_cast<std::size_t>(__builtin_popcount(mask));
   if (length != kInstrHeaderBytes + operands * kOperandBytes)

@@ -168,6 +168,15 @@ inline std::uint16_t encoded_length(const std::uint8_t* header) {
   return static_cast<std::uint16_t>(header[kInstrLengthOffset] | (header[kInstrLengthOffset + 1] << 8));
 }
 
+// Where the header holds a DmaTrigger's descriptor address (u64,
+// little-endian): the device rewrites it when it places the rings.
+inline constexpr std::size_t kInstrAddressOffset = 32;
+// The bytes encode() makes of `in`.
+inline std::size_t encoded_size(const Instruction& in) {
+  return kInstrHeaderBytes +
+         kOperandBytes * (std::size_t{in.dst.valid()} + in.a.valid() + in.b.valid() + in.c.valid());
+}
+
 std::vector<std::uint8_t> encode(const Instruction& in);
 // The same bytes appended to `out` (a program's stream is its instructions'
 // encodings one after another).

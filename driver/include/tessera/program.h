@@ -5,7 +5,9 @@
 #include "arch/dma_descriptor.h"
 #include "arch/isa.h"
 
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <string>
 #include <utility>
@@ -32,9 +34,67 @@ struct CallSite {
   bool operator<(const CallSite& o) const { return file != o.file ? file < o.file : line < o.line; }
 };
 
+// One engine's instructions in the form the core loads them (arch::encode:
+// a 48-byte header and 48 bytes per operand), with where each begins.
+// Most of a large kernel's instructions are semaphore waits and increments
+// and DMA triggers, which have no operand: 52 bytes each here, where an
+// arch::Instruction takes 216 (docs/performance.md). Instructions read back
+// decoded, by value.
+class InstructionStream {
+public:
+  class const_iterator {
+  public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = arch::Instruction;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = arch::Instruction;
+    const_iterator(const InstructionStream* s, std::size_t i) : s_(s), i_(i) {}
+    arch::Instruction operator*() const { return (*s_)[i_]; }
+    const_iterator& operator++() {
+      ++i_;
+      return *this;
+    }
+    bool operator==(const const_iterator& o) const { return i_ == o.i_; }
+    bool operator!=(const const_iterator& o) const { return i_ != o.i_; }
+
+  private:
+    const InstructionStream* s_;
+    std::size_t i_;
+  };
+
+  InstructionStream() = default;
+  // The stream whose instruction i is encoded at bytes[begins[i]].
+  InstructionStream(std::vector<std::uint8_t> bytes, std::vector<std::uint32_t> begins)
+      : bytes_(std::move(bytes)), begins_(std::move(begins)) {}
+
+  std::size_t size() const { return begins_.size(); }
+  bool empty() const { return begins_.empty(); }
+  // Instruction i, decoded.
+  arch::Instruction operator[](std::size_t i) const;
+  arch::Instruction back() const { return (*this)[size() - 1]; }
+  // Its opcode alone, read from its header.
+  arch::Opcode opcode(std::size_t i) const { return static_cast<arch::Opcode>(bytes_[begins_[i] + 1]); }
+  const_iterator begin() const { return {this, 0}; }
+  const_iterator end() const { return {this, size()}; }
+
+  void push_back(const arch::Instruction& in);
+  // Replaces instruction i (whose encoding may change length).
+  void set(std::size_t i, const arch::Instruction& in);
+  void reserve(std::size_t instructions, std::size_t bytes);
+
+  // The encoded stream and the byte each instruction begins at.
+  const std::vector<std::uint8_t>& bytes() const { return bytes_; }
+  std::size_t begin_of(std::size_t i) const { return begins_[i]; }
+
+private:
+  std::vector<std::uint8_t> bytes_;
+  std::vector<std::uint32_t> begins_;
+};
+
 struct Program {
   // Instructions per engine, indexed by arch::Engine.
-  std::vector<std::vector<arch::Instruction>> streams = std::vector<std::vector<arch::Instruction>>(arch::kNumEngines);
+  std::vector<InstructionStream> streams = std::vector<InstructionStream>(arch::kNumEngines);
   // Descriptors per queue, in ring order. A DmaTrigger's `address` holds the
   // ring slot of its first descriptor until Device places the rings and
   // turns slots into device addresses.

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <limits>
 #include <unordered_map>
 
 namespace tessera::builder {
@@ -83,15 +84,17 @@ void emit_stream(const Schedule& s, int e, Sink& out) {
   out.extra(end, -1);
 }
 
-// Sizes a stream and, when it is to be opened up in place, notes where
-// each of the engine's own instructions lands.
+// Sizes a stream: its instructions and their encoded bytes.
 struct Count {
-  std::size_t n = 0;
-  std::vector<std::uint32_t>* positions = nullptr;
-  void extra(const arch::Instruction&, int /*origin*/) { ++n; }
-  void code(std::uint32_t /*id*/, const Op&) {
-    if (positions) positions->push_back(static_cast<std::uint32_t>(n));
+  const std::vector<arch::Instruction>& own;
+  std::size_t n = 0, bytes = 0, next_code = 0;
+  void extra(const arch::Instruction& in, int /*origin*/) {
     ++n;
+    bytes += arch::encoded_size(in);
+  }
+  void code(std::uint32_t /*id*/, const Op&) {
+    ++n;
+    bytes += arch::encoded_size(own[next_code++]);
   }
 };
 
@@ -133,68 +136,50 @@ Program assemble(const arch::HwConfig& cfg, Schedule& s, const std::vector<std::
   };
   const auto site_of = [&](int origin) { return origin < 0 ? CallSite{} : origins[origin].site; };
 
-  // Writes a stream counted before: the engine's own instructions are
-  // either in place already (`in_place`) or copied from `code`.
+  // Encodes a stream counted before, the engine's own instructions from its code.
   struct Fill {
-    std::vector<arch::Instruction>& stream;
+    std::vector<std::uint8_t>& bytes;
+    std::vector<std::uint32_t>& begins;
     const std::vector<arch::Instruction>& own;
-    bool in_place;
     std::vector<std::uint32_t>& labels;
     std::vector<CallSite>& sites;
     std::unordered_map<int, Program::OpRef>& where;
     std::uint32_t engine;
     const decltype(label_of)& label_text;
     const decltype(site_of)& site;
-    std::size_t next = 0;       // the stream's next instruction
     std::size_t next_code = 0;  // the engine's next own instruction
-    void note(int origin) {
+    void add(const arch::Instruction& in, int origin) {
+      begins.push_back(static_cast<std::uint32_t>(bytes.size()));
+      arch::encode_append(in, bytes);
       labels.push_back(label_text(origin));
       sites.push_back(site(origin));
     }
-    void extra(const arch::Instruction& in, int origin) {
-      if (in_place) stream[next] = in;
-      else stream.push_back(in);
-      ++next;
-      note(origin);
-    }
+    void extra(const arch::Instruction& in, int origin) { add(in, origin); }
     void code(std::uint32_t id, const Op& op) {
-      if (op.referenced) where[static_cast<int>(id)] = {false, engine, 0, static_cast<std::uint32_t>(next)};
-      if (!in_place) stream.push_back(own[next_code]);
-      ++next_code;
-      ++next;
-      note(op.origin);
+      if (op.referenced) where[static_cast<int>(id)] = {false, engine, 0, static_cast<std::uint32_t>(begins.size())};
+      add(own[next_code++], op.origin);
     }
   };
 
-  std::vector<std::uint32_t> positions;
   for (int e = 0; e < arch::kNumEngines; ++e) {
-    std::vector<arch::Instruction> code = s.take_code(e);
-    positions.clear();
-    reserve_large(positions, code.size());
-    Count count{0, &positions};
+    const std::vector<arch::Instruction> code = s.take_code(e);
+    Count count{code};
     emit_stream(s, e, count);
-    const std::size_t size = count.n;
-    auto& out = p.streams[static_cast<std::size_t>(e)];
-    // Opened up in place when the code's spare capacity holds the stream's
-    // waits, increments and triggers, so that the program's largest part is
-    // never held twice; copied into a stream of its exact size otherwise.
-    const bool in_place = code.capacity() >= size;
-    if (in_place) {
-      const std::size_t own = code.size();
-      out = std::move(code);
-      out.resize(size);
-      for (std::size_t k = own; k-- > 0;) out[positions[k]] = out[k];
-    } else {
-      reserve_large(out, size);
-    }
+    if (count.bytes > std::numeric_limits<std::uint32_t>::max())
+      throw KernelError(fmt::format("build(): the {} engine's stream of {} instructions encodes to {} bytes, over 4 GiB",
+                                    to_string(static_cast<arch::Engine>(e)), count.n, count.bytes));
+    std::vector<std::uint8_t> bytes;
+    std::vector<std::uint32_t> begins;
     auto& labels = p.labels[static_cast<std::size_t>(e)];
     auto& sites = p.sites[static_cast<std::size_t>(e)];
-    reserve_large(labels, size);
-    reserve_large(sites, size);
-    Fill fill{out, code, in_place, labels, sites, where, static_cast<std::uint32_t>(e), label_of, site_of};
+    reserve_large(bytes, count.bytes);
+    reserve_large(begins, count.n);
+    reserve_large(labels, count.n);
+    reserve_large(sites, count.n);
+    Fill fill{bytes, begins, code, labels, sites, where, static_cast<std::uint32_t>(e), label_of, site_of};
     emit_stream(s, e, fill);
+    p.streams[static_cast<std::size_t>(e)] = InstructionStream(std::move(bytes), std::move(begins));
   }
-  { std::vector<std::uint32_t> gone = std::move(positions); }
   for (std::size_t i = 0; i < queues.size(); ++i) {
     const DmaQueue& q = queues[i];
     auto& ring_labels = p.ring_labels[{q.engine, q.queue}];

@@ -7,9 +7,9 @@
 //
 // program_assembly turns a schedule into the Program's streams and rings.
 // A large kernel has over a million operations, so the schedule holds each
-// engine instruction once, in the array that becomes the Program's stream
-// (assembly opens it up in place for the semaphore instructions and the
-// triggers), and everything else as small records.
+// engine instruction once (assembly encodes it into the Program's stream
+// between the semaphore instructions and the triggers it makes), and
+// everything else as small records.
 #pragma once
 
 #include "arch/address_map.h"
