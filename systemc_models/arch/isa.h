@@ -135,7 +135,8 @@ enum InstrFlag : std::uint8_t {
 //   dst: written; a, b, c: read (c is Select's pred or Activation's accumulate output;
 //   TensorScalar's b and c are optional [P, 1] per-partition scalars).
 // Its fields are ordered so that it has no padding but the 4 bytes before
-// `address` (216 bytes; a large GEMM holds 731,653 of them at once).
+// `address` (216 bytes; the builder holds each engine's own instructions in
+// this form, a Program holds their encoding: tessera::InstructionStream).
 struct Instruction {
   Engine engine = Engine::Sync;
   Opcode opcode = Opcode::Nop;
