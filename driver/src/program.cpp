@@ -13,9 +13,39 @@ arch::Instruction InstructionStream::operator[](std::size_t i) const {
   return arch::decode(bytes_, pos);
 }
 
+namespace {
+
+// begins_ holds 32-bit offsets.
+void check_fits(std::size_t bytes, std::size_t instructions) {
+  if (bytes > std::numeric_limits<std::uint32_t>::max())
+    throw std::length_error(fmt::format("an instruction stream of over 4 GiB ({} instructions)", instructions));
+}
+
+}  // namespace
+
+InstructionStream::InstructionStream(std::vector<std::uint8_t> bytes, std::vector<std::uint32_t> begins)
+    : bytes_(std::move(bytes)), begins_(std::move(begins)) {
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < begins_.size(); ++i) {
+    if (begins_[i] != at)
+      throw std::invalid_argument(fmt::format(
+          "instruction stream: instruction {} begins at byte {}, not {} where the one before it ends", i, begins_[i], at));
+    if (at + arch::kInstrHeaderBytes > bytes_.size())
+      throw std::invalid_argument(fmt::format("instruction stream: instruction {} at byte {} runs past its end ({} bytes)",
+                                              i, at, bytes_.size()));
+    const std::size_t length = arch::encoded_length(bytes_.data() + at);
+    if (length < arch::kInstrHeaderBytes)
+      throw std::invalid_argument(
+          fmt::format("instruction stream: instruction {} at byte {} says it is {} bytes long", i, at, length));
+    at += length;
+  }
+  if (at != bytes_.size())
+    throw std::invalid_argument(fmt::format("instruction stream: its {} instructions end at byte {}, not at its end {}",
+                                            begins_.size(), at, bytes_.size()));
+}
+
 void InstructionStream::push_back(const arch::Instruction& in) {
-  if (bytes_.size() > std::numeric_limits<std::uint32_t>::max())
-    throw std::length_error(fmt::format("an instruction stream of over 4 GiB ({} instructions)", size()));
+  check_fits(bytes_.size() + arch::encoded_size(in), size() + 1);
   begins_.push_back(static_cast<std::uint32_t>(bytes_.size()));
   arch::encode_append(in, bytes_);
 }
@@ -24,6 +54,7 @@ void InstructionStream::set(std::size_t i, const arch::Instruction& in) {
   const std::vector<std::uint8_t> now = arch::encode(in);
   const std::size_t at = begins_[i], was = (i + 1 < size() ? begins_[i + 1] : bytes_.size()) - at;
   if (now.size() != was) {
+    check_fits(bytes_.size() - was + now.size(), size());
     const auto grow = static_cast<std::int64_t>(now.size()) - static_cast<std::int64_t>(was);
     bytes_.erase(bytes_.begin() + static_cast<std::ptrdiff_t>(at), bytes_.begin() + static_cast<std::ptrdiff_t>(at + was));
     bytes_.insert(bytes_.begin() + static_cast<std::ptrdiff_t>(at), now.size(), 0);
@@ -100,7 +131,13 @@ std::string Program::disassemble() const {
     out += fmt::format("\n[{}] {} instructions\n", to_string(static_cast<arch::Engine>(e)), s.size());
     for (std::size_t i = 0; i < s.size(); ++i) {
       const std::string where = origin(static_cast<arch::Engine>(e), i);
-      out += fmt::format("{:6}  {}{}{}\n", i, arch::disassemble(s[i]), where.empty() ? "" : "  ; ", where);
+      std::string text;
+      try {
+        text = arch::disassemble(s[i]);
+      } catch (const arch::IsaError& e) {  // a program made by hand
+        text = fmt::format("(cannot be decoded: {})", e.what());
+      }
+      out += fmt::format("{:6}  {}{}{}\n", i, text, where.empty() ? "" : "  ; ", where);
     }
   }
   for (const auto& [q, ring] : rings) {

@@ -1,11 +1,17 @@
 // The builder's dependency tracking, on its own: which earlier operations a
 // new one must follow, from the partitions and bytes each reads and writes.
 // The on-chip index files accesses by 2 KiB columns and blocks of 16
-// partitions; these cases sit on and across those lines.
+// partitions; these cases sit on and across those lines. And the waits the
+// schedule keeps from them.
 #include "builder/hazards.h"
+#include "builder/schedule.h"
+
+#include "arch/address_map.h"
+#include "arch/config.h"
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <vector>
 
 namespace tessera::builder {
@@ -66,6 +72,30 @@ TEST(HazardTracker, AWriteThatCoversEarlierAccessesTakesTheirPlace) {
   // And one that covers nothing whole leaves the covering write live under it.
   t.record(6, 0, {}, {sbuf(60, 70, 0, 64)});
   EXPECT_EQ(deps(t, 3, {sbuf(64, 66, 0, 64)}, {}), (std::vector<int>{6, 2}));
+}
+
+// A wait its stream has made already (on the same op, or a later op of the
+// same agent) is not kept; the same op is still waited for from another
+// stream, and its producer still signals.
+TEST(Schedule, KeepsAWaitOnlyWhereItsStreamHasNotMadeItAlready) {
+  setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_CONFIG_DIR, 1);
+  const arch::HwConfig cfg = arch::load_config("tiny").hw;
+  const arch::AddressMap map(cfg);
+  Schedule s(cfg, map);
+  const Region in_hbm{arch::Memory::Hbm, 0, 8, 0, 64, 0};
+  arch::Instruction copy;
+  copy.opcode = arch::Opcode::Copy;
+  const int load = s.add_dma(arch::DmaDescriptor{}, in_hbm, sbuf(0, 8, 0, 64), -1);
+  const int first = s.add_instruction(arch::Engine::Vector, copy, {sbuf(0, 8, 0, 64)}, {sbuf(0, 8, 64, 128)}, -1);
+  const int again = s.add_instruction(arch::Engine::Vector, copy, {sbuf(0, 8, 0, 64)}, {sbuf(0, 8, 128, 192)}, -1);
+  const int other = s.add_instruction(arch::Engine::Scalar, copy, {sbuf(0, 8, 0, 64)}, {sbuf(0, 8, 192, 256)}, -1);
+  const int last = s.add_instruction(arch::Engine::Scalar, copy, {sbuf(0, 8, 64, 128)}, {sbuf(0, 8, 256, 320)}, -1);
+  const auto waits = [&](int op) { return std::vector<int>(s.waits_begin(op), s.waits_end(op)); };
+  EXPECT_EQ(waits(first), std::vector<int>{load});
+  EXPECT_TRUE(waits(again).empty());
+  EXPECT_EQ(waits(other), std::vector<int>{load});
+  EXPECT_EQ(waits(last), std::vector<int>{first});  // the vector engine's own op
+  EXPECT_TRUE(s.ops()[static_cast<std::size_t>(first)].signal);
 }
 
 }  // namespace

@@ -2,12 +2,18 @@
 // and read back the instructions they were given.
 #include "tessera/program.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
 
 #include <vector>
 
 namespace tessera {
 namespace {
+
+using ::testing::HasSubstr;
 
 arch::AccessPattern sbuf_rows(std::uint32_t offset, std::uint16_t partitions, std::uint32_t elements) {
   arch::AccessPattern ap;
@@ -101,6 +107,44 @@ TEST(InstructionStream, AProgramEncodesAStreamAsItHoldsIt) {
   EXPECT_EQ(p.encode(arch::Engine::Vector), encoded(sample()));
   EXPECT_TRUE(p.encode(arch::Engine::Tensor).empty());
   EXPECT_EQ(p.instruction_count(), sample().size());
+}
+
+TEST(InstructionStream, BytesThatTheInstructionsDoNotTileAreNamed) {
+  const std::vector<std::uint8_t> bytes = encoded(sample());
+  std::vector<std::uint32_t> begins;
+  InstructionStream s;
+  for (const auto& in : sample()) s.push_back(in);
+  for (std::size_t i = 0; i < s.size(); ++i) begins.push_back(static_cast<std::uint32_t>(s.begin_of(i)));
+  EXPECT_EQ(InstructionStream(bytes, begins).bytes(), bytes);
+  const auto error_of = [](std::vector<std::uint8_t> b, std::vector<std::uint32_t> at) -> std::string {
+    try {
+      InstructionStream(std::move(b), std::move(at));
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  std::vector<std::uint32_t> shifted = begins;
+  shifted[2] += 48;
+  EXPECT_THAT(error_of(bytes, shifted), HasSubstr("instruction 2 begins at byte"));
+  EXPECT_THAT(error_of(bytes, {begins[0], begins[1]}), HasSubstr("end at byte"));  // instructions left over
+  std::vector<std::uint8_t> cut(bytes.begin(), bytes.end() - 48);
+  EXPECT_THAT(error_of(cut, begins), HasSubstr("instruction 3 at byte 384 runs past its end (384 bytes)"));
+  std::vector<std::uint8_t> zero = bytes;
+  zero[arch::kInstrLengthOffset] = zero[arch::kInstrLengthOffset + 1] = 0;
+  EXPECT_THAT(error_of(zero, begins), HasSubstr("instruction 0 at byte 0 says it is 0 bytes long"));
+}
+
+TEST(InstructionStream, AnInstructionTheCoreCannotDecodeIsNamedNotPrinted) {
+  Program p;
+  arch::Instruction copy = sample()[1];
+  copy.a.memory = arch::Memory::Hbm;  // engines do not reach HBM
+  p.streams[static_cast<int>(arch::Engine::Vector)].push_back(sample()[0]);
+  p.streams[static_cast<int>(arch::Engine::Vector)].push_back(copy);
+  EXPECT_THROW(p.streams[static_cast<int>(arch::Engine::Vector)][1], arch::IsaError);
+  const std::string text = p.disassemble();
+  EXPECT_THAT(text, HasSubstr("SemWait"));
+  EXPECT_THAT(text, HasSubstr("(cannot be decoded: byte"));
 }
 
 }  // namespace

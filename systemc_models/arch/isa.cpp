@@ -283,7 +283,7 @@ void encode_append(const Instruction& in, std::vector<std::uint8_t>& out) {
   out.resize(first + length, 0);
   std::uint8_t* h = out.data() + first;
   h[0] = static_cast<std::uint8_t>(in.engine);
-  h[1] = static_cast<std::uint8_t>(in.opcode);
+  h[kInstrOpcodeOffset] = static_cast<std::uint8_t>(in.opcode);
   h[2] = in.flags;
   h[3] = mask;
   h[4] = static_cast<std::uint8_t>(in.alu);
@@ -319,8 +319,9 @@ Instruction decode(const std::vector<std::uint8_t>& bytes, std::size_t& pos) {
   Instruction in;
   if (h[0] >= kNumEngines) throw IsaError(fmt::format("byte {}: unknown engine {}", pos, h[0]));
   in.engine = static_cast<Engine>(h[0]);
-  in.opcode = static_cast<Opcode>(h[1]);
-  if (!to_string(in.opcode)) throw IsaError(fmt::format("byte {}: unknown opcode 0x{:02x}", pos + 1, h[1]));
+  in.opcode = static_cast<Opcode>(h[kInstrOpcodeOffset]);
+  if (!to_string(in.opcode))
+    throw IsaError(fmt::format("byte {}: unknown opcode 0x{:02x}", pos + kInstrOpcodeOffset, h[kInstrOpcodeOffset]));
   in.flags = h[2];
   const std::uint8_t mask = h[3];
   if (mask & 0xf0) throw IsaError(fmt::format("byte {}: bad operand mask 0x{:02x}", pos + 3, mask));

@@ -169,8 +169,12 @@ inline std::uint16_t encoded_length(const std::uint8_t* header) {
   return static_cast<std::uint16_t>(header[kInstrLengthOffset] | (header[kInstrLengthOffset + 1] << 8));
 }
 
-// Where the header holds a DmaTrigger's descriptor address (u64,
-// little-endian): the device rewrites it when it places the rings.
+// Where the header holds the opcode (u8): a program's stream reads it
+// without decoding the instruction.
+inline constexpr std::size_t kInstrOpcodeOffset = 1;
+// Where the header holds `address` (u64, little-endian): a DmaTrigger's
+// descriptor, which the device writes when it places the rings, or a
+// SemSignal's semaphore.
 inline constexpr std::size_t kInstrAddressOffset = 32;
 // The bytes encode() makes of `in`.
 inline std::size_t encoded_size(const Instruction& in) {

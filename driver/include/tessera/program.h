@@ -55,6 +55,11 @@ public:
       ++i_;
       return *this;
     }
+    const_iterator operator++(int) {
+      const_iterator was = *this;
+      ++i_;
+      return was;
+    }
     bool operator==(const const_iterator& o) const { return i_ == o.i_; }
     bool operator!=(const const_iterator& o) const { return i_ != o.i_; }
 
@@ -64,17 +69,21 @@ public:
   };
 
   InstructionStream() = default;
-  // The stream whose instruction i is encoded at bytes[begins[i]].
-  InstructionStream(std::vector<std::uint8_t> bytes, std::vector<std::uint32_t> begins)
-      : bytes_(std::move(bytes)), begins_(std::move(begins)) {}
+  // The stream whose instruction i is encoded at bytes[begins[i]], each
+  // right after the one before. Throws std::invalid_argument, naming the
+  // instruction, when the instructions' lengths do not tile `bytes`.
+  InstructionStream(std::vector<std::uint8_t> bytes, std::vector<std::uint32_t> begins);
 
   std::size_t size() const { return begins_.size(); }
   bool empty() const { return begins_.empty(); }
-  // Instruction i, decoded.
+  // Instruction i, decoded. Throws arch::IsaError for an instruction the
+  // core could not decode either (a program made by hand may hold one).
   arch::Instruction operator[](std::size_t i) const;
   arch::Instruction back() const { return (*this)[size() - 1]; }
   // Its opcode alone, read from its header.
-  arch::Opcode opcode(std::size_t i) const { return static_cast<arch::Opcode>(bytes_[begins_[i] + 1]); }
+  arch::Opcode opcode(std::size_t i) const {
+    return static_cast<arch::Opcode>(bytes_[begins_[i] + arch::kInstrOpcodeOffset]);
+  }
   const_iterator begin() const { return {this, 0}; }
   const_iterator end() const { return {this, size()}; }
 

@@ -94,8 +94,10 @@ public:
   const std::vector<DmaQueue>& queues() const { return queues_; }
   // Hands queue i's descriptors over (to the Program); the ring is empty after.
   std::vector<arch::DmaDescriptor> take_ring(std::size_t i) { return std::move(queues_[i].ring); }
-  // The ops an op or a trigger waits for, as [begin, end); an instruction's
-  // leave out those an earlier instruction of its stream waited for already.
+  // The ops an op or a trigger waits for, as [begin, end). An instruction's
+  // list leaves out an op when an earlier instruction of its stream waited
+  // for it or for a later op of the same agent (assembly would not emit
+  // that wait); a trigger's list is kept whole.
   const int* waits_begin(std::size_t op) const { return waits_.data() + ops_[op].waits_begin; }
   const int* waits_end(std::size_t op) const {
     return waits_.data() + (op + 1 < ops_.size() ? ops_[op + 1].waits_begin : waits_.size());
