@@ -234,6 +234,29 @@ TEST(Device, ARunTimeErrorNamesTheCallSiteAndLabel) {
                            copy_line)));
 }
 
+// An instruction the core cannot decode (here an operand in HBM, which no
+// engine reaches) stops the run at it, named; the report is still made.
+TEST(Device, AnUndecodableInstructionStopsTheRunNamed) {
+  Device dev(tiny_options());
+  KernelBuilder kb(dev.config(), "broken");
+  const Tile t = kb.sbuf("t", 8, 16, DType::Fp32), u = kb.sbuf("u", 8, 16, DType::Fp32);
+  kb.memset(t, 1);
+  kb.copy(u, t);
+  Program p = kb.build();
+  InstructionStream& vec = p.streams[static_cast<int>(arch::Engine::Vector)];
+  for (std::size_t i = 0; i < vec.size(); ++i) {
+    arch::Instruction in = vec[i];
+    if (in.opcode != arch::Opcode::Copy) continue;
+    in.a.memory = arch::Memory::Hbm;
+    vec.set(i, in);
+  }
+  EXPECT_THAT(p.disassemble(), ::testing::HasSubstr("(cannot be decoded: byte"));
+  const RunReport r = dev.run(p);
+  ASSERT_FALSE(r.ok);
+  EXPECT_THAT(r.error, ::testing::MatchesRegex(".*vector instruction #[0-9]+ \\(byte [0-9]+\\).*operand memory 3 is not "
+                                               "sbuf.*"));
+}
+
 TEST(Device, SecondRunInOneProcessIsAClearError) {
   Device dev(tiny_options());
   KernelBuilder kb(dev.config(), "empty");
