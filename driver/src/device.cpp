@@ -402,9 +402,8 @@ void load(core::NeuronCore& core, const Program& program) {
     for (std::size_t i = 0; i < s.size(); ++i) {
       if (s.opcode(i) != arch::Opcode::DmaTrigger) continue;
       const arch::Instruction in = s[i];
-      const std::uint64_t address = ring_base.at({in.dma_engine, in.dma_queue}) + in.address * arch::kDmaDescriptorBytes;
-      std::uint8_t* field = stream.data() + s.begin_of(i) + arch::kInstrAddressOffset;
-      for (int b = 0; b < 8; ++b) field[b] = static_cast<std::uint8_t>(address >> (8 * b));
+      arch::put_address(stream.data() + s.begin_of(i),
+                        ring_base.at({in.dma_engine, in.dma_queue}) + in.address * arch::kDmaDescriptorBytes);
     }
     core.load_program(static_cast<arch::Engine>(e), stream);
   }

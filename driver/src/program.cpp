@@ -63,11 +63,6 @@ void InstructionStream::set(std::size_t i, const arch::Instruction& in) {
   std::copy(now.begin(), now.end(), bytes_.begin() + static_cast<std::ptrdiff_t>(at));
 }
 
-void InstructionStream::reserve(std::size_t instructions, std::size_t bytes) {
-  begins_.reserve(instructions);
-  bytes_.reserve(bytes);
-}
-
 std::size_t Program::instruction_count() const {
   std::size_t n = 0;
   for (const auto& s : streams) n += s.size();

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -208,6 +209,18 @@ TEST(Device, TimeByCallSiteAddsUpToTheEnginesTotals) {
   EXPECT_EQ(j["by_label"][0]["label"], r.by_label[0].label);
 }
 
+// Alters every Copy of a built program's vector stream, as a broken
+// program would hold it.
+void change_copies(Program& p, const std::function<void(arch::Instruction&)>& change) {
+  InstructionStream& vec = p.streams[static_cast<int>(arch::Engine::Vector)];
+  for (std::size_t i = 0; i < vec.size(); ++i) {
+    arch::Instruction in = vec[i];
+    if (in.opcode != arch::Opcode::Copy) continue;
+    change(in);
+    vec.set(i, in);
+  }
+}
+
 // An instruction that breaks a rule at run time (here, altered after
 // building) stops the run with an error naming its call site and label.
 TEST(Device, ARunTimeErrorNamesTheCallSiteAndLabel) {
@@ -219,13 +232,7 @@ TEST(Device, ARunTimeErrorNamesTheCallSiteAndLabel) {
   const int copy_line = __LINE__ + 1;
   kb.copy(u, t);
   Program p = kb.build();
-  InstructionStream& vec = p.streams[static_cast<int>(arch::Engine::Vector)];
-  for (std::size_t i = 0; i < vec.size(); ++i) {
-    arch::Instruction in = vec[i];
-    if (in.opcode != arch::Opcode::Copy) continue;
-    in.a.offset_bytes = 16 * 1024 - 32;  // past the end of tiny's SBUF
-    vec.set(i, in);
-  }
+  change_copies(p, [](arch::Instruction& in) { in.a.offset_bytes = 16 * 1024 - 32; });  // past the end of tiny's SBUF
   const RunReport r = dev.run(p);
   ASSERT_FALSE(r.ok);
   EXPECT_THAT(r.error, ::testing::MatchesRegex(fmt::format(
@@ -243,13 +250,7 @@ TEST(Device, AnUndecodableInstructionStopsTheRunNamed) {
   kb.memset(t, 1);
   kb.copy(u, t);
   Program p = kb.build();
-  InstructionStream& vec = p.streams[static_cast<int>(arch::Engine::Vector)];
-  for (std::size_t i = 0; i < vec.size(); ++i) {
-    arch::Instruction in = vec[i];
-    if (in.opcode != arch::Opcode::Copy) continue;
-    in.a.memory = arch::Memory::Hbm;
-    vec.set(i, in);
-  }
+  change_copies(p, [](arch::Instruction& in) { in.a.memory = arch::Memory::Hbm; });
   EXPECT_THAT(p.disassemble(), ::testing::HasSubstr("(cannot be decoded: byte"));
   const RunReport r = dev.run(p);
   ASSERT_FALSE(r.ok);

@@ -221,6 +221,9 @@ AccessPattern tile(Memory m, DType t, std::uint16_t start_partition, std::uint16
 
 namespace {
 
+// Where the header holds `address` (u64).
+constexpr std::size_t kInstrAddressOffset = 32;
+
 template <typename T>
 void put(std::uint8_t* p, T v) {
   std::memcpy(p, &v, sizeof(T));  // little-endian hosts only, as the layout says
@@ -304,6 +307,10 @@ void encode_append(const Instruction& in, std::vector<std::uint8_t>& out) {
     encode_operand(*ops[i], h + at);
     at += kOperandBytes;
   }
+}
+
+void put_address(std::uint8_t* header, std::uint64_t address) {
+  put<std::uint64_t>(header + kInstrAddressOffset, address);
 }
 
 std::vector<std::uint8_t> encode(const Instruction& in) {

@@ -172,10 +172,10 @@ inline std::uint16_t encoded_length(const std::uint8_t* header) {
 // Where the header holds the opcode (u8): a program's stream reads it
 // without decoding the instruction.
 inline constexpr std::size_t kInstrOpcodeOffset = 1;
-// Where the header holds `address` (u64, little-endian): a DmaTrigger's
-// descriptor, which the device writes when it places the rings, or a
-// SemSignal's semaphore.
-inline constexpr std::size_t kInstrAddressOffset = 32;
+// Rewrites the `address` of the encoded instruction whose header starts at
+// `header`: the device writes a DmaTrigger's descriptor address this way
+// once it has placed the rings.
+void put_address(std::uint8_t* header, std::uint64_t address);
 // The bytes encode() makes of `in`.
 inline std::size_t encoded_size(const Instruction& in) {
   return kInstrHeaderBytes +

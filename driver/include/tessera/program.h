@@ -90,7 +90,6 @@ public:
   void push_back(const arch::Instruction& in);
   // Replaces instruction i (whose encoding may change length).
   void set(std::size_t i, const arch::Instruction& in);
-  void reserve(std::size_t instructions, std::size_t bytes);
 
   // The encoded stream and the byte each instruction begins at.
   const std::vector<std::uint8_t>& bytes() const { return bytes_; }
