@@ -55,6 +55,7 @@ void DmaScheduler::run() {
   const sc_time never = sc_core::sc_max_time();
   const sc_time resolution = sc_core::sc_get_time_resolution();
   for (;;) {
+    ++wake_ups_;
     const sc_time now = sc_time_stamp();
     // Steps before `horizon` cannot be changed by anything rung from now on.
     const sc_time horizon = now + lookahead_;
@@ -87,11 +88,14 @@ void DmaScheduler::run() {
       for (;;) {
         if (at > reached_) reached_ = at;
         at = e.step_at(at);
+        ++steps_;
         if (ctx_.error) return;  // the run stops (sc_stop)
         if (!(at < limit || (wins_tie && at == second_at))) break;
       }
     }
-    if (next != never) planned_ = next - lookahead_ + resolution;
+    // Wake just before the next step: SystemC's time stays behind every step
+    // not yet taken, and the next wake-up's horizon is as far out as it can be.
+    if (next != never) planned_ = next - resolution;
     else planned_ = reached_ > now ? reached_ : never;
     if (planned_ == never) sc_core::wait(wake_);
     else sc_core::wait(planned_ - now, wake_);

@@ -11,11 +11,14 @@
 // dma.start_latency_ns later (the lookahead). So no process can change what an
 // engine does before SystemC's time plus the lookahead, and every step before
 // then runs in the same order, against the same memory state, as when each
-// engine waited in SystemC for its own time; the scheduler then sleeps until
-// SystemC's time is within a lookahead of the next step. What other processes
-// observe follows their own time: a semaphore write is applied by the
-// semaphores at its time (Semaphores::increment_at), and a doorbell checks a
-// ring's room against the heads completed by then.
+// engine waited in SystemC for its own time. The scheduler then sleeps until a
+// picosecond before the next step, not until it is within a lookahead: each
+// wake-up takes a whole lookahead of steps (hundreds of accesses) instead of
+// the few that came within reach since the last one, and every step at a time
+// is still taken before any other process of that time can observe it. What
+// other processes observe follows their own time: a semaphore write is applied
+// by the semaphores at its time (Semaphores::increment_at), and a doorbell
+// checks a ring's room against the heads completed by then.
 //
 // On by default. Without it (TESSERA_DMA_RUN_AHEAD=0, or run_ahead(false))
 // each engine steps in its own thread (DmaEngine::run) with exactly the waits
@@ -39,6 +42,7 @@
 
 #include <systemc>
 
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -59,6 +63,10 @@ public:
   // starts). It overrides TESSERA_DMA_RUN_AHEAD, which sets it for every core
   // (0 to step each engine in its own thread); without either, on.
   void run_ahead(bool on) { requested_ = on; }
+  // How often the scheduler woke in SystemC, and how many engine steps it
+  // took: a wake-up takes a lookahead's worth of steps, not one.
+  std::uint64_t wake_ups() const { return wake_ups_; }
+  std::uint64_t steps() const { return steps_; }
 
   // A doorbell of the engine in `slot` becomes visible `visible_after` from
   // now, and the engine's next step is `next`: it may be within the
@@ -81,6 +89,7 @@ private:
   // scheduler idles, so that a run ends at the time it ended at when each
   // engine waited in SystemC for its own steps.
   sc_core::sc_time reached_;
+  std::uint64_t wake_ups_ = 0, steps_ = 0;
 };
 
 }  // namespace tessera::dma

@@ -179,6 +179,36 @@ TEST_F(DmaScheduler, DoorbellDuringRunAheadLandsAsInSystemC) {
   EXPECT_LT(trace::ns(bells[1].visible), trace::ns(done[0].done) - 1000.0);
 }
 
+// The scheduler sleeps until just before an engine's next step and then takes
+// every step within a lookahead, so a long transfer costs a few wake-ups per
+// lookahead of simulated time, not one per access (the run is the same either
+// way: the tests above).
+TEST(DmaSchedulerWakeUps, ALookaheadOfStepsPerWakeUp) {
+  trace::Stats stats;
+  NeuronCore core("core", tiny(), stats);
+  const auto& map = core.address_map();
+  const auto pbytes = static_cast<std::uint32_t>(map.sbuf_partition_bytes);
+  // Sixteen descriptors of 64-byte rows: a burst every few cycles.
+  std::vector<arch::DmaDescriptor> ds;
+  for (std::uint16_t i = 0; i < 16; ++i)
+    ds.push_back(tile_descriptor(0x10000 + i * 512u, 64, map.sbuf_address(0, i * 64u), pbytes, 8, 32, 1,
+                                 map.semaphore_address(0)));
+  const std::uint64_t ring = core.place(ring_of(ds, 32));
+  core.configure_dma_queue(0, 0, ring, 32);
+  Stream sync(arch::Engine::Sync);
+  sync.add(trigger(0, 0, ring, 16)).wait(0, 16).end();
+  core.load_program(arch::Engine::Sync, sync.bytes);
+  const auto r = core.run();
+  ASSERT_TRUE(r.ok()) << r.message;
+  const dma::DmaScheduler& scheduler = *core.dma().scheduler();
+  ASSERT_TRUE(scheduler.active());
+  const double lookahead_ns = tiny().dma.start_latency_ns;
+  const double lookaheads = trace::ns(r.end_time) / lookahead_ns;
+  EXPECT_GT(scheduler.steps(), 200u);
+  EXPECT_LT(scheduler.wake_ups() * 4, scheduler.steps());
+  EXPECT_LE(static_cast<double>(scheduler.wake_ups()), 2 * lookaheads + 4);
+}
+
 // Two queues of engine 0 rung in the same picosecond, one a delta cycle after
 // the other (as two sequencers woken together are, in an order SystemC's
 // event queue decides): the tails land in queue order either way, so the
