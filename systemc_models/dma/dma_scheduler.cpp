@@ -2,6 +2,7 @@
 
 #include "dma/dma_engine.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -95,7 +96,9 @@ void DmaScheduler::run() {
     }
     // Wake just before the next step: SystemC's time stays behind every step
     // not yet taken, and the next wake-up's horizon is as far out as it can be.
-    if (next != never) planned_ = next - resolution;
+    // With a lookahead of a picosecond that is now itself: wake a picosecond
+    // on instead, or the scheduler would wake at the same time forever.
+    if (next != never) planned_ = std::max(next - resolution, now + resolution);
     else planned_ = reached_ > now ? reached_ : never;
     if (planned_ == never) sc_core::wait(wake_);
     else sc_core::wait(planned_ - now, wake_);

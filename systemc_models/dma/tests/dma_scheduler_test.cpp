@@ -209,6 +209,33 @@ TEST(DmaSchedulerWakeUps, ALookaheadOfStepsPerWakeUp) {
   EXPECT_LE(static_cast<double>(scheduler.wake_ups()), 2 * lookaheads + 4);
 }
 
+// A lookahead of one picosecond (dma.start_latency_ns may be any time from
+// 0 up): the scheduler still moves SystemC's time on at every wake-up, and
+// the run is the one the engines make alone.
+TEST_F(DmaScheduler, APicosecondLookaheadStillMovesTimeOn) {
+  arch::HwConfig cfg = tiny();
+  cfg.dma.start_latency_ns = 0.001;
+  trace::Stats sa, sb;
+  NeuronCore ahead("ahead", cfg, sa), alone("alone", cfg, sb);
+  const auto program = [](NeuronCore& core) {
+    const auto& map = core.address_map();
+    const auto pbytes = static_cast<std::uint32_t>(map.sbuf_partition_bytes);
+    std::vector<arch::DmaDescriptor> ds;
+    for (std::uint16_t i = 0; i < 4; ++i)
+      ds.push_back(tile_descriptor(0x10000 + i * 512u, 64, map.sbuf_address(0, i * 64u), pbytes, 8, 32, 1,
+                                   map.semaphore_address(0)));
+    const std::uint64_t ring = core.place(ring_of(ds, 8));
+    core.configure_dma_queue(0, 0, ring, 8);
+    Stream sync(arch::Engine::Sync);
+    sync.add(trigger(0, 0, ring, 4)).wait(0, 4).end();
+    core.load_program(arch::Engine::Sync, sync.bytes);
+  };
+  const std::string log = run_logged(ahead, alone, program);
+  EXPECT_EQ(accesses_of(log, "ahead"), accesses_of(log, "alone"));
+  expect_same_completions(ahead, alone);
+  EXPECT_EQ(ahead.dma().engine(0).completions().size(), 4u);
+}
+
 // Two queues of engine 0 rung in the same picosecond, one a delta cycle after
 // the other (as two sequencers woken together are, in an order SystemC's
 // event queue decides): the tails land in queue order either way, so the
