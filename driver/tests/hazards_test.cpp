@@ -1,8 +1,9 @@
 // The builder's dependency tracking, on its own: which earlier operations a
 // new one must follow, from the partitions and bytes each reads and writes.
 // The on-chip index files accesses by 2 KiB columns and blocks of 16
-// partitions; these cases sit on and across those lines. And the waits the
-// schedule keeps from them.
+// partitions, and an access of every block in its column's own cell; these
+// cases sit on and across those lines. And the waits the schedule keeps
+// from them.
 #include "builder/hazards.h"
 #include "builder/schedule.h"
 
@@ -46,6 +47,20 @@ TEST(HazardTracker, PartitionsPastTheLastBlockAreTrackedExactly) {
   EXPECT_TRUE(deps(t, 1, {sbuf(112, 130, 0, 64)}, {}).empty());
   EXPECT_TRUE(deps(t, 1, {sbuf(140, 192, 0, 64)}, {}).empty());
   EXPECT_EQ(deps(t, 1, {sbuf(0, 192, 0, 64)}, {}), std::vector<int>{0});
+}
+
+TEST(HazardTracker, AnAccessOfEveryBlockIsMetFromEachOfThem) {
+  // Filed once per column, not per block: queries of one block, of the
+  // partitions past the last block, and of every block all meet it, and
+  // a write that covers it removes it from every query's sight.
+  HazardTracker t;
+  t.record(0, 0, {}, {sbuf(0, 192, 0, 4096)});
+  EXPECT_EQ(deps(t, 1, {sbuf(0, 1, 0, 1)}, {}), std::vector<int>{0});
+  EXPECT_EQ(deps(t, 1, {sbuf(70, 72, 2048, 2050)}, {}), std::vector<int>{0});
+  EXPECT_EQ(deps(t, 1, {sbuf(150, 160, 4000, 4096)}, {}), std::vector<int>{0});
+  EXPECT_TRUE(deps(t, 1, {sbuf(0, 192, 4096, 6144)}, {}).empty());
+  t.record(1, 2, {}, {sbuf(0, 192, 0, 4096)});
+  EXPECT_EQ(deps(t, 1, {sbuf(100, 101, 0, 64)}, {}), std::vector<int>{1});
 }
 
 TEST(HazardTracker, AnAccessOverManyCellsIsMetOnce) {

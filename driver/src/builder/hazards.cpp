@@ -51,14 +51,28 @@ void OnChipIndex::add_read(const Region& r, int op, int agent) {
 }
 
 template <typename F>
+void OnChipIndex::for_each_home(std::uint64_t p0, std::uint64_t p1, std::uint64_t b0, std::uint64_t b1, F&& f) {
+  const std::uint64_t columns = buckets_.size() / kCellsPerColumn;
+  if (columns == 0) return;
+  const std::uint64_t last = std::min<std::uint64_t>((b1 - 1) / kBucketBytes, columns - 1);
+  std::uint64_t k0 = std::min(p0 / kPartitionsPerBlock, kBlocks - 1);
+  std::uint64_t k1 = std::min((p1 - 1) / kPartitionsPerBlock, kBlocks - 1);
+  if (k0 == 0 && k1 == kBlocks - 1) k0 = k1 = kBlocks;  // the column's all-block cell
+  for (std::uint64_t b = b0 / kBucketBytes; b <= last; ++b)
+    for (std::uint64_t k = k0; k <= k1; ++k) f(buckets_[b * kCellsPerColumn + k]);
+}
+
+template <typename F>
 void OnChipIndex::for_each_cell(std::uint64_t p0, std::uint64_t p1, std::uint64_t b0, std::uint64_t b1, F&& f) {
-  const std::uint64_t columns = buckets_.size() / kBlocks;
+  const std::uint64_t columns = buckets_.size() / kCellsPerColumn;
   if (columns == 0) return;
   const std::uint64_t last = std::min<std::uint64_t>((b1 - 1) / kBucketBytes, columns - 1);
   const std::uint64_t k0 = std::min(p0 / kPartitionsPerBlock, kBlocks - 1);
   const std::uint64_t k1 = std::min((p1 - 1) / kPartitionsPerBlock, kBlocks - 1);
-  for (std::uint64_t b = b0 / kBucketBytes; b <= last; ++b)
-    for (std::uint64_t k = k0; k <= k1; ++k) f(buckets_[b * kBlocks + k]);
+  for (std::uint64_t b = b0 / kBucketBytes; b <= last; ++b) {
+    for (std::uint64_t k = k0; k <= k1; ++k) f(buckets_[b * kCellsPerColumn + k]);
+    f(buckets_[b * kCellsPerColumn + kBlocks]);
+  }
 }
 
 template <typename F>
@@ -93,15 +107,15 @@ void OnChipIndex::remove_covered(const Region& w) {
 std::uint32_t OnChipIndex::add(const Region& r, int op, int agent, bool is_write) {
   const std::uint32_t idx = take_slot(entries_, free_);
   entries_[idx] = {narrow(r.p0), narrow(r.p1), narrow(r.b0), narrow(r.b1), op, agent, 0, is_write};
-  const std::uint64_t cells = ((r.b1 - 1) / kBucketBytes + 1) * kBlocks;
+  const std::uint64_t cells = ((r.b1 - 1) / kBucketBytes + 1) * kCellsPerColumn;
   if (buckets_.size() < cells) buckets_.resize(cells);
-  for_each_cell(r.p0, r.p1, r.b0, r.b1, [&](std::vector<std::uint32_t>& cell) { cell.push_back(idx); });
+  for_each_home(r.p0, r.p1, r.b0, r.b1, [&](std::vector<std::uint32_t>& cell) { cell.push_back(idx); });
   return idx;
 }
 
 void OnChipIndex::remove(std::uint32_t idx) {
   const Entry& e = entries_[idx];
-  for_each_cell(e.p0, e.p1, e.b0, e.b1, [&](std::vector<std::uint32_t>& cell) {
+  for_each_home(e.p0, e.p1, e.b0, e.b1, [&](std::vector<std::uint32_t>& cell) {
     const auto it = std::find(cell.begin(), cell.end(), idx);
     *it = cell.back();
     cell.pop_back();

@@ -63,14 +63,24 @@ private:
   };
   std::uint32_t add(const Region& r, int op, int agent, bool is_write);
   void remove(std::uint32_t idx);
-  // Calls f(cell list) for each cell of partitions [p0, p1) and bytes
-  // [b0, b1) that the index has (columns past its end hold nothing).
+  // Each column has a cell per block of partitions and one more, listing the
+  // accesses of every block: a tile across all partitions (the common case)
+  // is listed once per column rather than once per block, so a query across
+  // all partitions meets it once per column, not kBlocks times.
+  static constexpr std::uint64_t kCellsPerColumn = kBlocks + 1;
+  // Calls f(cell list) for each cell that lists an access of partitions
+  // [p0, p1) and bytes [b0, b1).
+  template <typename F>
+  void for_each_home(std::uint64_t p0, std::uint64_t p1, std::uint64_t b0, std::uint64_t b1, F&& f);
+  // Calls f(cell list) for each cell that may list an access overlapping
+  // partitions [p0, p1) and bytes [b0, b1): its blocks' cells and its
+  // columns' all-block cells (columns past the index's end hold nothing).
   template <typename F>
   void for_each_cell(std::uint64_t p0, std::uint64_t p1, std::uint64_t b0, std::uint64_t b1, F&& f);
 
   std::vector<Entry> entries_;
   std::vector<std::uint32_t> free_;                  // slots of entries_ no access holds
-  std::vector<std::vector<std::uint32_t>> buckets_;  // column * kBlocks + block -> live entries, in no order
+  std::vector<std::vector<std::uint32_t>> buckets_;  // column * kCellsPerColumn + block (kBlocks: every block) -> live entries, in no order
   std::unordered_map<ReadKey, std::uint32_t, ReadKeyHash> reads_;
   std::vector<std::uint32_t> dead_;                  // remove_covered(), reused
   std::uint32_t stamp_ = 0;
