@@ -18,9 +18,10 @@
 namespace tessera::builder {
 
 // The live accesses of one on-chip memory, indexed by cells of 2 KiB columns
-// and blocks of 16 partitions, so that a query meets only the accesses near
-// its bytes and partitions (a large kernel has hundreds of thousands of DMA
-// pieces of a few partitions each, and a few hundred live tiles). An
+// and blocks of 16 partitions (an access of every block in a cell of its
+// column's own), so that a query meets only the accesses near its bytes and
+// partitions (a large kernel has hundreds of thousands of DMA pieces of a few
+// partitions each, and a few hundred live tiles). An
 // access that a later one supersedes or covers leaves the index at once and
 // its slot is reused, so the index holds the live accesses only, however
 // long the kernel.
