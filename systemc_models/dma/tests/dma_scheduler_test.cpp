@@ -179,6 +179,23 @@ TEST_F(DmaScheduler, DoorbellDuringRunAheadLandsAsInSystemC) {
   EXPECT_LT(trace::ns(bells[1].visible), trace::ns(done[0].done) - 1000.0);
 }
 
+// Loads `count` descriptors of 8 rows of 64 bytes (a burst every few cycles)
+// into queue 0 of engine 0, and a Sync stream that rings them and waits.
+void load_row_copies(NeuronCore& core, std::uint16_t count) {
+  const auto& map = core.address_map();
+  const auto pbytes = static_cast<std::uint32_t>(map.sbuf_partition_bytes);
+  std::vector<arch::DmaDescriptor> ds;
+  for (std::uint16_t i = 0; i < count; ++i)
+    ds.push_back(tile_descriptor(0x10000 + i * 512u, 64, map.sbuf_address(0, i * 64u), pbytes, 8, 32, 1,
+                                 map.semaphore_address(0)));
+  const auto slots = static_cast<std::uint32_t>(2 * count);
+  const std::uint64_t ring = core.place(ring_of(ds, slots));
+  core.configure_dma_queue(0, 0, ring, slots);
+  Stream sync(arch::Engine::Sync);
+  sync.add(trigger(0, 0, ring, count)).wait(0, count).end();
+  core.load_program(arch::Engine::Sync, sync.bytes);
+}
+
 // The scheduler sleeps until just before an engine's next step and then takes
 // every step within a lookahead, so a long transfer costs a few wake-ups per
 // lookahead of simulated time, not one per access (the run is the same either
@@ -186,18 +203,7 @@ TEST_F(DmaScheduler, DoorbellDuringRunAheadLandsAsInSystemC) {
 TEST(DmaSchedulerWakeUps, ALookaheadOfStepsPerWakeUp) {
   trace::Stats stats;
   NeuronCore core("core", tiny(), stats);
-  const auto& map = core.address_map();
-  const auto pbytes = static_cast<std::uint32_t>(map.sbuf_partition_bytes);
-  // Sixteen descriptors of 64-byte rows: a burst every few cycles.
-  std::vector<arch::DmaDescriptor> ds;
-  for (std::uint16_t i = 0; i < 16; ++i)
-    ds.push_back(tile_descriptor(0x10000 + i * 512u, 64, map.sbuf_address(0, i * 64u), pbytes, 8, 32, 1,
-                                 map.semaphore_address(0)));
-  const std::uint64_t ring = core.place(ring_of(ds, 32));
-  core.configure_dma_queue(0, 0, ring, 32);
-  Stream sync(arch::Engine::Sync);
-  sync.add(trigger(0, 0, ring, 16)).wait(0, 16).end();
-  core.load_program(arch::Engine::Sync, sync.bytes);
+  load_row_copies(core, 16);
   const auto r = core.run();
   ASSERT_TRUE(r.ok()) << r.message;
   const dma::DmaScheduler& scheduler = *core.dma().scheduler();
@@ -217,19 +223,7 @@ TEST_F(DmaScheduler, APicosecondLookaheadStillMovesTimeOn) {
   cfg.dma.start_latency_ns = 0.001;
   trace::Stats sa, sb;
   NeuronCore ahead("ahead", cfg, sa), alone("alone", cfg, sb);
-  const auto program = [](NeuronCore& core) {
-    const auto& map = core.address_map();
-    const auto pbytes = static_cast<std::uint32_t>(map.sbuf_partition_bytes);
-    std::vector<arch::DmaDescriptor> ds;
-    for (std::uint16_t i = 0; i < 4; ++i)
-      ds.push_back(tile_descriptor(0x10000 + i * 512u, 64, map.sbuf_address(0, i * 64u), pbytes, 8, 32, 1,
-                                   map.semaphore_address(0)));
-    const std::uint64_t ring = core.place(ring_of(ds, 8));
-    core.configure_dma_queue(0, 0, ring, 8);
-    Stream sync(arch::Engine::Sync);
-    sync.add(trigger(0, 0, ring, 4)).wait(0, 4).end();
-    core.load_program(arch::Engine::Sync, sync.bytes);
-  };
+  const auto program = [](NeuronCore& core) { load_row_copies(core, 4); };
   const std::string log = run_logged(ahead, alone, program);
   EXPECT_EQ(accesses_of(log, "ahead"), accesses_of(log, "alone"));
   expect_same_completions(ahead, alone);
