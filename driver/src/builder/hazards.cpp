@@ -50,27 +50,27 @@ void OnChipIndex::add_read(const Region& r, int op, int agent) {
   it->second = add(r, op, agent, false);
 }
 
+OnChipIndex::Cells OnChipIndex::cells_of(std::uint64_t p0, std::uint64_t p1, std::uint64_t b0,
+                                         std::uint64_t b1) const {
+  const std::uint64_t columns = buckets_.size() / kCellsPerColumn;
+  if (columns == 0) return {1, 0, 0, 0};
+  return {b0 / kBucketBytes, std::min<std::uint64_t>((b1 - 1) / kBucketBytes, columns - 1),
+          std::min(p0 / kPartitionsPerBlock, kBlocks - 1), std::min((p1 - 1) / kPartitionsPerBlock, kBlocks - 1)};
+}
+
 template <typename F>
 void OnChipIndex::for_each_home(std::uint64_t p0, std::uint64_t p1, std::uint64_t b0, std::uint64_t b1, F&& f) {
-  const std::uint64_t columns = buckets_.size() / kCellsPerColumn;
-  if (columns == 0) return;
-  const std::uint64_t last = std::min<std::uint64_t>((b1 - 1) / kBucketBytes, columns - 1);
-  std::uint64_t k0 = std::min(p0 / kPartitionsPerBlock, kBlocks - 1);
-  std::uint64_t k1 = std::min((p1 - 1) / kPartitionsPerBlock, kBlocks - 1);
-  if (k0 == 0 && k1 == kBlocks - 1) k0 = k1 = kBlocks;  // the column's all-block cell
-  for (std::uint64_t b = b0 / kBucketBytes; b <= last; ++b)
-    for (std::uint64_t k = k0; k <= k1; ++k) f(buckets_[b * kCellsPerColumn + k]);
+  Cells c = cells_of(p0, p1, b0, b1);
+  if (c.k0 == 0 && c.k1 == kBlocks - 1) c.k0 = c.k1 = kBlocks;  // the column's all-block cell
+  for (std::uint64_t b = c.first; b <= c.last; ++b)
+    for (std::uint64_t k = c.k0; k <= c.k1; ++k) f(buckets_[b * kCellsPerColumn + k]);
 }
 
 template <typename F>
 void OnChipIndex::for_each_cell(std::uint64_t p0, std::uint64_t p1, std::uint64_t b0, std::uint64_t b1, F&& f) {
-  const std::uint64_t columns = buckets_.size() / kCellsPerColumn;
-  if (columns == 0) return;
-  const std::uint64_t last = std::min<std::uint64_t>((b1 - 1) / kBucketBytes, columns - 1);
-  const std::uint64_t k0 = std::min(p0 / kPartitionsPerBlock, kBlocks - 1);
-  const std::uint64_t k1 = std::min((p1 - 1) / kPartitionsPerBlock, kBlocks - 1);
-  for (std::uint64_t b = b0 / kBucketBytes; b <= last; ++b) {
-    for (std::uint64_t k = k0; k <= k1; ++k) f(buckets_[b * kCellsPerColumn + k]);
+  const Cells c = cells_of(p0, p1, b0, b1);
+  for (std::uint64_t b = c.first; b <= c.last; ++b) {
+    for (std::uint64_t k = c.k0; k <= c.k1; ++k) f(buckets_[b * kCellsPerColumn + k]);
     f(buckets_[b * kCellsPerColumn + kBlocks]);
   }
 }

@@ -69,6 +69,12 @@ private:
   // is listed once per column rather than once per block, so a query across
   // all partitions meets it once per column, not kBlocks times.
   static constexpr std::uint64_t kCellsPerColumn = kBlocks + 1;
+  // Columns [first, last] (none if first > last: the index has no column
+  // there yet) and blocks [k0, k1] of partitions [p0, p1) and bytes [b0, b1).
+  struct Cells {
+    std::uint64_t first, last, k0, k1;
+  };
+  Cells cells_of(std::uint64_t p0, std::uint64_t p1, std::uint64_t b0, std::uint64_t b1) const;
   // Calls f(cell list) for each cell that lists an access of partitions
   // [p0, p1) and bytes [b0, b1).
   template <typename F>
