@@ -319,10 +319,9 @@ std::vector<std::uint8_t> encode(const Instruction& in) {
   return out;
 }
 
-Instruction decode(const std::vector<std::uint8_t>& bytes, std::size_t& pos) {
-  if (pos + kInstrHeaderBytes > bytes.size())
-    throw IsaError(fmt::format("byte {}: truncated instruction header ({} bytes left)", pos, bytes.size() - pos));
-  const std::uint8_t* h = bytes.data() + pos;
+Instruction decode(const std::uint8_t* h, std::size_t available, std::size_t pos) {
+  if (kInstrHeaderBytes > available)
+    throw IsaError(fmt::format("byte {}: truncated instruction header ({} bytes left)", pos, available));
   Instruction in;
   if (h[0] >= kNumEngines) throw IsaError(fmt::format("byte {}: unknown engine {}", pos, h[0]));
   in.engine = static_cast<Engine>(h[0]);
@@ -352,16 +351,22 @@ Instruction decode(const std::vector<std::uint8_t>& bytes, std::size_t& pos) {
   if (length != kInstrHeaderBytes + operands * kOperandBytes)
     throw IsaError(fmt::format("byte {}: length {} does not match {} operands", pos + kInstrLengthOffset, length,
                                operands));
-  if (pos + length > bytes.size())
-    throw IsaError(fmt::format("byte {}: truncated instruction ({} of {} bytes)", pos, bytes.size() - pos, length));
+  if (length > available)
+    throw IsaError(fmt::format("byte {}: truncated instruction ({} of {} bytes)", pos, available, length));
   AccessPattern* ops[] = {&in.dst, &in.a, &in.b, &in.c};
-  std::size_t at = pos + kInstrHeaderBytes;
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0, k = 0; i < 4; ++i) {
     if (!(mask & (1u << i))) continue;
-    *ops[i] = decode_operand(bytes.data() + at, at);
-    at += kOperandBytes;
+    const std::size_t at = kInstrHeaderBytes + kOperandBytes * static_cast<std::size_t>(k++);
+    *ops[i] = decode_operand(h + at, pos + at);
   }
-  pos += length;
+  return in;
+}
+
+Instruction decode(const std::vector<std::uint8_t>& bytes, std::size_t& pos) {
+  const std::size_t available = pos < bytes.size() ? bytes.size() - pos : 0;
+  const std::uint8_t* h = bytes.data() + std::min(pos, bytes.size());
+  Instruction in = decode(h, available, pos);
+  pos += encoded_length(h);
   return in;
 }
 

@@ -161,6 +161,8 @@ static_assert(sizeof(AccessPattern) == 44 && sizeof(Instruction) == 216,
 // Encoded size: a fixed header plus 48 bytes per present operand.
 inline constexpr std::size_t kInstrHeaderBytes = 48;
 inline constexpr std::size_t kOperandBytes = 48;
+// The longest encoding: a header and all four operands.
+inline constexpr std::size_t kMaxInstrBytes = kInstrHeaderBytes + 4 * kOperandBytes;
 // Where the header holds the instruction's total length (u16, little-endian):
 // a sequencer reads it to know how many bytes to fetch before decoding.
 inline constexpr std::size_t kInstrLengthOffset = 40;
@@ -189,6 +191,10 @@ void encode_append(const Instruction& in, std::vector<std::uint8_t>& out);
 // Decodes one instruction at `bytes[pos]`, advancing pos. Throws IsaError on a
 // malformed encoding (unknown opcode, truncated, bad operand count).
 Instruction decode(const std::vector<std::uint8_t>& bytes, std::size_t& pos);
+// The same for an instruction held apart from its stream (a sequencer's
+// fetch buffer): its first `available` bytes are at `header`, and it starts
+// at byte `pos` of its stream, which is what an error names.
+Instruction decode(const std::uint8_t* header, std::size_t available, std::size_t pos);
 std::vector<Instruction> decode_all(const std::vector<std::uint8_t>& bytes);
 
 std::string disassemble(const Instruction& in);

@@ -6,7 +6,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
 
 namespace tessera::core {
 
@@ -52,7 +55,7 @@ Engine::Engine(sc_core::sc_module_name name, arch::Engine kind, double clock_ghz
 void Engine::set_program(std::uint64_t address, std::uint64_t bytes) {
   program_address_ = address;
   program_bytes_ = bytes;
-  stream_.assign(bytes, 0);
+  std::fill(buffer_.begin(), buffer_.end(), std::uint8_t{0});
   // At most one record per header's worth of bytes: reserved once, so that
   // a long stream's records are not copied (and faulted in) at each doubling.
   costs_.reserve(bytes / arch::kInstrHeaderBytes);
@@ -149,7 +152,7 @@ sc_time Engine::block_ready(std::uint64_t pc) {
     // bandwidth rather than one block per round trip.
     sc_time at = std::max(sc_time_stamp(), fetch_port_free_);
     fetch_port_free_ = at + (ctx_.hbm.unloaded_read_time(length) - ctx_.hbm.unloaded_read_time(0));
-    read_device(program_address_ + start, stream_.data() + start, length, at);
+    read_device(program_address_ + start, buffer_.data() + start % buffer_.size(), length, at);
     block_time_.push_back(at);
   }
   return block_time_[block];
@@ -159,14 +162,29 @@ arch::Instruction Engine::fetch_next(std::uint64_t& pc, sc_time& fetch_ready) {
   if (pc + arch::kInstrHeaderBytes > program_bytes_)
     throw std::runtime_error(fmt::format("stream ends at byte {} without End", program_bytes_));
   fetch_ready = std::max(block_ready(pc), block_ready(pc + arch::kInstrHeaderBytes - 1));
-  const std::uint16_t length = arch::encoded_length(stream_.data() + pc);
+  std::array<std::uint8_t, arch::kMaxInstrBytes> bytes;
+  copy_fetched(pc, arch::kInstrHeaderBytes, bytes.data());
+  const std::uint16_t length = arch::encoded_length(bytes.data());
   if (pc + length > program_bytes_)
     throw std::runtime_error(fmt::format("instruction at byte {} runs past the stream's end", pc));
   if (length > arch::kInstrHeaderBytes) fetch_ready = std::max(fetch_ready, block_ready(pc + length - 1));
-  std::size_t pos = pc;
-  arch::Instruction in = arch::decode(stream_, pos);
-  pc = pos;
+  // A length past the longest encoding is malformed, and decode() says so
+  // from the header alone (the fetch above may have run past what the
+  // buffer holds of it).
+  std::size_t available = arch::kInstrHeaderBytes;
+  if (length > arch::kInstrHeaderBytes && length <= arch::kMaxInstrBytes) {
+    copy_fetched(pc + arch::kInstrHeaderBytes, length - arch::kInstrHeaderBytes, bytes.data() + arch::kInstrHeaderBytes);
+    available = length;
+  }
+  arch::Instruction in = arch::decode(bytes.data(), available, pc);
+  pc += length;
   return in;
+}
+
+void Engine::copy_fetched(std::uint64_t at, std::size_t n, std::uint8_t* out) const {
+  const std::size_t from = at % buffer_.size(), first = std::min(n, buffer_.size() - from);
+  std::memcpy(out, buffer_.data() + from, first);
+  std::memcpy(out + first, buffer_.data(), n - first);
 }
 
 void Engine::run() {

@@ -366,6 +366,41 @@ TEST(NeuronCore, StreamWithoutEndIsAnError) {
   EXPECT_THAT(r.message, HasSubstr("stream ends at byte 48 without End"));
 }
 
+// The sequencer keeps only the last few fetch blocks: a stream of several
+// times its buffer, whose 192-byte pairs straddle block boundaries and the
+// buffer's wrap, must still decode every instruction it runs.
+TEST(NeuronCore, AStreamLongerThanTheFetchBufferRunsEveryInstruction) {
+  trace::Stats stats;
+  NeuronCore core("core", tiny(), stats);
+  Stream vec{arch::Engine::Vector};
+  constexpr int kPairs = 200;  // 38,400 bytes
+  for (int i = 0; i < kPairs; ++i) vec.incr(0).op(Opcode::Copy, sbuf_f32(4096, 16), sbuf_f32(0, 16));
+  vec.end();
+  ASSERT_GT(vec.bytes.size(), 4 * 8 * 1024u);
+  core.load_program(arch::Engine::Vector, vec.bytes);
+  const RunResult r = core.run();
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(core.semaphores().value(0), static_cast<std::uint32_t>(kPairs));
+  EXPECT_EQ(stats.value("core.vector.instructions"), 2 * kPairs + 1);
+}
+
+// A header whose length is past the longest encoding is named as such, from
+// the header alone, even where the stream has the bytes it claims.
+TEST(NeuronCore, AnInstructionLengthPastTheLongestEncodingIsAnError) {
+  trace::Stats stats;
+  NeuronCore core("core", tiny(), stats);
+  Stream vec{arch::Engine::Vector};
+  for (int i = 0; i < 200; ++i) vec.incr(0);
+  vec.end();
+  const std::size_t at = 48 * 3;
+  vec.bytes[at + arch::kInstrLengthOffset] = 4000 & 0xff;
+  vec.bytes[at + arch::kInstrLengthOffset + 1] = 4000 >> 8;
+  core.load_program(arch::Engine::Vector, vec.bytes);
+  const RunResult r = core.run();
+  ASSERT_EQ(r.status, RunResult::Status::Error);
+  EXPECT_THAT(r.message, HasSubstr("byte 184: length 4000 does not match 0 operands"));
+}
+
 TEST(NeuronCore, InstructionInTheWrongStreamIsAnError) {
   trace::Stats stats;
   NeuronCore core("core", tiny(), stats);
