@@ -132,6 +132,29 @@ class Interned {
 
 bool descriptor_part(EventKind kind) { return kind == EventKind::Dma || kind == EventKind::DmaQueued; }
 
+// Each distinct EventName once, in `store`. Neighbouring events mostly share
+// theirs, so the last one found is tried first.
+class EventNames {
+ public:
+  explicit EventNames(std::deque<EventName>& store) : store_(store) {}
+  const EventName* of(const EventName& n) {
+    if (last_ && same(*last_, n)) return last_;
+    const Key key{n.resource, n.label, n.site, n.stream};
+    auto it = index_.find(key);
+    if (it == index_.end()) it = index_.emplace(key, &store_.emplace_back(n)).first;
+    return last_ = it->second;
+  }
+
+ private:
+  static bool same(const EventName& a, const EventName& b) {
+    return a.resource == b.resource && a.label == b.label && a.site == b.site && a.stream == b.stream;
+  }
+  using Key = std::tuple<const char*, const char*, const char*, const InstructionStream*>;
+  std::deque<EventName>& store_;
+  std::map<Key, const EventName*> index_;
+  const EventName* last_ = nullptr;
+};
+
 }  // namespace
 
 const char* to_string(EventKind kind) {
@@ -145,15 +168,18 @@ const char* to_string(EventKind kind) {
 }
 
 void Predecessors::push_back(int id) {
-  if (size_ == kCapacity)
+  const std::size_t n = size();
+  if (n == kCapacity)
     throw std::length_error(fmt::format("an event of the critical path with more than {} predecessors", kCapacity));
-  ids_[size_++] = id;
+  ids_[n] = id;
 }
 
+const EventName Event::kUnnamed{};
+
 std::string name_of(const Event& e) {
-  if (e.stream) return arch::disassemble((*e.stream)[static_cast<std::size_t>(e.index)]);
+  if (e.stream()) return arch::disassemble((*e.stream())[static_cast<std::size_t>(e.index)]);
   if (descriptor_part(e.kind)) return fmt::format("descriptor {}", e.index);
-  return e.label;
+  return e.label();
 }
 
 std::string name_of(const Work& w) {
@@ -164,6 +190,7 @@ RunEvents run_events(const Program& program, core::NeuronCore& core) {
   RunEvents run;
   std::vector<Event>& events = run.events;
   Interned interned(program, run.names);
+  EventNames names(run.names_of);
   // Sized once (at most an event per instruction and two per descriptor):
   // growing it by doubling would hold the old and the new copy at once, at
   // the run's peak of memory.
@@ -188,12 +215,14 @@ RunEvents run_events(const Program& program, core::NeuronCore& core) {
       const auto& c = costs[i];
       if (c.issue_ns < 0 || c.done_ns < 0) break;  // not reached: the run stopped
       Event x;
-      x.resource = to_string(kind);
+      EventName name;
+      name.resource = to_string(kind);
       x.kind = stream.opcode(i) == arch::Opcode::SemWait && c.done_ns > c.issue_ns ? EventKind::Wait : EventKind::Instruction;
-      x.stream = &stream;
-      x.label = program.label(kind, i).c_str();
+      name.stream = &stream;
+      name.label = program.label(kind, i).c_str();
       // Interned views are of whole strings, so their data is NUL-terminated.
-      if (i < sites.size()) x.site = interned.site(sites[i]).data();
+      if (i < sites.size()) name.site = interned.site(sites[i]).data();
+      x.name = names.of(name);
       x.index = static_cast<std::int32_t>(i);
       x.start = c.issue_ns;
       x.end = c.done_ns;
@@ -235,10 +264,12 @@ RunEvents run_events(const Program& program, core::NeuronCore& core) {
       labels = l == program.ring_labels.end() ? nullptr : &l->second;
     }
     Event x;
-    x.resource = resource.data();
+    EventName name;
+    name.resource = resource.data();
     x.index = static_cast<std::int32_t>(t.index);
-    x.label = program.label(labels, t.index).c_str();
-    if (sites && t.index < sites->size()) x.site = interned.site((*sites)[t.index]).data();
+    name.label = program.label(labels, t.index).c_str();
+    if (sites && t.index < sites->size()) name.site = interned.site((*sites)[t.index]).data();
+    x.name = names.of(name);
     if (last_of_queue[number] >= 0) x.after.push_back(last_of_queue[number]);
     int first = -1;
     if (t.moving_from_ns > t.queued_from_ns) {
@@ -424,11 +455,11 @@ CriticalPath critical_path(const std::vector<Event>& events, const std::vector<W
       if (bound < 0 || events[static_cast<std::size_t>(p)].end > events[static_cast<std::size_t>(bound)].end) bound = p;
     const double from = bound < 0 ? 0.0 : std::min(events[static_cast<std::size_t>(bound)].end, hi);
     PathStep s;
-    s.resource = std::string(x.resource);
+    s.resource = std::string(x.resource());
     s.kind = to_string(x.kind);
     s.name = name_of(x);
-    s.label = std::string(x.label);
-    s.site = std::string(x.site);
+    s.label = std::string(x.label());
+    s.site = std::string(x.site());
     s.index = x.index;
     s.start_ns = x.start;
     s.end_ns = x.end;
@@ -437,7 +468,7 @@ CriticalPath critical_path(const std::vector<Event>& events, const std::vector<W
     s.gap_ns = std::max(0.0, std::min(x.start, hi) - from);
     if (s.gap_ns > 0) {
       const bool same =
-          bound >= 0 && std::string_view(events[static_cast<std::size_t>(bound)].resource) == x.resource;
+          bound >= 0 && std::string_view(events[static_cast<std::size_t>(bound)].resource()) == x.resource();
       if (bound < 0) s.gap = "start";
       else if (descriptor_part(x.kind)) s.gap = same ? "queue" : "doorbell";
       else s.gap = "instruction fetch";
@@ -445,9 +476,10 @@ CriticalPath critical_path(const std::vector<Event>& events, const std::vector<W
     if (x.kind == EventKind::Wait && bound >= 0 && bound == x.released_by) {
       const Event& by = events[static_cast<std::size_t>(bound)];
       const std::string by_name = name_of(by);
-      path.waits.push_back({std::string(x.resource), std::string(x.label), std::string(x.site), x.index, x.start, x.end,
-                            by_name.rfind(by.resource, 0) == 0 ? by_name : fmt::format("{} {}", by.resource, by_name),
-                            std::string(by.label)});
+      path.waits.push_back({std::string(x.resource()), std::string(x.label()), std::string(x.site()), x.index, x.start,
+                            x.end,
+                            by_name.rfind(by.resource(), 0) == 0 ? by_name : fmt::format("{} {}", by.resource(), by_name),
+                            std::string(by.label())});
     }
     if (s.ns() > 0 || x.kind == EventKind::Wait) path.steps.push_back(std::move(s));
     hi = from;
@@ -511,11 +543,11 @@ LabelTime label_time(const std::vector<Event>& events, const std::vector<std::st
   for (const std::string& l : labels) spans[l];
   std::vector<double> own_ends;  // of the events under no such label
   for (const Event& e : events)
-    if (spans.find(e.label) == spans.end()) own_ends.push_back(e.end);
+    if (spans.find(e.label()) == spans.end()) own_ends.push_back(e.end);
   std::sort(own_ends.begin(), own_ends.end());
   std::vector<std::pair<double, double>> all;
   for (const Event& e : events) {
-    const auto it = spans.find(e.label);
+    const auto it = spans.find(e.label());
     if (it == spans.end()) continue;
     double start = e.start;
     if (e.kind == EventKind::Wait) {

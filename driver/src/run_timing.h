@@ -68,7 +68,9 @@ std::vector<DescriptorTime> descriptor_times(const Program& program, core::Neuro
 // found (the critical path takes the first of equal ends). Held inline: a
 // large run has millions of events, and each has at most two (the one
 // before it on its engine or queue; the DmaTrigger that rang a descriptor,
-// or the signal that released a wait); one more is room to spare.
+// or the signal that released a wait); one more is room to spare. Event
+// numbers are never negative, so an unused slot holds -1 and no count is
+// kept (12 bytes, not 16).
 class Predecessors {
  public:
   static constexpr std::size_t kCapacity = 3;
@@ -78,13 +80,12 @@ class Predecessors {
   }
   void push_back(int id);  // throws std::length_error past kCapacity
   const int* begin() const { return ids_.data(); }
-  const int* end() const { return ids_.data() + size_; }
-  std::size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
+  const int* end() const { return ids_.data() + size(); }
+  std::size_t size() const { return ids_[0] < 0 ? 0 : ids_[1] < 0 ? 1 : ids_[2] < 0 ? 2 : 3; }
+  bool empty() const { return ids_[0] < 0; }
 
  private:
-  std::array<int, kCapacity> ids_{};
-  std::uint8_t size_ = 0;
+  std::array<int, kCapacity> ids_{-1, -1, -1};
 };
 
 enum class EventKind : std::uint8_t {
@@ -95,26 +96,42 @@ enum class EventKind : std::uint8_t {
 };
 const char* to_string(EventKind kind);  // "instruction", "wait", "dma queued", "dma"
 
-// An interval of work one resource did, and the events it could not start
-// before (its own previous one, a DmaTrigger that rang it, the signal that
-// released its wait): each of those ends at or before its end.
-// A run has an event per instruction and per descriptor part (1.8 million
-// for the 4096x8192x8192 GEMM, where they were the report's memory peak), so
-// an event is 80 bytes: its strings are pointers to NUL-terminated strings
-// that outlive it (literals, the Program's labels, RunEvents::names), and
-// what it is called is made only for the few that end up on the path
-// (name_of).
-struct Event {
+// What an event is called: its resource, its instruction's stream and its
+// label and call site. Neighbouring events mostly share all four, so a run
+// keeps each distinct set once (RunEvents::names_of) and its events point
+// at it. The strings are NUL-terminated and outlive the events (literals,
+// the Program's labels, RunEvents::names).
+struct EventName {
   const char* resource = "";  // "tensor", "dma 0.1"
   const char* label = "";     // also what it is called where it has no instruction and is no descriptor part
   const char* site = "";
   const InstructionStream* stream = nullptr;  // an engine's instruction, stream[index], named by its disassembly
+};
+
+// An interval of work one resource did, and the events it could not start
+// before (its own previous one, a DmaTrigger that rang it, the signal that
+// released its wait): each of those ends at or before its end.
+// A run has an event per instruction and per descriptor part (1.27 million
+// for the 4096x8192x8192 GEMM, where they were the report's memory peak), so
+// an event is 48 bytes: what it is called is a pointer to a shared
+// EventName, and its name as the path prints it is made only for the few
+// that end up on the path (name_of).
+struct Event {
   double start = 0, end = 0;
-  std::int32_t index = -1;     // the instruction's place in its stream, or the descriptor's in its ring
+  const EventName* name = &kUnnamed;
+  std::int32_t index = -1;        // the instruction's place in its stream, or the descriptor's in its ring
   std::int32_t released_by = -1;  // a wait: the event whose semaphore signal released it
   Predecessors after;             // indices into the event list
   EventKind kind = EventKind::Instruction;
+
+  const char* resource() const { return name->resource; }
+  const char* label() const { return name->label; }
+  const char* site() const { return name->site; }
+  const InstructionStream* stream() const { return name->stream; }
+
+  static const EventName kUnnamed;
 };
+static_assert(sizeof(Event) <= 48, "an event is held per instruction and descriptor part: keep it small");
 
 // When one instruction's own work ran on its engine (a pipelined engine
 // works on an instruction after its sequencer has moved on). A run has one
@@ -139,6 +156,7 @@ std::string name_of(const Work& w);
 struct RunEvents {
   std::vector<Event> events;
   std::deque<std::string> names;  // a deque: its strings stay where they are as it grows
+  std::deque<EventName> names_of;  // what the events point at, each distinct one once
 };
 
 // The run's events from what the core recorded: every instruction each

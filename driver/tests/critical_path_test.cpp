@@ -10,7 +10,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <deque>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,12 +22,12 @@ namespace {
 
 using timing::Event;
 
-// The strings are literals, which outlive the events.
+// The strings are literals, which outlive the events, and so do the names.
 Event event(const char* resource, double start, double end, std::vector<int> after, const char* label) {
+  static std::deque<timing::EventName> names;
   Event e;
-  e.resource = resource;
+  e.name = &names.emplace_back(timing::EventName{resource, label, "", nullptr});
   e.kind = timing::EventKind::Instruction;
-  e.label = label;
   e.start = start;
   e.end = end;
   for (const int p : after) e.after.push_back(p);
@@ -49,6 +51,23 @@ std::vector<std::string> labels_of(const CriticalPath& p) {
   std::vector<std::string> out;
   for (const PathStep& s : p.steps) out.push_back(s.label);
   return out;
+}
+
+// Unused slots hold -1 (event numbers are never negative), so the three
+// predecessors take 12 bytes and keep their order.
+TEST(Predecessors, HoldsUpToThreeInOrderAndRefusesAFourth) {
+  timing::Predecessors p;
+  EXPECT_TRUE(p.empty());
+  EXPECT_EQ(p.size(), 0u);
+  p.push_back(7);
+  p.push_back(0);
+  EXPECT_EQ(std::vector<int>(p.begin(), p.end()), (std::vector<int>{7, 0}));
+  p.push_back(3);
+  EXPECT_EQ(p.size(), 3u);
+  EXPECT_EQ(std::vector<int>(p.begin(), p.end()), (std::vector<int>{7, 0, 3}));
+  EXPECT_THROW(p.push_back(4), std::length_error);
+  EXPECT_EQ(timing::Predecessors({5}).size(), 1u);
+  EXPECT_EQ(sizeof(timing::Predecessors), 3 * sizeof(int));
 }
 
 TEST(CriticalPath, FollowsWhicheverDependencyEndedLast) {
