@@ -39,6 +39,9 @@ public:
   // Functional access without timing, for hosts loading and reading tensors.
   void backdoor_read(std::uint64_t address, std::uint8_t* out, std::uint64_t length) const;
   void backdoor_write(std::uint64_t address, const std::uint8_t* in, std::uint64_t length);
+  // Drops every byte the store holds (it reads as zeros again), for a run
+  // that is over and has read back what it needs.
+  void release_contents() { store_.clear(); }
   std::uint64_t size_bytes() const { return size_; }
   const SparseStore& store() const { return store_; }
 

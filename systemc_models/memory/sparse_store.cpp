@@ -45,6 +45,12 @@ std::uint8_t* SparseStore::map_slab() {
 void SparseStore::FreeSlab::operator()(std::uint8_t* p) const { std::free(p); }
 #endif
 
+void SparseStore::clear() {
+  pages_ = {};
+  slabs_.clear();
+  slab_used_ = kSlabPages;
+}
+
 std::uint8_t* SparseStore::new_page() {
   if (slab_used_ == kSlabPages) {
     slabs_.emplace_back(map_slab());

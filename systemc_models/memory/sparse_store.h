@@ -25,6 +25,8 @@ public:
   void read(std::uint64_t address, std::uint8_t* out, std::uint64_t length) const;
   void write(std::uint64_t address, const std::uint8_t* in, std::uint64_t length);
   std::uint64_t pages_allocated() const { return pages_.size(); }
+  // Returns every page to the system: the store reads as zeros again.
+  void clear();
 
 private:
   static std::uint8_t* map_slab();

@@ -2,6 +2,7 @@
 // initiator, checking data and simulated time.
 #include "memory/hbm.h"
 #include "memory/partitioned_memory.h"
+#include "memory/sparse_store.h"
 #include "memory/time_bins.h"
 #include "testing/tlm_initiator.h"
 
@@ -54,6 +55,26 @@ TEST(Hbm, ReadBackWhatWasWrittenWithLatencyPlusBandwidth) {
   EXPECT_EQ(stats.value("hbm.bytes_read"), 4096);
   // A 32 GiB device written at 30 GiB costs one 64 KiB page.
   EXPECT_EQ(hbm.store().pages_allocated(), 1u);
+}
+
+// A run that is over drops HBM's store (Device, before its report): every
+// page goes back, and what the store holds afterwards reads as zeros.
+TEST(SparseStore, ClearReturnsEveryPageAndTheStoreReadsAsZeros) {
+  memory::SparseStore store;
+  const std::vector<std::uint8_t> in(3 * memory::SparseStore::kPageBytes + 100, 0xab);
+  store.write(5000, in.data(), in.size());
+  EXPECT_EQ(store.pages_allocated(), 4u);
+  store.clear();
+  EXPECT_EQ(store.pages_allocated(), 0u);
+  std::vector<std::uint8_t> out(in.size(), 1);
+  store.read(5000, out.data(), out.size());
+  EXPECT_TRUE(std::all_of(out.begin(), out.end(), [](std::uint8_t b) { return b == 0; }));
+  store.write(7, in.data(), 10);
+  store.read(0, out.data(), 17);
+  EXPECT_EQ(out[6], 0);
+  EXPECT_EQ(out[7], 0xab);
+  EXPECT_EQ(out[16], 0xab);
+  EXPECT_EQ(store.pages_allocated(), 1u);
 }
 
 TEST(Hbm, OverlappingTransfersShareTheBandwidth) {
