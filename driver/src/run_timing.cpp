@@ -138,21 +138,19 @@ class EventNames {
  public:
   explicit EventNames(std::deque<EventName>& store) : store_(store) {}
   const EventName* of(const EventName& n) {
-    if (last_ && same(*last_, n)) return last_;
     const Key key{n.resource, n.label, n.site, n.stream};
+    if (last_ && key == last_->first) return last_->second;
     auto it = index_.find(key);
     if (it == index_.end()) it = index_.emplace(key, &store_.emplace_back(n)).first;
-    return last_ = it->second;
+    last_ = &*it;
+    return it->second;
   }
 
  private:
-  static bool same(const EventName& a, const EventName& b) {
-    return a.resource == b.resource && a.label == b.label && a.site == b.site && a.stream == b.stream;
-  }
   using Key = std::tuple<const char*, const char*, const char*, const InstructionStream*>;
   std::deque<EventName>& store_;
   std::map<Key, const EventName*> index_;
-  const EventName* last_ = nullptr;
+  const std::pair<const Key, const EventName*>* last_ = nullptr;  // map nodes stay where they are
 };
 
 }  // namespace

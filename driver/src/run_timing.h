@@ -9,6 +9,7 @@
 
 #include <systemc>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -81,7 +82,7 @@ class Predecessors {
   void push_back(int id);  // throws std::length_error past kCapacity
   const int* begin() const { return ids_.data(); }
   const int* end() const { return ids_.data() + size(); }
-  std::size_t size() const { return ids_[0] < 0 ? 0 : ids_[1] < 0 ? 1 : ids_[2] < 0 ? 2 : 3; }
+  std::size_t size() const { return static_cast<std::size_t>(std::find(ids_.begin(), ids_.end(), -1) - ids_.begin()); }
   bool empty() const { return ids_[0] < 0; }
 
  private:

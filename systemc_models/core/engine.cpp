@@ -55,7 +55,6 @@ Engine::Engine(sc_core::sc_module_name name, arch::Engine kind, double clock_ghz
 void Engine::set_program(std::uint64_t address, std::uint64_t bytes) {
   program_address_ = address;
   program_bytes_ = bytes;
-  std::fill(buffer_.begin(), buffer_.end(), std::uint8_t{0});
   // At most one record per header's worth of bytes: reserved once, so that
   // a long stream's records are not copied (and faulted in) at each doubling.
   costs_.reserve(bytes / arch::kInstrHeaderBytes);
