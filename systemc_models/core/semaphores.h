@@ -61,7 +61,11 @@ public:
     std::uint32_t delta;
     sc_core::sc_time at;
   };
-  void keep_increments(bool on) { keep_increments_ = on; }
+  // `expected`: how many to make room for (a hint; the log grows past it).
+  void keep_increments(bool on, std::size_t expected = 0) {
+    keep_increments_ = on;
+    if (on) increment_log_.reserve(expected);
+  }
   const std::vector<Increment>& increments() const { return increment_log_; }
 
 private:

@@ -188,6 +188,7 @@ void DmaEngine::configure_queue(std::uint32_t q, std::uint64_t ring_base, std::u
   s.ring_size = ring_size;
   fetch_ptr_.at(q) = 0;
   heads_seen_.at(q) = 0;
+  fetchable_known_ = false;
 }
 
 std::uint32_t DmaEngine::head_for_doorbell(std::uint32_t q) {
@@ -221,19 +222,24 @@ void DmaEngine::apply_due_doorbells() {
     // A queue that still had descriptors to fetch was ready before this write.
     if (fetch_ptr_[p.queue] == queues_[p.queue].tail) tail_visible_[p.queue] = write;
     queues_[p.queue].tail = p.tail;
+    fetchable_known_ = false;
     wave_queue(p.queue);
     pending_.pop_front();
   }
 }
 
 sc_time DmaEngine::fetch_ready_at(const sc_time& not_before) const {
-  sc_time at = sc_core::sc_max_time();
-  for (std::uint32_t q = 0; q < queues_.size(); ++q) {
-    const QueueState& s = queues_[q];
-    if (s.error == arch::DmaError::kNone && s.ring_size > 0 && fetch_ptr_[q] != s.tail)
-      at = std::min(at, std::max(not_before, tail_visible_[q] + period_ * kDoorbellToFetch));
+  // The earliest over the queues of max(not_before, their time) is max(not_before, the earliest time).
+  if (!fetchable_known_) {
+    fetchable_at_ = never_;
+    for (std::uint32_t q = 0; q < queues_.size(); ++q) {
+      const QueueState& s = queues_[q];
+      if (s.error == arch::DmaError::kNone && s.ring_size > 0 && fetch_ptr_[q] != s.tail)
+        fetchable_at_ = std::min(fetchable_at_, tail_visible_[q] + period_ * kDoorbellToFetch);
+    }
+    fetchable_known_ = true;
   }
-  return at;
+  return fetchable_at_ == never_ ? never_ : std::max(not_before, fetchable_at_);
 }
 
 std::int64_t DmaEngine::ready_queue(std::uint32_t after, const sc_time& ar) const {
@@ -262,7 +268,7 @@ void DmaEngine::run() {
 }
 
 sc_time DmaEngine::next_step() const {
-  sc_time t = wait_.kind == Wait::kDoorbell ? sc_core::sc_max_time() : wait_.until;
+  sc_time t = wait_.kind == Wait::kDoorbell ? never_ : wait_.until;
   // A notification at the very time the wait began had fired before it (SystemC
   // triggers timed notifications before it runs the processes of that time).
   if (wait_.kind != Wait::kTime && bell_ && *bell_ > waited_from_) t = std::min(t, *bell_);
@@ -280,6 +286,7 @@ sc_time DmaEngine::step_at(const sc_time& t) {
 void DmaEngine::fail(std::uint32_t q, std::uint32_t index, arch::DmaError code, const std::string& detail) {
   QueueState& s = queues_[q];
   s.error = code;
+  fetchable_known_ = false;
   s.error_index = index;
   ctx_.fail(fmt::format("{}.q{} descriptor {} (at 0x{:x}): {}: {}", name(), q, index,
                         s.ring_base + std::uint64_t{index} * arch::kDmaDescriptorBytes, arch::to_string(code),
@@ -318,6 +325,7 @@ void DmaEngine::fetch_begin(std::uint32_t q, const sc_time& issue) {
   const QueueState& s = queues_[q];
   fetching_ = {q, fetch_ptr_[q], issue};
   fetch_ptr_[q] = (fetch_ptr_[q] + 1) % s.ring_size;
+  fetchable_known_ = false;
   last_fetched_queue_ = q;
 }
 
@@ -465,6 +473,7 @@ void DmaEngine::begin(const Fetched& f) {
   x.fetch_open = false;
   scratch_.open.clear();
   x.opened = 0;
+  x.unplaced = 0;
   x.fetch_after = 0;            // data bursts issued before the fetch
   x.fetch_last = SC_ZERO_TIME;  // the fetch's R beat as placed so far
   x.read_at = x.written = 0;
@@ -490,7 +499,7 @@ void DmaEngine::begin(const Fetched& f) {
   // and the completion stage has finished the previous descriptor.
   x.writes_done = x.handoff_known = x.behind_valid = x.queued_behind = false;
   x.handoff = SC_ZERO_TIME;
-  x.handoff_at = sc_core::sc_max_time();
+  x.handoff_at = never_;
   resume_ = Resume::kTop;
 }
 
@@ -506,6 +515,21 @@ std::pair<std::uint64_t, std::uint32_t> DmaEngine::aligned(const Run& r) const {
 // any read issued later comes back later. The others are placed again
 // whenever a read is issued.
 void DmaEngine::place() {
+  // Nothing changes unless a read or the fetch went out since the last call,
+  // or the first burst on its way is due: most calls (the step loop calls
+  // this at its every turn) return here.
+  const Exec& x = exec_;
+  if (x.opened == x.ri && (!x.fetch_on_r || x.fetch_open)) {
+    const std::vector<std::size_t>& open = scratch_.open;
+    if (open.empty()) return;
+    const sc_time& ready =
+        open.front() == static_cast<std::size_t>(-1) ? prefetched_->ready : scratch_.ready_at[open.front()];
+    if (std::max(ready, x.r_channel) > now_) return;
+  }
+  place_again();
+}
+
+void DmaEngine::place_again() {
   constexpr std::size_t kFetch = static_cast<std::size_t>(-1);
   Exec& x = exec_;
   const sc_time cycle = period_;
@@ -524,37 +548,46 @@ void DmaEngine::place() {
   // burst's key is fixed once it is issued (and the fetch's until it is
   // delivered), so the list is kept sorted from call to call: the reads
   // issued since the last call, and the fetch, go in at their places.
-  for (; x.opened < x.ri; ++x.opened)
-    open.insert(std::upper_bound(open.begin(), open.end(), x.opened, before), x.opened);
+  // A burst's place follows from its key and the places before it alone, so
+  // only those from the first one put in are placed again.
+  const auto add = [&](std::size_t k) {
+    const auto at = std::upper_bound(open.begin(), open.end(), k, before);
+    x.unplaced = std::min(x.unplaced, static_cast<std::size_t>(at - open.begin()));
+    open.insert(at, k);
+  };
+  for (; x.opened < x.ri; ++x.opened) add(x.opened);
   if (x.fetch_on_r && !x.fetch_open) {
-    open.insert(std::upper_bound(open.begin(), open.end(), kFetch, before), kFetch);
+    add(kFetch);
     x.fetch_open = true;
   }
-  sc_time ch = x.r_channel;
-  bool final_so_far = true;
-  std::size_t delivered_now = 0;  // the final ones are a prefix of the list
-  for (const std::size_t k : open) {
-    const sc_time first = std::max(ready(k), ch);
-    const std::uint32_t beats =
-        k == kFetch ? static_cast<std::uint32_t>(bus_.beats(arch::kDmaDescriptorBytes)) : scratch_.read_beats[k];
-    const sc_time last = first + cycle * static_cast<double>(beats - 1);
-    if (k != kFetch) last_beat[k] = last;
-    else x.fetch_last = last;
-    ch = last + cycle;
-    final_so_far = final_so_far && first <= now_;
-    if (final_so_far) {
-      if (k == kFetch) {
-        x.fetch_on_r = false;
-        x.fetch_open = false;
-        prefetched_->ready = last;
-      } else {
-        delivered[k] = true;
-      }
-      x.r_channel = ch;
-      ++delivered_now;
+  const auto last_of = [&](std::size_t k) -> sc_time& { return k == kFetch ? x.fetch_last : last_beat[k]; };
+  if (x.unplaced < open.size()) {
+    sc_time ch = x.unplaced == 0 ? x.r_channel : last_of(open[x.unplaced - 1]) + cycle;
+    for (std::size_t i = x.unplaced; i < open.size(); ++i) {
+      const std::size_t k = open[i];
+      const std::uint32_t beats =
+          k == kFetch ? static_cast<std::uint32_t>(bus_.beats(arch::kDmaDescriptorBytes)) : scratch_.read_beats[k];
+      const sc_time last = std::max(ready(k), ch) + cycle * static_cast<double>(beats - 1);
+      last_of(k) = last;
+      ch = last + cycle;
     }
   }
+  // A place is final once its first beat is due: the final ones are a prefix of the list.
+  std::size_t delivered_now = 0;
+  for (const std::size_t k : open) {
+    if (std::max(ready(k), x.r_channel) > now_) break;
+    if (k == kFetch) {
+      x.fetch_on_r = false;
+      x.fetch_open = false;
+      prefetched_->ready = x.fetch_last;
+    } else {
+      delivered[k] = true;
+    }
+    x.r_channel = last_of(k) + cycle;
+    ++delivered_now;
+  }
   open.erase(open.begin(), open.begin() + static_cast<std::ptrdiff_t>(delivered_now));
+  x.unplaced = open.size();
   std::vector<sc_time>& retired = scratch_.retired;
   for (; x.placed < x.ri && delivered[x.placed]; ++x.placed)
     retired[x.placed] = x.placed == 0 ? std::max(last_beat[0], x.retired_floor)
@@ -584,7 +617,7 @@ std::uint64_t DmaEngine::sent_bytes() const {
 // The cycle of the first W beat of `w` (first beat at `start`, `sent` bytes
 // before it) by which `target` bytes in all have been sent; never if none.
 sc_time DmaEngine::beat_with(const Run& w, sc_time start, std::uint64_t sent, std::uint64_t target) const {
-  if (sent + w.bytes < target) return sc_core::sc_max_time();
+  if (sent + w.bytes < target) return never_;
   const std::uint64_t beat = bus_.bytes();
   const std::uint64_t first = std::min<std::uint64_t>(w.bytes, beat - (w.address - bus_.down(w.address)));
   if (sent + first >= target) return start;
@@ -604,11 +637,11 @@ sc_time DmaEngine::room_at(std::uint64_t bytes, std::size_t next_write, sc_time 
   const auto it = std::lower_bound(consumed.begin(), consumed.end(), room,
                                    [](const SentBurst& b, std::uint64_t n) { return b.sent_after < n; });
   if (it != consumed.end()) return beat_with(dst[it->write], it->start, it->sent_before, room) + period_;
-  if (next_write < dst.size() && next_write_start != sc_core::sc_max_time()) {
+  if (next_write < dst.size() && next_write_start != never_) {
     const sc_time t = beat_with(dst[next_write], next_write_start, sent_bytes(), room);
-    if (t != sc_core::sc_max_time()) return t + period_;
+    if (t != never_) return t + period_;
   }
-  return sc_core::sc_max_time();
+  return never_;
 }
 
 // The running descriptor's last write beat is out and the completion
@@ -623,7 +656,7 @@ void DmaEngine::hand_off() {
   // order, and a read-ahead descriptor's may come back first) to the last
   // on W, both cycles included; overlapping descriptors count once, as
   // the RTL counts moving_o.
-  sc_time first_r = sc_core::sc_max_time();
+  sc_time first_r = never_;
   for (std::size_t k = 0; k < src.size(); ++k)
     if (k < x.src_end || scratch_.delivered[k])
       first_r = std::min(first_r, scratch_.last_beat[k] - cycle * static_cast<double>(scratch_.read_beats[k] - 1));
@@ -652,7 +685,7 @@ void DmaEngine::hand_off() {
 }
 
 DmaEngine::Wait DmaEngine::step() {
-  const sc_time never = sc_core::sc_max_time();
+  const sc_time never = never_;
   const sc_time cycle = period_;
   Exec& x = exec_;
   std::vector<Run>& src = scratch_.src;
@@ -832,6 +865,7 @@ DmaEngine::Wait DmaEngine::step() {
             if (o == static_cast<std::size_t>(-1)) scratch_.open[kept++] = o;
             else if (o >= k) scratch_.open[kept++] = o - k;
           scratch_.open.resize(kept);
+          x.unplaced = 0;
           x.opened -= k;
           scratch_.sent.clear();
           dst.swap(scratch_.ahead_dst);

@@ -283,6 +283,7 @@ private:
 
   // The running descriptor's steps (execute() of the one-thread model, cut at its waits).
   void place();
+  void place_again();  // place()'s work, when the R channel's order may have changed
   sc_core::sc_time retire(std::size_t k) const;
   std::pair<std::uint64_t, std::uint32_t> aligned(const Run& r) const;  // the beat-aligned range of a burst
   std::uint64_t sent_bytes() const;
@@ -326,6 +327,7 @@ private:
     bool fetch_on_r = false;
     bool fetch_open = false;  // the fetch is in scratch_.open
     std::size_t opened = 0;   // the read bursts placed in scratch_.open so far: [0, opened)
+    std::size_t unplaced = 0; // scratch_.open's first entry whose place (last beat) is not current
     std::size_t fetch_after = 0;
     sc_core::sc_time fetch_last;
     std::uint64_t read_at = 0, written = 0;
@@ -372,6 +374,8 @@ private:
   tlm::tlm_generic_payload payload_;  // reused by every access
   std::uint8_t no_bytes_[arch::kDmaDescriptorBytes] = {};  // what timing-only accesses point at
   sc_core::sc_time period_;
+  // sc_max_time(), "never": a library call each time was about 1 % of a large run's CPU.
+  sc_core::sc_time never_ = sc_core::sc_max_time();
   ClockEdges clock_;               // period_'s edges (on_clock)
   BusWidth bus_;                   // dma.axi_data_bytes
   bool data_;                      // bytes move (not a timing-only run)
@@ -391,6 +395,11 @@ private:
   // Per queue: the cycle of the Q_TAIL write that made it ready to fetch
   // (doorbells go to the RTL's register port one write per cycle, in order).
   std::vector<sc_core::sc_time> tail_visible_;
+  // The earliest fetch over the queues ready to fetch (fetch_ready_at), kept
+  // until a queue's fetch pointer, tail or error changes: the scan of every
+  // queue was about 2 % of a large run's instructions.
+  mutable sc_core::sc_time fetchable_at_;
+  mutable bool fetchable_known_ = false;
   sc_core::sc_time next_tail_write_;  // the first cycle the register port is free for a Q_TAIL write
   std::uint32_t last_fetched_queue_;  // round-robin: the search starts after it
   std::optional<Fetched> prefetched_;

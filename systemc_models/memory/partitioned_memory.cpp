@@ -45,9 +45,18 @@ const std::uint8_t* PartitionedMemory::at(std::uint64_t partition, std::uint64_t
 
 sc_core::sc_time PartitionedMemory::transfer_time(std::uint64_t offset, std::uint64_t length) const {
   if (length == 0) return p_.clock_period * static_cast<double>(p_.access_latency_cycles);
-  const std::uint64_t first = offset / p_.partition_bytes;
-  const std::uint64_t last = (offset + length - 1) / p_.partition_bytes;
-  const std::uint64_t lanes_bytes = (last - first + 1) * p_.bytes_per_cycle;
+  // One 64-bit division, not two (tens of cycles each, partitions being
+  // rarely a power of two bytes): most accesses stay in one partition.
+  const std::uint64_t within = offset % p_.partition_bytes;
+  const std::uint64_t partitions =
+      within + length <= p_.partition_bytes ? 1 : 1 + (within + length - 1) / p_.partition_bytes;
+  if (length != last_spread_.length || partitions != last_spread_.partitions)
+    last_spread_ = {length, partitions, spread_time(length, partitions)};
+  return last_spread_.time;
+}
+
+sc_core::sc_time PartitionedMemory::spread_time(std::uint64_t length, std::uint64_t partitions) const {
+  const std::uint64_t lanes_bytes = partitions * p_.bytes_per_cycle;
   const sc_core::sc_time latency = p_.clock_period * static_cast<double>(p_.access_latency_cycles);
   const sc_core::sc_time own = p_.clock_period * static_cast<double>((length + lanes_bytes - 1) / lanes_bytes);
   if (p_.stream_bytes_per_ns <= 0) return latency + own;

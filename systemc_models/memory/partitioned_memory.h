@@ -76,6 +76,8 @@ public:
   sc_core::sc_time transfer_time(std::uint64_t offset, std::uint64_t length) const;
 
 private:
+  sc_core::sc_time spread_time(std::uint64_t length, std::uint64_t partitions) const;
+
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
   // Reads and writes without time or statistics, for loaders and checkers.
   unsigned transport_dbg(tlm::tlm_generic_payload& trans);
@@ -89,6 +91,14 @@ private:
   MemoryStats stats_;
   trace::WaveProbe* waves_ = nullptr;
   trace::WaveProbe::Memory wave_id_ = trace::WaveProbe::Memory::Sbuf;
+  // The last spread_time asked for: a DMA engine's bursts come in runs of one
+  // length over one partition count, and the time's sc_time arithmetic was a
+  // few percent of a large run's CPU.
+  struct LastSpread {
+    std::uint64_t length = 0, partitions = 0;
+    sc_core::sc_time time;
+  };
+  mutable LastSpread last_spread_;
 };
 
 }  // namespace tessera::memory

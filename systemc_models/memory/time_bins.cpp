@@ -14,7 +14,7 @@ void TimeBins::reserve(std::size_t n) {
   head_ = 0;
 }
 
-double& TimeBins::at(std::int64_t bin) {
+double& TimeBins::add(std::int64_t bin) {
   if (size_ == 0) first_ = bin;
   if (bin < first_) {  // a bin never booked before the first one kept
     const auto more = static_cast<std::size_t>(first_ - bin);
