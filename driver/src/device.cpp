@@ -377,15 +377,6 @@ void finish_trace(trace::Timeline& timeline, const Program& program, core::Neuro
   }
 }
 
-// At most one semaphore increment per descriptor (its completion) and per
-// instruction: the increment log reserved for that many is never copied
-// as it grows (its copies were about 1 % of a large run's CPU).
-std::size_t increments_bound(const Program& program) {
-  std::size_t n = program.instruction_count();
-  for (const auto& [queue, ring] : program.rings) n += ring.size();
-  return n;
-}
-
 // Places a program's DMA rings and instruction streams on a core.
 void load(core::NeuronCore& core, const Program& program) {
   // Rings get one spare slot: a full ring would have HEAD == TAIL, which reads as empty.
@@ -681,7 +672,7 @@ RunReport Device::run_chip(const std::vector<Program>& programs) {
   for (std::size_t i = 0; i < n; ++i) {
     load(chip.core(i), programs[i]);
     // The DMA semaphore writes' landing times, for the collectives' wall times.
-    chip.core(i).semaphores().keep_increments(true, increments_bound(programs[i]));
+    chip.core(i).semaphores().keep_increments(true);
   }
   const auto simulate_start = std::chrono::steady_clock::now();
   const core::ChipRunResult r = chip.run();
@@ -830,7 +821,7 @@ RunReport Device::run_single(const Program& program) {
     core.hbm().record_traffic(true);
   }
   // The DMA semaphore writes' landing times, for the critical path.
-  core.semaphores().keep_increments(true, increments_bound(program));
+  core.semaphores().keep_increments(true);
 
   const auto simulate_start = std::chrono::steady_clock::now();
   const core::RunResult r = core.run();

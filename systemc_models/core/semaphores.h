@@ -61,11 +61,7 @@ public:
     std::uint32_t delta;
     sc_core::sc_time at;
   };
-  // `expected`: how many to make room for (a hint; the log grows past it).
-  void keep_increments(bool on, std::size_t expected = 0) {
-    keep_increments_ = on;
-    if (on) increment_log_.reserve(expected);
-  }
+  void keep_increments(bool on) { keep_increments_ = on; }
   const std::vector<Increment>& increments() const { return increment_log_; }
 
 private:
