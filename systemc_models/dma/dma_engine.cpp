@@ -551,6 +551,13 @@ void DmaEngine::place_again() {
   // A burst's place follows from its key and the places before it alone, so
   // only those from the first one put in are placed again.
   const auto add = [&](std::size_t k) {
+    // Most go last (reads come back mostly in the order they went out): the
+    // search only when one does not.
+    if (open.empty() || !before(k, open.back())) {
+      x.unplaced = std::min(x.unplaced, open.size());
+      open.push_back(k);
+      return;
+    }
     const auto at = std::upper_bound(open.begin(), open.end(), k, before);
     x.unplaced = std::min(x.unplaced, static_cast<std::size_t>(at - open.begin()));
     open.insert(at, k);

@@ -33,29 +33,4 @@ double& TimeBins::add(std::int64_t bin) {
   return used_[(head_ + i) & (used_.size() - 1)];
 }
 
-void TimeBins::drop_before(std::int64_t bin) {
-  if (size_ == 0 || first_ >= bin) return;
-  const auto n = static_cast<std::size_t>(std::min<std::int64_t>(bin - first_, static_cast<std::int64_t>(size_)));
-  head_ = (head_ + n) & (used_.size() - 1);
-  size_ -= n;
-  first_ += static_cast<std::int64_t>(n);
-}
-
-double TimeBins::book(double bytes, double start_ns, std::int64_t stale_bin, std::map<std::int64_t, double>* traffic) {
-  drop_before(stale_bin);
-  double left = bytes;
-  std::int64_t b = static_cast<std::int64_t>(start_ns / bin_ns_);
-  double finish = start_ns;
-  while (left > 0) {
-    double& used = at(b);
-    const double take = std::min(left, capacity_ - used);
-    used += take;
-    left -= take;
-    if (traffic) (*traffic)[b] += take;
-    finish = (static_cast<double>(b) + used / capacity_) * bin_ns_;
-    ++b;
-  }
-  return std::max(finish, start_ns + ns_per_byte_ * bytes);
-}
-
 }  // namespace tessera::memory
