@@ -374,7 +374,7 @@ private:
   tlm::tlm_generic_payload payload_;  // reused by every access
   std::uint8_t no_bytes_[arch::kDmaDescriptorBytes] = {};  // what timing-only accesses point at
   sc_core::sc_time period_;
-  // sc_max_time(), "never": a library call each time was about 1 % of a large run's CPU.
+  // sc_max_time(), "never": a library call each time was about 1 % of a large run's instructions.
   sc_core::sc_time never_ = sc_core::sc_max_time();
   ClockEdges clock_;               // period_'s edges (on_clock)
   BusWidth bus_;                   // dma.axi_data_bytes
