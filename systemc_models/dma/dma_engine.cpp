@@ -520,11 +520,7 @@ void DmaEngine::place() {
   // every turn; on the big GEMM 39 % of the calls return here.
   const Exec& x = exec_;
   if (x.opened == x.ri && (!x.fetch_on_r || x.fetch_open)) {
-    const std::vector<std::size_t>& open = scratch_.open;
-    if (open.empty()) return;
-    const sc_time& ready =
-        open.front() == static_cast<std::size_t>(-1) ? prefetched_->ready : scratch_.ready_at[open.front()];
-    if (std::max(ready, x.r_channel) > now_) return;
+    if (scratch_.open.empty() || std::max(ready_of(scratch_.open.front()), x.r_channel) > now_) return;
   }
   place_again();
 }
@@ -535,14 +531,12 @@ void DmaEngine::place_again() {
   const sc_time cycle = period_;
   std::vector<std::size_t>& open = scratch_.open;
   std::vector<sc_time>& last_beat = scratch_.last_beat;
-  std::vector<sc_time>& ready_at = scratch_.ready_at;
   std::vector<char>& delivered = scratch_.delivered;
-  const auto ready = [&](std::size_t k) { return k == kFetch ? prefetched_->ready : ready_at[k]; };
   const auto issued = [&](std::size_t k) {
     return k == kFetch ? 2 * static_cast<std::int64_t>(x.fetch_after) - 1 : 2 * static_cast<std::int64_t>(k);
   };
   const auto before = [&](std::size_t a, std::size_t b) {
-    return ready(a) != ready(b) ? ready(a) < ready(b) : issued(a) < issued(b);
+    return ready_of(a) != ready_of(b) ? ready_of(a) < ready_of(b) : issued(a) < issued(b);
   };
   // The bursts on their way, in the order the R channel takes them. A
   // burst's key is fixed once it is issued (and the fetch's until it is
@@ -574,7 +568,7 @@ void DmaEngine::place_again() {
       const std::size_t k = open[i];
       const std::uint32_t beats =
           k == kFetch ? static_cast<std::uint32_t>(bus_.beats(arch::kDmaDescriptorBytes)) : scratch_.read_beats[k];
-      const sc_time last = std::max(ready(k), ch) + cycle * static_cast<double>(beats - 1);
+      const sc_time last = std::max(ready_of(k), ch) + cycle * static_cast<double>(beats - 1);
       last_of(k) = last;
       ch = last + cycle;
     }
@@ -582,7 +576,7 @@ void DmaEngine::place_again() {
   // A place is final once its first beat is due: the final ones are a prefix of the list.
   std::size_t delivered_now = 0;
   for (const std::size_t k : open) {
-    if (std::max(ready(k), x.r_channel) > now_) break;
+    if (std::max(ready_of(k), x.r_channel) > now_) break;
     if (k == kFetch) {
       x.fetch_on_r = false;
       x.fetch_open = false;

@@ -284,6 +284,11 @@ private:
   // The running descriptor's steps (execute() of the one-thread model, cut at its waits).
   void place();
   void place_again();  // place()'s work, when the R channel's order may have changed
+  // When a burst on the R channel's way (scratch_.open's entry k: a read, or
+  // the fetch as static_cast<std::size_t>(-1)) is ready.
+  const sc_core::sc_time& ready_of(std::size_t k) const {
+    return k == static_cast<std::size_t>(-1) ? prefetched_->ready : scratch_.ready_at[k];
+  }
   sc_core::sc_time retire(std::size_t k) const;
   std::pair<std::uint64_t, std::uint32_t> aligned(const Run& r) const;  // the beat-aligned range of a burst
   std::uint64_t sent_bytes() const;

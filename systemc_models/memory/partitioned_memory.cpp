@@ -44,7 +44,6 @@ const std::uint8_t* PartitionedMemory::at(std::uint64_t partition, std::uint64_t
 }
 
 sc_core::sc_time PartitionedMemory::transfer_time(std::uint64_t offset, std::uint64_t length) const {
-  if (length == 0) return p_.clock_period * static_cast<double>(p_.access_latency_cycles);
   // One 64-bit division, not two (tens of cycles each, partitions being
   // rarely a power of two bytes): most accesses stay in one partition.
   const std::uint64_t within = offset % p_.partition_bytes;

@@ -92,8 +92,8 @@ private:
   trace::WaveProbe* waves_ = nullptr;
   trace::WaveProbe::Memory wave_id_ = trace::WaveProbe::Memory::Sbuf;
   // The last spread_time asked for: a DMA engine's bursts come in runs of one
-  // length over one partition count, and the time's sc_time arithmetic was a
-  // few percent of a large run's CPU.
+  // length over one partition count, and the time's sc_time arithmetic was
+  // about 2 % of a large run's instructions.
   struct LastSpread {
     std::uint64_t length = 0, partitions = 0;
     sc_core::sc_time time;

@@ -33,8 +33,8 @@ private:
   // A bin never booked holds 0. Inline for the bins already held, which is
   // nearly every booking: this was a few percent of a large run's CPU.
   double& at(std::int64_t bin) {
-    const auto i = static_cast<std::uint64_t>(bin - first_);
-    if (size_ != 0 && bin >= first_ && i < size_) return used_[(head_ + i) & (used_.size() - 1)];
+    const auto i = static_cast<std::uint64_t>(bin - first_);  // wraps past size_ for a bin before first_
+    if (i < size_) return used_[(head_ + i) & (used_.size() - 1)];
     return add(bin);
   }
   double& add(std::int64_t bin);  // at() of a bin not held yet
