@@ -11,12 +11,8 @@ namespace tessera::dma {
 using sc_core::sc_time;
 using sc_core::sc_time_stamp;
 
-namespace {
-constexpr std::size_t kNone = static_cast<std::size_t>(-1);
-}  // namespace
-
 DmaScheduler::DmaScheduler(sc_core::sc_module_name name, core::CoreContext& ctx, sc_time lookahead)
-    : sc_module(name), ctx_(ctx), lookahead_(lookahead), planned_(sc_core::sc_max_time()) {
+    : sc_module(name), ctx_(ctx), lookahead_(lookahead), never_(sc_core::sc_max_time()), planned_(never_) {
   SC_THREAD(run);
 }
 
@@ -34,11 +30,29 @@ void DmaScheduler::end_of_elaboration() {
       engines_[i]->slot_ = i;
     }
   // Each engine's first step is at 0, where its thread would have started.
-  next_.assign(engines_.size(), sc_core::SC_ZERO_TIME);
+  leaves_ = 1;
+  while (leaves_ < engines_.size()) leaves_ *= 2;
+  next_.assign(leaves_, never_);
+  std::fill(next_.begin(), next_.begin() + static_cast<std::ptrdiff_t>(engines_.size()), sc_core::SC_ZERO_TIME);
+  winner_.assign(2 * leaves_, 0);
+  for (std::size_t i = 0; i < leaves_; ++i) winner_[leaves_ + i] = static_cast<std::uint32_t>(i);
+  for (std::size_t k = leaves_ - 1; k >= 1; --k) {
+    const std::uint32_t l = winner_[2 * k], r = winner_[2 * k + 1];
+    winner_[k] = next_[r] < next_[l] ? r : l;
+  }
+}
+
+void DmaScheduler::replay(std::size_t slot) {
+  for (std::size_t k = (leaves_ + slot) / 2; k >= 1; k /= 2) {
+    // Every slot under the left child is lower than every slot under the right.
+    const std::uint32_t l = winner_[2 * k], r = winner_[2 * k + 1];
+    winner_[k] = next_[r] < next_[l] ? r : l;
+  }
 }
 
 void DmaScheduler::doorbell(std::size_t slot, const sc_time& next, const sc_time& visible_after) {
   next_[slot] = next;
+  replay(slot);
   if (visible_after < lookahead_)
     throw std::logic_error("DmaScheduler: a doorbell visible sooner than the lookahead");
   // The step it may wake is at now + visible_after, which the scheduler may
@@ -53,7 +67,7 @@ void DmaScheduler::doorbell(std::size_t slot, const sc_time& next, const sc_time
 
 void DmaScheduler::run() {
   if (!active_) return;
-  const sc_time never = sc_core::sc_max_time();
+  const sc_time never = never_;
   const sc_time resolution = sc_core::sc_get_time_resolution();
   for (;;) {
     ++wake_ups_;
@@ -62,37 +76,21 @@ void DmaScheduler::run() {
     const sc_time horizon = now + lookahead_;
     sc_time next = never;
     for (;;) {
-      // The engine with the earliest step (the lower rank at the same time)
-      // and the one after it, which bounds how far the first runs on alone.
-      std::size_t first = 0, second = kNone;
-      sc_time first_at = never, second_at = never;
-      for (std::size_t i = 0; i < next_.size(); ++i) {
-        const sc_time at = next_[i];
-        if (at < first_at) {  // strict: of two at the same time, the lower rank
-          second = first_at == never ? kNone : first;
-          second_at = first_at;
-          first = i;
-          first_at = at;
-        } else if (at < second_at) {
-          second = i;
-          second_at = at;
-        }
-      }
-      if (first_at >= horizon) {
-        next = first_at;
+      // The engine with the earliest step, the lower rank at the same time. It
+      // runs until its next step is not the earliest: a doorbell is rung only
+      // by a process in SystemC, not while the scheduler runs, so the other
+      // engines' steps stay where they are meanwhile.
+      const std::size_t first = winner_[1];
+      sc_time& at = next_[first];
+      if (at >= horizon) {
+        next = at;
         break;
       }
-      DmaEngine& e = *engines_[first];
-      const sc_time limit = std::min(second_at, horizon);
-      const bool wins_tie = second_at < horizon && first < second;  // engines are in rank order
-      sc_time& at = next_[first];
-      for (;;) {
-        if (at > reached_) reached_ = at;
-        at = e.step_at(at);
-        ++steps_;
-        if (ctx_.error) return;  // the run stops (sc_stop)
-        if (!(at < limit || (wins_tie && at == second_at))) break;
-      }
+      if (at > reached_) reached_ = at;
+      at = engines_[first]->step_at(at);
+      ++steps_;
+      if (ctx_.error) return;  // the run stops (sc_stop)
+      replay(first);
     }
     // Wake just before the next step: SystemC's time stays behind every step
     // not yet taken, and the next wake-up's horizon is as far out as it can be.
