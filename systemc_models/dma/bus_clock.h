@@ -6,6 +6,8 @@
 
 #include <systemc>
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 
@@ -17,6 +19,13 @@ public:
   explicit ClockEdges(const sc_core::sc_time& period) : period_(period) {
     if (period_ == sc_core::SC_ZERO_TIME) throw std::invalid_argument("a clock period under the time resolution");
     inverse_ = ~std::uint64_t{0} / period_.value();
+    for (std::size_t n = 0; n < multiples_.size(); ++n) multiples_[n] = period_ * static_cast<double>(n);
+  }
+
+  // n periods, the same time as sc_time's period * n, which multiplies in a
+  // double each time: the step loop takes several per access.
+  sc_core::sc_time cycles(std::uint64_t n) const {
+    return n < multiples_.size() ? multiples_[n] : period_ * static_cast<double>(n);
   }
 
   // The same edge as period * ceil(t / period - 1e-9) in doubles for every
@@ -35,6 +44,7 @@ public:
 private:
   sc_core::sc_time period_;
   std::uint64_t inverse_;  // floor((2^64 - 1) / period)
+  std::array<sc_core::sc_time, 128> multiples_;  // a burst's beats, and the engine's fixed gaps
 };
 
 // An AXI data bus of `bytes`: addresses rounded down to a beat and byte

@@ -25,17 +25,17 @@ namespace {
 
 // Cycle counts of the RTL (rtl/dma/tsr_dma_engine.sv), measured through the
 // AXI4-to-TLM bridge (cosim/, TESSERA_DMA_BRIDGE_LOG): see docs/cosim.md.
-constexpr double kDoorbellToFetch = 2;   // Q_TAIL write to the fetch AR
-constexpr double kFetchAhead = 4;        // fetch data back to the next descriptor's fetch AR
-constexpr double kDecode = 4;            // fetch data back to the first data AR
-constexpr double kHandoffToRead = 5;     // previous descriptor's last W beat to the first data AR
-constexpr double kReadSlotReuse = 2;     // last R beat of a burst to the AR that reuses its slot
-constexpr double kReadToWrite = 3;       // last R beat a write burst needs to its first W beat
-constexpr double kWriteToCompletion = 3; // last B to the semaphore write
-constexpr double kWriteSlotReuse = 2;    // B of a write to the first W beat of the write that reuses its slot
-constexpr double kCompletionToStatus = 1;
-constexpr double kStatusAwToHandoff = 2;  // a waiting descriptor enters the completion stage this much before the status W beat
-constexpr double kBarrierToRead = 2;      // the last write response a BARRIER waits for to its first data AR
+constexpr std::uint64_t kDoorbellToFetch = 2;   // Q_TAIL write to the fetch AR
+constexpr std::uint64_t kFetchAhead = 4;        // fetch data back to the next descriptor's fetch AR
+constexpr std::uint64_t kDecode = 4;            // fetch data back to the first data AR
+constexpr std::uint64_t kHandoffToRead = 5;     // previous descriptor's last W beat to the first data AR
+constexpr std::uint64_t kReadSlotReuse = 2;     // last R beat of a burst to the AR that reuses its slot
+constexpr std::uint64_t kReadToWrite = 3;       // last R beat a write burst needs to its first W beat
+constexpr std::uint64_t kWriteToCompletion = 3; // last B to the semaphore write
+constexpr std::uint64_t kWriteSlotReuse = 2;    // B of a write to the first W beat of the write that reuses its slot
+constexpr std::uint64_t kCompletionToStatus = 1;
+constexpr std::uint64_t kStatusAwToHandoff = 2;  // a waiting descriptor enters the completion stage this much before the status W beat
+constexpr std::uint64_t kBarrierToRead = 2;      // the last write response a BARRIER waits for to its first data AR
 
 }  // namespace
 
@@ -235,7 +235,7 @@ sc_time DmaEngine::fetch_ready_at(const sc_time& not_before) const {
     for (std::uint32_t q = 0; q < queues_.size(); ++q) {
       const QueueState& s = queues_[q];
       if (s.error == arch::DmaError::kNone && s.ring_size > 0 && fetch_ptr_[q] != s.tail)
-        fetchable_at_ = std::min(fetchable_at_, tail_visible_[q] + period_ * kDoorbellToFetch);
+        fetchable_at_ = std::min(fetchable_at_, tail_visible_[q] + clock_.cycles(kDoorbellToFetch));
     }
     fetchable_known_ = true;
   }
@@ -248,7 +248,7 @@ std::int64_t DmaEngine::ready_queue(std::uint32_t after, const sc_time& ar) cons
     const std::uint32_t q = (after + i) % n;
     const QueueState& s = queues_[q];
     if (s.error == arch::DmaError::kNone && s.ring_size > 0 && fetch_ptr_[q] != s.tail &&
-        tail_visible_[q] + period_ * kDoorbellToFetch <= ar)
+        tail_visible_[q] + clock_.cycles(kDoorbellToFetch) <= ar)
       return q;
   }
   return -1;
@@ -342,7 +342,7 @@ DmaEngine::Fetched DmaEngine::fetch_end() {
 
 sc_time DmaEngine::write_slot_free() const {
   // A write holds one of max_outstanding slots from AW to B.
-  return writes_b_count_ < max_outstanding_ ? SC_ZERO_TIME : writes_b_[writes_b_next_] + period_ * kWriteSlotReuse;
+  return writes_b_count_ < max_outstanding_ ? SC_ZERO_TIME : writes_b_[writes_b_next_] + clock_.cycles(kWriteSlotReuse);
 }
 
 void DmaEngine::write_answered(const sc_time& b) {
@@ -380,8 +380,8 @@ void DmaEngine::complete_oldest() {
                          fmt::format("semaphore write to 0x{:x} failed", c.sem_addr));
     write_answered(resp);
     c.semaphore = false;
-    c.ready = at + period_ * kCompletionToStatus;
-    c.aw = aw + period_ * kCompletionToStatus;
+    c.ready = at + clock_.cycles(kCompletionToStatus);
+    c.aw = aw + clock_.cycles(kCompletionToStatus);
     return;
   }
   const PendingCompletion done = c;
@@ -446,8 +446,7 @@ void DmaEngine::begin(const Fetched& f) {
   // beat), write bursts (first W beat after the last R beat of their data),
   // the completion writes of earlier descriptors (ahead of data bursts, between
   // bursts) and the fetch of the next descriptor (one ahead).
-  const sc_time cycle = period_;
-  const sc_time data_start = std::max(f.ready + cycle * kDecode, last_handoff_ + cycle * kHandoffToRead);
+  const sc_time data_start = std::max(f.ready + clock_.cycles(kDecode), last_handoff_ + clock_.cycles(kHandoffToRead));
   // A BARRIER holds the first read until the completion stage is empty and
   // every write of the engine (completion writes too) is acknowledged; the
   // fetch unit goes on meanwhile. (A BARRIER descriptor never reads ahead.)
@@ -481,7 +480,7 @@ void DmaEngine::begin(const Fetched& f) {
   // from its first, the first beat up to the next bus boundary, then whole beats.
   scratch_.sent.clear();
   x.prefetch_done = false;
-  x.fetch_unit_free = std::max(f.ready + cycle * kFetchAhead, data_start);
+  x.fetch_unit_free = std::max(f.ready + clock_.cycles(kFetchAhead), data_start);
   // The read-ahead descriptor: once the running one has issued its last read,
   // the next fetched descriptor of its queue (decoded without error, no
   // BARRIER) starts reading the cycle after both that and two cycles after its
@@ -568,7 +567,7 @@ void DmaEngine::place_again() {
       const std::size_t k = open[i];
       const std::uint32_t beats =
           k == kFetch ? static_cast<std::uint32_t>(bus_.beats(arch::kDmaDescriptorBytes)) : scratch_.read_beats[k];
-      const sc_time last = std::max(ready_of(k), ch) + cycle * static_cast<double>(beats - 1);
+      const sc_time last = std::max(ready_of(k), ch) + clock_.cycles(beats - 1);
       last_of(k) = last;
       ch = last + cycle;
     }
@@ -623,7 +622,7 @@ sc_time DmaEngine::beat_with(const Run& w, sc_time start, std::uint64_t sent, st
   const std::uint64_t first = std::min<std::uint64_t>(w.bytes, beat - (w.address - bus_.down(w.address)));
   if (sent + first >= target) return start;
   const std::uint64_t more = bus_.beats(target - sent - first + beat - 1);  // whole beats after the first
-  return start + period_ * static_cast<double>(more);
+  return start + clock_.cycles(more);
 }
 
 // When a read of `bytes` finds room: after the beats already sent, or those
@@ -660,18 +659,18 @@ void DmaEngine::hand_off() {
   sc_time first_r = never_;
   for (std::size_t k = 0; k < src.size(); ++k)
     if (k < x.src_end || scratch_.delivered[k])
-      first_r = std::min(first_r, scratch_.last_beat[k] - cycle * static_cast<double>(scratch_.read_beats[k] - 1));
+      first_r = std::min(first_r, scratch_.last_beat[k] - clock_.cycles(scratch_.read_beats[k] - 1));
   const sc_time from = moving_any_ ? std::max(first_r, moving_until_ + cycle) : first_r;
   if (x.last_w >= from) stats_.busy_ns += trace::ns(x.last_w - from + cycle);
   moving_any_ = true;
   moving_until_ = x.last_w;
-  completions_pending_.push_back({x.q, x.index, b_last_ + cycle * kWriteToCompletion,
-                                  b_last_ + cycle * (kWriteToCompletion - 1),
+  completions_pending_.push_back({x.q, x.index, b_last_ + clock_.cycles(kWriteToCompletion),
+                                  b_last_ + clock_.cycles(kWriteToCompletion - 1),
                                   (x.d.flags & arch::kDmaFlagCompletion) != 0, x.d.sem_addr, x.d.sem_value});
   last_handoff_ = x.handoff;
   x.handoff_known = true;
   // The control takes the hand-off two cycles after `handoff`.
-  x.handoff_at = x.handoff + cycle * 2;
+  x.handoff_at = x.handoff + clock_.cycles(2);
   if (sampler_) {
     const std::vector<std::uint8_t>& buffer = scratch_.buffer;
     const std::vector<std::uint8_t>* bytes = nullptr;
@@ -705,7 +704,7 @@ DmaEngine::Wait DmaEngine::step() {
         }
         // An idle fetch unit fetches two cycles after the doorbell's register
         // write, four after the previous fetch's data.
-        const sc_time issue = fetch_ready_at(std::max(on_clock(now_), last_fetch_ready_ + cycle * kFetchAhead));
+        const sc_time issue = fetch_ready_at(std::max(on_clock(now_), last_fetch_ready_ + clock_.cycles(kFetchAhead)));
         // The completion stage's writes go out in their own cycles meanwhile
         // (within one cycle the fetch's AR goes before a W).
         const sc_time due = completions_pending_.empty() ? never : completion_time();
@@ -758,17 +757,17 @@ DmaEngine::Wait DmaEngine::step() {
             // Its AW goes a cycle before its first W beat can: once its data is
             // committed and a write slot is free, in order after the last AW,
             // and, for a run start, a run gap after the last run start.
-            x.t_aw = std::max({retire(x.need) + cycle * (kReadToWrite - 1), next_aw_, x.aw_floor});
+            x.t_aw = std::max({retire(x.need) + clock_.cycles(kReadToWrite - 1), next_aw_, x.aw_floor});
             if (const sc_time slot = write_slot_free(); slot > SC_ZERO_TIME) x.t_aw = std::max(x.t_aw, slot - cycle);
             if (dst[x.wi].first) x.t_aw = std::max(x.t_aw, next_run_aw_);
             x.t_aw = std::max(x.t_aw, next_descriptor_aw_);  // set at a descriptor's last beat: binds only the next one's first AW
             x.t_write_start = std::max(w_free_, x.t_aw + cycle);
-            x.t_write = x.t_write_start + cycle * static_cast<double>(w_beats - 1);
+            x.t_write = x.t_write_start + clock_.cycles(w_beats - 1);
           }
         }
         if (x.ri < src.size()) {
           x.t_read = x.ri >= max_outstanding_
-                         ? std::max(x.next_read, retire(x.ri - max_outstanding_) + cycle * kReadSlotReuse)
+                         ? std::max(x.next_read, retire(x.ri - max_outstanding_) + clock_.cycles(kReadSlotReuse))
                          : x.next_read;
           if (src[x.ri].first) x.t_read = std::max(x.t_read, next_run_ar_);
         }
@@ -777,7 +776,7 @@ DmaEngine::Wait DmaEngine::step() {
         if (x.barrier && x.ri == 0)  // the barrier state takes a cycle even when nothing is outstanding
           x.t_read = !completions_pending_.empty() ? never
                      : writes_b_count_ == 0        ? x.t_read + cycle
-                                                   : std::max(x.t_read + cycle, b_last_ + cycle * kBarrierToRead);
+                                                   : std::max(x.t_read + cycle, b_last_ + clock_.cycles(kBarrierToRead));
         // Completion writes go ahead of data bursts whose AW is not earlier than
         // theirs, and behind those whose AW is (W beats follow AWs in order): a
         // completion write behind the next data burst waits until that is out.
@@ -789,7 +788,7 @@ DmaEngine::Wait DmaEngine::step() {
           t_fetch = fetch_ready_at(unit_free);
           if (t_fetch == never && !pending_.empty())
             t_fetch = std::max(unit_free, std::max(on_clock(pending_.front().visible), next_tail_write_) +
-                                              cycle * kDoorbellToFetch);
+                                              clock_.cycles(kDoorbellToFetch));
         } else if (!x.ahead && prefetched_ && x.ri == src.size()) {
           if (x.ahead_ok < 0) {
             x.ahead_ok = prefetched_->queue == x.q &&
@@ -797,7 +796,7 @@ DmaEngine::Wait DmaEngine::step() {
                          (x.ahead_d.flags & arch::kDmaFlagBarrier) == 0;
           }
           if (x.ahead_ok == 1) {
-            t_ahead = std::max({x.last_ar + cycle, (x.fetch_on_r ? x.fetch_last : prefetched_->ready) + cycle * 2,
+            t_ahead = std::max({x.last_ar + cycle, (x.fetch_on_r ? x.fetch_last : prefetched_->ready) + clock_.cycles(2),
                                 x.ahead_floor});
             if (t_ahead >= x.handoff_at) t_ahead = never;
           }
@@ -820,7 +819,7 @@ DmaEngine::Wait DmaEngine::step() {
             prefetched_.reset();
             x.prefetch_done = false;
             x.ahead_ok = -1;
-            x.fetch_unit_free = now_ + cycle * 2;  // the fetch unit picks the cycle after it is taken
+            x.fetch_unit_free = now_ + clock_.cycles(2);  // the fetch unit picks the cycle after it is taken
             x.start_at = src.size();
             x.start_q = x.ahead_f.queue;
             x.start_index = x.ahead_f.index;
@@ -914,7 +913,7 @@ DmaEngine::Wait DmaEngine::step() {
           continue;
         }
         if (x.writes_done && !x.handoff_known && completions_pending_.size() < before) {
-          x.handoff = std::max(x.handoff, x.queued_behind ? now_ : now_ - cycle * kStatusAwToHandoff);
+          x.handoff = std::max(x.handoff, x.queued_behind ? now_ : now_ - clock_.cycles(kStatusAwToHandoff));
           x.behind_valid = false;
           if (completions_pending_.empty()) hand_off();
         }
