@@ -64,6 +64,17 @@ TEST(ClockEdges, AreExactOverTheWholeRangeOfTime) {
   }
 }
 
+TEST(ClockEdges, CyclesAreTheMultiplyInsideTheTableAndPastIt) {
+  std::mt19937_64 rng(11);
+  for (const std::uint64_t p : periods(rng)) {
+    const sc_time period = sc_time::from_value(p);
+    const ClockEdges clock(period);
+    for (std::uint64_t n = 0; n < 300; ++n)  // the table holds 128
+      ASSERT_EQ(clock.cycles(n), period * static_cast<double>(n)) << "period " << p << " n " << n;
+    EXPECT_EQ(clock.cycles(1'000'000), period * 1e6);
+  }
+}
+
 TEST(ClockEdges, AZeroPeriodIsRefused) {
   EXPECT_THROW(ClockEdges(sc_core::SC_ZERO_TIME), std::invalid_argument);
 }
