@@ -298,9 +298,11 @@ sc_time DmaEngine::access(tlm::tlm_command cmd, std::uint64_t address, std::uint
   // Alone, the engine is at SystemC's time and takes its turn among the
   // engines of the cycle; under a scheduler the turn is the scheduler's
   // order, and a time ahead of SystemC's goes as the annotated delay.
-  sc_time delay = SC_ZERO_TIME;
-  if (scheduler_) delay = now_ - sc_time_stamp();
-  else take_turn_in_order();
+  // SystemC's time stands still while the scheduler runs the engines (it
+  // reads it once per wake-up, and the memory targets never wait).
+  const sc_time stamp = scheduler_ ? scheduler_->systemc_time() : SC_ZERO_TIME;
+  sc_time delay = scheduler_ ? now_ - stamp : SC_ZERO_TIME;
+  if (!scheduler_) take_turn_in_order();
   tlm::tlm_generic_payload& t = payload_;
   t.set_command(cmd);
   t.set_address(address);
@@ -313,7 +315,7 @@ sc_time DmaEngine::access(tlm::tlm_command cmd, std::uint64_t address, std::uint
   t.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
   socket->b_transport(t, delay);
   error = t.is_response_error();
-  const sc_time answer = sc_time_stamp() + delay;
+  const sc_time answer = (scheduler_ ? stamp : sc_time_stamp()) + delay;
   if (log_)
     std::fprintf(stderr, "%s %.3f %s 0x%llx bytes %u answer %.3f\n", name(), trace::ns(now_),
                  cmd == tlm::TLM_WRITE_COMMAND ? "W" : "R", static_cast<unsigned long long>(address), length,

@@ -72,6 +72,7 @@ void DmaScheduler::run() {
   for (;;) {
     ++wake_ups_;
     const sc_time now = sc_time_stamp();
+    systemc_time_ = now;
     // Steps before `horizon` cannot be changed by anything rung from now on.
     const sc_time horizon = now + lookahead_;
     sc_time next = never;

@@ -67,6 +67,9 @@ public:
   // took: a wake-up takes a lookahead's worth of steps, not one.
   std::uint64_t wake_ups() const { return wake_ups_; }
   std::uint64_t steps() const { return steps_; }
+  // SystemC's time while the scheduler runs the engines: it stands still
+  // meanwhile, and sc_time_stamp() is a library call.
+  const sc_core::sc_time& systemc_time() const { return systemc_time_; }
 
   // A doorbell of the engine in `slot` becomes visible `visible_after` from
   // now, and the engine's next step is `next`: it may be within the
@@ -99,6 +102,7 @@ private:
   // engine waited in SystemC for its own steps.
   sc_core::sc_time reached_;
   std::uint64_t wake_ups_ = 0, steps_ = 0;
+  sc_core::sc_time systemc_time_;
 };
 
 }  // namespace tessera::dma

@@ -56,6 +56,10 @@ void Hbm::backdoor_write(std::uint64_t address, const std::uint8_t* in, std::uin
 }
 
 sc_time Hbm::book(std::uint64_t address, std::uint64_t length, const sc_time& start) {
+  return book(address, length, start, sc_core::sc_time_stamp());
+}
+
+sc_time Hbm::book(std::uint64_t address, std::uint64_t length, const sc_time& start, const sc_time& now) {
   const std::size_t channels = channel_bins_.size();
   // The hash is linear and maps every granule index below `channels` to
   // itself, so within an aligned block of `channels` granules the channel is
@@ -74,7 +78,7 @@ sc_time Hbm::book(std::uint64_t address, std::uint64_t length, const sc_time& st
   }
   const double start_ns = trace::ns(start);
   // Bins before now can take no more requests.
-  const auto stale = static_cast<std::int64_t>(trace::ns(sc_core::sc_time_stamp()) / kBinNs) - 1;
+  const auto stale = static_cast<std::int64_t>(trace::ns(now) / kBinNs) - 1;
   double done_ns = start_ns;
   // Channels in index order, so that a trace's traffic bins add up in one order.
   for (std::size_t word = 0; word < touched_.size(); ++word)
@@ -111,8 +115,8 @@ void Hbm::b_transport(int, tlm::tlm_generic_payload& trans, sc_time& delay) {
     stats_.bytes_timing_only += static_cast<double>(length);
   }
   // The target adds its latency to the initiator's delay and never waits.
-  const sc_time start = sc_core::sc_time_stamp() + delay;
-  delay = book(address, length, start) + latency_ - sc_core::sc_time_stamp();
+  const sc_time now = sc_core::sc_time_stamp();
+  delay = book(address, length, now + delay, now) + latency_ - now;
   trans.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 

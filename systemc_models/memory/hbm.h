@@ -51,6 +51,10 @@ public:
   // When a transfer of `length` bytes at `address`, issued at `start`, has
   // moved its last byte; books the channels it uses.
   sc_core::sc_time book(std::uint64_t address, std::uint64_t length, const sc_core::sc_time& start);
+  // The same at SystemC's time `now`, which the caller has read already (a
+  // library call, several per access).
+  sc_core::sc_time book(std::uint64_t address, std::uint64_t length, const sc_core::sc_time& start,
+                        const sc_core::sc_time& now);
 
   // The time a read of `length` bytes takes on an idle device: latency plus
   // the bytes at full bandwidth (what an instruction fetch costs).
