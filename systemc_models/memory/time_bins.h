@@ -35,6 +35,12 @@ private:
   double& at(std::int64_t bin) {
     const auto i = static_cast<std::uint64_t>(bin - first_);  // wraps past size_ for a bin before first_
     if (i < size_) return used_[(head_ + i) & (used_.size() - 1)];
+    if (i == size_ && size_ < used_.size()) {  // the bin after the last, with room: how the ring mostly grows
+      double& fresh = used_[(head_ + i) & (used_.size() - 1)];
+      fresh = 0.0;
+      ++size_;
+      return fresh;
+    }
     return add(bin);
   }
   double& add(std::int64_t bin);  // at() of a bin not held yet
