@@ -35,18 +35,17 @@ void DmaScheduler::end_of_elaboration() {
   next_.assign(leaves_, never_);
   std::fill(next_.begin(), next_.begin() + static_cast<std::ptrdiff_t>(engines_.size()), sc_core::SC_ZERO_TIME);
   winner_.assign(2 * leaves_, 0);
-  for (std::size_t i = 0; i < leaves_; ++i) winner_[leaves_ + i] = static_cast<std::uint32_t>(i);
-  for (std::size_t k = leaves_ - 1; k >= 1; --k) {
-    const std::uint32_t l = winner_[2 * k], r = winner_[2 * k + 1];
-    winner_[k] = next_[r] < next_[l] ? r : l;
-  }
+  for (std::size_t i = 0; i < leaves_; ++i) winner_[leaves_ + i] = key(i);
+  for (std::size_t k = leaves_ - 1; k >= 1; --k) winner_[k] = std::min(winner_[2 * k], winner_[2 * k + 1]);
 }
 
 void DmaScheduler::replay(std::size_t slot) {
-  for (std::size_t k = (leaves_ + slot) / 2; k >= 1; k /= 2) {
-    // Every slot under the left child is lower than every slot under the right.
-    const std::uint32_t l = winner_[2 * k], r = winner_[2 * k + 1];
-    winner_[k] = next_[r] < next_[l] ? r : l;
+  std::size_t k = leaves_ + slot;
+  Key best = key(slot);
+  winner_[k] = best;
+  for (; k > 1; k /= 2) {
+    best = std::min(best, winner_[k ^ 1]);
+    winner_[k / 2] = best;
   }
 }
 
@@ -81,7 +80,7 @@ void DmaScheduler::run() {
       // runs until its next step is not the earliest: a doorbell is rung only
       // by a process in SystemC, not while the scheduler runs, so the other
       // engines' steps stay where they are meanwhile.
-      const std::size_t first = winner_[1];
+      const auto first = static_cast<std::size_t>(winner_[1] & ~std::uint64_t{0});
       sc_time& at = next_[first];
       if (at >= horizon) {
         next = at;

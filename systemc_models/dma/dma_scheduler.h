@@ -83,15 +83,22 @@ private:
   // changes, replaying its path to the root is log2(engines) comparisons,
   // where a scan of every engine at each step cost 7 % of a GEMM's run.
   void replay(std::size_t slot);
+  // An engine's place in the tournament: its next step's time in the high
+  // half, its slot in the low, so that the lower slot wins at the same time.
+  using Key = unsigned __int128;
+  Key key(std::size_t slot) const { return static_cast<Key>(next_[slot].value()) << 64 | slot; }
 
   core::CoreContext& ctx_;
   sc_core::sc_time lookahead_;
   sc_core::sc_time never_;  // sc_max_time(), a library call
   std::vector<DmaEngine*> engines_;
   std::vector<sc_core::sc_time> next_;  // each engine's next step, by slot (rank order); sc_max_time past the last
-  // winner_[k] is the slot with the earliest step under node k (the lower
-  // slot at the same time); node 1 is the root, leaves_ + slot the leaves.
-  std::vector<std::uint32_t> winner_;
+  // winner_[k] is the key of the earliest step under node k; node 1 is the
+  // root, leaves_ + slot the leaves. Keys, not slots: a replay's compares
+  // then read only the siblings on the path, none of which it changes, and
+  // carry the winner in registers (slots to look up made each level wait for
+  // the one below: no faster than the scan in CPU time).
+  std::vector<Key> winner_;
   std::size_t leaves_ = 1;
   bool active_ = false;
   std::optional<bool> requested_;
