@@ -67,24 +67,36 @@ sc_time Hbm::book(std::uint64_t address, std::uint64_t length, const sc_time& st
   // block rather than per granule.
   const std::uint64_t in_block = channels - 1;
   std::uint32_t block_channel = 0;
+  // The word of touched_ being filled, held in a register: or-ing into
+  // memory at every granule made each wait for the store before it.
+  std::size_t word = 0;
+  std::uint64_t bits = 0;
   for (std::uint64_t a = address, end = address + length; a < end;) {
     const std::uint64_t g = a / kInterleaveBytes;
     if (a == address || (g & in_block) == 0) block_channel = hash_.channel_of_granule(g & ~in_block);
     const std::uint64_t n = std::min(end, (g + 1) * kInterleaveBytes) - a;
     const std::uint64_t c = block_channel ^ (g & in_block);
-    touched_[c / 64] |= std::uint64_t{1} << (c % 64);
+    if (c / 64 != word) {
+      touched_[word] |= bits;
+      word = c / 64;
+      bits = 0;
+    }
+    bits |= std::uint64_t{1} << (c % 64);
     per_channel_[c] += n;
     a += n;
   }
+  touched_[word] |= bits;
   const double start_ns = trace::ns(start);
+  // Every channel's bins are kBinNs wide: the first bin once for all.
+  const auto start_bin = static_cast<std::int64_t>(start_ns / kBinNs);
   // Bins before now can take no more requests.
   const auto stale = static_cast<std::int64_t>(trace::ns(now) / kBinNs) - 1;
   double done_ns = start_ns;
   // Channels in index order, so that a trace's traffic bins add up in one order.
-  for (std::size_t word = 0; word < touched_.size(); ++word)
-    for (std::uint64_t bits = touched_[word]; bits != 0; bits &= bits - 1) {
-      const std::size_t c = word * 64 + static_cast<std::size_t>(__builtin_ctzll(bits));
-      const double finish = channel_bins_[c].book(static_cast<double>(per_channel_[c]), start_ns, stale,
+  for (std::size_t w = 0; w < touched_.size(); ++w)
+    for (std::uint64_t left = touched_[w]; left != 0; left &= left - 1) {
+      const std::size_t c = w * 64 + static_cast<std::size_t>(__builtin_ctzll(left));
+      const double finish = channel_bins_[c].book(static_cast<double>(per_channel_[c]), start_ns, start_bin, stale,
                                                   record_traffic_ ? &traffic_ : nullptr);
       done_ns = std::max(done_ns, finish);
       per_channel_[c] = 0;

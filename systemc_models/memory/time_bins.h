@@ -25,7 +25,13 @@ public:
   // through: never sooner than streaming them at the full bandwidth. Bins
   // before `stale_bin` take no more requests and are dropped first. With
   // `traffic`, adds what each bin took to it (bin index -> bytes).
-  double book(double bytes, double start_ns, std::int64_t stale_bin, std::map<std::int64_t, double>* traffic = nullptr);
+  double book(double bytes, double start_ns, std::int64_t stale_bin, std::map<std::int64_t, double>* traffic = nullptr) {
+    return book(bytes, start_ns, static_cast<std::int64_t>(start_ns / bin_ns_), stale_bin, traffic);
+  }
+  // The same with start_ns's bin given (start_ns / bin_ns(), truncated): a
+  // caller that books many bins of one width at one time divides once.
+  double book(double bytes, double start_ns, std::int64_t start_bin, std::int64_t stale_bin,
+              std::map<std::int64_t, double>* traffic = nullptr);
 
   double bin_ns() const { return bin_ns_; }
 
@@ -63,11 +69,11 @@ private:
 
 // Inline, with at() and drop_before(): HBM books each channel of every
 // access, and the call was a few percent of a large run's instructions.
-inline double TimeBins::book(double bytes, double start_ns, std::int64_t stale_bin,
+inline double TimeBins::book(double bytes, double start_ns, std::int64_t start_bin, std::int64_t stale_bin,
                              std::map<std::int64_t, double>* traffic) {
   drop_before(stale_bin);
   double left = bytes;
-  std::int64_t b = static_cast<std::int64_t>(start_ns / bin_ns_);
+  std::int64_t b = start_bin;
   double finish = start_ns;
   while (left > 0) {
     double& used = at(b);
