@@ -506,7 +506,7 @@ void DmaEngine::begin(const Fetched& f) {
 
 // AXI moves whole beats aligned to the bus: a burst's beat count and the
 // bytes memory is asked for follow from the aligned range.
-std::pair<std::uint64_t, std::uint32_t> DmaEngine::aligned(const Run& r) const {
+inline std::pair<std::uint64_t, std::uint32_t> DmaEngine::aligned(const Run& r) const {
   const std::uint64_t lo = bus_.down(r.address), hi = bus_.down(r.address + r.bytes + bus_.bytes() - 1);
   return std::make_pair(lo, static_cast<std::uint32_t>(hi - lo));
 }
