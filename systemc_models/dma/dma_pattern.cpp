@@ -32,13 +32,14 @@ void cut(const Run& r, std::uint32_t max_burst_bytes, std::vector<Run>& out) {
   // A mask for a power of two (every shipped bus width), not a 64-bit
   // division per burst: tens of cycles each.
   const bool pow2 = (max_burst_bytes & (max_burst_bytes - 1)) == 0;
+  // A run that carries on where the previous one ended is one run with it.
+  bool first = out.empty() || out.back().address + out.back().bytes != a;
   while (left > 0) {
     const std::uint64_t into = pow2 ? a & (max_burst_bytes - 1) : a % max_burst_bytes;
     const std::uint64_t to_boundary = max_burst_bytes - into;
     const std::uint32_t n = static_cast<std::uint32_t>(std::min(left, to_boundary));
-    // A run that carries on where the previous one ended is one run with it.
-    const bool first = a == r.address && (out.empty() || out.back().address + out.back().bytes != a);
     out.push_back({a, n, first});
+    first = false;
     a += n;
     left -= n;
   }
