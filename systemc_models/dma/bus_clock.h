@@ -44,7 +44,7 @@ public:
 private:
   sc_core::sc_time period_;
   std::uint64_t inverse_;  // floor((2^64 - 1) / period)
-  std::array<sc_core::sc_time, 128> multiples_;  // a burst's beats, and the engine's fixed gaps
+  std::array<sc_core::sc_time, 257> multiples_;  // a burst's beats (at most 256), and the engine's fixed gaps
 };
 
 // An AXI data bus of `bytes`: addresses rounded down to a beat and byte

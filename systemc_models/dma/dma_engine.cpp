@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -299,10 +300,14 @@ sc_time DmaEngine::access(tlm::tlm_command cmd, std::uint64_t address, std::uint
   // engines of the cycle; under a scheduler the turn is the scheduler's
   // order, and a time ahead of SystemC's goes as the annotated delay.
   // SystemC's time stands still while the scheduler runs the engines (it
-  // reads it once per wake-up, and the memory targets never wait).
-  const sc_time stamp = scheduler_ ? scheduler_->systemc_time() : SC_ZERO_TIME;
-  sc_time delay = scheduler_ ? now_ - stamp : SC_ZERO_TIME;
-  if (!scheduler_) take_turn_in_order();
+  // reads it once per wake-up, and no memory target waits).
+  sc_time stamp = SC_ZERO_TIME, delay = SC_ZERO_TIME;
+  if (scheduler_) {
+    stamp = scheduler_->systemc_time();
+    delay = now_ - stamp;
+  } else {
+    take_turn_in_order();
+  }
   tlm::tlm_generic_payload& t = payload_;
   t.set_command(cmd);
   t.set_address(address);
@@ -315,7 +320,9 @@ sc_time DmaEngine::access(tlm::tlm_command cmd, std::uint64_t address, std::uint
   t.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
   socket->b_transport(t, delay);
   error = t.is_response_error();
-  const sc_time answer = (scheduler_ ? stamp : sc_time_stamp()) + delay;
+  if (!scheduler_) stamp = sc_time_stamp();  // the target may have waited
+  assert(stamp == sc_time_stamp());
+  const sc_time answer = stamp + delay;
   if (log_)
     std::fprintf(stderr, "%s %.3f %s 0x%llx bytes %u answer %.3f\n", name(), trace::ns(now_),
                  cmd == tlm::TLM_WRITE_COMMAND ? "W" : "R", static_cast<unsigned long long>(address), length,

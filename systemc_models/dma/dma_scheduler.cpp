@@ -76,11 +76,10 @@ void DmaScheduler::run() {
     const sc_time horizon = now + lookahead_;
     sc_time next = never;
     for (;;) {
-      // The engine with the earliest step, the lower rank at the same time. It
-      // runs until its next step is not the earliest: a doorbell is rung only
-      // by a process in SystemC, not while the scheduler runs, so the other
-      // engines' steps stay where they are meanwhile.
-      const auto first = static_cast<std::size_t>(winner_[1] & ~std::uint64_t{0});
+      // The engine with the earliest step, the lower rank at the same time:
+      // every step (and every doorbell) replays its engine's path, so the
+      // root always holds it.
+      const std::size_t first = slot_of(winner_[1]);
       sc_time& at = next_[first];
       if (at >= horizon) {
         next = at;

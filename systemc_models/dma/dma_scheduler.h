@@ -67,8 +67,9 @@ public:
   // took: a wake-up takes a lookahead's worth of steps, not one.
   std::uint64_t wake_ups() const { return wake_ups_; }
   std::uint64_t steps() const { return steps_; }
-  // SystemC's time while the scheduler runs the engines: it stands still
-  // meanwhile, and sc_time_stamp() is a library call.
+  // SystemC's time while the scheduler runs the engines, which it stands
+  // still for (sc_time_stamp() is a library call). Valid only during their
+  // steps, in run(); otherwise the last wake-up's time.
   const sc_core::sc_time& systemc_time() const { return systemc_time_; }
 
   // A doorbell of the engine in `slot` becomes visible `visible_after` from
@@ -87,12 +88,16 @@ private:
   // half, its slot in the low, so that the lower slot wins at the same time.
   using Key = unsigned __int128;
   Key key(std::size_t slot) const { return static_cast<Key>(next_[slot].value()) << 64 | slot; }
+  static std::size_t slot_of(Key k) { return static_cast<std::size_t>(static_cast<std::uint64_t>(k)); }
 
   core::CoreContext& ctx_;
   sc_core::sc_time lookahead_;
   sc_core::sc_time never_;  // sc_max_time(), a library call
   std::vector<DmaEngine*> engines_;
-  std::vector<sc_core::sc_time> next_;  // each engine's next step, by slot (rank order); sc_max_time past the last
+  // Each engine's next step, by slot (rank order). The tree's padding leaves
+  // past the last engine hold sc_max_time and, having higher slots, lose
+  // every tie.
+  std::vector<sc_core::sc_time> next_;
   // winner_[k] is the key of the earliest step under node k; node 1 is the
   // root, leaves_ + slot the leaves. Keys, not slots: a replay's compares
   // then read only the siblings on the path, none of which it changes, and

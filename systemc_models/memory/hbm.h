@@ -51,10 +51,6 @@ public:
   // When a transfer of `length` bytes at `address`, issued at `start`, has
   // moved its last byte; books the channels it uses.
   sc_core::sc_time book(std::uint64_t address, std::uint64_t length, const sc_core::sc_time& start);
-  // The same at SystemC's time `now`, which the caller has read already (a
-  // library call, several per access).
-  sc_core::sc_time book(std::uint64_t address, std::uint64_t length, const sc_core::sc_time& start,
-                        const sc_core::sc_time& now);
 
   // The time a read of `length` bytes takes on an idle device: latency plus
   // the bytes at full bandwidth (what an instruction fetch costs).
@@ -73,6 +69,10 @@ public:
   const HbmStats& stats() const { return stats_; }
 
 private:
+  // book() at SystemC's time `now`, which b_transport has read already
+  // (sc_time_stamp() is a library call).
+  sc_core::sc_time book(std::uint64_t address, std::uint64_t length, const sc_core::sc_time& start,
+                        const sc_core::sc_time& now);
   void b_transport(int initiator, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
   unsigned transport_dbg(int initiator, tlm::tlm_generic_payload& trans);
 
