@@ -55,10 +55,6 @@ void Hbm::backdoor_write(std::uint64_t address, const std::uint8_t* in, std::uin
   store_.write(address, in, length);
 }
 
-sc_time Hbm::book(std::uint64_t address, std::uint64_t length, const sc_time& start) {
-  return book(address, length, start, sc_core::sc_time_stamp());
-}
-
 sc_time Hbm::book(std::uint64_t address, std::uint64_t length, const sc_time& start, const sc_time& now) {
   const std::size_t channels = channel_bins_.size();
   // The hash is linear and maps every granule index below `channels` to

@@ -48,10 +48,6 @@ public:
   // The channel that serves the byte at `address` (a CRC of its granule index).
   std::size_t channel_of(std::uint64_t address) const { return hash_.channel_of(address); }
 
-  // When a transfer of `length` bytes at `address`, issued at `start`, has
-  // moved its last byte; books the channels it uses.
-  sc_core::sc_time book(std::uint64_t address, std::uint64_t length, const sc_core::sc_time& start);
-
   // The time a read of `length` bytes takes on an idle device: latency plus
   // the bytes at full bandwidth (what an instruction fetch costs).
   sc_core::sc_time unloaded_read_time(std::uint64_t length) const;
@@ -69,8 +65,9 @@ public:
   const HbmStats& stats() const { return stats_; }
 
 private:
-  // book() at SystemC's time `now`, which b_transport has read already
-  // (sc_time_stamp() is a library call).
+  // When a transfer of `length` bytes at `address`, issued at `start`, has
+  // moved its last byte; books the channels it uses. `now` is SystemC's time,
+  // which b_transport has read already (sc_time_stamp() is a library call).
   sc_core::sc_time book(std::uint64_t address, std::uint64_t length, const sc_core::sc_time& start,
                         const sc_core::sc_time& now);
   void b_transport(int initiator, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
