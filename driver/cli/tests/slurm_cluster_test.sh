@@ -255,4 +255,7 @@ held=$(python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); print(p["arr
 [[ $status -eq 2 ]] && grep -q "has not started after" "$WORK/held.txt" && grep -q "PartitionDown" "$WORK/held.txt" \
   || { cat "$WORK/held.txt"; fail "a job that never starts (exit $status) was not a clear error"; }
 echo "ok: refused submission and never-starting job reported"
+# Passed: the three smoke-suite runs' job folders (about 400 MB, each job's
+# report in several forms) are not needed; a failure above leaves them all.
+rm -rf "$WORK/local" "$WORK/slurm" "$WORK/killed"
 echo "PASSED in ${SECONDS} s"
