@@ -169,10 +169,22 @@ JobResult finish(const Running& r, int status, Ending ending) {
     const std::size_t at = log.size() > 600 ? log.size() - 600 : 0;
     return log.substr(at);
   };
+  std::string out;
   try {
-    res.report = nlohmann::json::parse(read_file(r.dir / "stdout.json"));
+    out = read_file(r.dir / "stdout.json");
+    res.report = nlohmann::json::parse(out);
   } catch (const std::exception&) {
     res.report = nlohmann::json::object();
+  }
+  // The run wrote the same report to its folder (--out): one copy on disk
+  // is enough, and a suite's reports run to hundreds of MB. stdout.json
+  // stays when it differs, e.g. holds an error the run wrote nowhere else.
+  try {
+    std::error_code ec;
+    if (!out.empty() && fs::exists(r.dir / "report.json", ec) && read_file(r.dir / "report.json") == out)
+      fs::remove(r.dir / "stdout.json", ec);
+  } catch (const std::exception&) {
+    // Unreadable: both copies stay, which costs disk only.
   }
   if (ending == Ending::TimedOut) {
     res.status = Status::Timeout;

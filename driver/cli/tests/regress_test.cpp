@@ -276,6 +276,16 @@ TEST(RegressRun, FailingAndHangingJobsAreReportedAndTheRestGoOn) {
   EXPECT_TRUE(fs::exists(out / "junit.xml"));
   EXPECT_TRUE(fs::exists(out / "summary.md"));
   EXPECT_THAT(text, HasSubstr("1 of 3 passed"));
+  // The passing job's report is on disk once, as report.json, not again as
+  // its captured stdout (the runner read the same report from it). The
+  // failing one wrote no report.json, so what it printed stays.
+  const fs::path ok = out / "jobs" / "ok.default.tiny.K8_M8_N64", bad = out / "jobs" / "bad.blocked_mn.tiny.K8192";
+  ASSERT_TRUE(fs::exists(ok / "report.json"));
+  EXPECT_FALSE(fs::exists(ok / "stdout.json"));
+  const auto result = nlohmann::json::parse(std::ifstream(ok / "result.json"));
+  EXPECT_EQ(result["report"], nlohmann::json::parse(std::ifstream(ok / "report.json")));
+  EXPECT_FALSE(fs::exists(bad / "report.json"));
+  EXPECT_TRUE(fs::exists(bad / "stdout.json"));
   fs::remove_all(out);
 }
 
