@@ -24,8 +24,11 @@ function(tessera_verilate target)
   if(ARG_SYSTEMC)
     verilator_link_systemc(${target})
   endif()
-  # Verilator's runtime headers are not ours to keep warning-free.
-  target_include_directories(${target} SYSTEM PRIVATE
+  # Verilator's runtime headers are not ours to keep warning-free, in the
+  # model's own sources and in every target that includes its header (GCC
+  # takes a directory given both -I, as verilate() passes it on, and
+  # -isystem as a system one).
+  target_include_directories(${target} SYSTEM PUBLIC
     "${VERILATOR_ROOT}/include" "${VERILATOR_ROOT}/include/vltstd")
   # Its runtime sources are compiled into the target with our warning flags.
   target_compile_options(${target} PRIVATE -Wno-unused-parameter)
