@@ -87,6 +87,32 @@ struct AttentionPlan {
   }
 };
 
+// Why a point does not fit the core, or nothing: a key block wider than one
+// matmul and one PSUM bank take, or K^T and V of a head (kv_sets of them)
+// with the working tiles past a partition of SBUF. The kernel's own checks,
+// which the tuner and the tuning database's fallback read without building
+// (KernelSpec::fits), and which the kernel itself raises.
+std::optional<std::string> attention_fits(const arch::HwConfig& cfg, const KernelArgs& args) {
+  const std::int64_t S = args.shape.at("S"), D = args.shape.at("D"), sets = args.params.integer("kv_sets");
+  const auto e = static_cast<std::int64_t>(arch::size_of(input_format(args.dtype, cfg).dtype));
+  try {
+    const AttentionPlan p(cfg, S, D, args.variant.rfind("flash", 0) == 0,
+                          args.variant.find("causal") != std::string::npos, args.params.integer("key_chunks"), e);
+    const std::int64_t sbuf = cfg.sbuf.partition_kib * 1024;
+    if (p.per_head + p.working > sbuf)
+      return fmt::format("attention: K^T and V of one head (S={}, D={}) need {} bytes per partition and the working "
+                         "tiles {} more; SBUF has {} per partition",
+                         S, D, p.per_head, p.working, sbuf);
+    if (sets * p.per_head + p.working > sbuf)
+      return fmt::format("attention: kv_sets={}: {} sets of K^T and V (S={}, D={}) need {} bytes per partition and "
+                         "the working tiles {} more; SBUF has {} per partition",
+                         sets, sets, S, D, sets * p.per_head, p.working, sbuf);
+  } catch (const KernelError& err) {
+    return std::string(err.what());
+  }
+  return std::nullopt;
+}
+
 class Attention : public KernelInstance {
 public:
   Attention(Device& dev, const KernelArgs& args)
@@ -100,7 +126,7 @@ public:
     v_ = dev.allocate("v", {H_ * S_, D_}, in_);
     o_ = dev.allocate("o", {H_ * S_, D_}, DType::Fp32);
     if (!flash_) scores_ = dev.allocate("scores", {H_ * S_, S_}, DType::Fp32);
-    plan(dev.config());
+    plan(dev.config(), args);
     // The causal mask as an input, the `+ mask` of the formula: one
     // [c, 2 bk + c] table whose windows are every block's additive mask
     // (mask()). A table rather than GpSimd iota, which not every generation has.
@@ -163,7 +189,8 @@ private:
   // fp32, whole chunks); dn: output columns per PSUM tile.
   std::int64_t c_ = 0, bk_ = 0, nd_ = 0, dn_ = 0, nv_ = 0, nkc_ = 0, sets_ = 0;
 
-  void plan(const arch::HwConfig& cfg) {
+  void plan(const arch::HwConfig& cfg, const KernelArgs& args) {
+    if (auto why = attention_fits(cfg, args)) throw KernelError(*why);
     const AttentionPlan p(cfg, S_, D_, flash_, causal_, params_.integer("key_chunks"),
                           static_cast<std::int64_t>(arch::size_of(in_)));
     c_ = p.c;
@@ -175,15 +202,6 @@ private:
     sets_ = params_.integer("kv_sets");
     rescale_engine_ = params_.has("rescale") && params_.choice("rescale") == "scalar" ? arch::Engine::Scalar
                                                                                   : arch::Engine::Vector;
-    const std::int64_t sbuf = cfg.sbuf.partition_kib * 1024;
-    if (p.per_head + p.working > sbuf)
-      throw KernelError(fmt::format("attention: K^T and V of one head (S={}, D={}) need {} bytes per partition and the "
-                                    "working tiles {} more; SBUF has {} per partition",
-                                    S_, D_, p.per_head, p.working, sbuf));
-    if (sets_ * p.per_head + p.working > sbuf)
-      throw KernelError(fmt::format("attention: kv_sets={}: {} sets of K^T and V (S={}, D={}) need {} bytes per "
-                                    "partition and the working tiles {} more; SBUF has {} per partition",
-                                    sets_, sets_, S_, D_, sets_ * p.per_head, p.working, sbuf));
   }
 
 private:
@@ -678,6 +696,7 @@ KernelSpec attention_spec() {
             return std::int64_t{2 * p.per_head + p.working <= ctx.config.sbuf.partition_kib * 1024 ? 2 : 1};
           }),
   };
+  spec.fits = attention_fits;
   spec.make = [](Device& dev, const KernelArgs& args) { return std::make_unique<Attention>(dev, args); };
   return spec;
 }

@@ -450,10 +450,11 @@ Params resolve_params(const KernelSpec& spec, const std::string& variant_name, c
   for (const auto& [name, value] : stored.values())
     if (!with_db.has(name)) with_db.set(name, value);
   with_db = complete_params(spec, variant, config, shape, with_db, dtype);
-  // An entry tuned at another shape of the bucket (or for bf16, when the
-  // run's tiles are wider) may not fit this one: the kernel's own defaults then.
-  if (spec.fits && (tuned->shape != shape || dtype != "bf16") &&
-      spec.fits(config, KernelArgs{variant, shape, with_db, 1, dtype}))
+  // An entry tuned at another shape of the bucket, for bf16 when the run's
+  // tiles are wider, or on the generation before a run's --set or a what-if
+  // study changed it (a wider array, a smaller SBUF) may not fit this run:
+  // the kernel's own defaults then.
+  if (spec.fits && spec.fits(config, KernelArgs{variant, shape, with_db, 1, dtype}))
     return complete_params(spec, variant, config, shape, given, dtype);
   return with_db;
 }

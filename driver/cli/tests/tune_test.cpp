@@ -581,6 +581,44 @@ TEST(TuningDb, DefaultRunsReadTheStoredPoint) {
   fs::remove(file);
 }
 
+// A stored point that does not fit the run's core, here v2's attention
+// blocks on a what-if 256-wide array (a key block of 4 chunks is 1024 keys,
+// one PSUM bank takes 512), gives way to the kernel's own defaults; on the
+// generation it was tuned on it is used as stored.
+TEST(TuningDb, AStoredPointThatDoesNotFitAChangedCoreGivesWayToTheDefaults) {
+  const fs::path file = fs::temp_directory_path() / fmt::format("tessera_tuning_fit_{}.json", ::getpid());
+  TuningDb db;
+  TuningEntry e;
+  e.kernel = "attention";
+  e.variant = "flash";
+  e.config = "neuroncore-v2";
+  e.shape = {{"S", 2048}, {"D", 128}, {"H", 8}};
+  e.params = {{"key_chunks", "4"}, {"kv_sets", "2"}, {"rescale", "scalar"}, {"vector_pt_copies", "2"}};
+  e.time_ns = 1;
+  db.put(e);
+  db.save(file.string());
+  setenv("TESSERA_TUNING_DB", file.c_str(), 1);
+  setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_DIR "/configs", 1);
+  const auto& spec = kernels::kernel_named("attention");
+  const kernels::Shape shape = e.shape;
+  const auto v2 = arch::load_config("neuroncore-v2").hw;
+  auto p = kernels::resolve_params(spec, "flash", v2, shape, {});
+  EXPECT_EQ(p.integer("key_chunks"), 4);
+  EXPECT_EQ(p.choice("rescale"), "scalar");
+  std::vector<arch::Override> wide;
+  for (const char* key : {"tensor.rows", "tensor.cols", "tensor.stationary_max_free", "sbuf.partitions",
+                          "psum.partitions", "vector.lanes", "scalar.lanes"})
+    wide.push_back({key, "256"});
+  const auto v2_wide = arch::load_config("neuroncore-v2", wide).hw;
+  ASSERT_EQ(v2_wide.name, v2.name);  // the same entry is found
+  ASSERT_TRUE(spec.fits(v2_wide, kernels::KernelArgs{"flash", shape, p, 1, "bf16"}).has_value());
+  p = kernels::resolve_params(spec, "flash", v2_wide, shape, {});
+  EXPECT_EQ(p.integer("key_chunks"), 2);        // as many as one matmul and PSUM bank take
+  EXPECT_EQ(p.choice("rescale"), "vector");     // the default, not the stored point's
+  EXPECT_FALSE(spec.fits(v2_wide, kernels::KernelArgs{"flash", shape, p, 1, "bf16"}).has_value());
+  fs::remove(file);
+}
+
 // A search cut short by its budget, which never timed the stored point,
 // does not replace a stored point faster than its own best.
 TEST_F(TuneTest, ASearchCutShortKeepsAFasterStoredPoint) {

@@ -152,6 +152,45 @@ TEST(Registry, GemmFitsAgreesWithTheBuilder) {
   EXPECT_GT(refused, 10);
 }
 
+// Attention's fits() says what building it says, on a grid of key blocks,
+// K/V sets, variants and generations, with shapes whose heads fit SBUF
+// once, twice or not at all (small builds: the sanitizer lane runs it).
+TEST(Registry, AttentionFitsAgreesWithTheBuilder) {
+  setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_CONFIG_DIR, 1);
+  const KernelSpec& attention = kernel_named("attention");
+  int fit = 0, refused = 0;
+  const std::map<std::string, std::vector<Shape>> shapes = {
+      {"tiny", {{{"S", 64}, {"D", 16}, {"H", 2}}, {{"S", 512}, {"D", 32}, {"H", 2}}}},
+      {"small", {{{"S", 256}, {"D", 64}, {"H", 2}}}},
+      {"neuroncore-v2", {{{"S", 1024}, {"D", 128}, {"H", 2}}}}};
+  for (const auto& [name, list] : shapes) {
+    DeviceOptions o;
+    o.config = name;
+    o.no_data = true;
+    for (const Shape& shape : list)
+      for (const char* variant : {"flash", "flash_causal", "naive"})
+        for (int key_chunks : {1, 2, 4, 8})
+          for (int kv_sets : {1, 2}) {
+            Device dev(o);
+            KernelRequest r{"attention", variant, shape, {}, 1};
+            r.params = {{"key_chunks", std::to_string(key_chunks)}, {"kv_sets", std::to_string(kv_sets)}};
+            const KernelArgs args = resolve(attention, dev.config(), r);
+            const auto why = attention.fits(dev.config(), args);
+            bool built = true;
+            try {
+              attention.make(dev, args)->build();
+            } catch (const KernelError&) {
+              built = false;
+            }
+            EXPECT_EQ(!why.has_value(), built) << name << " " << variant << " " << args.params.text() << ": "
+                                               << why.value_or("fits");
+            (built ? fit : refused)++;
+          }
+  }
+  EXPECT_GT(fit, 10);
+  EXPECT_GT(refused, 10);
+}
+
 TEST(Registry, CheckFitsNamesTheReason) {
   setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_CONFIG_DIR, 1);
   DeviceOptions o;
