@@ -276,14 +276,24 @@ TEST(RegressRun, FailingAndHangingJobsAreReportedAndTheRestGoOn) {
   EXPECT_TRUE(fs::exists(out / "junit.xml"));
   EXPECT_TRUE(fs::exists(out / "summary.md"));
   EXPECT_THAT(text, HasSubstr("1 of 3 passed"));
-  // The passing job's report is on disk once, as report.json, not again as
-  // its captured stdout (the runner read the same report from it). The
-  // failing one wrote no report.json, so what it printed stays.
+  // The passing job's report is on disk whole once, as report.json, not
+  // again as its captured stdout (the runner read the same report from it);
+  // its entry in result.json and results.json is that report without the
+  // critical path's steps and waits. The failing one wrote no report.json,
+  // so what it printed stays.
   const fs::path ok = out / "jobs" / "ok.default.tiny.K8_M8_N64", bad = out / "jobs" / "bad.blocked_mn.tiny.K8192";
   ASSERT_TRUE(fs::exists(ok / "report.json"));
   EXPECT_FALSE(fs::exists(ok / "stdout.json"));
+  auto whole = nlohmann::json::parse(std::ifstream(ok / "report.json"));
+  ASSERT_FALSE(whole["critical_path"]["steps"].empty());
+  ASSERT_TRUE(whole["critical_path"].contains("waits"));
+  whole["critical_path"].erase("steps");
+  whole["critical_path"].erase("waits");
   const auto result = nlohmann::json::parse(std::ifstream(ok / "result.json"));
-  EXPECT_EQ(result["report"], nlohmann::json::parse(std::ifstream(ok / "report.json")));
+  EXPECT_EQ(result["report"], whole);
+  EXPECT_GT(result["report"]["critical_path"]["steps_total"].get<int>(), 0);
+  for (const auto& r : results)
+    if (r["id"].get<std::string>().rfind("ok/", 0) == 0) EXPECT_EQ(r["report"], whole);
   EXPECT_FALSE(fs::exists(bad / "report.json"));
   EXPECT_TRUE(fs::exists(bad / "stdout.json"));
   fs::remove_all(out);
