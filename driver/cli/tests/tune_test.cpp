@@ -503,6 +503,18 @@ namespace tdb {
 using kernels::TuningDb;
 using kernels::TuningEntry;
 
+TuningEntry entry(const std::string& kernel, const std::string& variant, const std::string& config,
+                  const kernels::Shape& shape, const std::map<std::string, std::string>& params, double time_ns) {
+  TuningEntry e;
+  e.kernel = kernel;
+  e.variant = variant;
+  e.config = config;
+  e.shape = shape;
+  e.params = params;
+  e.time_ns = time_ns;
+  return e;
+}
+
 TEST(TuningDb, BucketsRoundEachDimensionUpToAPowerOfTwo) {
   EXPECT_EQ(kernels::shape_bucket({{"M", 4096}, {"N", 3000}, {"K", 1}}), "K=1,M=4096,N=4096");
   EXPECT_EQ(kernels::shape_bucket({{"P", 0}}), "P=0");
@@ -511,13 +523,7 @@ TEST(TuningDb, BucketsRoundEachDimensionUpToAPowerOfTwo) {
 TEST(TuningDb, SavesAndLoadsAndReplacesByKey) {
   const fs::path file = fs::temp_directory_path() / fmt::format("tessera_tuning_db_{}.json", ::getpid());
   TuningDb db;
-  TuningEntry e;
-  e.kernel = "gemm";
-  e.variant = "blocked_mnk";
-  e.config = "small";
-  e.shape = {{"M", 64}, {"N", 128}, {"K", 128}};
-  e.params = {{"bm", "2"}};
-  e.time_ns = 1000;
+  TuningEntry e = entry("gemm", "blocked_mnk", "small", {{"M", 64}, {"N", 128}, {"K", 128}}, {{"bm", "2"}}, 1000);
   db.put(e);
   e.params = {{"bm", "1"}};
   e.shape = {{"M", 60}, {"N", 128}, {"K", 128}};  // the same bucket: replaces
@@ -547,13 +553,8 @@ TEST(TuningDb, SavesAndLoadsAndReplacesByKey) {
 TEST(TuningDb, DefaultRunsReadTheStoredPoint) {
   const fs::path file = fs::temp_directory_path() / fmt::format("tessera_tuning_read_{}.json", ::getpid());
   TuningDb db;
-  TuningEntry e;
-  e.kernel = "gemm";
-  e.variant = "blocked_mnk";
-  e.config = "small";
-  e.shape = {{"M", 64}, {"N", 128}, {"K", 128}};
-  e.params = {{"bm", "1"}, {"bk", "3"}};
-  e.time_ns = 1;
+  TuningEntry e =
+      entry("gemm", "blocked_mnk", "small", {{"M", 64}, {"N", 128}, {"K", 128}}, {{"bm", "1"}, {"bk", "3"}}, 1);
   db.put(e);
   e.variant = "blocked_mn";
   e.params = {{"bogus", "1"}};
@@ -588,13 +589,9 @@ TEST(TuningDb, DefaultRunsReadTheStoredPoint) {
 TEST(TuningDb, AStoredPointThatDoesNotFitAChangedCoreGivesWayToTheDefaults) {
   const fs::path file = fs::temp_directory_path() / fmt::format("tessera_tuning_fit_{}.json", ::getpid());
   TuningDb db;
-  TuningEntry e;
-  e.kernel = "attention";
-  e.variant = "flash";
-  e.config = "neuroncore-v2";
-  e.shape = {{"S", 2048}, {"D", 128}, {"H", 8}};
-  e.params = {{"key_chunks", "4"}, {"kv_sets", "2"}, {"rescale", "scalar"}, {"vector_pt_copies", "2"}};
-  e.time_ns = 1;
+  const TuningEntry e =
+      entry("attention", "flash", "neuroncore-v2", {{"S", 2048}, {"D", 128}, {"H", 8}},
+            {{"key_chunks", "4"}, {"kv_sets", "2"}, {"rescale", "scalar"}, {"vector_pt_copies", "2"}}, 1);
   db.put(e);
   db.save(file.string());
   setenv("TESSERA_TUNING_DB", file.c_str(), 1);
