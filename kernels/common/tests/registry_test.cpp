@@ -113,6 +113,17 @@ TEST(Registry, GemmBlockingDefaultsAreDerivedAroundWhatARunSets) {
   EXPECT_EQ(resolve_params(gemm, "naive", v2, shape, {}).text(), "evacuate=vector,psum=fp32");
 }
 
+// Whether the kernel builds its program at `args` (a kernel or builder rule
+// refuses it otherwise): what an analytic fits() must agree with.
+bool builds(const KernelSpec& spec, Device& dev, const KernelArgs& args) {
+  try {
+    spec.make(dev, args)->build();
+  } catch (const KernelError&) {
+    return false;
+  }
+  return true;
+}
+
 // GEMM's analytic fits() says what a build says, on a grid of blockings
 // and generations (so a tuner may prune with it and never lose a point).
 TEST(Registry, GemmFitsAgreesWithTheBuilder) {
@@ -138,12 +149,7 @@ TEST(Registry, GemmFitsAgreesWithTheBuilder) {
             if (std::string(variant) == "blocked_mnk") r.params["bk"] = std::to_string(bk);
             const KernelArgs args = resolve(gemm, dev.config(), r);
             const bool analytic = !gemm.fits(dev.config(), args).has_value();
-            bool built = true;
-            try {
-              gemm.make(dev, args)->build();
-            } catch (const KernelError&) {
-              built = false;
-            }
+            const bool built = builds(gemm, dev, args);
             EXPECT_EQ(analytic, built) << name << " " << variant << " " << args.params.text();
             (built ? fit : refused)++;
           }
@@ -176,12 +182,7 @@ TEST(Registry, AttentionFitsAgreesWithTheBuilder) {
             r.params = {{"key_chunks", std::to_string(key_chunks)}, {"kv_sets", std::to_string(kv_sets)}};
             const KernelArgs args = resolve(attention, dev.config(), r);
             const auto why = attention.fits(dev.config(), args);
-            bool built = true;
-            try {
-              attention.make(dev, args)->build();
-            } catch (const KernelError&) {
-              built = false;
-            }
+            const bool built = builds(attention, dev, args);
             EXPECT_EQ(!why.has_value(), built) << name << " " << variant << " " << args.params.text() << ": "
                                                << why.value_or("fits");
             (built ? fit : refused)++;
