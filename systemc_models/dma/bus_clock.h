@@ -4,6 +4,8 @@
 // width) at a fraction of their cost, which was a third of DmaEngine::step.
 #pragma once
 
+#include "trace/sim_time.h"
+
 #include <systemc>
 
 #include <array>
@@ -38,7 +40,7 @@ public:
     const auto q = static_cast<std::uint64_t>((static_cast<unsigned __int128>(v) * inverse_) >> 64);
     std::uint64_t past = v - q * p;
     while (past >= p) past -= p;
-    return past == 0 ? t : t + (period_ - sc_core::sc_time::from_value(past));
+    return past == 0 ? t : t + trace::ticks(p - past);
   }
 
 private:

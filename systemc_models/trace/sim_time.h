@@ -6,10 +6,9 @@
 // (sc_time::to_seconds() * 1e9 and sc_time(v, SC_NS)), the same operations
 // in the same order, with the resolution read once: SystemC's are calls
 // into its library that look the simulation context up each time, and the
-// models convert a few times per memory access (tests: SimTime.*; from_ns
-// still ends in sc_time::from_value, SystemC's only way to make a time from
-// ticks). Bit for bit only as long as a * b + c stays two roundings: the
-// build's -ffp-contract=off (CMakeLists.txt) keeps it so.
+// models convert a few times per memory access (tests: SimTime.*). Bit for
+// bit only as long as a * b + c stays two roundings: the build's
+// -ffp-contract=off (CMakeLists.txt) keeps it so.
 #pragma once
 
 #include <systemc>
@@ -42,12 +41,24 @@ inline double ns(const sc_core::sc_time& t) {
   return sc_dt::uint64_to_double(t.value()) * resolution().fs * 1e-15 * 1e9;
 }
 
+// sc_time::from_value(n), n resolution units, without its call into
+// SystemC's library (which also marks the resolution fixed; it is, once a
+// model runs). One unit times n: sc_time multiplies in a double, n + 0.5
+// truncated, which is n exactly below 2^52. The DMA model makes a time from
+// ticks at nearly every access, and the call was 1.6 % of a GEMM's
+// instructions.
+inline sc_core::sc_time ticks(std::uint64_t n) {
+  static const sc_core::sc_time unit = sc_core::sc_get_time_resolution();
+  if (n >= std::uint64_t{1} << 52) return sc_core::sc_time::from_value(n);
+  return unit * static_cast<double>(n);
+}
+
 // sc_core::sc_time(v, SC_NS): v scaled to resolution units, plus a half,
 // truncated; through a volatile as in SystemC, whose copy this is.
 inline sc_core::sc_time from_ns(double v) {
   if (v == 0) return sc_core::SC_ZERO_TIME;
   volatile double units = v * resolution().units_per_ns + 0.5;
-  return sc_core::sc_time::from_value(static_cast<sc_core::sc_time::value_type>(static_cast<std::int64_t>(units)));
+  return ticks(static_cast<sc_core::sc_time::value_type>(static_cast<std::int64_t>(units)));
 }
 
 inline double ps(const sc_core::sc_time& t) { return t.to_seconds() * 1e12; }

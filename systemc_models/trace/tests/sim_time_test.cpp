@@ -68,6 +68,15 @@ TEST(SimTime, NsIsToSecondsTimesABillion) {
   }
 }
 
+TEST(SimTime, TicksIsFromValue) {
+  std::vector<sc_time::value_type> values = {0, 1, 2, 999, 1000, (1ull << 52) - 1, 1ull << 52, (1ull << 52) + 1,
+                                             (1ull << 53) + 1, std::numeric_limits<sc_time::value_type>::max()};
+  std::mt19937_64 rng(22);
+  for (int shift = 0; shift < 64; ++shift)
+    for (int i = 0; i < 2000; ++i) values.push_back(rng() >> shift);
+  for (const auto value : values) ASSERT_EQ(ticks(value).value(), sc_time::from_value(value).value()) << value;
+}
+
 TEST(SimTime, TheResolutionIsSystemCs) {
   EXPECT_EQ(resolution().fs, 1000.0);  // the default 1 ps, which no model changes
   EXPECT_EQ(resolution().units_per_ns, 1000.0);
