@@ -47,6 +47,38 @@ TEST(DmaPattern, BurstsNeverCrossTheBurstBoundary) {
   EXPECT_THAT(b, ElementsAre(dma::Run{4000, 96}, dma::Run{4096, 104}, dma::Run{8192, 4096}, dma::Run{12288, 4096}, dma::Run{16384, 808}));
 }
 
+// A burst starts a run unless it carries on where the burst before it ended,
+// rows of the pattern included; pattern_bursts gives what bursts gives on the
+// pattern's runs.
+TEST(DmaPattern, ABurstStartsARunWhereTheBytesBreak) {
+  const std::array<std::uint16_t, 4> size{64, 4, 1, 1};
+  std::vector<dma::Run> out;
+  for (const std::uint32_t row_stride : {128u, 200u}) {
+    const std::array<std::uint32_t, 4> stride{2, row_stride, 0, 0};
+    pattern_bursts(4000, size, stride, 1, 256, out);
+    const auto expected = bursts(pattern_runs(4000, size, stride, 1), 256);
+    ASSERT_EQ(out, expected);
+    std::vector<bool> first;
+    for (const auto& b : out) first.push_back(b.first);
+    std::vector<bool> first_expected;
+    for (const auto& b : expected) first_expected.push_back(b.first);
+    EXPECT_EQ(first, first_expected);
+    if (row_stride == 128) {
+      // Four rows of 128 bytes back to back from 4000: each row cut where it
+      // crosses a 256-byte boundary, and only the first burst starts a run.
+      EXPECT_THAT(out, ElementsAre(dma::Run{4000, 96}, dma::Run{4096, 32}, dma::Run{4128, 128}, dma::Run{4256, 96},
+                                   dma::Run{4352, 32}, dma::Run{4384, 128}));
+      EXPECT_EQ(first, (std::vector<bool>{true, false, false, false, false, false}));
+    } else {
+      // Rows at 4000, 4200, 4400 and 4600: the first crosses 4096 and the last 4608.
+      EXPECT_EQ(out.size(), 6u);
+      EXPECT_EQ(first, (std::vector<bool>{true, false, true, true, true, false}));
+    }
+  }
+  pattern_bursts(4000, {64, 0, 1, 1}, {2, 128, 0, 0}, 1, 256, out);
+  EXPECT_TRUE(out.empty());
+}
+
 // A descriptor for a [rows, cols] bf16 tile between a row-major HBM matrix and
 // SBUF partitions.
 TEST(DmaInCore, MatmulTilePipelineThroughHbm) {
