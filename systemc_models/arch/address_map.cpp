@@ -33,19 +33,6 @@ bool AddressMap::decode_peer(std::uint64_t address, std::uint64_t length, PeerAd
   return false;
 }
 
-Region AddressMap::region_of(std::uint64_t address, std::uint64_t length) const {
-  const auto inside = [&](std::uint64_t base, std::uint64_t size) {
-    return address >= base && address - base <= size && length <= size - (address - base);
-  };
-  if (inside(kHbmBase, hbm_bytes)) return Region::Hbm;
-  if (inside(kSbufBase, sbuf_bytes())) return Region::Sbuf;
-  if (inside(kPsumBase, psum_bytes())) return Region::Psum;
-  if (inside(kSemaphoreBase, semaphores * kSemaphoreStride)) return Region::Semaphore;
-  PeerAddress peer;
-  if (decode_peer(address, length, peer)) return Region::Peer;
-  return Region::None;
-}
-
 std::string AddressMap::describe(std::uint64_t address) const {
   if (address >= kSbufBase && address < kSbufBase + sbuf_bytes()) {
     const std::uint64_t off = address - kSbufBase;

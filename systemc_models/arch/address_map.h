@@ -85,8 +85,20 @@ struct AddressMap {
   }
 
   // The region holding [address, address + length), or None when the range
-  // is unmapped or straddles a region's end.
-  Region region_of(std::uint64_t address, std::uint64_t length) const;
+  // is unmapped or straddles a region's end. Inline: the interconnect
+  // routes every access by it.
+  Region region_of(std::uint64_t address, std::uint64_t length) const {
+    const auto inside = [&](std::uint64_t base, std::uint64_t size) {
+      return address >= base && address - base <= size && length <= size - (address - base);
+    };
+    if (inside(kHbmBase, hbm_bytes)) return Region::Hbm;
+    if (inside(kSbufBase, sbuf_bytes())) return Region::Sbuf;
+    if (inside(kPsumBase, psum_bytes())) return Region::Psum;
+    if (inside(kSemaphoreBase, semaphores * kSemaphoreStride)) return Region::Semaphore;
+    PeerAddress peer;
+    if (decode_peer(address, length, peer)) return Region::Peer;
+    return Region::None;
+  }
   std::string describe(std::uint64_t address) const;
 };
 
