@@ -68,12 +68,13 @@ sc_time Hbm::book(std::uint64_t address, std::uint64_t length, const sc_time& st
   // Bins before now can take no more requests.
   const auto stale = static_cast<std::int64_t>(trace::ns(now) / kBinNs) - 1;
   double done_ns = start_ns;
-  // Nearly every access lies in one block (a burst stays inside its 4 KiB
-  // page, which is 16 granules), where each granule has a channel of its own:
-  // each channel's share is that granule's bytes, booked as the granule is
-  // reached. The channels' bins are independent and the answer is the latest
-  // of their finishes, so the order they are booked in changes nothing but
-  // the order a trace's traffic bins add up in, which the general way keeps.
+  // Nearly every access lies in one block (with 16 channels a block is a
+  // 4 KiB page, which no burst leaves), where each granule has a channel of
+  // its own: each channel's share is that granule's bytes, booked as the
+  // granule is reached. The channels' bins are independent and the answer is
+  // the latest of their finishes, so the order they are booked in changes
+  // nothing but the order a trace's traffic bins add up in, which the
+  // general way keeps.
   const std::uint64_t first = address / kInterleaveBytes;
   if (length > 0 && !record_traffic_ && ((first ^ ((address + length - 1) / kInterleaveBytes)) & ~in_block) == 0) {
     const std::uint64_t block_channel = hash_.channel_of_granule(first & ~in_block);
