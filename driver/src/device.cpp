@@ -833,6 +833,8 @@ RunReport Device::run_single(const Program& program) {
   if (report.ok) {
     timing::RunEvents events = timing::run_events(program, core);
     const std::vector<timing::Work> work = timing::run_work(program, core, events);
+    // The trace reads the records again; otherwise they are done with.
+    if (!timeline) core.release_records();
     report.critical_path = timing::critical_path(events.events, work);
   }
   report.stats = stats.to_json();

@@ -60,6 +60,8 @@ public:
     double work_start_ns = -1, work_end_ns = -1;
   };
   const std::vector<InstructionCost>& instruction_costs() const { return costs_; }
+  // Frees the records above once nothing will read them (NeuronCore::release_records).
+  void release_costs() { std::vector<InstructionCost>().swap(costs_); }
 
 protected:
   // Executes one compute instruction functionally and returns how long the

@@ -102,6 +102,13 @@ engines::TensorEngine& NeuronCore::tensor() {
   return static_cast<engines::TensorEngine&>(engine(arch::Engine::Tensor));
 }
 
+void NeuronCore::release_records() {
+  for (auto& e : engines_)
+    if (e) e->release_costs();
+  for (std::size_t i = 0; i < dma_->engines(); ++i) dma_->engine(i).release_records();
+  semaphores().release_increments();
+}
+
 std::uint64_t NeuronCore::place(const std::vector<std::uint8_t>& bytes) {
   const std::uint64_t address = program_base_ + program_next_;
   if (program_next_ + bytes.size() > program_bytes_)

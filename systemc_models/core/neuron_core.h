@@ -94,6 +94,12 @@ public:
   Engine& engine(arch::Engine e) { return *engines_.at(static_cast<std::size_t>(e)); }
   engines::TensorEngine& tensor();
   dma::DmaSubsystem& dma() { return *dma_; }
+  // Frees what the run recorded for its report (each engine's instruction
+  // costs, the DMA engines' completions, starts and doorbells, the semaphore
+  // increments): a large run's records are tens of MiB, and a caller that
+  // has drawn its events from them frees them before the critical path
+  // allocates its own, where the run's memory peaks. Nothing may read them after.
+  void release_records();
   CoreContext& context() { return *ctx_; }
   const arch::AddressMap& address_map() const { return ctx_->map; }
 

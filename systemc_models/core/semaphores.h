@@ -63,6 +63,7 @@ public:
   };
   void keep_increments(bool on) { keep_increments_ = on; }
   const std::vector<Increment>& increments() const { return increment_log_; }
+  void release_increments() { std::vector<Increment>().swap(increment_log_); }
 
 private:
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);

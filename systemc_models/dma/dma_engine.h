@@ -90,6 +90,13 @@ public:
     sc_core::sc_time visible;
   };
   const std::vector<Doorbell>& doorbells() const { return doorbells_; }
+  // Frees completions(), starts() and doorbells() once nothing will read them
+  // (NeuronCore::release_records).
+  void release_records() {
+    std::vector<Completion>().swap(completions_);
+    std::vector<Start>().swap(starts_);
+    std::vector<Doorbell>().swap(doorbells_);
+  }
 
   // What every DMA engine model counts.
   struct DmaEngineStats : trace::Group {

@@ -4,6 +4,7 @@
 #include "core/neuron_core.h"
 
 #include "arch/numerics.h"
+#include "testing/dma_programs.h"
 #include "testing/shipped_config.h"
 #include "testing/stream.h"
 
@@ -413,6 +414,44 @@ TEST(NeuronCore, InstructionInTheWrongStreamIsAnError) {
   const RunResult r = core.run();
   ASSERT_EQ(r.status, RunResult::Status::Error);
   EXPECT_THAT(r.message, HasSubstr("instruction for the scalar engine in the vector stream"));
+}
+
+// What the run recorded for its report (instruction costs, the DMA engines'
+// completions, starts and doorbells, the semaphore increments) is held until
+// the caller releases it, and then freed whole.
+TEST(NeuronCore, ReleaseRecordsFreesWhatTheReportWasDrawnFrom) {
+  trace::Stats stats;
+  NeuronCore core("core", tiny(), stats);
+  core.semaphores().keep_increments(true);
+  const auto& map = core.address_map();
+  std::vector<arch::DmaDescriptor> ds;
+  for (std::uint32_t i = 0; i < 3; ++i)
+    ds.push_back(test_support::tile_descriptor(0x10000 + i * 512u, 64, map.sbuf_address(0, i * 64u),
+                                               static_cast<std::uint32_t>(map.sbuf_partition_bytes), 8, 32, 1,
+                                               map.semaphore_address(0)));
+  const std::uint64_t ring = core.place(test_support::ring_of(ds, 4));
+  core.configure_dma_queue(0, 0, ring, 4);
+  Stream sync(arch::Engine::Sync);
+  sync.add(test_support::trigger(0, 0, ring, 3)).wait(0, 3).end();
+  core.load_program(arch::Engine::Sync, sync.bytes);
+  const RunResult r = core.run();
+  ASSERT_TRUE(r.ok()) << r.message;
+  const dma::DmaEngineBase& dma0 = core.dma().engine(0);
+  ASSERT_EQ(core.engine(arch::Engine::Sync).instruction_costs().size(), 3u);
+  ASSERT_EQ(dma0.completions().size(), 3u);
+  ASSERT_EQ(dma0.starts().size(), 3u);
+  ASSERT_EQ(dma0.doorbells().size(), 1u);
+  ASSERT_EQ(core.semaphores().increments().size(), 3u);
+
+  core.release_records();
+  for (int e = 0; e < arch::kNumEngines; ++e)
+    EXPECT_EQ(core.engine(static_cast<arch::Engine>(e)).instruction_costs().capacity(), 0u) << e;
+  for (std::size_t e = 0; e < core.dma().engines(); ++e) {
+    EXPECT_EQ(core.dma().engine(e).completions().capacity(), 0u) << e;
+    EXPECT_EQ(core.dma().engine(e).starts().capacity(), 0u) << e;
+    EXPECT_EQ(core.dma().engine(e).doorbells().capacity(), 0u) << e;
+  }
+  EXPECT_EQ(core.semaphores().increments().capacity(), 0u);
 }
 
 }  // namespace
