@@ -41,12 +41,20 @@
 #if !defined(TESSERA_SANITIZED_ALLOCATOR)
 namespace {
 
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+
 // Blocks under the builder's threshold (kLargeArrayBytes) keep the default
-// pages: a huge page only pays for itself when most of it is used.
+// pages: a huge page only pays for itself when most of it is used. Larger
+// ones are whole huge pages: aligned to 2 MiB and a multiple of it, so that
+// no 4 KiB page is left at either end. From kLargeArrayBytes up glibc maps
+// each afresh (the threshold below), so no huge page ever lies in the heap.
 void* allocate(std::size_t bytes) {
   for (;;) {
-    if (void* p = std::malloc(bytes == 0 ? 1 : bytes)) {
-      tessera::builder::prefer_huge_pages(p, bytes);
+    const bool large = bytes >= tessera::builder::kLargeArrayBytes;
+    const std::size_t whole = (bytes + kHugePage - 1) & ~(kHugePage - 1);
+    void* p = large ? std::aligned_alloc(kHugePage, whole) : std::malloc(bytes == 0 ? 1 : bytes);
+    if (p) {
+      if (large) tessera::builder::prefer_huge_pages(p, whole);
       return p;
     }
     const std::new_handler handler = std::get_new_handler();
@@ -55,21 +63,25 @@ void* allocate(std::size_t bytes) {
   }
 }
 
-// glibc maps a block of at least its mmap threshold afresh (a page fault
-// per 4 KiB page as it is first written, unless it is advised huge) and
-// unmaps it when freed; and it raises that threshold, up to 32 MiB, each time
-// such a block is freed. So which of a run's blocks of a few MiB were
-// faulted in anew and which reused freed memory depended on the order
-// earlier blocks happened to be freed in: reserving one log instead of
-// letting it double cost the 4096x8192x8192 GEMM 2,000 more page faults.
-// Fixed at the top of that range, blocks under 32 MiB come from the heap
-// and reuse what is freed: that GEMM's page faults 39 k -> 28 k
-// (docs/performance.md). 32 MiB is within glibc's range on 64-bit hosts
-// only; elsewhere mallopt refuses it and the default stays.
+// glibc maps a block of at least its mmap threshold afresh and unmaps it
+// when freed, and serves smaller ones from its heap, reusing what is freed.
+// By default it also raises that threshold, up to 32 MiB, each time such a
+// block is freed, so which of a run's blocks were mapped afresh depended on
+// the order earlier blocks happened to be freed in. The threshold is fixed
+// at kLargeArrayBytes, the size from which blocks are huge pages: with it at
+// 32 MiB, blocks of 4 to 32 MiB came from the heap advised huge, and once
+// freed their huge pages stayed in the heap under small blocks, so the peak
+// resident memory of the 4096x8192x8192 GEMM was 287 or 313 MB depending on
+// where the heap's blocks happened to fall (the size of the environment
+// was enough to move them). Fixed at 4 MiB it is 279-282 MB either way.
+// The blocks under 4 MiB now fault in 4 KiB pages where they had often
+// landed on those huge pages (34 k page faults against 21 k), for the same
+// CPU time within the host's noise (docs/performance.md). 4 MiB is within glibc's range on
+// 64-bit hosts; elsewhere mallopt refuses it and the default stays.
 struct MmapThreshold {
   MmapThreshold() {
 #if defined(__GLIBC__)
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_MMAP_THRESHOLD, static_cast<int>(tessera::builder::kLargeArrayBytes));
 #endif
   }
 } const fixed_mmap_threshold;
