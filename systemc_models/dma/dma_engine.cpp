@@ -155,6 +155,7 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::
       period_(static_cast<double>(ctx.cfg.dma.axi_data_bytes) / ctx.cfg.dma.bytes_per_ns, SC_NS),
       clock_(period_),
       bus_(static_cast<std::uint32_t>(ctx.cfg.dma.axi_data_bytes)),
+      burst_cache_(max_burst_bytes(static_cast<std::uint32_t>(ctx.cfg.dma.axi_data_bytes))),
       data_(!ctx.no_data),
       max_outstanding_(static_cast<std::uint32_t>(ctx.cfg.dma.max_outstanding)),
       run_gap_(period_ * static_cast<double>(ctx.cfg.dma.run_gap_cycles)),
@@ -418,13 +419,12 @@ void DmaEngine::complete_oldest() {
 
 std::optional<std::pair<arch::DmaError, std::string>> DmaEngine::decode(const Fetched& f, arch::DmaDescriptor& d,
                                                                          std::vector<Run>& src,
-                                                                         std::vector<Run>& dst) const {
+                                                                         std::vector<Run>& dst) {
   if (f.error) return std::make_pair(arch::DmaError::kFetch, std::string("descriptor fetch failed"));
   d = arch::unpack(f.raw);
   if (const arch::DmaCheck c = arch::check(d); !c.ok()) return std::make_pair(c.code, c.detail);
-  const std::uint32_t beat = static_cast<std::uint32_t>(ctx_.cfg.dma.axi_data_bytes);
-  pattern_bursts(d.src_addr, d.src_size, d.src_stride, d.elem_log2, max_burst_bytes(beat), src);
-  pattern_bursts(d.dst_addr, d.dst_size, d.dst_stride, d.elem_log2, max_burst_bytes(beat), dst);
+  burst_cache_.bursts(d.src_addr, d.src_size, d.src_stride, d.elem_log2, src);
+  burst_cache_.bursts(d.dst_addr, d.dst_size, d.dst_stride, d.elem_log2, dst);
   for (const auto* side : {&src, &dst})
     for (const Run& r : *side)
       if (ctx_.map.region_of(r.address, r.bytes) == arch::Region::None)

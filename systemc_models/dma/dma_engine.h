@@ -258,7 +258,7 @@ private:
   // The decode rules on a fetched descriptor: its fields and bursts, or the
   // error that stops its queue.
   std::optional<std::pair<arch::DmaError, std::string>> decode(const Fetched& f, arch::DmaDescriptor& d,
-                                                               std::vector<Run>& src, std::vector<Run>& dst) const;
+                                                               std::vector<Run>& src, std::vector<Run>& dst);
   // Starts moving the descriptor in `f` from the queue's ring through
   // memory, and every descriptor that reads ahead behind it (the next one of
   // its queue starts reading once it has issued its last read, and takes over
@@ -392,6 +392,7 @@ private:
   sc_core::sc_time never_ = sc_core::sc_max_time();
   ClockEdges clock_;               // period_'s edges (on_clock)
   BusWidth bus_;                   // dma.axi_data_bytes
+  BurstCache burst_cache_;         // decode's bursts, by pattern shape
   bool data_;                      // bytes move (not a timing-only run)
   std::uint64_t buffer_size_;      // the read-to-write byte buffer
   std::uint32_t max_outstanding_;

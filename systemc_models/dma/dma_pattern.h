@@ -32,6 +32,43 @@ void pattern_bursts(std::uint64_t base, const std::array<std::uint16_t, 4>& size
                     const std::array<std::uint32_t, 4>& stride, std::uint8_t elem_log2, std::uint32_t max_burst_bytes,
                     std::vector<Run>& out);
 
+// pattern_bursts, remembered by the pattern's shape. A kernel's descriptors
+// repeat a few shapes at many addresses, and a pattern moved by a multiple
+// of max_burst_bytes has the same bursts moved (every cut falls on a multiple
+// of it), so a shape is cut once for each offset within max_burst_bytes.
+// Decoding cut both sides of every descriptor, about 1,100 instructions of
+// the 27,000 a descriptor cost. Direct-mapped: a shape replaces the one it
+// hashes onto. Long patterns, and a max_burst_bytes not a power of two, are
+// cut every time.
+class BurstCache {
+public:
+  explicit BurstCache(std::uint32_t max_burst_bytes) : max_burst_bytes_(max_burst_bytes) {}
+  // pattern_bursts(base, size, stride, elem_log2, max_burst_bytes, out).
+  void bursts(std::uint64_t base, const std::array<std::uint16_t, 4>& size, const std::array<std::uint32_t, 4>& stride,
+              std::uint8_t elem_log2, std::vector<Run>& out);
+
+  static constexpr std::size_t kEntries = 256;
+  static constexpr std::size_t kMostBursts = 256;  // longer patterns are not kept
+
+private:
+  struct Shape {
+    std::array<std::uint16_t, 4> size{};
+    std::array<std::uint32_t, 4> stride{};
+    std::uint32_t offset = 0;  // base within max_burst_bytes
+    std::uint8_t elem_log2 = 0;
+    friend bool operator==(const Shape& a, const Shape& b) {
+      return a.size == b.size && a.stride == b.stride && a.offset == b.offset && a.elem_log2 == b.elem_log2;
+    }
+  };
+  struct Entry {
+    bool valid = false;
+    Shape shape;
+    std::vector<Run> bursts;  // at base `offset`
+  };
+  std::uint32_t max_burst_bytes_;
+  std::array<Entry, kEntries> entries_;
+};
+
 // Bursts of at most 256 beats of `data_bytes` that never cross a 4 KiB page.
 inline std::uint32_t max_burst_bytes(std::uint32_t data_bytes) { return std::min<std::uint32_t>(4096, 256 * data_bytes); }
 

@@ -79,6 +79,57 @@ TEST(DmaPattern, ABurstStartsARunWhereTheBytesBreak) {
   EXPECT_TRUE(out.empty());
 }
 
+// The cache gives exactly what pattern_bursts gives, first flags included:
+// for shapes repeated at many bases (the same offset within a burst and
+// others), for more shapes than it has entries, for patterns longer than it
+// keeps, and for a burst size that is not a power of two.
+TEST(DmaPattern, BurstCacheGivesWhatPatternBurstsGives) {
+  std::mt19937_64 rng(20261206);
+  const auto pick = [&](std::uint64_t lo, std::uint64_t hi) {
+    return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng);
+  };
+  struct Shape {
+    std::array<std::uint16_t, 4> size;
+    std::array<std::uint32_t, 4> stride;
+    std::uint8_t elem_log2;
+  };
+  std::vector<Shape> shapes;
+  for (std::size_t i = 0; i < 2 * BurstCache::kEntries; ++i) {
+    Shape s;
+    s.elem_log2 = static_cast<std::uint8_t>(pick(0, 3));
+    const std::uint32_t elem = 1u << s.elem_log2;
+    s.size = {static_cast<std::uint16_t>(pick(1, 300)), static_cast<std::uint16_t>(pick(1, 6)),
+              static_cast<std::uint16_t>(pick(1, 2)), 1};
+    // Contiguous rows (one run each) or strided elements, rows apart or back to back.
+    s.stride[0] = pick(0, 3) == 0 ? elem * static_cast<std::uint32_t>(pick(2, 4)) : elem;
+    s.stride[1] = pick(0, 3) == 0 ? s.stride[0] * s.size[0] : static_cast<std::uint32_t>(pick(1, 8192));
+    s.stride[2] = static_cast<std::uint32_t>(pick(0, 1 << 20));
+    s.stride[3] = 0;
+    shapes.push_back(s);
+  }
+  // Shapes that differ only in their strides, or only in their sizes, more
+  // of them than the cache has entries: some meet in an entry.
+  for (std::size_t i = 0; i < 2 * BurstCache::kEntries; ++i) {
+    shapes.push_back({{64, 4, 1, 1}, {2, static_cast<std::uint32_t>(pick(128, 4096)), 0, 0}, 1});
+    shapes.push_back({{static_cast<std::uint16_t>(pick(1, 400)), 4, 1, 1}, {2, 1024, 0, 0}, 1});
+  }
+  // A pattern of far more bursts than the cache keeps.
+  shapes.push_back({{1, 2000, 1, 1}, {4, 64, 0, 0}, 2});
+  for (const std::uint32_t max_burst : {256u, 4096u, 3072u}) {
+    BurstCache cache(max_burst);
+    std::vector<dma::Run> got, want;
+    for (int round = 0; round < 4000; ++round) {
+      const Shape& s = shapes[pick(0, shapes.size() - 1)];
+      // Bases that share an offset within max_burst (cache hits) and bases that do not.
+      const std::uint64_t base = pick(0, 3) == 0 ? (pick(0, 1 << 20) * max_burst + 96) : pick(0, std::uint64_t{1} << 40);
+      cache.bursts(base, s.size, s.stride, s.elem_log2, got);
+      pattern_bursts(base, s.size, s.stride, s.elem_log2, max_burst, want);
+      ASSERT_EQ(got, want) << "round " << round << " max_burst " << max_burst;
+      for (std::size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i].first, want[i].first) << i;
+    }
+  }
+}
+
 // A descriptor for a [rows, cols] bf16 tile between a row-major HBM matrix and
 // SBUF partitions.
 TEST(DmaInCore, MatmulTilePipelineThroughHbm) {
