@@ -71,9 +71,9 @@ void* allocate(std::size_t bytes) {
 // at kLargeArrayBytes, the size from which blocks are huge pages: with it at
 // 32 MiB, blocks of 4 to 32 MiB came from the heap advised huge, and once
 // freed their huge pages stayed in the heap under small blocks, so the peak
-// resident memory of the 4096x8192x8192 GEMM was 287 or 313 MB depending on
+// resident memory of the 4096x8192x8192 GEMM was 280 or 305 MiB depending on
 // where the heap's blocks happened to fall (the size of the environment
-// was enough to move them). Fixed at 4 MiB it is 279-282 MB either way.
+// was enough to move them). Fixed at 4 MiB it is 275 MiB either way.
 // The blocks under 4 MiB now fault in 4 KiB pages where they had often
 // landed on those huge pages (34 k page faults against 21 k), for the same
 // CPU time within the host's noise (docs/performance.md). 4 MiB is within glibc's range on

@@ -83,20 +83,18 @@ void BurstCache::bursts(std::uint64_t base, const std::array<std::uint16_t, 4>& 
   std::uint64_t h = shape.offset * 0x9E3779B97F4A7C15ull ^ elem_log2;
   for (int d = 0; d < 4; ++d) h = (h ^ size[d]) * 0x100000001B3ull ^ stride[d];
   Entry& e = entries_[(h ^ (h >> 29)) % kEntries];
-  if (!e.valid || !(e.shape == shape)) {
-    pattern_bursts(shape.offset, size, stride, elem_log2, m, e.bursts);
-    e.valid = e.bursts.size() <= kMostBursts;
-    e.shape = shape;
-    if (!e.valid) {
-      out.swap(e.bursts);
-      e.bursts.clear();
-      for (Run& r : out) r.address += base - shape.offset;
-      return;
-    }
-  }
   const std::uint64_t moved = base - shape.offset;
-  out.resize(e.bursts.size());
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = {e.bursts[i].address + moved, e.bursts[i].bytes, e.bursts[i].first};
+  if (e.valid && e.shape == shape) {
+    out.resize(e.bursts.size());
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = {e.bursts[i].address + moved, e.bursts[i].bytes, e.bursts[i].first};
+    return;
+  }
+  pattern_bursts(base, size, stride, elem_log2, m, out);
+  if (out.size() > kMostBursts) return;
+  e.valid = true;
+  e.shape = shape;
+  e.bursts = out;
+  for (Run& r : e.bursts) r.address -= moved;
 }
 
 }  // namespace tessera::dma

@@ -38,8 +38,8 @@ void pattern_bursts(std::uint64_t base, const std::array<std::uint16_t, 4>& size
 // of it), so a shape is cut once for each offset within max_burst_bytes.
 // Decoding cut both sides of every descriptor, about 1,100 instructions of
 // the 27,000 a descriptor cost. Direct-mapped: a shape replaces the one it
-// hashes onto. Long patterns, and a max_burst_bytes not a power of two, are
-// cut every time.
+// hashes onto. Long patterns (which leave the entry as it was), and a
+// max_burst_bytes not a power of two, are cut every time.
 class BurstCache {
 public:
   explicit BurstCache(std::uint32_t max_burst_bytes) : max_burst_bytes_(max_burst_bytes) {}
