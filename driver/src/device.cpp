@@ -228,7 +228,9 @@ void add_attribution(RunReport& report, const Program& program, core::NeuronCore
     std::map<std::uint32_t, std::vector<std::pair<std::uint32_t, sc_core::sc_time>>> done;  // queue -> (index, status)
     for (const auto& c : engine.completions()) done[c.queue].emplace_back(c.index, c.done);
     for (auto& [q, list] : done) {
-      std::sort(list.begin(), list.end());
+      // In ring order already, but for a ring run more than once
+      // (run_timing.cpp's each_descriptor_time says why the check).
+      if (!std::is_sorted(list.begin(), list.end())) std::sort(list.begin(), list.end());
       const DmaQueueId id{e32, q};
       const auto ring = program.rings.find(id);
       const auto sites = program.ring_sites.find(id);
@@ -403,7 +405,7 @@ void load(core::NeuronCore& core, const Program& program) {
     stream.assign(s.bytes().begin(), s.bytes().end());
     for (std::size_t i = 0; i < s.size(); ++i) {
       if (s.opcode(i) != arch::Opcode::DmaTrigger) continue;
-      const arch::Instruction in = s[i];
+      const arch::DmaTriggerTarget in = arch::dma_trigger_target(s.bytes().data() + s.begin_of(i));
       arch::put_address(stream.data() + s.begin_of(i),
                         ring_base.at({in.dma_engine, in.dma_queue}) + in.address * arch::kDmaDescriptorBytes);
     }

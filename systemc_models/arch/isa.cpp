@@ -223,6 +223,7 @@ namespace {
 
 // Where the header holds `address` (u64).
 constexpr std::size_t kInstrAddressOffset = 32;
+constexpr std::size_t kInstrDmaEngineOffset = 22, kInstrDmaQueueOffset = 28;
 
 template <typename T>
 void put(std::uint8_t* p, T v) {
@@ -296,9 +297,9 @@ void encode_append(const Instruction& in, std::vector<std::uint8_t>& out) {
   put<float>(h + 12, in.imm1);
   put<float>(h + 16, in.imm2);
   put<std::uint16_t>(h + 20, in.sem);
-  put<std::uint16_t>(h + 22, in.dma_engine);
+  put<std::uint16_t>(h + kInstrDmaEngineOffset, in.dma_engine);
   put<std::uint32_t>(h + 24, in.value);
-  put<std::uint16_t>(h + 28, in.dma_queue);
+  put<std::uint16_t>(h + kInstrDmaQueueOffset, in.dma_queue);
   put<std::uint64_t>(h + kInstrAddressOffset, in.address);
   put<std::uint16_t>(h + kInstrLengthOffset, static_cast<std::uint16_t>(length));
   std::size_t at = kInstrHeaderBytes;
@@ -311,6 +312,11 @@ void encode_append(const Instruction& in, std::vector<std::uint8_t>& out) {
 
 void put_address(std::uint8_t* header, std::uint64_t address) {
   put<std::uint64_t>(header + kInstrAddressOffset, address);
+}
+
+DmaTriggerTarget dma_trigger_target(const std::uint8_t* header) {
+  return {get<std::uint16_t>(header + kInstrDmaEngineOffset), get<std::uint16_t>(header + kInstrDmaQueueOffset),
+          get<std::uint64_t>(header + kInstrAddressOffset)};
 }
 
 std::vector<std::uint8_t> encode(const Instruction& in) {
@@ -342,9 +348,9 @@ Instruction decode(const std::uint8_t* h, std::size_t available, std::size_t pos
   in.imm1 = get<float>(h + 12);
   in.imm2 = get<float>(h + 16);
   in.sem = get<std::uint16_t>(h + 20);
-  in.dma_engine = get<std::uint16_t>(h + 22);
+  in.dma_engine = get<std::uint16_t>(h + kInstrDmaEngineOffset);
   in.value = get<std::uint32_t>(h + 24);
-  in.dma_queue = get<std::uint16_t>(h + 28);
+  in.dma_queue = get<std::uint16_t>(h + kInstrDmaQueueOffset);
   in.address = get<std::uint64_t>(h + kInstrAddressOffset);
   const std::size_t length = encoded_length(h);
   const std::size_t operands = static_cast<std::size_t>(__builtin_popcount(mask));

@@ -178,6 +178,14 @@ inline constexpr std::size_t kInstrOpcodeOffset = 1;
 // `header`: the device writes a DmaTrigger's descriptor address this way
 // once it has placed the rings.
 void put_address(std::uint8_t* header, std::uint64_t address);
+// What the encoded DmaTrigger whose header starts at `header` rings: its
+// engine, queue and address, read without decoding the instruction (the
+// device reads half a million of them to place a large program's rings).
+struct DmaTriggerTarget {
+  std::uint16_t dma_engine, dma_queue;
+  std::uint64_t address;
+};
+DmaTriggerTarget dma_trigger_target(const std::uint8_t* header);
 // The bytes encode() makes of `in`.
 inline std::size_t encoded_size(const Instruction& in) {
   return kInstrHeaderBytes +

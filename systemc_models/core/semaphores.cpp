@@ -30,17 +30,18 @@ void Semaphores::increment_at(std::size_t index, std::uint32_t delta, const sc_c
   if (index >= values_.size()) throw std::out_of_range("semaphore index");
   const sc_core::sc_time now = sc_core::sc_time_stamp();
   if (when <= now) return increment(index, delta);
-  delayed_.emplace(when, std::make_pair(index, delta));
+  delayed_.push({when, arrivals_++, index, delta});
   delayed_event_.notify(when - now);  // an earlier pending notification wins; apply_due re-arms
 }
 
 void Semaphores::apply_due() {
   const sc_core::sc_time now = sc_core::sc_time_stamp();
-  while (!delayed_.empty() && delayed_.begin()->first <= now) {
-    increment(delayed_.begin()->second.first, delayed_.begin()->second.second);
-    delayed_.erase(delayed_.begin());
+  while (!delayed_.empty() && delayed_.top().when <= now) {
+    const Delayed due = delayed_.top();
+    delayed_.pop();
+    increment(due.index, due.delta);
   }
-  if (!delayed_.empty()) delayed_event_.notify(delayed_.begin()->first - now);
+  if (!delayed_.empty()) delayed_event_.notify(delayed_.top().when - now);
 }
 
 void Semaphores::increment(std::size_t index, std::uint32_t delta) {

@@ -74,6 +74,11 @@ TEST(Isa, EncodeDecodeRoundTripsRandomInstructions) {
       }
     }
     const auto bytes = encode(in);
+    // The device reads a DmaTrigger's target from its header alone.
+    const DmaTriggerTarget target = dma_trigger_target(bytes.data());
+    EXPECT_EQ(target.dma_engine, in.dma_engine);
+    EXPECT_EQ(target.dma_queue, in.dma_queue);
+    EXPECT_EQ(target.address, in.address);
     stream.insert(stream.end(), bytes.begin(), bytes.end());
     written.push_back(in);
   }
