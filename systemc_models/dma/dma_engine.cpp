@@ -460,12 +460,7 @@ void DmaEngine::begin(const Fetched& f) {
   // every write of the engine (completion writes too) is acknowledged; the
   // fetch unit goes on meanwhile. (A BARRIER descriptor never reads ahead.)
   x.barrier = (x.d.flags & arch::kDmaFlagBarrier) != 0;
-  scratch_.last_beat.assign(src.size(), SC_ZERO_TIME);
-  scratch_.ready_at.assign(src.size(), SC_ZERO_TIME);
-  scratch_.retired.assign(src.size(), SC_ZERO_TIME);  // retire(k) of the final prefix
-  scratch_.read_beats.assign(src.size(), 0);
-  scratch_.delivered.assign(src.size(), 0);
-  scratch_.read_end.assign(src.size(), 0);  // stream offset after each read burst
+  scratch_.reads.assign(src.size(), ReadBurst{});
   x.ri = x.wi = 0;
   x.src_end = src.size();  // the running descriptor's read bursts: [0, src_end)
   // Bursts [0, placed) are delivered: their last beats are final, and so is
@@ -538,8 +533,7 @@ void DmaEngine::place_again() {
   Exec& x = exec_;
   const sc_time cycle = period_;
   std::vector<std::size_t>& open = scratch_.open;
-  std::vector<sc_time>& last_beat = scratch_.last_beat;
-  std::vector<char>& delivered = scratch_.delivered;
+  std::vector<ReadBurst>& reads = scratch_.reads;
   const auto issued = [&](std::size_t k) {
     return k == kFetch ? 2 * static_cast<std::int64_t>(x.fetch_after) - 1 : 2 * static_cast<std::int64_t>(k);
   };
@@ -569,13 +563,13 @@ void DmaEngine::place_again() {
     add(kFetch);
     x.fetch_open = true;
   }
-  const auto last_of = [&](std::size_t k) -> sc_time& { return k == kFetch ? x.fetch_last : last_beat[k]; };
+  const auto last_of = [&](std::size_t k) -> sc_time& { return k == kFetch ? x.fetch_last : reads[k].last_beat; };
   if (x.unplaced < open.size()) {
     sc_time ch = x.unplaced == 0 ? x.r_channel : last_of(open[x.unplaced - 1]) + cycle;
     for (std::size_t i = x.unplaced; i < open.size(); ++i) {
       const std::size_t k = open[i];
       const std::uint32_t beats =
-          k == kFetch ? static_cast<std::uint32_t>(bus_.beats(arch::kDmaDescriptorBytes)) : scratch_.read_beats[k];
+          k == kFetch ? static_cast<std::uint32_t>(bus_.beats(arch::kDmaDescriptorBytes)) : reads[k].beats;
       const sc_time last = std::max(ready_of(k), ch) + clock_.cycles(beats - 1);
       last_of(k) = last;
       ch = last + cycle;
@@ -590,28 +584,27 @@ void DmaEngine::place_again() {
       x.fetch_open = false;
       prefetched_->ready = x.fetch_last;
     } else {
-      delivered[k] = true;
+      reads[k].delivered = true;
     }
     x.r_channel = last_of(k) + cycle;
     ++delivered_now;
   }
   open.erase(open.begin(), open.begin() + static_cast<std::ptrdiff_t>(delivered_now));
   x.unplaced = open.size();
-  std::vector<sc_time>& retired = scratch_.retired;
-  for (; x.placed < x.ri && delivered[x.placed]; ++x.placed)
-    retired[x.placed] = x.placed == 0 ? std::max(last_beat[0], x.retired_floor)
-                                      : std::max(last_beat[x.placed], retired[x.placed - 1] + cycle);
+  for (; x.placed < x.ri && reads[x.placed].delivered; ++x.placed)
+    reads[x.placed].retired = x.placed == 0 ? std::max(reads[0].last_beat, x.retired_floor)
+                                            : std::max(reads[x.placed].last_beat, reads[x.placed - 1].retired + cycle);
 }
 
 // Reads retire in issue order, one per cycle: a burst's data is writable,
 // and its slot reusable, once it and every burst before it have arrived.
 sc_time DmaEngine::retire(std::size_t k) const {
   const Exec& x = exec_;
-  const std::vector<sc_time>& last_beat = scratch_.last_beat;
-  if (k < x.placed) return scratch_.retired[k];
-  sc_time t = x.placed == 0 ? std::max(last_beat[0], x.retired_floor)
-                            : std::max(last_beat[x.placed], scratch_.retired[x.placed - 1] + period_);
-  for (std::size_t i = x.placed + 1; i <= k; ++i) t = std::max(last_beat[i], t + period_);
+  const std::vector<ReadBurst>& reads = scratch_.reads;
+  if (k < x.placed) return reads[k].retired;
+  sc_time t = x.placed == 0 ? std::max(reads[0].last_beat, x.retired_floor)
+                            : std::max(reads[x.placed].last_beat, reads[x.placed - 1].retired + period_);
+  for (std::size_t i = x.placed + 1; i <= k; ++i) t = std::max(reads[i].last_beat, t + period_);
   return t;
 }
 
@@ -667,8 +660,8 @@ void DmaEngine::hand_off() {
   // the RTL counts moving_o.
   sc_time first_r = never_;
   for (std::size_t k = 0; k < src.size(); ++k)
-    if (k < x.src_end || scratch_.delivered[k])
-      first_r = std::min(first_r, scratch_.last_beat[k] - clock_.cycles(scratch_.read_beats[k] - 1));
+    if (k < x.src_end || scratch_.reads[k].delivered)
+      first_r = std::min(first_r, scratch_.reads[k].last_beat - clock_.cycles(scratch_.reads[k].beats - 1));
   const sc_time from = moving_any_ ? std::max(first_r, moving_until_ + cycle) : first_r;
   if (x.last_w >= from) stats_.busy_ns += trace::ns(x.last_w - from + cycle);
   moving_any_ = true;
@@ -760,7 +753,7 @@ DmaEngine::Wait DmaEngine::step() {
         x.t_read = x.t_write = x.t_write_start = x.t_aw = never;
         std::uint32_t w_beats = 0;
         if (x.wi < dst.size()) {
-          while (x.need < x.ri && scratch_.read_end[x.need] < x.written + dst[x.wi].bytes) ++x.need;
+          while (x.need < x.ri && scratch_.reads[x.need].read_end < x.written + dst[x.wi].bytes) ++x.need;
           if (x.need < x.ri) {
             w_beats = static_cast<std::uint32_t>(bus_.beats(aligned(dst[x.wi]).second));
             // Its AW goes a cycle before its first W beat can: once its data is
@@ -833,10 +826,7 @@ DmaEngine::Wait DmaEngine::step() {
             x.start_q = x.ahead_f.queue;
             x.start_index = x.ahead_f.index;
             src.insert(src.end(), scratch_.ahead_src.begin(), scratch_.ahead_src.end());
-            for (auto* v : {&scratch_.last_beat, &scratch_.ready_at, &scratch_.retired}) v->resize(src.size(), SC_ZERO_TIME);
-            scratch_.read_beats.resize(src.size(), 0);
-            scratch_.delivered.resize(src.size(), 0);
-            scratch_.read_end.resize(src.size(), 0);
+            scratch_.reads.resize(src.size());
             if (data_)
               scratch_.buffer.resize(scratch_.buffer.size() + (arch::dma_elements(x.ahead_d.src_size) << x.ahead_d.elem_log2), 0);
             x.next_read = std::max(x.next_read, now_ + cycle);
@@ -852,13 +842,10 @@ DmaEngine::Wait DmaEngine::step() {
           // the bytes and bursts before it.
           const std::size_t k = x.src_end;
           const auto drop = static_cast<std::ptrdiff_t>(k);
-          x.retired_floor = scratch_.retired[k - 1] + cycle;
+          x.retired_floor = scratch_.reads[k - 1].retired + cycle;
           src.erase(src.begin(), src.begin() + drop);
-          for (auto* v : {&scratch_.last_beat, &scratch_.ready_at, &scratch_.retired}) v->erase(v->begin(), v->begin() + drop);
-          scratch_.read_beats.erase(scratch_.read_beats.begin(), scratch_.read_beats.begin() + drop);
-          scratch_.delivered.erase(scratch_.delivered.begin(), scratch_.delivered.begin() + drop);
-          scratch_.read_end.erase(scratch_.read_end.begin(), scratch_.read_end.begin() + drop);
-          for (auto& e : scratch_.read_end) e -= x.total;
+          scratch_.reads.erase(scratch_.reads.begin(), scratch_.reads.begin() + drop);
+          for (ReadBurst& b : scratch_.reads) b.read_end -= x.total;
           if (data_) scratch_.buffer.erase(scratch_.buffer.begin(), scratch_.buffer.begin() + static_cast<std::ptrdiff_t>(x.total));
           x.read_at -= x.total;
           x.written -= x.total;
@@ -971,11 +958,11 @@ DmaEngine::Wait DmaEngine::step() {
           continue;
         }
         if (data_) std::memcpy(scratch_.buffer.data() + x.read_at, burst.data() + (r.address - lo), r.bytes);
-        scratch_.ready_at[x.ri] = mem;
-        scratch_.read_beats[x.ri] = static_cast<std::uint32_t>(bus_.beats(len));
+        scratch_.reads[x.ri].ready_at = mem;
+        scratch_.reads[x.ri].beats = static_cast<std::uint32_t>(bus_.beats(len));
         if (r.first) next_run_ar_ = now_ + run_gap_;
         x.read_at += r.bytes;
-        scratch_.read_end[x.ri] = x.read_at;
+        scratch_.reads[x.ri].read_end = x.read_at;
         x.last_ar = now_;
         x.next_read = now_ + cycle;  // one AR per cycle, even when this one went out late
         if (x.ri == x.start_at) {

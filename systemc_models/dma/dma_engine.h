@@ -294,7 +294,7 @@ private:
   // When a burst on the R channel's way (scratch_.open's entry k: a read, or
   // the fetch as static_cast<std::size_t>(-1)) is ready.
   const sc_core::sc_time& ready_of(std::size_t k) const {
-    return k == static_cast<std::size_t>(-1) ? prefetched_->ready : scratch_.ready_at[k];
+    return k == static_cast<std::size_t>(-1) ? prefetched_->ready : scratch_.reads[k].ready_at;
   }
   sc_core::sc_time retire(std::size_t k) const;
   // The beat-aligned range of a burst. Inline (defined in dma_engine.cpp, its
@@ -317,16 +317,27 @@ private:
     sc_core::sc_time start;
     std::uint64_t sent_before, sent_after;
   };
+  // A read burst's progress: when memory answered it (ready_at), its last
+  // beat on the R channel (last_beat), when it retired (retired: final for
+  // the delivered prefix, see retire()), its beats, whether its place on R
+  // is final (delivered), and the stream's bytes after it (read_end).
+  struct ReadBurst {
+    sc_core::sc_time last_beat, ready_at, retired;
+    std::uint64_t read_end = 0;
+    std::uint32_t beats = 0;
+    bool delivered = false;
+  };
   // The running descriptor's working storage, kept between descriptors so
   // that a descriptor allocates nothing once the buffers have grown.
   struct Scratch {
     std::vector<Run> src, dst, ahead_src, ahead_dst;
     std::vector<std::uint8_t> sampled;
     std::vector<std::uint8_t> buffer, burst;
-    std::vector<sc_core::sc_time> last_beat, ready_at, retired;
-    std::vector<std::uint32_t> read_beats;
-    std::vector<char> delivered;
-    std::vector<std::uint64_t> read_end;
+    // One per read burst of the stream (src's), in one array: a read-ahead
+    // descriptor appends its bursts and a hand-off drops the finished ones
+    // at once, where six parallel arrays each grew and shrank on their own
+    // (about 1 % of a large GEMM's instructions).
+    std::vector<ReadBurst> reads;
     std::vector<std::size_t> open;  // the bursts on the R channel's way, in its order (place())
     std::vector<SentBurst> sent;
   };
