@@ -32,6 +32,9 @@ void DmaScheduler::end_of_elaboration() {
   // Each engine's first step is at 0, where its thread would have started.
   leaves_ = 1;
   while (leaves_ < engines_.size()) leaves_ *= 2;
+  slot_bits_ = static_cast<unsigned>(__builtin_ctzll(leaves_));
+  slot_mask_ = leaves_ - 1;
+  key_time_cap_ = ~std::uint64_t{0} >> slot_bits_;
   next_.assign(leaves_, never_);
   std::fill(next_.begin(), next_.begin() + static_cast<std::ptrdiff_t>(engines_.size()), sc_core::SC_ZERO_TIME);
   winner_.assign(2 * leaves_, 0);

@@ -85,10 +85,16 @@ private:
   // where a scan of every engine at each step cost 7 % of a GEMM's run.
   void replay(std::size_t slot);
   // An engine's place in the tournament: its next step's time in the high
-  // half, its slot in the low, so that the lower slot wins at the same time.
-  using Key = unsigned __int128;
-  Key key(std::size_t slot) const { return static_cast<Key>(next_[slot].value()) << 64 | slot; }
-  static std::size_t slot_of(Key k) { return static_cast<std::size_t>(static_cast<std::uint64_t>(k)); }
+  // bits, its slot in the low slot_bits_, so that the lower slot wins at the
+  // same time. 64 bits, not 128: a replay's compares were 10 % of the
+  // scheduler's instructions. Times from key_time_cap_ on (2^60 ps, about 13
+  // days, with 16 engines) share one key time; the run ends at
+  // arch::kMaxSimulatedSeconds, long before, and never takes such a step.
+  using Key = std::uint64_t;
+  Key key(std::size_t slot) const {
+    return std::min<std::uint64_t>(next_[slot].value(), key_time_cap_) << slot_bits_ | slot;
+  }
+  std::size_t slot_of(Key k) const { return static_cast<std::size_t>(k & slot_mask_); }
 
   core::CoreContext& ctx_;
   sc_core::sc_time lookahead_;
@@ -105,6 +111,8 @@ private:
   // the one below: no faster than the scan in CPU time).
   std::vector<Key> winner_;
   std::size_t leaves_ = 1;
+  unsigned slot_bits_ = 0;  // log2(leaves_)
+  std::uint64_t slot_mask_ = 0, key_time_cap_ = ~std::uint64_t{0};
   bool active_ = false;
   std::optional<bool> requested_;
   sc_core::sc_event wake_;
