@@ -89,6 +89,47 @@ TEST(HazardTracker, AWriteThatCoversEarlierAccessesTakesTheirPlace) {
   EXPECT_EQ(deps(t, 3, {sbuf(64, 66, 0, 64)}, {}), (std::vector<int>{6, 2}));
 }
 
+// A DMA piece is searched for once, before its queue is chosen; what it
+// then waits for as that queue's op must be what a search as that queue
+// gives, the same-queue read-after-write flag included. Random ops of a few
+// agents over SBUF and one HBM tensor.
+TEST(HazardTracker, OneSearchForAnUnplacedOpGivesEachAgentsDependencies) {
+  std::srand(11);
+  const auto pick = [](std::uint64_t n) { return static_cast<std::uint64_t>(std::rand()) % n; };
+  const auto region = [&] {
+    Region r;
+    if (pick(4) == 0) {
+      r.memory = arch::Memory::Hbm;
+      r.tensor = 0x1000;
+    }
+    r.p0 = pick(120);
+    r.p1 = r.p0 + 1 + pick(16);
+    r.b0 = pick(6000);
+    r.b1 = r.b0 + 1 + pick(3000);
+    return r;
+  };
+  HazardTracker t;
+  int raw_seen = 0;
+  for (int op = 0; op < 3000; ++op) {
+    const RegionList reads{region()}, writes{region()};
+    std::vector<int> any, unplaced, as, expected;
+    t.dependencies(-1, reads, writes, any);
+    t.dependencies_of_unplaced(reads, writes, unplaced);
+    ASSERT_EQ(unplaced, any) << "op " << op;
+    for (int agent = 0; agent < 5; ++agent) {
+      bool raw = false, expected_raw = false;
+      t.dependencies_as(agent, as, &raw);
+      t.dependencies(agent, reads, writes, expected, &expected_raw);
+      ASSERT_EQ(as, expected) << "op " << op << " as agent " << agent;
+      ASSERT_EQ(raw, expected_raw) << "op " << op << " as agent " << agent;
+      raw_seen += raw;
+      t.dependencies_of_unplaced(reads, writes, unplaced);  // dependencies() replaced the search
+    }
+    t.record(op, static_cast<int>(pick(5)), reads, writes);
+  }
+  EXPECT_GT(raw_seen, 0);  // the flag was exercised
+}
+
 // A wait its stream has made already (on the same op, or a later op of the
 // same agent) is not kept; the same op is still waited for from another
 // stream, and its producer still signals.

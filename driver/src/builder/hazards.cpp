@@ -187,22 +187,28 @@ void HbmWrites::remove(std::uint32_t idx) {
 
 // --------------------------------------------------------------- tracker
 
-void HazardTracker::dependencies(int agent, const RegionList& reads, const RegionList& writes, std::vector<int>& out,
-                                 bool* same_agent_raw) {
-  std::vector<std::pair<int, int>>& latest = latest_;
+void HazardTracker::search(int agent, const RegionList& reads, const RegionList& writes, bool* same_agent_raw,
+                           bool raw_by_agent) {
+  std::vector<Latest>& latest = latest_;
   latest.clear();
+  const auto overlaps_a_read = [&](const Region& region) {
+    bool any = false;
+    for (const Region& r : reads) any |= region.overlaps(r);
+    return any;
+  };
   const auto consider = [&](int op, int op_agent, bool is_write, const Region& region) {
     if (op_agent == agent) {
-      if (same_agent_raw && is_write)
-        for (const Region& r : reads) *same_agent_raw |= region.overlaps(r);
+      if (same_agent_raw && is_write) *same_agent_raw |= overlaps_a_read(region);
       return;
     }
-    for (auto& [a, o] : latest)
-      if (a == op_agent) {
-        o = std::max(o, op);  // ids grow in program order
+    const bool raw = raw_by_agent && is_write && overlaps_a_read(region);
+    for (Latest& l : latest)
+      if (l.agent == op_agent) {
+        l.op = std::max(l.op, op);  // ids grow in program order
+        l.raw |= raw;
         return;
       }
-    latest.emplace_back(op_agent, op);
+    latest.push_back({op_agent, op, raw});
   };
   for (const Region& x : reads) {
     if (x.memory != arch::Memory::Hbm) continue;
@@ -231,9 +237,31 @@ void HazardTracker::dependencies(int agent, const RegionList& reads, const Regio
       on_chip(w.memory).for_each_overlapping(w, [&](const Region& region, int op, int op_agent, bool is_write) {
         consider(op, op_agent, is_write, region);
       });
-  std::sort(latest.begin(), latest.end());
+  // One entry per agent: in agent order.
+  std::sort(latest.begin(), latest.end(), [](const Latest& a, const Latest& b) { return a.agent < b.agent; });
+}
+
+void HazardTracker::dependencies(int agent, const RegionList& reads, const RegionList& writes, std::vector<int>& out,
+                                 bool* same_agent_raw) {
+  search(agent, reads, writes, same_agent_raw, false);
   out.clear();
-  for (const auto& [a, op] : latest) out.push_back(op);
+  for (const Latest& l : latest_) out.push_back(l.op);
+}
+
+void HazardTracker::dependencies_of_unplaced(const RegionList& reads, const RegionList& writes, std::vector<int>& out) {
+  search(-1, reads, writes, nullptr, true);
+  out.clear();
+  for (const Latest& l : latest_) out.push_back(l.op);
+}
+
+void HazardTracker::dependencies_as(int agent, std::vector<int>& out, bool* same_agent_raw) const {
+  // What search(agent, ...) leaves out: the agent's own ops, whose writes
+  // under its reads are what same_agent_raw tells.
+  out.clear();
+  for (const Latest& l : latest_) {
+    if (l.agent != agent) out.push_back(l.op);
+    else if (same_agent_raw) *same_agent_raw |= l.raw;
+  }
 }
 
 void HazardTracker::record(int op, int agent, const RegionList& reads, const RegionList& writes) {

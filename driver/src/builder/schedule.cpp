@@ -58,15 +58,19 @@ int Schedule::queue_for(int placer, std::uint32_t first, std::uint32_t usable) {
   const auto all = static_cast<std::uint32_t>(cfg_.dma.engines);
   first = std::min(first, all - 1);
   const auto engines = usable > 0 ? std::min(usable, all - first) : all - first;
+  if (queues_on_engine_.empty()) {
+    queues_on_engine_.assign(all, 0);
+    queue_of_placer_on_engine_.assign(std::size_t{all} * next_engine_of_placer_.size(), -1);
+  }
   for (std::uint32_t tries = 0; tries < engines; ++tries) {
     const std::uint32_t e = first + next_engine_of_placer_[static_cast<std::size_t>(placer)]++ % engines;
-    for (std::size_t i = 0; i < queues_.size(); ++i)
-      if (queues_[i].engine == e && queues_[i].owner == placer) return kFirstQueueAgent + static_cast<int>(i);
-    std::uint32_t used = 0;
-    for (const auto& q : queues_) used += q.engine == e;
+    int& mine = queue_of_placer_on_engine_[static_cast<std::size_t>(placer) * all + e];
+    if (mine >= 0) return kFirstQueueAgent + mine;
+    std::uint32_t& used = queues_on_engine_[e];
     if (used < static_cast<std::uint32_t>(cfg_.dma.queues_per_engine)) {
-      queues_.push_back({e, used, placer, {}, {}});
-      return kFirstQueueAgent + static_cast<int>(queues_.size()) - 1;
+      queues_.push_back({e, used++, placer, {}, {}});
+      mine = static_cast<int>(queues_.size()) - 1;
+      return kFirstQueueAgent + mine;
     }
   }
   throw KernelError(fmt::format("dma: no free DMA queue for the {} stream ({} engines x {} queues in use)",
@@ -77,7 +81,7 @@ int Schedule::queue_for(int placer, std::uint32_t first, std::uint32_t usable) {
 int Schedule::add_dma(arch::DmaDescriptor d, const Region& read, const Region& write, int origin,
                       std::uint32_t first_engine, std::uint32_t engines) {
   const RegionList reads{read}, writes{write};
-  hazards_.dependencies(-1, reads, writes, deps_);
+  hazards_.dependencies_of_unplaced(reads, writes, deps_);
   int placer = kSyncAgent;
   int anchor = -1;  // the op to issue the trigger after
   if (!deps_.empty()) {
@@ -97,7 +101,7 @@ int Schedule::add_dma(arch::DmaDescriptor d, const Region& read, const Region& w
   if (placer != kSyncAgent) q.last_anchor = anchor;
   // Same-queue read-after-write: the queue itself orders it, with a barrier.
   bool same_queue_raw = false;
-  hazards_.dependencies(qagent, reads, writes, deps_, &same_queue_raw);
+  hazards_.dependencies_as(qagent, deps_, &same_queue_raw);
   if (same_queue_raw) d.flags |= arch::kDmaFlagBarrier;
 
   const auto slot = static_cast<std::uint32_t>(q.descriptors.size());

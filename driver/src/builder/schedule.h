@@ -129,6 +129,11 @@ private:
   std::vector<int> trigger_waits_;  // every trigger's waits, one after the other
   std::vector<int> deps_;           // dependencies of the op being placed, reused
   std::vector<std::uint32_t> next_engine_of_placer_ = std::vector<std::uint32_t>(arch::kNumEngines, 0);
+  // queue_for()'s lookups, where it scanned every queue for each DMA piece:
+  // the queue in queues_ of (placer, engine), at placer * engines + engine
+  // (-1: none yet), and how many queues each engine has given out.
+  std::vector<int> queue_of_placer_on_engine_;
+  std::vector<std::uint32_t> queues_on_engine_;
 };
 
 }  // namespace tessera::builder
