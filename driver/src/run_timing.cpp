@@ -15,17 +15,25 @@ namespace tessera::timing {
 
 std::map<std::uint32_t, QueueTimes> queue_times(const dma::DmaEngineBase& engine) {
   std::map<std::uint32_t, QueueTimes> out;
+  // Each queue's entry found once, not once per doorbell and start (a large
+  // run has half a million): a map's nodes stay where they are.
+  std::vector<QueueTimes*> by_queue;
+  const auto times_of = [&](std::uint32_t q) -> QueueTimes& {
+    if (by_queue.size() <= q) by_queue.resize(std::size_t{q} + 1, nullptr);
+    if (!by_queue[q]) by_queue[q] = &out[q];
+    return *by_queue[q];
+  };
   const auto slot = [](std::vector<std::optional<sc_core::sc_time>>& times,
                        std::uint32_t index) -> std::optional<sc_core::sc_time>& {
     if (times.size() <= index) times.resize(std::size_t{index} + 1);
     return times[index];
   };
   for (const auto& d : engine.doorbells()) {
-    auto& visible = out[d.queue].visible;
+    auto& visible = times_of(d.queue).visible;
     for (std::uint32_t i = 0; i < d.count; ++i) slot(visible, d.first + i) = d.visible;
   }
   for (const auto& st : engine.starts())
-    if (auto& at = slot(out[st.queue].started, st.index); !at) at = st.at;
+    if (auto& at = slot(times_of(st.queue).started, st.index); !at) at = st.at;
   return out;
 }
 
@@ -37,8 +45,12 @@ template <class Visit>
 void each_descriptor_time(const Program& program, core::NeuronCore& core, Visit&& visit) {
   using trace::ns;
   // The semaphores' increments as they landed, by semaphore, in time order.
-  std::map<std::size_t, std::vector<double>> increments;
-  for (const auto& inc : core.semaphores().increments()) increments[inc.index].push_back(ns(inc.at));
+  // By semaphore index (a core has a few hundred at most).
+  std::vector<std::vector<double>> increments;
+  for (const auto& inc : core.semaphores().increments()) {
+    if (increments.size() <= inc.index) increments.resize(std::size_t{inc.index} + 1);
+    increments[inc.index].push_back(ns(inc.at));
+  }
   for (std::size_t e = 0; e < core.dma().engines(); ++e) {
     const dma::DmaEngineBase& engine = core.dma().engine(e);
     const auto e32 = static_cast<std::uint32_t>(e);
@@ -56,7 +68,9 @@ void each_descriptor_time(const Program& program, core::NeuronCore& core, Visit&
       const auto sem = owned == program.semaphore_owners.end()
                            ? -1
                            : static_cast<std::int64_t>(owned - program.semaphore_owners.begin());
-      const auto writes = sem < 0 ? increments.end() : increments.find(static_cast<std::size_t>(sem));
+      const std::vector<double>* writes =
+          sem >= 0 && static_cast<std::size_t>(sem) < increments.size() ? &increments[static_cast<std::size_t>(sem)]
+                                                                          : nullptr;
       std::size_t next_write = 0;  // the queue's semaphore writes land in ring order
       double previous_release = 0;
       const auto found = times.find(q);
@@ -71,9 +85,8 @@ void each_descriptor_time(const Program& program, core::NeuronCore& core, Visit&
         t.status_ns = status;
         t.semaphore = sem;
         t.release_ns = status;
-        if (d && (d->flags & arch::kDmaFlagCompletion) && writes != increments.end() &&
-            next_write < writes->second.size()) {
-          t.release_ns = writes->second[next_write++];
+        if (d && (d->flags & arch::kDmaFlagCompletion) && writes && next_write < writes->size()) {
+          t.release_ns = (*writes)[next_write++];
           t.delta = d->sem_value;
         }
         const auto ns_or_never = [](std::optional<sc_core::sc_time> at) { return at ? ns(*at) : -1.0; };
