@@ -425,12 +425,22 @@ std::optional<std::pair<arch::DmaError, std::string>> DmaEngine::decode(const Fe
   if (const arch::DmaCheck c = arch::check(d); !c.ok()) return std::make_pair(c.code, c.detail);
   burst_cache_.bursts(d.src_addr, d.src_size, d.src_stride, d.elem_log2, src);
   burst_cache_.bursts(d.dst_addr, d.dst_size, d.dst_stride, d.elem_log2, dst);
-  for (const auto* side : {&src, &dst})
+  for (const auto* side : {&src, &dst}) {
+    // A side whose bursts all lie in one region (its span does) is checked
+    // once; otherwise burst by burst, for the first one outside. Regions are
+    // ranges, so a burst inside the span's region is inside it too.
+    std::uint64_t lo = ~std::uint64_t{0}, hi = 0;
+    for (const Run& r : *side) {
+      lo = std::min(lo, r.address);
+      hi = std::max(hi, r.address + r.bytes);
+    }
+    if (lo < hi && ctx_.map.region_of(lo, hi - lo) != arch::Region::None) continue;
     for (const Run& r : *side)
       if (ctx_.map.region_of(r.address, r.bytes) == arch::Region::None)
         return std::make_pair(arch::DmaError::kAddrWindow,
                               fmt::format("bytes 0x{:x}..0x{:x} are outside the device address map", r.address,
                                           r.address + r.bytes - 1));
+  }
   return std::nullopt;
 }
 
