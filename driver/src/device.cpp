@@ -405,7 +405,7 @@ void load(core::NeuronCore& core, const Program& program) {
     stream.assign(s.bytes().begin(), s.bytes().end());
     for (std::size_t i = 0; i < s.size(); ++i) {
       if (s.opcode(i) != arch::Opcode::DmaTrigger) continue;
-      const arch::DmaTriggerTarget in = arch::dma_trigger_target(s.bytes().data() + s.begin_of(i));
+      const arch::HeaderFields in = s.header(i);
       arch::put_address(stream.data() + s.begin_of(i),
                         ring_base.at({in.dma_engine, in.dma_queue}) + in.address * arch::kDmaDescriptorBytes);
     }

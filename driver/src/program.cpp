@@ -13,6 +13,11 @@ arch::Instruction InstructionStream::operator[](std::size_t i) const {
   return arch::decode(bytes_, pos);
 }
 
+arch::HeaderFields InstructionStream::header(std::size_t i) const {
+  if (begins_[i] + arch::kInstrHeaderBytes > bytes_.size()) (void)(*this)[i];  // throws arch::IsaError
+  return arch::header_fields(bytes_.data() + begins_[i]);
+}
+
 namespace {
 
 // begins_ holds 32-bit offsets.

@@ -308,7 +308,7 @@ RunEvents run_events(const Program& program, core::NeuronCore& core) {
     for (std::size_t i = 0; i < stream.size(); ++i) {
       const int trigger = of_instruction[static_cast<std::size_t>(e)][i];
       if (trigger < 0 || stream.opcode(i) != arch::Opcode::DmaTrigger) continue;
-      const arch::Instruction in = stream[i];
+      const arch::HeaderFields in = stream.header(i);
       const auto n = queue_number.find({in.dma_engine, in.dma_queue});
       if (n == queue_number.end()) continue;
       const std::vector<int>& parts = first_part[n->second];
@@ -343,7 +343,7 @@ RunEvents run_events(const Program& program, core::NeuronCore& core) {
       const int id = of_instruction[static_cast<std::size_t>(e)][i];
       const arch::Opcode opcode = stream.opcode(i);
       if (id < 0 || (opcode != arch::Opcode::SemIncr && opcode != arch::Opcode::SemWait)) continue;
-      const arch::Instruction in = stream[i];
+      const arch::HeaderFields in = stream.header(i);
       if (in.sem >= sems) continue;
       if (in.opcode == arch::Opcode::SemIncr && owner_engine[in.sem] == e) signals[in.sem].emplace_back(id, in.value);
       else if (in.opcode == arch::Opcode::SemWait) waits[in.sem].emplace_back(id, in.value);

@@ -78,6 +78,13 @@ TEST(InstructionStream, HoldsTheEncodingAndReadsBackEachInstruction) {
     at += arch::encoded_size(ins[i]);
     EXPECT_EQ(s.opcode(i), ins[i].opcode);
     EXPECT_EQ(arch::encode(s[i]), arch::encode(ins[i])) << i;
+    const arch::HeaderFields h = s.header(i);
+    EXPECT_EQ(h.opcode, ins[i].opcode);
+    EXPECT_EQ(h.sem, ins[i].sem);
+    EXPECT_EQ(h.value, ins[i].value);
+    EXPECT_EQ(h.dma_engine, ins[i].dma_engine);
+    EXPECT_EQ(h.dma_queue, ins[i].dma_queue);
+    EXPECT_EQ(h.address, ins[i].address);
   }
   std::size_t i = 0;
   for (const arch::Instruction in : s) EXPECT_EQ(arch::encode(in), arch::encode(ins[i++]));

@@ -223,7 +223,8 @@ namespace {
 
 // Where the header holds `address` (u64).
 constexpr std::size_t kInstrAddressOffset = 32;
-constexpr std::size_t kInstrDmaEngineOffset = 22, kInstrDmaQueueOffset = 28;
+constexpr std::size_t kInstrSemOffset = 20, kInstrDmaEngineOffset = 22, kInstrValueOffset = 24,
+                      kInstrDmaQueueOffset = 28;
 
 template <typename T>
 void put(std::uint8_t* p, T v) {
@@ -296,9 +297,9 @@ void encode_append(const Instruction& in, std::vector<std::uint8_t>& out) {
   put<float>(h + 8, in.imm0);
   put<float>(h + 12, in.imm1);
   put<float>(h + 16, in.imm2);
-  put<std::uint16_t>(h + 20, in.sem);
+  put<std::uint16_t>(h + kInstrSemOffset, in.sem);
   put<std::uint16_t>(h + kInstrDmaEngineOffset, in.dma_engine);
-  put<std::uint32_t>(h + 24, in.value);
+  put<std::uint32_t>(h + kInstrValueOffset, in.value);
   put<std::uint16_t>(h + kInstrDmaQueueOffset, in.dma_queue);
   put<std::uint64_t>(h + kInstrAddressOffset, in.address);
   put<std::uint16_t>(h + kInstrLengthOffset, static_cast<std::uint16_t>(length));
@@ -314,9 +315,10 @@ void put_address(std::uint8_t* header, std::uint64_t address) {
   put<std::uint64_t>(header + kInstrAddressOffset, address);
 }
 
-DmaTriggerTarget dma_trigger_target(const std::uint8_t* header) {
-  return {get<std::uint16_t>(header + kInstrDmaEngineOffset), get<std::uint16_t>(header + kInstrDmaQueueOffset),
-          get<std::uint64_t>(header + kInstrAddressOffset)};
+HeaderFields header_fields(const std::uint8_t* header) {
+  return {static_cast<Opcode>(header[kInstrOpcodeOffset]), get<std::uint16_t>(header + kInstrSemOffset),
+          get<std::uint16_t>(header + kInstrDmaEngineOffset), get<std::uint16_t>(header + kInstrDmaQueueOffset),
+          get<std::uint32_t>(header + kInstrValueOffset), get<std::uint64_t>(header + kInstrAddressOffset)};
 }
 
 std::vector<std::uint8_t> encode(const Instruction& in) {
@@ -347,9 +349,9 @@ Instruction decode(const std::uint8_t* h, std::size_t available, std::size_t pos
   in.imm0 = get<float>(h + 8);
   in.imm1 = get<float>(h + 12);
   in.imm2 = get<float>(h + 16);
-  in.sem = get<std::uint16_t>(h + 20);
+  in.sem = get<std::uint16_t>(h + kInstrSemOffset);
   in.dma_engine = get<std::uint16_t>(h + kInstrDmaEngineOffset);
-  in.value = get<std::uint32_t>(h + 24);
+  in.value = get<std::uint32_t>(h + kInstrValueOffset);
   in.dma_queue = get<std::uint16_t>(h + kInstrDmaQueueOffset);
   in.address = get<std::uint64_t>(h + kInstrAddressOffset);
   const std::size_t length = encoded_length(h);

@@ -178,14 +178,17 @@ inline constexpr std::size_t kInstrOpcodeOffset = 1;
 // `header`: the device writes a DmaTrigger's descriptor address this way
 // once it has placed the rings.
 void put_address(std::uint8_t* header, std::uint64_t address);
-// What the encoded DmaTrigger whose header starts at `header` rings: its
-// engine, queue and address, read without decoding the instruction (the
-// device reads half a million of them to place a large program's rings).
-struct DmaTriggerTarget {
-  std::uint16_t dma_engine, dma_queue;
+// The scalar fields of the encoded instruction whose header starts at
+// `header`, read without decoding or checking it: for a program's own
+// streams, which encode() made (the device and the report read half a
+// million DmaTriggers' targets and semaphore operations of a large program).
+struct HeaderFields {
+  Opcode opcode;
+  std::uint16_t sem, dma_engine, dma_queue;
+  std::uint32_t value;
   std::uint64_t address;
 };
-DmaTriggerTarget dma_trigger_target(const std::uint8_t* header);
+HeaderFields header_fields(const std::uint8_t* header);
 // The bytes encode() makes of `in`.
 inline std::size_t encoded_size(const Instruction& in) {
   return kInstrHeaderBytes +

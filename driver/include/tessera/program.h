@@ -84,6 +84,9 @@ public:
   arch::Opcode opcode(std::size_t i) const {
     return static_cast<arch::Opcode>(bytes_[begins_[i] + arch::kInstrOpcodeOffset]);
   }
+  // Its header's scalar fields, read without decoding it; a header cut
+  // short throws what decoding it would.
+  arch::HeaderFields header(std::size_t i) const;
   const_iterator begin() const { return {this, 0}; }
   const_iterator end() const { return {this, size()}; }
 

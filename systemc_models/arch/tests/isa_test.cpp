@@ -74,11 +74,14 @@ TEST(Isa, EncodeDecodeRoundTripsRandomInstructions) {
       }
     }
     const auto bytes = encode(in);
-    // The device reads a DmaTrigger's target from its header alone.
-    const DmaTriggerTarget target = dma_trigger_target(bytes.data());
-    EXPECT_EQ(target.dma_engine, in.dma_engine);
-    EXPECT_EQ(target.dma_queue, in.dma_queue);
-    EXPECT_EQ(target.address, in.address);
+    // The device and the report read these from the header alone.
+    const HeaderFields h = header_fields(bytes.data());
+    EXPECT_EQ(h.opcode, in.opcode);
+    EXPECT_EQ(h.sem, in.sem);
+    EXPECT_EQ(h.dma_engine, in.dma_engine);
+    EXPECT_EQ(h.dma_queue, in.dma_queue);
+    EXPECT_EQ(h.value, in.value);
+    EXPECT_EQ(h.address, in.address);
     stream.insert(stream.end(), bytes.begin(), bytes.end());
     written.push_back(in);
   }
