@@ -19,6 +19,7 @@ DmaScheduler::DmaScheduler(sc_core::sc_module_name name, core::CoreContext& ctx,
 void DmaScheduler::add(DmaEngine& engine) { engines_.push_back(&engine); }
 
 void DmaScheduler::end_of_elaboration() {
+  resolution_ = sc_core::sc_get_time_resolution();
   bool wanted = true;
   if (requested_) wanted = *requested_;
   else if (const char* env = std::getenv("TESSERA_DMA_RUN_AHEAD"); env && *env) wanted = *env != '0';
@@ -60,17 +61,17 @@ void DmaScheduler::doorbell(std::size_t slot, const sc_time& next, const sc_time
   // The step it may wake is at now + visible_after, which the scheduler may
   // take once SystemC's time is past now (a step exactly a lookahead ahead
   // could still see a doorbell rung later at the same time).
-  const sc_time wake = sc_time_stamp() + sc_core::sc_get_time_resolution();
+  const sc_time wake = sc_time_stamp() + resolution_;
   if (planned_ > wake) {
     planned_ = wake;
-    wake_.notify(sc_core::sc_get_time_resolution());
+    wake_.notify(resolution_);
   }
 }
 
 void DmaScheduler::run() {
   if (!active_) return;
   const sc_time never = never_;
-  const sc_time resolution = sc_core::sc_get_time_resolution();
+  const sc_time resolution = resolution_;
   for (;;) {
     ++wake_ups_;
     const sc_time now = sc_time_stamp();

@@ -99,6 +99,7 @@ private:
   core::CoreContext& ctx_;
   sc_core::sc_time lookahead_;
   sc_core::sc_time never_;  // sc_max_time(), a library call
+  sc_core::sc_time resolution_;  // SystemC's time resolution (a library call), from elaboration's end on
   std::vector<DmaEngine*> engines_;
   // Each engine's next step, by slot (rank order). The tree's padding leaves
   // past the last engine hold sc_max_time and, having higher slots, lose

@@ -66,7 +66,11 @@ sc_time Hbm::book(std::uint64_t address, std::uint64_t length, const sc_time& st
   // Every channel's bins are kBinNs wide: the first bin once for all.
   const auto start_bin = static_cast<std::int64_t>(start_ns / kBinNs);
   // Bins before now can take no more requests.
-  const auto stale = static_cast<std::int64_t>(trace::ns(now) / kBinNs) - 1;
+  if (now != stale_now_) {
+    stale_now_ = now;
+    stale_bin_ = static_cast<std::int64_t>(trace::ns(now) / kBinNs) - 1;
+  }
+  const std::int64_t stale = stale_bin_;
   double done_ns = start_ns;
   // Nearly every access lies in one block (with 16 channels a block is a
   // 4 KiB page, which no burst leaves), where each granule has a channel of

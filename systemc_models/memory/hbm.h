@@ -85,6 +85,11 @@ private:
   std::vector<std::uint64_t> per_channel_;  // book()'s scratch: bytes of the request per channel
   std::vector<std::uint64_t> touched_;      // and the channels it touches, a bit each (read in index order)
   bool record_traffic_ = false;
+  // book()'s last `now` and the bins before it that are stale: SystemC's
+  // time stands still over the hundreds of accesses a DMA scheduler's
+  // wake-up makes, so the conversion is made once per time.
+  sc_core::sc_time stale_now_ = sc_core::sc_max_time();
+  std::int64_t stale_bin_ = 0;
   std::map<std::int64_t, double> traffic_;  // bin index -> bytes
   HbmStats stats_;
 };
