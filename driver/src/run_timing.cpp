@@ -20,7 +20,13 @@ std::map<std::uint32_t, QueueTimes> queue_times(const dma::DmaEngineBase& engine
   std::vector<QueueTimes*> by_queue;
   const auto times_of = [&](std::uint32_t q) -> QueueTimes& {
     if (by_queue.size() <= q) by_queue.resize(std::size_t{q} + 1, nullptr);
-    if (!by_queue[q]) by_queue[q] = &out[q];
+    if (!by_queue[q]) {
+      by_queue[q] = &out[q];
+      // Indexes run up to the ring's size: one allocation each, not a
+      // doubling (and a copy) every time the index passes the size.
+      by_queue[q]->visible.reserve(engine.queue(q).ring_size);  // a queue its records name
+      by_queue[q]->started.reserve(engine.queue(q).ring_size);
+    }
     return *by_queue[q];
   };
   const auto slot = [](std::vector<std::optional<sc_core::sc_time>>& times,

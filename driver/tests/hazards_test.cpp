@@ -130,6 +130,39 @@ TEST(HazardTracker, OneSearchForAnUnplacedOpGivesEachAgentsDependencies) {
   EXPECT_GT(raw_seen, 0);  // the flag was exercised
 }
 
+// record() drops what a write covers. After a search for the same op it
+// drops what the search found covered instead of searching again: the two
+// ways must leave the same index. One tracker records after searching,
+// the other after a search for something else; both must then answer
+// every query alike. Writes are often wide enough to cover earlier ones.
+TEST(HazardTracker, RecordAfterASearchDropsWhatRecordAloneDrops) {
+  std::srand(5);
+  const auto pick = [](std::uint64_t n) { return static_cast<std::uint64_t>(std::rand()) % n; };
+  const auto region = [&](bool wide) {
+    Region r;
+    r.p0 = pick(wide ? 64 : 120);
+    r.p1 = r.p0 + 1 + pick(wide ? 64 : 16);
+    r.b0 = pick(6000);
+    r.b1 = r.b0 + 1 + pick(wide ? 6000 : 1500);
+    return r;
+  };
+  HazardTracker listed, scanned;
+  std::size_t met = 0;
+  for (int op = 0; op < 4000; ++op) {
+    const RegionList reads{region(false)}, writes{region(pick(3) == 0)};
+    const int agent = static_cast<int>(pick(5));
+    std::vector<int> a, b;
+    listed.dependencies(agent, reads, writes, a);
+    scanned.dependencies(agent, reads, writes, b);
+    ASSERT_EQ(a, b) << "op " << op;
+    met += a.size();
+    scanned.dependencies(agent, {}, {}, b);  // its record() cannot use the search above
+    listed.record(op, agent, reads, writes);
+    scanned.record(op, agent, reads, writes);
+  }
+  EXPECT_GT(met, 4000u);  // the ops met each other
+}
+
 // A wait its stream has made already (on the same op, or a later op of the
 // same agent) is not kept; the same op is still waited for from another
 // stream, and its producer still signals.

@@ -88,6 +88,24 @@ void OnChipIndex::for_each_overlapping(const Region& r, F&& f) {
   });
 }
 
+template <typename F>
+void OnChipIndex::for_each_overlapping(const Region& r, F&& f, std::vector<std::uint32_t>& covered) {
+  // Every entry of r's cells once (the stamp marks each met, overlapping or
+  // not): the covered ones are remove_covered(r)'s, the overlapping ones f's.
+  covered.clear();
+  next_stamp(entries_, stamp_);
+  for_each_cell(r.p0, r.p1, r.b0, r.b1, [&](const std::vector<std::uint32_t>& cell) {
+    for (const std::uint32_t idx : cell) {
+      Entry& e = entries_[idx];
+      if (e.stamp == stamp_) continue;
+      e.stamp = stamp_;
+      if (e.covered_by(r)) covered.push_back(idx);
+      if (e.overlaps(r)) f(Region{r.memory, e.p0, e.p1, e.b0, e.b1}, e.op, e.agent, e.is_write);
+    }
+  });
+  std::sort(covered.begin(), covered.end());  // the order remove_covered drops them in
+}
+
 void OnChipIndex::remove_covered(const Region& w) {
   dead_.clear();
   for_each_cell(w.p0, w.p1, w.b0, w.b1, [&](const std::vector<std::uint32_t>& cell) {
@@ -97,7 +115,13 @@ void OnChipIndex::remove_covered(const Region& w) {
   // An entry spanning several cells is met in each.
   std::sort(dead_.begin(), dead_.end());
   dead_.erase(std::unique(dead_.begin(), dead_.end()), dead_.end());
-  for (const std::uint32_t idx : dead_) {
+  drop(dead_);
+}
+
+void OnChipIndex::remove_listed(const std::vector<std::uint32_t>& covered) { drop(covered); }
+
+void OnChipIndex::drop(const std::vector<std::uint32_t>& dead) {
+  for (const std::uint32_t idx : dead) {
     const Entry& e = entries_[idx];
     if (!e.is_write) reads_.erase(ReadKey{e.p0, e.p1, e.b0, e.b1, e.agent});
     remove(idx);
@@ -232,11 +256,17 @@ void HazardTracker::search(int agent, const RegionList& reads, const RegionList&
       on_chip(r.memory).for_each_overlapping(r, [&](const Region& region, int op, int op_agent, bool is_write) {
         if (is_write) consider(op, op_agent, true, region);
       });
-  for (const Region& w : writes)
-    if (w.on_chip())
-      on_chip(w.memory).for_each_overlapping(w, [&](const Region& region, int op, int op_agent, bool is_write) {
-        consider(op, op_agent, is_write, region);
-      });
+  const auto consider_any = [&](const Region& region, int op, int op_agent, bool is_write) {
+    consider(op, op_agent, is_write, region);
+  };
+  covered_valid_ = writes.size() == 1 && writes.begin()->on_chip();
+  if (covered_valid_) {
+    covered_write_ = *writes.begin();
+    on_chip(covered_write_.memory).for_each_overlapping(covered_write_, consider_any, covered_);
+  } else {
+    for (const Region& w : writes)
+      if (w.on_chip()) on_chip(w.memory).for_each_overlapping(w, consider_any);
+  }
   // One entry per agent: in agent order.
   std::sort(latest.begin(), latest.end(), [](const Latest& a, const Latest& b) { return a.agent < b.agent; });
 }
@@ -265,9 +295,13 @@ void HazardTracker::dependencies_as(int agent, std::vector<int>& out, bool* same
 }
 
 void HazardTracker::record(int op, int agent, const RegionList& reads, const RegionList& writes) {
+  const bool listed = covered_valid_ && writes.size() == 1 && *writes.begin() == covered_write_;
+  covered_valid_ = false;  // the index changes from here
   for (const Region& w : writes) {
     if (w.memory == arch::Memory::Hbm) {
       hbm_[w.tensor].writes.add(w, op, agent);
+    } else if (listed) {
+      on_chip(w.memory).remove_listed(covered_);
     } else {
       on_chip(w.memory).remove_covered(w);
     }

@@ -34,8 +34,14 @@ public:
   // Calls f(region, op, agent, is_write) once for each live access overlapping r.
   template <typename F>
   void for_each_overlapping(const Region& r, F&& f);
+  // The same, also listing in `covered` (ascending) the accesses r covers:
+  // what remove_covered(r) would drop while the index stays as it is.
+  template <typename F>
+  void for_each_overlapping(const Region& r, F&& f, std::vector<std::uint32_t>& covered);
   // Drops every access that the write `w` covers: later ops order against w.
   void remove_covered(const Region& w);
+  // remove_covered() of a write whose covered accesses were listed already.
+  void remove_listed(const std::vector<std::uint32_t>& covered);
 
 private:
   static constexpr std::uint64_t kBucketBytes = 2048;
@@ -64,6 +70,7 @@ private:
   };
   std::uint32_t add(const Region& r, int op, int agent, bool is_write);
   void remove(std::uint32_t idx);
+  void drop(const std::vector<std::uint32_t>& dead);  // ascending, each once
   // Each column has a cell per block of partitions and one more, listing the
   // accesses of every block: a tile across all partitions (the common case)
   // is listed once per column rather than once per block, so a query across
@@ -164,6 +171,12 @@ private:
     bool raw;   // one of its writes overlaps a read (kept only by dependencies_of_unplaced)
   };
   std::vector<Latest> latest_;  // search()'s, reused
+  // The accesses the last search's write covers, when it wrote one on-chip
+  // region (nearly every op): record() of that op drops them without
+  // searching the index again. Valid until the index changes.
+  Region covered_write_;
+  std::vector<std::uint32_t> covered_;
+  bool covered_valid_ = false;
   // HBM, per tensor: writes exactly, reads summarised as each agent's latest
   // (a write waits for all of them). Kernels rarely write what they read, and
   // a large kernel reads tens of thousands of distinct tiles.
