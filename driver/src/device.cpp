@@ -151,22 +151,28 @@ class AttributionRows {
     const bool known = where.file >= 0 && static_cast<std::size_t>(where.file) < program_.source_files.size();
     const std::uint64_t key = (std::uint64_t{engine} << 56) |
                               (known ? (std::uint64_t(std::uint32_t(where.file) + 1) << 32) | where.line : 0);
+    // Neighbouring instructions and descriptors mostly share their row.
+    if (last_site_row_ && key == last_site_key_) return *last_site_row_;
+    last_site_key_ = key;
     const auto cached = site_rows_.find(key);
-    if (cached != site_rows_.end()) return *cached->second;
+    if (cached != site_rows_.end()) return *(last_site_row_ = cached->second);
     const std::string site = program_.site_name(where);
     SiteCost& row = sites_[{engine_name, site}];
     row.engine = engine_name;
     row.site = site;
-    return *site_rows_.emplace(key, &row).first->second;
+    return *(last_site_row_ = site_rows_.emplace(key, &row).first->second);
   }
   SiteCost& by_label(std::uint32_t engine, const std::string& engine_name, const std::string& label) {
     // Labels are the Program's strings: one address per label name entry.
+    if (last_label_row_ && engine == last_label_engine_ && &label == last_label_) return *last_label_row_;
+    last_label_engine_ = engine;
+    last_label_ = &label;
     const auto cached = label_rows_.find({engine, &label});
-    if (cached != label_rows_.end()) return *cached->second;
+    if (cached != label_rows_.end()) return *(last_label_row_ = cached->second);
     SiteCost& row = labels_[{engine_name, label}];
     row.engine = engine_name;
     row.label = label;
-    return *label_rows_.emplace(std::make_pair(engine, &label), &row).first->second;
+    return *(last_label_row_ = label_rows_.emplace(std::make_pair(engine, &label), &row).first->second);
   }
   Rows& sites() { return sites_; }
   Rows& labels() { return labels_; }
@@ -176,6 +182,11 @@ class AttributionRows {
   Rows sites_, labels_;  // std::map: its rows stay where they are as it grows
   std::unordered_map<std::uint64_t, SiteCost*> site_rows_;
   std::map<std::pair<std::uint32_t, const std::string*>, SiteCost*> label_rows_;
+  std::uint64_t last_site_key_ = 0;
+  SiteCost* last_site_row_ = nullptr;
+  std::uint32_t last_label_engine_ = 0;
+  const std::string* last_label_ = nullptr;
+  SiteCost* last_label_row_ = nullptr;
 };
 
 void add_attribution(RunReport& report, const Program& program, core::NeuronCore& core) {
