@@ -221,24 +221,39 @@ void DmaEngine::apply_due_doorbells() {
     const PendingTail& p = pending_.front();
     const sc_time write = std::max(on_clock(p.visible), next_tail_write_);
     next_tail_write_ = write + period_;
+    const sc_time before = fetch_time(p.queue);
     // A queue that still had descriptors to fetch was ready before this write.
     if (fetch_ptr_[p.queue] == queues_[p.queue].tail) tail_visible_[p.queue] = write;
     queues_[p.queue].tail = p.tail;
-    fetchable_known_ = false;
+    fetch_time_changed(p.queue, before);
     wave_queue(p.queue);
     pending_.pop_front();
   }
+}
+
+sc_time DmaEngine::fetch_time(std::uint32_t q) const {
+  const QueueState& s = queues_[q];
+  return s.error == arch::DmaError::kNone && s.ring_size > 0 && fetch_ptr_[q] != s.tail
+             ? tail_visible_[q] + clock_.cycles(kDoorbellToFetch)
+             : never_;
+}
+
+void DmaEngine::fetch_time_changed(std::uint32_t q, const sc_time& before) {
+  // The earliest over the queues moves down with one queue, and needs a scan
+  // only when the queue that held it moved up: a doorbell or a fetch leaves
+  // most queues' times (and mostly its own) as they were, where a scan after
+  // each was about 0.6 % of a large GEMM's instructions.
+  if (!fetchable_known_) return;
+  const sc_time after = fetch_time(q);
+  if (after < fetchable_at_) fetchable_at_ = after;
+  else if (after > before && before == fetchable_at_) fetchable_known_ = false;
 }
 
 sc_time DmaEngine::fetch_ready_at(const sc_time& not_before) const {
   // The earliest over the queues of max(not_before, their time) is max(not_before, the earliest time).
   if (!fetchable_known_) {
     fetchable_at_ = never_;
-    for (std::uint32_t q = 0; q < queues_.size(); ++q) {
-      const QueueState& s = queues_[q];
-      if (s.error == arch::DmaError::kNone && s.ring_size > 0 && fetch_ptr_[q] != s.tail)
-        fetchable_at_ = std::min(fetchable_at_, tail_visible_[q] + clock_.cycles(kDoorbellToFetch));
-    }
+    for (std::uint32_t q = 0; q < queues_.size(); ++q) fetchable_at_ = std::min(fetchable_at_, fetch_time(q));
     fetchable_known_ = true;
   }
   return fetchable_at_ == never_ ? never_ : std::max(not_before, fetchable_at_);
@@ -334,8 +349,9 @@ sc_time DmaEngine::access(tlm::tlm_command cmd, std::uint64_t address, std::uint
 void DmaEngine::fetch_begin(std::uint32_t q, const sc_time& issue) {
   const QueueState& s = queues_[q];
   fetching_ = {q, fetch_ptr_[q], issue};
+  const sc_time before = fetch_time(q);
   fetch_ptr_[q] = (fetch_ptr_[q] + 1) % s.ring_size;
-  fetchable_known_ = false;
+  fetch_time_changed(q, before);
   last_fetched_queue_ = q;
 }
 

@@ -250,6 +250,10 @@ private:
   // fetch); ready_queue: the queue an AR at `ar` reads, round-robin after
   // `after`, -1 if none.
   sc_core::sc_time fetch_ready_at(const sc_core::sc_time& not_before) const;
+  // Queue q's earliest fetch AR (never if it has nothing to fetch), and the
+  // update of the earliest over the queues once q's changed from `before`.
+  sc_core::sc_time fetch_time(std::uint32_t q) const;
+  void fetch_time_changed(std::uint32_t q, const sc_core::sc_time& before);
   std::int64_t ready_queue(std::uint32_t after, const sc_core::sc_time& ar) const;
   // The fetch of queue q's next descriptor: the fetch unit takes it at
   // `issue` (fetch_begin), its AR goes to memory then (fetch_end, at now_ == issue).
