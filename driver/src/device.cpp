@@ -236,12 +236,7 @@ void add_attribution(RunReport& report, const Program& program, core::NeuronCore
     const dma::DmaEngineBase& engine = core.dma().engine(e);
     const auto e32 = static_cast<std::uint32_t>(e);
     const std::map<std::uint32_t, timing::QueueTimes> times = timing::queue_times(engine);
-    std::map<std::uint32_t, std::vector<std::pair<std::uint32_t, sc_core::sc_time>>> done;  // queue -> (index, status)
-    for (const auto& c : engine.completions()) done[c.queue].emplace_back(c.index, c.done);
-    for (auto& [q, list] : done) {
-      // In ring order already, but for a ring run more than once
-      // (run_timing.cpp's each_descriptor_time says why the check).
-      if (!std::is_sorted(list.begin(), list.end())) std::sort(list.begin(), list.end());
+    for (const auto& [q, list] : timing::completions_by_queue(engine)) {
       const DmaQueueId id{e32, q};
       const auto ring = program.rings.find(id);
       const auto sites = program.ring_sites.find(id);

@@ -43,6 +43,18 @@ std::map<std::uint32_t, QueueTimes> queue_times(const dma::DmaEngineBase& engine
   return out;
 }
 
+std::map<std::uint32_t, std::vector<std::pair<std::uint32_t, sc_core::sc_time>>> completions_by_queue(
+    const dma::DmaEngineBase& engine) {
+  std::map<std::uint32_t, std::vector<std::pair<std::uint32_t, sc_core::sc_time>>> out;
+  for (const auto& c : engine.completions()) out[c.queue].emplace_back(c.index, c.done);
+  // A queue completes its descriptors in ring order: sorted already but for
+  // a ring run more than once, and a sort of a sorted list was 1 % of a large
+  // run's instructions, in each of the report's two users.
+  for (auto& [q, list] : out)
+    if (!std::is_sorted(list.begin(), list.end())) std::sort(list.begin(), list.end());
+  return out;
+}
+
 namespace {
 
 // Calls visit(t) for every completed descriptor, in descriptor_times' order:
@@ -61,13 +73,7 @@ void each_descriptor_time(const Program& program, core::NeuronCore& core, Visit&
     const dma::DmaEngineBase& engine = core.dma().engine(e);
     const auto e32 = static_cast<std::uint32_t>(e);
     const std::map<std::uint32_t, QueueTimes> times = queue_times(engine);
-    std::map<std::uint32_t, std::vector<std::pair<std::uint32_t, double>>> done;  // queue -> (index, status written)
-    for (const auto& c : engine.completions()) done[c.queue].emplace_back(c.index, ns(c.done));
-    for (auto& [q, list] : done) {
-      // A queue completes its descriptors in ring order: sorted already but for
-      // a ring run more than once, and a sort of a sorted list was 1 % of a
-      // large run's instructions, in each of the two places that sort it.
-      if (!std::is_sorted(list.begin(), list.end())) std::sort(list.begin(), list.end());
+    for (const auto& [q, list] : completions_by_queue(engine)) {
       const auto ring = program.rings.find({e32, q});
       const std::string owner = fmt::format("dma {}.{}", e32, q);
       const auto owned = std::find(program.semaphore_owners.begin(), program.semaphore_owners.end(), owner);
@@ -81,7 +87,8 @@ void each_descriptor_time(const Program& program, core::NeuronCore& core, Visit&
       double previous_release = 0;
       const auto found = times.find(q);
       const QueueTimes* queue = found == times.end() ? nullptr : &found->second;
-      for (const auto& [index, status] : list) {
+      for (const auto& [index, done] : list) {
+        const double status = ns(done);
         const arch::DmaDescriptor* d =
             ring != program.rings.end() && index < ring->second.size() ? &ring->second[index] : nullptr;
         DescriptorTime t;

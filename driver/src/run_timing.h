@@ -45,6 +45,10 @@ struct QueueTimes {
 // Vectors by ring index, not maps by (queue, index): an engine of a large
 // run has tens of thousands of descriptors.
 std::map<std::uint32_t, QueueTimes> queue_times(const dma::DmaEngineBase& engine);
+// Each queue's completed descriptors of `engine` (ring index, status
+// written), in ring order, by queue number.
+std::map<std::uint32_t, std::vector<std::pair<std::uint32_t, sc_core::sc_time>>> completions_by_queue(
+    const dma::DmaEngineBase& engine);
 
 // One descriptor as its queue ran it. A queue runs its descriptors in
 // order: one is queued from when its doorbell landed or the one before it

@@ -76,34 +76,21 @@ void OnChipIndex::for_each_cell(std::uint64_t p0, std::uint64_t p1, std::uint64_
 }
 
 template <typename F>
-void OnChipIndex::for_each_overlapping(const Region& r, F&& f) {
-  next_stamp(entries_, stamp_);
-  for_each_cell(r.p0, r.p1, r.b0, r.b1, [&](const std::vector<std::uint32_t>& cell) {
-    for (const std::uint32_t idx : cell) {
-      Entry& e = entries_[idx];
-      if (e.stamp == stamp_ || !e.overlaps(r)) continue;
-      e.stamp = stamp_;
-      f(Region{r.memory, e.p0, e.p1, e.b0, e.b1}, e.op, e.agent, e.is_write);
-    }
-  });
-}
-
-template <typename F>
-void OnChipIndex::for_each_overlapping(const Region& r, F&& f, std::vector<std::uint32_t>& covered) {
+void OnChipIndex::for_each_overlapping(const Region& r, F&& f, std::vector<std::uint32_t>* covered) {
   // Every entry of r's cells once (the stamp marks each met, overlapping or
   // not): the covered ones are remove_covered(r)'s, the overlapping ones f's.
-  covered.clear();
+  if (covered) covered->clear();
   next_stamp(entries_, stamp_);
   for_each_cell(r.p0, r.p1, r.b0, r.b1, [&](const std::vector<std::uint32_t>& cell) {
     for (const std::uint32_t idx : cell) {
       Entry& e = entries_[idx];
       if (e.stamp == stamp_) continue;
       e.stamp = stamp_;
-      if (e.covered_by(r)) covered.push_back(idx);
+      if (covered && e.covered_by(r)) covered->push_back(idx);
       if (e.overlaps(r)) f(Region{r.memory, e.p0, e.p1, e.b0, e.b1}, e.op, e.agent, e.is_write);
     }
   });
-  std::sort(covered.begin(), covered.end());  // the order remove_covered drops them in
+  if (covered) std::sort(covered->begin(), covered->end());  // the order remove_covered drops them in
 }
 
 void OnChipIndex::remove_covered(const Region& w) {
@@ -256,17 +243,13 @@ void HazardTracker::search(int agent, const RegionList& reads, const RegionList&
       on_chip(r.memory).for_each_overlapping(r, [&](const Region& region, int op, int op_agent, bool is_write) {
         if (is_write) consider(op, op_agent, true, region);
       });
-  const auto consider_any = [&](const Region& region, int op, int op_agent, bool is_write) {
-    consider(op, op_agent, is_write, region);
-  };
   covered_valid_ = writes.size() == 1 && writes.begin()->on_chip();
-  if (covered_valid_) {
-    covered_write_ = *writes.begin();
-    on_chip(covered_write_.memory).for_each_overlapping(covered_write_, consider_any, covered_);
-  } else {
-    for (const Region& w : writes)
-      if (w.on_chip()) on_chip(w.memory).for_each_overlapping(w, consider_any);
-  }
+  if (covered_valid_) covered_write_ = *writes.begin();
+  for (const Region& w : writes)
+    if (w.on_chip())
+      on_chip(w.memory).for_each_overlapping(
+          w, [&](const Region& region, int op, int op_agent, bool is_write) { consider(op, op_agent, is_write, region); },
+          covered_valid_ ? &covered_ : nullptr);
   // One entry per agent: in agent order.
   std::sort(latest.begin(), latest.end(), [](const Latest& a, const Latest& b) { return a.agent < b.agent; });
 }
@@ -274,14 +257,12 @@ void HazardTracker::search(int agent, const RegionList& reads, const RegionList&
 void HazardTracker::dependencies(int agent, const RegionList& reads, const RegionList& writes, std::vector<int>& out,
                                  bool* same_agent_raw) {
   search(agent, reads, writes, same_agent_raw, false);
-  out.clear();
-  for (const Latest& l : latest_) out.push_back(l.op);
+  dependencies_as(agent, out, nullptr);  // search() left the agent's own ops out
 }
 
 void HazardTracker::dependencies_of_unplaced(const RegionList& reads, const RegionList& writes, std::vector<int>& out) {
   search(-1, reads, writes, nullptr, true);
-  out.clear();
-  for (const Latest& l : latest_) out.push_back(l.op);
+  dependencies_as(-1, out, nullptr);
 }
 
 void HazardTracker::dependencies_as(int agent, std::vector<int>& out, bool* same_agent_raw) const {

@@ -31,13 +31,11 @@ public:
   // A newer read of the same bytes by the same agent supersedes the older,
   // since the agent finishes in order.
   void add_read(const Region& r, int op, int agent);
-  // Calls f(region, op, agent, is_write) once for each live access overlapping r.
+  // Calls f(region, op, agent, is_write) once for each live access
+  // overlapping r. With `covered`, also lists there (ascending) the accesses
+  // r covers: what remove_covered(r) would drop while the index stays as it is.
   template <typename F>
-  void for_each_overlapping(const Region& r, F&& f);
-  // The same, also listing in `covered` (ascending) the accesses r covers:
-  // what remove_covered(r) would drop while the index stays as it is.
-  template <typename F>
-  void for_each_overlapping(const Region& r, F&& f, std::vector<std::uint32_t>& covered);
+  void for_each_overlapping(const Region& r, F&& f, std::vector<std::uint32_t>* covered = nullptr);
   // Drops every access that the write `w` covers: later ops order against w.
   void remove_covered(const Region& w);
   // remove_covered() of a write whose covered accesses were listed already.
