@@ -4,7 +4,7 @@
 // width) at a fraction of their cost, which was a third of DmaEngine::step.
 #pragma once
 
-#include "trace/sim_time.h"
+#include "dma/dma_time.h"
 
 #include <systemc>
 
@@ -18,16 +18,16 @@ namespace tessera::dma {
 // A clock of `period`: the first edge at or after a time.
 class ClockEdges {
 public:
-  explicit ClockEdges(const sc_core::sc_time& period) : period_(period) {
-    if (period_ == sc_core::SC_ZERO_TIME) throw std::invalid_argument("a clock period under the time resolution");
+  explicit ClockEdges(Time period) : period_(period) {
+    if (period_ == Time()) throw std::invalid_argument("a clock period under the time resolution");
     inverse_ = ~std::uint64_t{0} / period_.value();
-    for (std::size_t n = 0; n < multiples_.size(); ++n) multiples_[n] = period_ * static_cast<double>(n);
+    for (std::size_t n = 0; n < multiples_.size(); ++n) multiples_[n] = period_.times(static_cast<double>(n));
   }
 
   // n periods, the same time as sc_time's period * n, which multiplies in a
   // double each time: the step loop takes several per access.
-  sc_core::sc_time cycles(std::uint64_t n) const {
-    return n < multiples_.size() ? multiples_[n] : period_ * static_cast<double>(n);
+  Time cycles(std::uint64_t n) const {
+    return n < multiples_.size() ? multiples_[n] : period_.times(static_cast<double>(n));
   }
 
   // The same edge as period * ceil(t / period - 1e-9) in doubles for every
@@ -35,18 +35,18 @@ public:
   // by the period's inverse: the quotient it gives is at most one short for
   // any time below 2^63 (the inverse is short by under one part in
   // 2^64 / period), which the loop mends in one compare.
-  sc_core::sc_time at_or_after(const sc_core::sc_time& t) const {
+  Time at_or_after(Time t) const {
     const std::uint64_t v = t.value(), p = period_.value();
     const auto q = static_cast<std::uint64_t>((static_cast<unsigned __int128>(v) * inverse_) >> 64);
     std::uint64_t past = v - q * p;
     while (past >= p) past -= p;
-    return past == 0 ? t : t + trace::ticks(p - past);
+    return past == 0 ? t : t + Time::units(p - past);
   }
 
 private:
-  sc_core::sc_time period_;
+  Time period_;
   std::uint64_t inverse_;  // floor((2^64 - 1) / period)
-  std::array<sc_core::sc_time, 257> multiples_;  // a burst's beats (at most 256), and the engine's fixed gaps
+  std::array<Time, 257> multiples_;  // a burst's beats (at most 256), and the engine's fixed gaps
 };
 
 // An AXI data bus of `bytes`: addresses rounded down to a beat and byte

@@ -152,14 +152,14 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::
       ctx_(ctx),
       // The engine moves one data beat per cycle, so its clock is what gives
       // the configured bandwidth.
-      period_(static_cast<double>(ctx.cfg.dma.axi_data_bytes) / ctx.cfg.dma.bytes_per_ns, SC_NS),
+      period_(sc_time(static_cast<double>(ctx.cfg.dma.axi_data_bytes) / ctx.cfg.dma.bytes_per_ns, SC_NS)),
       clock_(period_),
       bus_(static_cast<std::uint32_t>(ctx.cfg.dma.axi_data_bytes)),
       burst_cache_(max_burst_bytes(static_cast<std::uint32_t>(ctx.cfg.dma.axi_data_bytes))),
       data_(!ctx.no_data),
       max_outstanding_(static_cast<std::uint32_t>(ctx.cfg.dma.max_outstanding)),
-      run_gap_(period_ * static_cast<double>(ctx.cfg.dma.run_gap_cycles)),
-      descriptor_gap_(period_ * static_cast<double>(ctx.cfg.dma.descriptor_gap_cycles)),
+      run_gap_(period_.times(static_cast<double>(ctx.cfg.dma.run_gap_cycles))),
+      descriptor_gap_(period_.times(static_cast<double>(ctx.cfg.dma.descriptor_gap_cycles))),
       fetch_ptr_(queues, 0),
       tail_visible_(queues),
       last_fetched_queue_(queues - 1),
@@ -173,7 +173,7 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::
   SC_THREAD(run);
 }
 
-sc_time DmaEngine::on_clock(const sc_time& t) const { return clock_.at_or_after(t); }
+Time DmaEngine::on_clock(Time t) const { return clock_.at_or_after(t); }
 
 void DmaEngineBase::expect_ring(std::uint32_t ring_size) {
   expected_descriptors_ += ring_size > 0 ? ring_size - 1 : 0;
@@ -197,7 +197,7 @@ std::uint32_t DmaEngine::head_for_doorbell(std::uint32_t q) {
   if (!scheduler_) return queues_[q].head;
   // Completions up to now are seen (one at the doorbell's own time too, as
   // if the engine had run first in that cycle); later ones are the engine's future.
-  const sc_time now = sc_time_stamp();
+  const Time now = sc_time_stamp();
   while (!heads_ahead_.empty() && heads_ahead_.front().at <= now) {
     heads_seen_[heads_ahead_.front().queue] = heads_ahead_.front().head;
     heads_ahead_.pop_front();
@@ -210,7 +210,7 @@ void DmaEngine::ring(const sc_time& visible_after) {
   // doorbell_event_.notify(visible_after) as SystemC would keep it: a
   // pending notification whose time has come has fired; of two pending, the
   // earlier stays.
-  const sc_time now = sc_time_stamp(), at = now + visible_after;
+  const Time now = sc_time_stamp(), at = now + visible_after;
   if (bell_ && *bell_ <= now) bell_.reset();
   if (!bell_ || at < *bell_) bell_ = at;
   scheduler_->doorbell(slot_, next_step(), visible_after);
@@ -219,9 +219,9 @@ void DmaEngine::ring(const sc_time& visible_after) {
 void DmaEngine::apply_due_doorbells() {
   while (!pending_.empty() && pending_.front().visible <= now_) {
     const PendingTail& p = pending_.front();
-    const sc_time write = std::max(on_clock(p.visible), next_tail_write_);
+    const Time write = std::max(on_clock(p.visible), next_tail_write_);
     next_tail_write_ = write + period_;
-    const sc_time before = fetch_time(p.queue);
+    const Time before = fetch_time(p.queue);
     // A queue that still had descriptors to fetch was ready before this write.
     if (fetch_ptr_[p.queue] == queues_[p.queue].tail) tail_visible_[p.queue] = write;
     queues_[p.queue].tail = p.tail;
@@ -231,35 +231,35 @@ void DmaEngine::apply_due_doorbells() {
   }
 }
 
-sc_time DmaEngine::fetch_time(std::uint32_t q) const {
+Time DmaEngine::fetch_time(std::uint32_t q) const {
   const QueueState& s = queues_[q];
   return s.error == arch::DmaError::kNone && s.ring_size > 0 && fetch_ptr_[q] != s.tail
              ? tail_visible_[q] + clock_.cycles(kDoorbellToFetch)
-             : never_;
+             : kNever;
 }
 
-void DmaEngine::fetch_time_changed(std::uint32_t q, const sc_time& before) {
+void DmaEngine::fetch_time_changed(std::uint32_t q, Time before) {
   // The earliest over the queues moves down with one queue, and needs a scan
   // only when the queue that held it moved up: a doorbell or a fetch leaves
   // most queues' times (and mostly its own) as they were, where a scan after
   // each was about 0.6 % of a large GEMM's instructions.
   if (!fetchable_known_) return;
-  const sc_time after = fetch_time(q);
+  const Time after = fetch_time(q);
   if (after < fetchable_at_) fetchable_at_ = after;
   else if (after > before && before == fetchable_at_) fetchable_known_ = false;
 }
 
-sc_time DmaEngine::fetch_ready_at(const sc_time& not_before) const {
+Time DmaEngine::fetch_ready_at(Time not_before) const {
   // The earliest over the queues of max(not_before, their time) is max(not_before, the earliest time).
   if (!fetchable_known_) {
-    fetchable_at_ = never_;
+    fetchable_at_ = kNever;
     for (std::uint32_t q = 0; q < queues_.size(); ++q) fetchable_at_ = std::min(fetchable_at_, fetch_time(q));
     fetchable_known_ = true;
   }
-  return fetchable_at_ == never_ ? never_ : std::max(not_before, fetchable_at_);
+  return fetchable_at_ == kNever ? kNever : std::max(not_before, fetchable_at_);
 }
 
-std::int64_t DmaEngine::ready_queue(std::uint32_t after, const sc_time& ar) const {
+std::int64_t DmaEngine::ready_queue(std::uint32_t after, Time ar) const {
   const auto n = static_cast<std::uint32_t>(queues_.size());
   for (std::uint32_t i = 1; i <= n; ++i) {
     const std::uint32_t q = (after + i) % n;
@@ -277,22 +277,22 @@ void DmaEngine::run() {
     now_ = sc_time_stamp();
     const Wait w = step();
     switch (w.kind) {
-      case Wait::kTime: sleep_for(w.until - now_); break;
-      case Wait::kTimeOrDoorbell: sleep_for(w.until - now_, doorbell_event_); break;
+      case Wait::kTime: sleep_for((w.until - now_).sc()); break;
+      case Wait::kTimeOrDoorbell: sleep_for((w.until - now_).sc(), doorbell_event_); break;
       case Wait::kDoorbell: sleep_on(doorbell_event_); break;
     }
   }
 }
 
-sc_time DmaEngine::next_step() const {
-  sc_time t = wait_.kind == Wait::kDoorbell ? never_ : wait_.until;
+Time DmaEngine::next_step() const {
+  Time t = wait_.kind == Wait::kDoorbell ? kNever : wait_.until;
   // A notification at the very time the wait began had fired before it (SystemC
   // triggers timed notifications before it runs the processes of that time).
   if (wait_.kind != Wait::kTime && bell_ && *bell_ > waited_from_) t = std::min(t, *bell_);
   return t;
 }
 
-sc_time DmaEngine::step_at(const sc_time& t) {
+Time DmaEngine::step_at(Time t) {
   now_ = t;
   if (bell_ && *bell_ <= t) bell_.reset();  // it fires now, or fired while nobody waited for it
   wait_ = step();
@@ -310,17 +310,17 @@ void DmaEngine::fail(std::uint32_t q, std::uint32_t index, arch::DmaError code, 
                         detail));
 }
 
-sc_time DmaEngine::access(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t* data, std::uint32_t length,
-                          bool& error) {
+Time DmaEngine::access(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t* data, std::uint32_t length,
+                       bool& error) {
   // Alone, the engine is at SystemC's time and takes its turn among the
   // engines of the cycle; under a scheduler the turn is the scheduler's
   // order, and a time ahead of SystemC's goes as the annotated delay.
   // SystemC's time stands still while the scheduler runs the engines (it
   // reads it once per wake-up, and no memory target waits).
-  sc_time stamp = SC_ZERO_TIME, delay = SC_ZERO_TIME;
+  sc_time stamp = sc_core::SC_ZERO_TIME, delay = sc_core::SC_ZERO_TIME;
   if (scheduler_) {
     stamp = scheduler_->systemc_time();
-    delay = now_ - stamp;
+    delay = (now_ - stamp).sc();
   } else {
     take_turn_in_order();
   }
@@ -338,18 +338,18 @@ sc_time DmaEngine::access(tlm::tlm_command cmd, std::uint64_t address, std::uint
   error = t.is_response_error();
   if (!scheduler_) stamp = sc_time_stamp();  // the target may have waited
   assert(stamp == sc_time_stamp());
-  const sc_time answer = stamp + delay;
+  const Time answer = Time(stamp) + Time(delay);
   if (log_)
-    std::fprintf(stderr, "%s %.3f %s 0x%llx bytes %u answer %.3f\n", name(), trace::ns(now_),
+    std::fprintf(stderr, "%s %.3f %s 0x%llx bytes %u answer %.3f\n", name(), trace::ns(now_.sc()),
                  cmd == tlm::TLM_WRITE_COMMAND ? "W" : "R", static_cast<unsigned long long>(address), length,
-                 trace::ns(answer));
+                 trace::ns(answer.sc()));
   return answer;
 }
 
-void DmaEngine::fetch_begin(std::uint32_t q, const sc_time& issue) {
+void DmaEngine::fetch_begin(std::uint32_t q, Time issue) {
   const QueueState& s = queues_[q];
   fetching_ = {q, fetch_ptr_[q], issue};
-  const sc_time before = fetch_time(q);
+  const Time before = fetch_time(q);
   fetch_ptr_[q] = (fetch_ptr_[q] + 1) % s.ring_size;
   fetch_time_changed(q, before);
   last_fetched_queue_ = q;
@@ -366,25 +366,25 @@ DmaEngine::Fetched DmaEngine::fetch_end() {
   return f;
 }
 
-sc_time DmaEngine::write_slot_free() const {
+Time DmaEngine::write_slot_free() const {
   // A write holds one of max_outstanding slots from AW to B.
-  return writes_b_count_ < max_outstanding_ ? SC_ZERO_TIME : writes_b_[writes_b_next_] + clock_.cycles(kWriteSlotReuse);
+  return writes_b_count_ < max_outstanding_ ? Time() : writes_b_[writes_b_next_] + clock_.cycles(kWriteSlotReuse);
 }
 
-void DmaEngine::write_answered(const sc_time& b) {
+void DmaEngine::write_answered(Time b) {
   b_last_ = std::max(b, b_last_ + period_);
   writes_b_[writes_b_next_] = b_last_;
   writes_b_next_ = (writes_b_next_ + 1) % max_outstanding_;
   if (writes_b_count_ < max_outstanding_) ++writes_b_count_;
 }
 
-sc_time DmaEngine::completion_aw() const {
-  const sc_time slot = write_slot_free();
-  const sc_time aw = completions_pending_.front().aw;
-  return slot > SC_ZERO_TIME ? std::max(aw, slot - period_) : aw;
+Time DmaEngine::completion_aw() const {
+  const Time slot = write_slot_free();
+  const Time aw = completions_pending_.front().aw;
+  return slot > Time() ? std::max(aw, slot - period_) : aw;
 }
 
-sc_time DmaEngine::completion_time() const {
+Time DmaEngine::completion_time() const {
   // Completion writes go ahead of data bursts, between bursts.
   return std::max({completions_pending_.front().ready, w_free_, write_slot_free()});
 }
@@ -392,8 +392,8 @@ sc_time DmaEngine::completion_time() const {
 void DmaEngine::complete_oldest() {
   // One write per call (semaphore, then status), each a W beat of its own, so
   // that data bursts of the next descriptor interleave with them as in the RTL.
-  const sc_time at = completion_time();
-  const sc_time aw = completion_aw();
+  const Time at = completion_time();
+  const Time aw = completion_aw();
   next_aw_ = std::max(next_aw_, aw + period_);  // a data AW goes in a later cycle
   PendingCompletion& c = completions_pending_.front();
   QueueState& s = queues_[c.queue];
@@ -401,7 +401,7 @@ void DmaEngine::complete_oldest() {
   w_free_ = at + period_;
   if (c.semaphore) {
     std::uint32_t v = c.sem_value;
-    const sc_time resp = on_clock(access(tlm::TLM_WRITE_COMMAND, c.sem_addr, reinterpret_cast<std::uint8_t*>(&v), 4, err));
+    const Time resp = on_clock(access(tlm::TLM_WRITE_COMMAND, c.sem_addr, reinterpret_cast<std::uint8_t*>(&v), 4, err));
     if (err) return fail(c.queue, c.index, arch::DmaError::kWriteResp,
                          fmt::format("semaphore write to 0x{:x} failed", c.sem_addr));
     write_answered(resp);
@@ -414,15 +414,15 @@ void DmaEngine::complete_oldest() {
   completions_pending_.pop_front();
   std::uint16_t status = 1u << arch::kDmaStatusDoneBit;
   const std::uint64_t slot = s.ring_base + std::uint64_t{done.index} * arch::kDmaDescriptorBytes;
-  const sc_time answered =
+  const Time answered =
       access(tlm::TLM_WRITE_COMMAND, slot + arch::kDmaStatusOffset, reinterpret_cast<std::uint8_t*>(&status), 2, err);
   write_answered(on_clock(answered));
-  completions_.push_back({done.queue, done.index, answered});
+  completions_.push_back({done.queue, done.index, answered.sc()});
   ++stats_.descriptors;
   ++s.descriptors_done;
   s.head = (done.index + 1) % s.ring_size;
   if (scheduler_) {
-    const sc_time now = sc_time_stamp();
+    const Time now = sc_time_stamp();
     while (!heads_ahead_.empty() && heads_ahead_.front().at <= now) {
       heads_seen_[heads_ahead_.front().queue] = heads_ahead_.front().head;
       heads_ahead_.pop_front();
@@ -481,7 +481,7 @@ void DmaEngine::begin(const Fetched& f) {
   // beat), write bursts (first W beat after the last R beat of their data),
   // the completion writes of earlier descriptors (ahead of data bursts, between
   // bursts) and the fetch of the next descriptor (one ahead).
-  const sc_time data_start = std::max(f.ready + clock_.cycles(kDecode), last_handoff_ + clock_.cycles(kHandoffToRead));
+  const Time data_start = std::max(f.ready + clock_.cycles(kDecode), last_handoff_ + clock_.cycles(kHandoffToRead));
   // A BARRIER holds the first read until the completion stage is empty and
   // every write of the engine (completion writes too) is acknowledged; the
   // fetch unit goes on meanwhile. (A BARRIER descriptor never reads ahead.)
@@ -494,7 +494,7 @@ void DmaEngine::begin(const Fetched& f) {
   x.placed = 0;
   x.need = 0;  // the read bursts the next write burst waits for: [0, need]
   x.next_read = x.r_channel = x.last_w = data_start;
-  x.retired_floor = SC_ZERO_TIME;  // the earliest burst 0 retires (after a hand-off: after the last one before it)
+  x.retired_floor = Time();  // the earliest burst 0 retires (after a hand-off: after the last one before it)
   // The next descriptor's fetch, once issued, comes back on the same R
   // channel and takes its place among the data bursts (after the bursts
   // issued before it when they are ready in the same cycle).
@@ -504,7 +504,7 @@ void DmaEngine::begin(const Fetched& f) {
   x.opened = 0;
   x.unplaced = 0;
   x.fetch_after = 0;            // data bursts issued before the fetch
-  x.fetch_last = SC_ZERO_TIME;  // the fetch's R beat as placed so far
+  x.fetch_last = Time();  // the fetch's R beat as placed so far
   x.read_at = x.written = 0;
   // The write bursts sent so far, in order; a burst's W beats go one per cycle
   // from its first, the first beat up to the next bus boundary, then whole beats.
@@ -518,17 +518,17 @@ void DmaEngine::begin(const Fetched& f) {
   // one's hand-off. It takes over the write side at the hand-off.
   x.ahead = false;
   x.ahead_ok = -1;  // whether prefetched_ may read ahead: -1 not decided yet
-  x.last_ar = SC_ZERO_TIME;      // the last data AR
-  x.ahead_floor = SC_ZERO_TIME;  // the earliest cycle a read-ahead may start
-  x.aw_floor = SC_ZERO_TIME;     // the earliest AW of the running descriptor
+  x.last_ar = Time();      // the last data AR
+  x.ahead_floor = Time();  // the earliest cycle a read-ahead may start
+  x.aw_floor = Time();     // the earliest AW of the running descriptor
   x.start_at = 0;                // the read burst that starts a descriptor (its first AR is its start)
   x.start_q = x.q;
   x.start_index = x.index;
   // The hand-off: once the running descriptor's last write burst is out
   // and the completion stage has finished the previous descriptor.
   x.writes_done = x.handoff_known = x.behind_valid = x.queued_behind = false;
-  x.handoff = SC_ZERO_TIME;
-  x.handoff_at = never_;
+  x.handoff = Time();
+  x.handoff_at = kNever;
   resume_ = Resume::kTop;
 }
 
@@ -557,7 +557,7 @@ void DmaEngine::place() {
 void DmaEngine::place_again() {
   constexpr std::size_t kFetch = static_cast<std::size_t>(-1);
   Exec& x = exec_;
-  const sc_time cycle = period_;
+  const Time cycle = period_;
   std::vector<std::size_t>& open = scratch_.open;
   std::vector<ReadBurst>& reads = scratch_.reads;
   const auto issued = [&](std::size_t k) {
@@ -589,14 +589,14 @@ void DmaEngine::place_again() {
     add(kFetch);
     x.fetch_open = true;
   }
-  const auto last_of = [&](std::size_t k) -> sc_time& { return k == kFetch ? x.fetch_last : reads[k].last_beat; };
+  const auto last_of = [&](std::size_t k) -> Time& { return k == kFetch ? x.fetch_last : reads[k].last_beat; };
   if (x.unplaced < open.size()) {
-    sc_time ch = x.unplaced == 0 ? x.r_channel : last_of(open[x.unplaced - 1]) + cycle;
+    Time ch = x.unplaced == 0 ? x.r_channel : last_of(open[x.unplaced - 1]) + cycle;
     for (std::size_t i = x.unplaced; i < open.size(); ++i) {
       const std::size_t k = open[i];
       const std::uint32_t beats =
           k == kFetch ? static_cast<std::uint32_t>(bus_.beats(arch::kDmaDescriptorBytes)) : reads[k].beats;
-      const sc_time last = std::max(ready_of(k), ch) + clock_.cycles(beats - 1);
+      const Time last = std::max(ready_of(k), ch) + clock_.cycles(beats - 1);
       last_of(k) = last;
       ch = last + cycle;
     }
@@ -624,11 +624,11 @@ void DmaEngine::place_again() {
 
 // Reads retire in issue order, one per cycle: a burst's data is writable,
 // and its slot reusable, once it and every burst before it have arrived.
-sc_time DmaEngine::retire(std::size_t k) const {
+Time DmaEngine::retire(std::size_t k) const {
   const Exec& x = exec_;
   const std::vector<ReadBurst>& reads = scratch_.reads;
   if (k < x.placed) return reads[k].retired;
-  sc_time t = x.placed == 0 ? std::max(reads[0].last_beat, x.retired_floor)
+  Time t = x.placed == 0 ? std::max(reads[0].last_beat, x.retired_floor)
                             : std::max(reads[x.placed].last_beat, reads[x.placed - 1].retired + period_);
   for (std::size_t i = x.placed + 1; i <= k; ++i) t = std::max(reads[i].last_beat, t + period_);
   return t;
@@ -644,8 +644,8 @@ std::uint64_t DmaEngine::sent_bytes() const {
 
 // The cycle of the first W beat of `w` (first beat at `start`, `sent` bytes
 // before it) by which `target` bytes in all have been sent; never if none.
-sc_time DmaEngine::beat_with(const Run& w, sc_time start, std::uint64_t sent, std::uint64_t target) const {
-  if (sent + w.bytes < target) return never_;
+Time DmaEngine::beat_with(const Run& w, Time start, std::uint64_t sent, std::uint64_t target) const {
+  if (sent + w.bytes < target) return kNever;
   const std::uint64_t beat = bus_.bytes();
   const std::uint64_t first = std::min<std::uint64_t>(w.bytes, beat - (w.address - bus_.down(w.address)));
   if (sent + first >= target) return start;
@@ -656,20 +656,20 @@ sc_time DmaEngine::beat_with(const Run& w, sc_time start, std::uint64_t sent, st
 // When a read of `bytes` finds room: after the beats already sent, or those
 // of the next write burst, which goes out at `next_write_start` whatever
 // the read does (writes wait only for earlier reads).
-sc_time DmaEngine::room_at(std::uint64_t bytes, std::size_t next_write, sc_time next_write_start) const {
+Time DmaEngine::room_at(std::uint64_t bytes, std::size_t next_write, Time next_write_start) const {
   const Exec& x = exec_;
   const std::vector<Run>& dst = scratch_.dst;
   const std::vector<SentBurst>& consumed = scratch_.sent;
-  if (x.read_at + bytes <= buffer_size_) return SC_ZERO_TIME;
+  if (x.read_at + bytes <= buffer_size_) return Time();
   const std::uint64_t room = x.read_at + bytes - buffer_size_;  // bytes that must have left the buffer
   const auto it = std::lower_bound(consumed.begin(), consumed.end(), room,
                                    [](const SentBurst& b, std::uint64_t n) { return b.sent_after < n; });
   if (it != consumed.end()) return beat_with(dst[it->write], it->start, it->sent_before, room) + period_;
-  if (next_write < dst.size() && next_write_start != never_) {
-    const sc_time t = beat_with(dst[next_write], next_write_start, sent_bytes(), room);
-    if (t != never_) return t + period_;
+  if (next_write < dst.size() && next_write_start != kNever) {
+    const Time t = beat_with(dst[next_write], next_write_start, sent_bytes(), room);
+    if (t != kNever) return t + period_;
   }
-  return never_;
+  return kNever;
 }
 
 // The running descriptor's last write beat is out and the completion
@@ -677,19 +677,19 @@ sc_time DmaEngine::room_at(std::uint64_t bytes, std::size_t next_write, sc_time 
 // every write the engine has issued is acknowledged).
 void DmaEngine::hand_off() {
   Exec& x = exec_;
-  const sc_time cycle = period_;
+  const Time cycle = period_;
   const std::vector<Run>& src = scratch_.src;
   stats_.bytes += static_cast<double>(x.total);
   // Moving: from the first data beat on R (bursts may come back out of
   // order, and a read-ahead descriptor's may come back first) to the last
   // on W, both cycles included; overlapping descriptors count once, as
   // the RTL counts moving_o.
-  sc_time first_r = never_;
+  Time first_r = kNever;
   for (std::size_t k = 0; k < src.size(); ++k)
     if (k < x.src_end || scratch_.reads[k].delivered)
       first_r = std::min(first_r, scratch_.reads[k].last_beat - clock_.cycles(scratch_.reads[k].beats - 1));
-  const sc_time from = moving_any_ ? std::max(first_r, moving_until_ + cycle) : first_r;
-  if (x.last_w >= from) stats_.busy_ns += trace::ns(x.last_w - from + cycle);
+  const Time from = moving_any_ ? std::max(first_r, moving_until_ + cycle) : first_r;
+  if (x.last_w >= from) stats_.busy_ns += trace::ns((x.last_w - from + cycle).sc());
   moving_any_ = true;
   moving_until_ = x.last_w;
   completions_pending_.push_back({x.q, x.index, b_last_ + clock_.cycles(kWriteToCompletion),
@@ -713,8 +713,8 @@ void DmaEngine::hand_off() {
 }
 
 DmaEngine::Wait DmaEngine::step() {
-  const sc_time never = never_;
-  const sc_time cycle = period_;
+  const Time never = kNever;
+  const Time cycle = period_;
   Exec& x = exec_;
   std::vector<Run>& src = scratch_.src;
   std::vector<Run>& dst = scratch_.dst;
@@ -732,10 +732,10 @@ DmaEngine::Wait DmaEngine::step() {
         }
         // An idle fetch unit fetches two cycles after the doorbell's register
         // write, four after the previous fetch's data.
-        const sc_time issue = fetch_ready_at(std::max(on_clock(now_), last_fetch_ready_ + clock_.cycles(kFetchAhead)));
+        const Time issue = fetch_ready_at(std::max(on_clock(now_), last_fetch_ready_ + clock_.cycles(kFetchAhead)));
         // The completion stage's writes go out in their own cycles meanwhile
         // (within one cycle the fetch's AR goes before a W).
-        const sc_time due = completions_pending_.empty() ? never : completion_time();
+        const Time due = completions_pending_.empty() ? never : completion_time();
         if (issue != never && issue <= due) {
           fetch_begin(static_cast<std::uint32_t>(ready_queue(last_fetched_queue_, issue)), issue);
           resume_ = Resume::kIdleFetch;
@@ -749,7 +749,7 @@ DmaEngine::Wait DmaEngine::step() {
           return {Wait::kTimeOrDoorbell, pending_.front().visible};
         }
         // Finish the completion stage, unless a doorbell comes first.
-        const sc_time until = pending_.empty() ? due : std::min(due, pending_.front().visible);
+        const Time until = pending_.empty() ? due : std::min(due, Time(pending_.front().visible));
         if (until > now_) {
           idle_due_ = due;
           resume_ = Resume::kIdleSlept;
@@ -762,7 +762,7 @@ DmaEngine::Wait DmaEngine::step() {
         resume_ = now_ < idle_due_ ? Resume::kIdle : Resume::kIdleComplete;
         continue;
       case Resume::kIdleComplete:
-        if (const sc_time at = completion_time(); at > now_) return {Wait::kTime, at};
+        if (const Time at = completion_time(); at > now_) return {Wait::kTime, at};
         complete_oldest();
         resume_ = Resume::kIdle;
         continue;
@@ -775,7 +775,7 @@ DmaEngine::Wait DmaEngine::step() {
       case Resume::kTop: {
         // Candidate times; "never" when not possible yet.
         place();
-        sc_time t_complete = never, t_fetch = never, t_ahead = never;
+        Time t_complete = never, t_fetch = never, t_ahead = never;
         x.t_read = x.t_write = x.t_write_start = x.t_aw = never;
         std::uint32_t w_beats = 0;
         if (x.wi < dst.size()) {
@@ -786,7 +786,7 @@ DmaEngine::Wait DmaEngine::step() {
             // committed and a write slot is free, in order after the last AW,
             // and, for a run start, a run gap after the last run start.
             x.t_aw = std::max({retire(x.need) + clock_.cycles(kReadToWrite - 1), next_aw_, x.aw_floor});
-            if (const sc_time slot = write_slot_free(); slot > SC_ZERO_TIME) x.t_aw = std::max(x.t_aw, slot - cycle);
+            if (const Time slot = write_slot_free(); slot > Time()) x.t_aw = std::max(x.t_aw, slot - cycle);
             if (dst[x.wi].first) x.t_aw = std::max(x.t_aw, next_run_aw_);
             x.t_aw = std::max(x.t_aw, next_descriptor_aw_);  // set at a descriptor's last beat: binds only the next one's first AW
             x.t_write_start = std::max(w_free_, x.t_aw + cycle);
@@ -812,7 +812,7 @@ DmaEngine::Wait DmaEngine::step() {
           t_complete = completion_time();
         if (!x.prefetch_done) {
           apply_due_doorbells();
-          const sc_time unit_free = std::max(x.fetch_unit_free, now_);
+          const Time unit_free = std::max(x.fetch_unit_free, now_);
           t_fetch = fetch_ready_at(unit_free);
           if (t_fetch == never && !pending_.empty())
             t_fetch = std::max(unit_free, std::max(on_clock(pending_.front().visible), next_tail_write_) +
@@ -829,13 +829,13 @@ DmaEngine::Wait DmaEngine::step() {
             if (t_ahead >= x.handoff_at) t_ahead = never;
           }
         }
-        const sc_time t_mem = std::min({t_complete, t_fetch, x.t_read, x.t_write});
-        const sc_time t_own = std::min(t_ahead, x.handoff_at);  // the control's own steps, after memory's in a cycle
+        const Time t_mem = std::min({t_complete, t_fetch, x.t_read, x.t_write});
+        const Time t_own = std::min(t_ahead, x.handoff_at);  // the control's own steps, after memory's in a cycle
         // A doorbell rung while the engine waits for its next access may let the
         // fetch unit go first (the RTL's fetch unit sees the new tail the cycle
         // after its register write): wait for either, then decide again.
         if (!x.prefetch_done) {
-          const sc_time next = std::min(t_mem, t_own);
+          const Time next = std::min(t_mem, t_own);
           if (next != never && next > now_) return {Wait::kTimeOrDoorbell, next};
         }
         if (t_own < t_mem) {
@@ -923,7 +923,7 @@ DmaEngine::Wait DmaEngine::step() {
         // cycle before its W beat; completion writes queued behind this
         // descriptor's data beats delay the hand-off until their W beats are
         // out too.
-        if (const sc_time at = completion_time(); at > now_) return {Wait::kTime, at};
+        if (const Time at = completion_time(); at > now_) return {Wait::kTime, at};
         if (x.writes_done && !x.handoff_known && !x.behind_valid) {
           x.queued_behind = completion_aw() <= x.last_w;  // its AW came by the last data beat: its W goes after
           x.behind_valid = true;
@@ -975,7 +975,7 @@ DmaEngine::Wait DmaEngine::step() {
         std::vector<std::uint8_t>& burst = scratch_.burst;
         burst.resize(data_ ? len : 0);
         bool err = false;
-        const sc_time mem = on_clock(access(data_ ? tlm::TLM_READ_COMMAND : tlm::TLM_IGNORE_COMMAND, lo,
+        const Time mem = on_clock(access(data_ ? tlm::TLM_READ_COMMAND : tlm::TLM_IGNORE_COMMAND, lo,
                                             data_ ? burst.data() : no_bytes_, len, err));
         if (err) {
           resume_ = Resume::kIdle;
@@ -992,7 +992,7 @@ DmaEngine::Wait DmaEngine::step() {
         x.last_ar = now_;
         x.next_read = now_ + cycle;  // one AR per cycle, even when this one went out late
         if (x.ri == x.start_at) {
-          starts_.push_back({x.start_q, x.start_index, x.t_read});
+          starts_.push_back({x.start_q, x.start_index, x.t_read.sc()});
           x.start_at = static_cast<std::size_t>(-1);
         }
         ++x.ri;
@@ -1009,7 +1009,7 @@ DmaEngine::Wait DmaEngine::step() {
         x.last_w = x.t_write;
         scratch_.sent.push_back({x.wi, x.t_write_start, sent_bytes(), sent_bytes() + w.bytes});
         bool err = false;
-        const sc_time resp = on_clock(access(data_ ? tlm::TLM_WRITE_COMMAND : tlm::TLM_IGNORE_COMMAND, w.address,
+        const Time resp = on_clock(access(data_ ? tlm::TLM_WRITE_COMMAND : tlm::TLM_IGNORE_COMMAND, w.address,
                                              data_ ? scratch_.buffer.data() + x.written : no_bytes_, w.bytes, err));
         if (err) {
           resume_ = Resume::kIdle;

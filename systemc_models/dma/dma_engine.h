@@ -23,6 +23,7 @@
 #include "arch/dma_descriptor.h"
 #include "core/core_context.h"
 #include "dma/bus_clock.h"
+#include "dma/dma_time.h"
 #include "dma/descriptor_sampler.h"
 #include "dma/dma_pattern.h"
 
@@ -193,7 +194,7 @@ public:
   DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::uint32_t queues);
 
   void configure_queue(std::uint32_t queue, std::uint64_t ring_base, std::uint32_t ring_size) override;
-  sc_core::sc_time clock_period() const { return period_; }
+  sc_core::sc_time clock_period() const { return period_.sc(); }
   // Sampled fidelity: every descriptor run is offered to `sampler` (not owned).
   void set_sampler(DescriptorSampler* sampler) { sampler_ = sampler; }
   bool has_sampler() const { return sampler_ != nullptr; }
@@ -206,7 +207,7 @@ public:
   // whether the engine steps in its own SC_THREAD or under a DmaScheduler.
   struct Wait {
     enum Kind : std::uint8_t { kTime, kTimeOrDoorbell, kDoorbell } kind = kDoorbell;
-    sc_core::sc_time until = sc_core::sc_max_time();
+    Time until = kNever;
   };
 
 protected:
@@ -220,15 +221,15 @@ private:
   struct Fetched {
     std::uint32_t queue = 0, index = 0;
     std::array<std::uint8_t, arch::kDmaDescriptorBytes> raw{};
-    sc_core::sc_time ready;
+    Time ready;
     bool error = false;
   };
   // A descriptor whose data is written, waiting for its write responses
   // before its semaphore and status writes (the RTL's completion stage).
   struct PendingCompletion {
     std::uint32_t queue, index;
-    sc_core::sc_time ready;  // when the next completion write's W beat may go out
-    sc_core::sc_time aw;     // when its AW may go out (W beats follow AWs in order)
+    Time ready;  // when the next completion write's W beat may go out
+    Time aw;     // when its AW may go out (W beats follow AWs in order)
     bool semaphore;
     std::uint64_t sem_addr;
     std::uint32_t sem_value;
@@ -249,15 +250,15 @@ private:
   // or after `not_before` for any queue (never if none has a descriptor to
   // fetch); ready_queue: the queue an AR at `ar` reads, round-robin after
   // `after`, -1 if none.
-  sc_core::sc_time fetch_ready_at(const sc_core::sc_time& not_before) const;
+  Time fetch_ready_at(Time not_before) const;
   // Queue q's earliest fetch AR (never if it has nothing to fetch), and the
   // update of the earliest over the queues once q's changed from `before`.
-  sc_core::sc_time fetch_time(std::uint32_t q) const;
-  void fetch_time_changed(std::uint32_t q, const sc_core::sc_time& before);
-  std::int64_t ready_queue(std::uint32_t after, const sc_core::sc_time& ar) const;
+  Time fetch_time(std::uint32_t q) const;
+  void fetch_time_changed(std::uint32_t q, Time before);
+  std::int64_t ready_queue(std::uint32_t after, Time ar) const;
   // The fetch of queue q's next descriptor: the fetch unit takes it at
   // `issue` (fetch_begin), its AR goes to memory then (fetch_end, at now_ == issue).
-  void fetch_begin(std::uint32_t q, const sc_core::sc_time& issue);
+  void fetch_begin(std::uint32_t q, Time issue);
   Fetched fetch_end();
   // The decode rules on a fetched descriptor: its fields and bursts, or the
   // error that stops its queue.
@@ -270,21 +271,21 @@ private:
   // again at the hand-off of the last of them (the next descriptor may start).
   void begin(const Fetched& f);
   // When the oldest pending completion's writes go out, given the W channel.
-  sc_core::sc_time completion_time() const;
+  Time completion_time() const;
   // When the oldest pending completion's next AW goes out: it goes ahead of
   // data AWs of the same cycle, behind those of earlier cycles.
-  sc_core::sc_time completion_aw() const;
-  sc_core::sc_time write_slot_free() const;   // when a write may take an outstanding slot
-  void write_answered(const sc_core::sc_time& b);  // B responses come back in order
+  Time completion_aw() const;
+  Time write_slot_free() const;  // when a write may take an outstanding slot
+  void write_answered(Time b);   // B responses come back in order
   void complete_oldest();  // at completion_time(), which the caller has reached
   void fail(std::uint32_t q, std::uint32_t index, arch::DmaError code, const std::string& detail);
   // b_transport at now_, which the caller has reached (transactions go to
   // memory in time order, as the RTL's do); returns when memory answered.
   // Under a scheduler now_ may be ahead of SystemC time: the difference is
   // the transaction's annotated delay.
-  sc_core::sc_time access(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t* data, std::uint32_t length,
-                          bool& error);
-  sc_core::sc_time on_clock(const sc_core::sc_time& t) const;  // the first DMA clock edge at or after t
+  Time access(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t* data, std::uint32_t length,
+              bool& error);
+  Time on_clock(Time t) const;  // the first DMA clock edge at or after t
   // Every suspension of run() goes through these, so that the turn order
   // knows when this engine may next reach memory.
   void sleep_for(const sc_core::sc_time& d);
@@ -297,28 +298,28 @@ private:
   void place_again();  // place()'s work, when the R channel's order may have changed
   // When a burst on the R channel's way (scratch_.open's entry k: a read, or
   // the fetch as static_cast<std::size_t>(-1)) is ready.
-  const sc_core::sc_time& ready_of(std::size_t k) const {
+  Time ready_of(std::size_t k) const {
     return k == static_cast<std::size_t>(-1) ? prefetched_->ready : scratch_.reads[k].ready_at;
   }
-  sc_core::sc_time retire(std::size_t k) const;
+  Time retire(std::size_t k) const;
   // The beat-aligned range of a burst. Inline (defined in dma_engine.cpp, its
   // only user): the step loop's calls were 1 % of a large run's CPU.
   inline std::pair<std::uint64_t, std::uint32_t> aligned(const Run& r) const;
   std::uint64_t sent_bytes() const;
-  sc_core::sc_time beat_with(const Run& w, sc_core::sc_time start, std::uint64_t sent, std::uint64_t target) const;
-  sc_core::sc_time room_at(std::uint64_t bytes, std::size_t next_write, sc_core::sc_time next_write_start) const;
+  Time beat_with(const Run& w, Time start, std::uint64_t sent, std::uint64_t target) const;
+  Time room_at(std::uint64_t bytes, std::size_t next_write, Time next_write_start) const;
   void hand_off();
 
   // Under a DmaScheduler: when the engine wants its next step (its wait's
   // time, or the doorbell notification's if that comes first), and that step.
-  sc_core::sc_time next_step() const;
-  sc_core::sc_time step_at(const sc_core::sc_time& t);  // returns next_step()
+  Time next_step() const;
+  Time step_at(Time t);  // returns next_step()
 
   // A write burst whose W beats are scheduled: its index, first beat, and the
   // descriptor's bytes sent before and after it.
   struct SentBurst {
     std::size_t write;
-    sc_core::sc_time start;
+    Time start;
     std::uint64_t sent_before, sent_after;
   };
   // A read burst's progress: when memory answered it (ready_at), its last
@@ -326,7 +327,7 @@ private:
   // the delivered prefix, see retire()), its beats, whether its place on R
   // is final (delivered), and the stream's bytes after it (read_end).
   struct ReadBurst {
-    sc_core::sc_time last_beat, ready_at, retired;
+    Time last_beat, ready_at, retired;
     std::uint64_t read_end = 0;
     std::uint32_t beats = 0;
     bool delivered = false;
@@ -352,27 +353,27 @@ private:
     std::uint64_t total = 0;
     bool barrier = false;
     std::size_t ri = 0, wi = 0, src_end = 0, placed = 0, need = 0;
-    sc_core::sc_time next_read, r_channel, last_w, retired_floor;
+    Time next_read, r_channel, last_w, retired_floor;
     bool fetch_on_r = false;
     bool fetch_open = false;  // the fetch is in scratch_.open
     std::size_t opened = 0;   // the read bursts placed in scratch_.open so far: [0, opened)
     std::size_t unplaced = 0; // scratch_.open's first entry whose place (last beat) is not current
     std::size_t fetch_after = 0;
-    sc_core::sc_time fetch_last;
+    Time fetch_last;
     std::uint64_t read_at = 0, written = 0;
     bool prefetch_done = false;
-    sc_core::sc_time fetch_unit_free;
+    Time fetch_unit_free;
     bool ahead = false;
     int ahead_ok = -1;
     Fetched ahead_f;
     arch::DmaDescriptor ahead_d;
-    sc_core::sc_time last_ar, ahead_floor, aw_floor;
+    Time last_ar, ahead_floor, aw_floor;
     std::size_t start_at = 0;
     std::uint32_t start_q = 0, start_index = 0;
     bool writes_done = false, handoff_known = false, behind_valid = false, queued_behind = false;
-    sc_core::sc_time handoff, handoff_at;
+    Time handoff, handoff_at;
     // The step chosen at the top of the loop, kept while the engine waits for its time.
-    sc_core::sc_time t_fetch, t_read, t_write, t_write_start, t_aw;
+    Time t_fetch, t_read, t_write, t_write_start, t_aw;
   };
   // Where step() goes on: the idle loop (run() of the one-thread model) or
   // the running descriptor's loop (its execute()), each at its top or at an
@@ -394,55 +395,53 @@ private:
   Scratch scratch_;
   Exec exec_;
   Resume resume_ = Resume::kIdle;
-  sc_core::sc_time now_;         // the engine's time: SystemC's, or ahead of it under a scheduler
-  sc_core::sc_time idle_due_;    // kIdleSlept: the completion write it slept toward
+  Time now_;         // the engine's time: SystemC's, or ahead of it under a scheduler
+  Time idle_due_;    // kIdleSlept: the completion write it slept toward
   struct Fetching {
     std::uint32_t queue = 0, index = 0;
-    sc_core::sc_time issue;
+    Time issue;
   } fetching_;
   tlm::tlm_generic_payload payload_;  // reused by every access
   std::uint8_t no_bytes_[arch::kDmaDescriptorBytes] = {};  // what timing-only accesses point at
-  sc_core::sc_time period_;
-  // sc_max_time(), "never": a library call each time was about 1 % of a large run's instructions.
-  sc_core::sc_time never_ = sc_core::sc_max_time();
+  Time period_;
   ClockEdges clock_;               // period_'s edges (on_clock)
   BusWidth bus_;                   // dma.axi_data_bytes
   BurstCache burst_cache_;         // decode's bursts, by pattern shape
   bool data_;                      // bytes move (not a timing-only run)
   std::uint64_t buffer_size_;      // the read-to-write byte buffer
   std::uint32_t max_outstanding_;
-  sc_core::sc_time run_gap_;  // dma.run_gap_cycles: between two run starts of one side
+  Time run_gap_;  // dma.run_gap_cycles: between two run starts of one side
   // dma.descriptor_gap_cycles: from a descriptor's last write beat to the next
   // one's first write burst, the earliest of which is next_descriptor_aw_ (the
   // RTL's gap_q.desc).
-  sc_core::sc_time descriptor_gap_;
-  sc_core::sc_time next_descriptor_aw_;
+  Time descriptor_gap_;
+  Time next_descriptor_aw_;
   // The earliest next data AR and AW that start a run (a run gap after the
   // last ones, as the RTL's gap_q counts), and the earliest next data AW (one
   // per cycle, in order).
-  sc_core::sc_time next_run_ar_, next_run_aw_, next_aw_;
+  Time next_run_ar_, next_run_aw_, next_aw_;
   std::vector<std::uint32_t> fetch_ptr_;         // per queue: next descriptor to fetch
   // Per queue: the cycle of the Q_TAIL write that made it ready to fetch
   // (doorbells go to the RTL's register port one write per cycle, in order).
-  std::vector<sc_core::sc_time> tail_visible_;
+  std::vector<Time> tail_visible_;
   // The earliest fetch over the queues ready to fetch (fetch_ready_at), kept
   // until a queue's fetch pointer, tail or error changes: the scan of every
   // queue was about 2 % of a large run's instructions.
-  mutable sc_core::sc_time fetchable_at_;
+  mutable Time fetchable_at_;
   mutable bool fetchable_known_ = false;
-  sc_core::sc_time next_tail_write_;  // the first cycle the register port is free for a Q_TAIL write
+  Time next_tail_write_;  // the first cycle the register port is free for a Q_TAIL write
   std::uint32_t last_fetched_queue_;  // round-robin: the search starts after it
   std::optional<Fetched> prefetched_;
   std::deque<PendingCompletion> completions_pending_;
-  sc_core::sc_time last_fetch_ready_, last_handoff_;
+  Time last_fetch_ready_, last_handoff_;
   // The last write beat of the last descriptor that moved: a read-ahead
   // descriptor's moving time counts from after it (the RTL's moving_o).
-  sc_core::sc_time moving_until_;
+  Time moving_until_;
   bool moving_any_ = false;
-  sc_core::sc_time w_free_, b_last_;  // the engine's W channel and in-order write responses
+  Time w_free_, b_last_;  // the engine's W channel and in-order write responses
   // B times of the last max_outstanding writes, a ring: when it is full,
   // writes_b_[writes_b_next_] is the oldest, whose slot the next write takes.
-  std::vector<sc_core::sc_time> writes_b_;
+  std::vector<Time> writes_b_;
   std::uint32_t writes_b_count_ = 0, writes_b_next_ = 0;
   bool log_ = false;
   DescriptorSampler* sampler_ = nullptr;
@@ -452,15 +451,15 @@ private:
   // Under a DmaScheduler (set before the simulation starts; null: run() steps the engine).
   DmaScheduler* scheduler_ = nullptr;
   Wait wait_;                     // the wait the last step ended in
-  sc_core::sc_time waited_from_;  // and when it began
+  Time waited_from_;  // and when it began
   // doorbell_event_ as SystemC would hold it: its one pending notification
   // (an sc_event keeps only the earliest), which wakes the engine only if it
   // waits for a doorbell then, and is gone once its time has passed.
-  std::optional<sc_core::sc_time> bell_;
+  std::optional<Time> bell_;
   std::size_t slot_ = 0;  // the engine's place in its scheduler
   // Head updates a doorbell may not see yet (their time is still to come).
   struct HeadUpdate {
-    sc_core::sc_time at;
+    Time at;
     std::uint32_t queue, head;
   };
   std::deque<HeadUpdate> heads_ahead_;

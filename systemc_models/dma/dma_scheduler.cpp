@@ -12,7 +12,7 @@ using sc_core::sc_time;
 using sc_core::sc_time_stamp;
 
 DmaScheduler::DmaScheduler(sc_core::sc_module_name name, core::CoreContext& ctx, sc_time lookahead)
-    : sc_module(name), ctx_(ctx), lookahead_(lookahead), never_(sc_core::sc_max_time()), planned_(never_) {
+    : sc_module(name), ctx_(ctx), lookahead_(lookahead) {
   SC_THREAD(run);
 }
 
@@ -36,8 +36,8 @@ void DmaScheduler::end_of_elaboration() {
   slot_bits_ = static_cast<unsigned>(__builtin_ctzll(leaves_));
   slot_mask_ = leaves_ - 1;
   key_time_cap_ = ~std::uint64_t{0} >> slot_bits_;
-  next_.assign(leaves_, never_);
-  std::fill(next_.begin(), next_.begin() + static_cast<std::ptrdiff_t>(engines_.size()), sc_core::SC_ZERO_TIME);
+  next_.assign(leaves_, kNever);
+  std::fill(next_.begin(), next_.begin() + static_cast<std::ptrdiff_t>(engines_.size()), Time());
   winner_.assign(2 * leaves_, 0);
   for (std::size_t i = 0; i < leaves_; ++i) winner_[leaves_ + i] = key(i);
   for (std::size_t k = leaves_ - 1; k >= 1; --k) winner_[k] = std::min(winner_[2 * k], winner_[2 * k + 1]);
@@ -53,7 +53,7 @@ void DmaScheduler::replay(std::size_t slot) {
   }
 }
 
-void DmaScheduler::doorbell(std::size_t slot, const sc_time& next, const sc_time& visible_after) {
+void DmaScheduler::doorbell(std::size_t slot, Time next, const sc_time& visible_after) {
   next_[slot] = next;
   replay(slot);
   if (visible_after < lookahead_)
@@ -61,30 +61,30 @@ void DmaScheduler::doorbell(std::size_t slot, const sc_time& next, const sc_time
   // The step it may wake is at now + visible_after, which the scheduler may
   // take once SystemC's time is past now (a step exactly a lookahead ahead
   // could still see a doorbell rung later at the same time).
-  const sc_time wake = sc_time_stamp() + resolution_;
+  const Time wake = Time(sc_time_stamp()) + resolution_;
   if (planned_ > wake) {
     planned_ = wake;
-    wake_.notify(resolution_);
+    wake_.notify(resolution_.sc());
   }
 }
 
 void DmaScheduler::run() {
   if (!active_) return;
-  const sc_time never = never_;
-  const sc_time resolution = resolution_;
+  const Time never = kNever;
+  const Time resolution = resolution_;
   for (;;) {
     ++wake_ups_;
-    const sc_time now = sc_time_stamp();
-    systemc_time_ = now;
+    systemc_time_ = sc_time_stamp();
+    const Time now = systemc_time_;
     // Steps before `horizon` cannot be changed by anything rung from now on.
-    const sc_time horizon = now + lookahead_;
-    sc_time next = never;
+    const Time horizon = now + Time(lookahead_);
+    Time next = never;
     for (;;) {
       // The engine with the earliest step, the lower rank at the same time:
       // every step (and every doorbell) replays its engine's path, so the
       // root always holds it.
       const std::size_t first = slot_of(winner_[1]);
-      sc_time& at = next_[first];
+      Time& at = next_[first];
       if (at >= horizon) {
         next = at;
         break;
@@ -102,7 +102,7 @@ void DmaScheduler::run() {
     if (next != never) planned_ = std::max(next - resolution, now + resolution);
     else planned_ = reached_ > now ? reached_ : never;
     if (planned_ == never) sc_core::wait(wake_);
-    else sc_core::wait(planned_ - now, wake_);
+    else sc_core::wait((planned_ - now).sc(), wake_);
   }
 }
 

@@ -39,6 +39,7 @@
 #pragma once
 
 #include "core/core_context.h"
+#include "dma/dma_time.h"
 
 #include <systemc>
 
@@ -75,7 +76,7 @@ public:
   // A doorbell of the engine in `slot` becomes visible `visible_after` from
   // now, and the engine's next step is `next`: it may be within the
   // lookahead of a time before the scheduler's next wake-up.
-  void doorbell(std::size_t slot, const sc_core::sc_time& next, const sc_core::sc_time& visible_after);
+  void doorbell(std::size_t slot, Time next, const sc_core::sc_time& visible_after);
 
 private:
   void end_of_elaboration() override;
@@ -98,13 +99,12 @@ private:
 
   core::CoreContext& ctx_;
   sc_core::sc_time lookahead_;
-  sc_core::sc_time never_;  // sc_max_time(), a library call
-  sc_core::sc_time resolution_;  // SystemC's time resolution (a library call), from elaboration's end on
+  Time resolution_;  // SystemC's time resolution (a library call), from elaboration's end on
   std::vector<DmaEngine*> engines_;
   // Each engine's next step, by slot (rank order). The tree's padding leaves
   // past the last engine hold sc_max_time and, having higher slots, lose
   // every tie.
-  std::vector<sc_core::sc_time> next_;
+  std::vector<Time> next_;
   // winner_[k] is the key of the earliest step under node k; node 1 is the
   // root, leaves_ + slot the leaves. Keys, not slots: a replay's compares
   // then read only the siblings on the path, none of which it changes, and
@@ -117,11 +117,11 @@ private:
   bool active_ = false;
   std::optional<bool> requested_;
   sc_core::sc_event wake_;
-  sc_core::sc_time planned_;  // when run() wakes next (sc_max_time: only on wake_)
+  Time planned_ = kNever;  // when run() wakes next (never: only on wake_)
   // The latest step taken: SystemC's time is brought there before the
   // scheduler idles, so that a run ends at the time it ended at when each
   // engine waited in SystemC for its own steps.
-  sc_core::sc_time reached_;
+  Time reached_;
   std::uint64_t wake_ups_ = 0, steps_ = 0;
   sc_core::sc_time systemc_time_;
 };

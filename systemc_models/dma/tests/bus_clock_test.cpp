@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 namespace tessera::dma {
@@ -91,6 +92,31 @@ TEST(BusWidth, RoundsAndCountsAsDivisionDoesForEveryWidthAConfigMayHave) {
     }
   }
   EXPECT_THROW(BusWidth(0), std::invalid_argument);
+}
+
+// The model's Time is sc_time's value with sc_time's arithmetic, so a run
+// computed in it ends on the same picosecond.
+TEST(DmaTime, IsSystemCsTimeValueWithItsArithmetic) {
+  static_assert(std::is_trivially_copyable_v<Time>, "held in registers, passed and returned in them");
+  EXPECT_EQ(kNever.value(), sc_core::sc_max_time().value());
+  EXPECT_EQ(Time().value(), sc_core::SC_ZERO_TIME.value());
+  std::mt19937_64 rng(5);
+  std::uniform_int_distribution<std::uint64_t> any(0, ~std::uint64_t{0});
+  std::uniform_int_distribution<std::uint64_t> hour(0, 3'600'000'000'000'000);
+  std::uniform_int_distribution<std::uint64_t> cycles(0, 5000);
+  for (int i = 0; i < 5000; ++i) {
+    // Past 2^52 too, where sc() leaves the multiply for from_value.
+    const std::uint64_t a = i % 2 ? any(rng) : hour(rng), b = i % 3 ? any(rng) : hour(rng);
+    const sc_time ta = sc_time::from_value(a), tb = sc_time::from_value(b);
+    ASSERT_EQ(Time(ta).sc(), ta) << a;
+    ASSERT_EQ((Time(ta) + Time(tb)).value(), (ta + tb).value()) << a << " " << b;
+    ASSERT_EQ((Time(ta) - Time(tb)).value(), (ta - tb).value()) << a << " " << b;
+    ASSERT_EQ(Time(ta) < Time(tb), ta < tb);
+    ASSERT_EQ(Time(ta) <= Time(tb), ta <= tb);
+    const std::uint64_t p = a % 2'000'000 + 1;  // a clock period, times a cycle count
+    const double n = static_cast<double>(cycles(rng));
+    ASSERT_EQ(Time::units(p).times(n).value(), (sc_time::from_value(p) * n).value()) << p << " " << n;
+  }
 }
 
 }  // namespace
