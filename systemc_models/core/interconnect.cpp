@@ -10,23 +10,33 @@ Interconnect::Interconnect(sc_core::sc_module_name name, const arch::AddressMap&
   target.register_transport_dbg(this, &Interconnect::transport_dbg);
 }
 
-tlm_utils::simple_initiator_socket<Interconnect>* Interconnect::route(int initiator, tlm::tlm_generic_payload& trans,
-                                                                      std::uint64_t& base) {
-  switch (map_.region_of(trans.get_address(), trans.get_data_length())) {
+tlm_utils::simple_initiator_socket<Interconnect>* Interconnect::local(arch::Region region, std::uint64_t& base) {
+  switch (region) {
     case arch::Region::Hbm: base = arch::kHbmBase; return &to_hbm;
     case arch::Region::Sbuf: base = arch::kSbufBase; return &to_sbuf;
     case arch::Region::Psum: base = arch::kPsumBase; return &to_psum;
     case arch::Region::Semaphore: base = arch::kSemaphoreBase; return &to_semaphores;
-    case arch::Region::Peer: {
-      // The fabric takes the whole peer address: it names the core.
-      const auto i = static_cast<std::size_t>(initiator);
-      base = 0;
-      if (to_fabric && i < reaches_peers_.size() && reaches_peers_[i]) return to_fabric.get();
-      return nullptr;
-    }
+    case arch::Region::Peer:
     case arch::Region::None: break;
   }
   return nullptr;
+}
+
+tlm_utils::simple_initiator_socket<Interconnect>* Interconnect::route(int initiator, tlm::tlm_generic_payload& trans,
+                                                                      std::uint64_t& base) {
+  const arch::Region region = map_.region_of(trans.get_address(), trans.get_data_length());
+  if (region != arch::Region::Peer) return local(region, base);
+  // The fabric takes the whole peer address: it names the core.
+  const auto i = static_cast<std::size_t>(initiator);
+  base = 0;
+  if (to_fabric && i < reaches_peers_.size() && reaches_peers_[i]) return to_fabric.get();
+  return nullptr;
+}
+
+Interconnect::Direct Interconnect::direct(arch::Region region) {
+  std::uint64_t base = 0;
+  auto* out = local(region, base);
+  return out ? Direct{out->operator->(), base} : Direct{};
 }
 
 void Interconnect::b_transport(int initiator, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {

@@ -80,8 +80,10 @@ NeuronCore::NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, 
     }));
   }
   // The first chip.peer_dma_engines engines reach the other cores' SBUF and semaphores.
-  for (std::size_t i = 0; i < dma_->engines(); ++i)
+  for (std::size_t i = 0; i < dma_->engines(); ++i) {
     mem_->interconnect->bind_initiator(dma_->engine(i).socket, i < static_cast<std::size_t>(arch::peer_dma_engines(cfg)));
+    if (auto* fast = dynamic_cast<dma::DmaEngine*>(&dma_->engine(i))) fast->route_through(*mem_->interconnect);
+  }
   ctx_->dma = dma_.get();
   if (options.dma_sampler) {
     dma_sampler_ = options.dma_sampler(*ctx_);

@@ -334,7 +334,21 @@ Time DmaEngine::access(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t
   t.set_byte_enable_length(0);
   t.set_dmi_allowed(false);
   t.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-  socket->b_transport(t, delay);
+  const core::Interconnect::Direct* direct = nullptr;
+  if (router_) {
+    if (!direct_known_) {
+      for (std::size_t r = 0; r < direct_.size(); ++r) direct_[r] = router_->direct(static_cast<arch::Region>(r));
+      direct_known_ = true;
+    }
+    direct = &direct_[static_cast<std::size_t>(router_->map().region_of(address, length))];
+  }
+  if (direct && direct->target) {
+    t.set_address(address - direct->base);
+    direct->target->b_transport(t, delay);
+    t.set_address(address);
+  } else {
+    socket->b_transport(t, delay);
+  }
   error = t.is_response_error();
   if (!scheduler_) stamp = sc_time_stamp();  // the target may have waited
   assert(stamp == sc_time_stamp());

@@ -22,6 +22,7 @@
 
 #include "arch/dma_descriptor.h"
 #include "core/core_context.h"
+#include "core/interconnect.h"
 #include "dma/bus_clock.h"
 #include "dma/dma_time.h"
 #include "dma/descriptor_sampler.h"
@@ -200,6 +201,10 @@ public:
   bool has_sampler() const { return sampler_ != nullptr; }
   // The engines of one core share one order (DmaSubsystem); alone, an engine has its own.
   void share_turn_order(std::shared_ptr<DmaTurnOrder> order);
+  // Routes its own requests for local regions straight to their targets, as
+  // `interconnect` would forward them (Interconnect::direct); peer and
+  // unmapped addresses still go through it. Before the simulation starts.
+  void route_through(core::Interconnect& interconnect) { router_ = &interconnect; }
 
   // What the engine waits for before its next step: a time, a time or a
   // doorbell (whichever comes first), or a doorbell. Every suspension of the
@@ -402,6 +407,10 @@ private:
     Time issue;
   } fetching_;
   tlm::tlm_generic_payload payload_;  // reused by every access
+  core::Interconnect* router_ = nullptr;  // route_through's
+  // Its targets by arch::Region, once binding is complete (the first access).
+  std::array<core::Interconnect::Direct, static_cast<std::size_t>(arch::Region::None) + 1> direct_{};
+  bool direct_known_ = false;
   std::uint8_t no_bytes_[arch::kDmaDescriptorBytes] = {};  // what timing-only accesses point at
   Time period_;
   ClockEdges clock_;               // period_'s edges (on_clock)

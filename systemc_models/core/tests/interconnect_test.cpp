@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <systemc>
 
+#include <utility>
 #include <vector>
 
 namespace tessera {
@@ -70,6 +71,38 @@ TEST(Interconnect, RoutesTheAddressMapAndRejectsHoles) {
   EXPECT_EQ(sbuf.at(2, 16, 1)[0], 3);
   EXPECT_EQ(psum.at(1, 0, 1)[0], 3);
   EXPECT_EQ(sems.value(2), 6u);  // two writes of 3 add up
+
+  // The direct routes a fast DMA engine takes (Interconnect::direct): each
+  // local region's own target, its addresses relative to the region's base,
+  // as b_transport forwards them.
+  const std::pair<arch::Region, std::uint64_t> local[] = {{arch::Region::Sbuf, map.sbuf_address(3, 8)},
+                                                          {arch::Region::Psum, map.psum_address(2, 4)},
+                                                          {arch::Region::Semaphore, map.semaphore_address(1)},
+                                                          {arch::Region::Hbm, arch::kHbmBase + 4096}};
+  for (const auto& [region, address] : local) {
+    ASSERT_EQ(map.region_of(address, 4), region);
+    const core::Interconnect::Direct d = ic.direct(region);
+    ASSERT_NE(d.target, nullptr);
+    std::uint32_t v = 5;
+    tlm::tlm_generic_payload t;
+    t.set_command(tlm::TLM_WRITE_COMMAND);
+    t.set_address(address - d.base);
+    t.set_data_ptr(reinterpret_cast<std::uint8_t*>(&v));
+    t.set_data_length(4);
+    t.set_streaming_width(4);
+    t.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    sc_time delay = sc_core::SC_ZERO_TIME;
+    d.target->b_transport(t, delay);
+    EXPECT_EQ(t.get_response_status(), tlm::TLM_OK_RESPONSE) << static_cast<int>(region);
+  }
+  EXPECT_EQ(sbuf.at(3, 8, 1)[0], 5);
+  EXPECT_EQ(psum.at(2, 4, 1)[0], 5);
+  EXPECT_EQ(sems.value(1), 5u);
+  std::uint8_t byte = 0;
+  hbm.backdoor_read(4096, &byte, 1);
+  EXPECT_EQ(byte, 5);
+  EXPECT_EQ(ic.direct(arch::Region::Peer).target, nullptr);
+  EXPECT_EQ(ic.direct(arch::Region::None).target, nullptr);
 }
 
 }  // namespace
