@@ -165,7 +165,7 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::
       last_fetched_queue_(queues - 1),
       heads_seen_(queues, 0) {
   buffer_size_ = buffer_bytes(max_outstanding_);
-  writes_b_.assign(max_outstanding_, SC_ZERO_TIME);
+  writes_b_.assign(max_outstanding_, Time());
   // TESSERA_DMA_BRIDGE_LOG=1 prints every memory access with its time, as the
   // RTL bridge does, so the two can be compared line by line.
   log_ = std::getenv("TESSERA_DMA_BRIDGE_LOG") != nullptr;

@@ -102,7 +102,7 @@ private:
   Time resolution_;  // SystemC's time resolution (a library call), from elaboration's end on
   std::vector<DmaEngine*> engines_;
   // Each engine's next step, by slot (rank order). The tree's padding leaves
-  // past the last engine hold sc_max_time and, having higher slots, lose
+  // past the last engine hold kNever and, having higher slots, lose
   // every tie.
   std::vector<Time> next_;
   // winner_[k] is the key of the earliest step under node k; node 1 is the
