@@ -190,10 +190,13 @@ sc_core::sc_time TensorEngine::execute(const arch::Instruction& in) {
       const arch::ElementFormat format = load_cmd.data.format;
       issue(load_cmd);  // the datapath holds the multiply until these weights are in
       const std::uint32_t k = in.a.partition_count;
-      arch::TensorOperand identity(format, 1, false, k, k);
+      // Shape only without data, as read_operand's: a k x k identity zeroed for
+      // every transpose was a fifth of a timing-only flash attention's instructions.
+      arch::TensorOperand identity(format, 1, false, ctx_.no_data ? 0 : k, ctx_.no_data ? 0 : k);
+      identity.rows = identity.cols = k;
       const std::uint32_t one = format == arch::ElementFormat::Fp32 ? arch::fp32_bits(1.0f) : arch::to_bf16(1.0f).bits;
-      for (std::uint32_t i = 0; i < k; ++i) identity.word(i, i) = one;
-      if (ctx_.no_data) identity.words.clear();
+      if (!ctx_.no_data)
+        for (std::uint32_t i = 0; i < k; ++i) identity.word(i, i) = one;
       TensorCommand mul{TensorCommand::Op::MultiplyMoving, identity, arch::PsumMode::Overwrite,
                         in.dst.dtype == arch::DType::Bf16, psum_writer(in.dst, arch::PsumMode::Overwrite)};
       return issue(mul);
