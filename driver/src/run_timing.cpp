@@ -412,9 +412,29 @@ std::vector<Work> run_work(const Program& program, core::NeuronCore& core, RunEv
 
 namespace {
 
+// The names of the path's events and work, each instruction disassembled
+// once: the steps, the work that splits them and the waits' releases name
+// the same instructions again and again, and their disassembly was most of
+// the critical path's cost where the path runs through instructions (flash
+// attention: 400 M instructions of 2.1 G).
+class PathNames {
+public:
+  std::string of(const Event& e) { return e.stream() ? instruction(e.stream(), e.index) : name_of(e); }
+  std::string of(const Work& w) { return w.stream ? instruction(w.stream, w.index) : name_of(w); }
+
+private:
+  const std::string& instruction(const InstructionStream* stream, std::int32_t index) {
+    auto [it, fresh] = names_.try_emplace({stream, index});
+    if (fresh) it->second = arch::disassemble((*stream)[static_cast<std::size_t>(index)]);
+    return it->second;
+  }
+  std::map<std::pair<const InstructionStream*, std::int32_t>, std::string> names_;
+};
+
 // An instruction step split by the work its engine did over it: the parts
 // no work covers stay the step's own (its gap with the first).
-void split_by_work(const PathStep& s, const std::vector<const Work*>& work, std::vector<PathStep>& out) {
+void split_by_work(const PathStep& s, const std::vector<const Work*>& work, PathNames& names,
+                   std::vector<PathStep>& out) {
   const auto piece = [&](double from, double to, const Work* w) {
     if (to <= from) return;
     PathStep p = s;
@@ -425,7 +445,7 @@ void split_by_work(const PathStep& s, const std::vector<const Work*>& work, std:
       p.gap.clear();
     }
     if (w) {
-      p.name = name_of(*w);
+      p.name = names.of(*w);
       p.label = std::string(w->label);
       p.site = std::string(w->site);
       p.index = w->index;
@@ -473,6 +493,7 @@ CriticalPath critical_path(const std::vector<Event>& events, const std::vector<W
   double hi = events[static_cast<std::size_t>(current)].end;
   path.end_ns = hi;
   std::vector<char> seen(events.size(), 0);  // a walk that came back to an event would loop
+  PathNames names;
   while (current >= 0 && !seen[static_cast<std::size_t>(current)]) {
     seen[static_cast<std::size_t>(current)] = 1;
     const Event& x = events[static_cast<std::size_t>(current)];
@@ -484,7 +505,7 @@ CriticalPath critical_path(const std::vector<Event>& events, const std::vector<W
     PathStep s;
     s.resource = std::string(x.resource());
     s.kind = to_string(x.kind);
-    s.name = name_of(x);
+    s.name = names.of(x);
     s.label = std::string(x.label());
     s.site = std::string(x.site());
     s.index = x.index;
@@ -502,7 +523,7 @@ CriticalPath critical_path(const std::vector<Event>& events, const std::vector<W
     }
     if (x.kind == EventKind::Wait && bound >= 0 && bound == x.released_by) {
       const Event& by = events[static_cast<std::size_t>(bound)];
-      const std::string by_name = name_of(by);
+      const std::string by_name = names.of(by);
       path.waits.push_back({std::string(x.resource()), std::string(x.label()), std::string(x.site()), x.index, x.start,
                             x.end,
                             by_name.rfind(by.resource(), 0) == 0 ? by_name : fmt::format("{} {}", by.resource(), by_name),
@@ -524,7 +545,7 @@ CriticalPath critical_path(const std::vector<Event>& events, const std::vector<W
     for (const PathStep& s : path.steps) {
       const auto w = by_engine_work.find(s.resource);
       if (s.kind != "instruction" || w == by_engine_work.end()) split.push_back(s);
-      else split_by_work(s, w->second, split);
+      else split_by_work(s, w->second, names, split);
     }
     path.steps = std::move(split);
   }
