@@ -7,6 +7,7 @@
 #include "arch/isa.h"
 #include "core/core_context.h"
 
+#include <cmath>
 #include <vector>
 
 namespace tessera::engines {
@@ -31,8 +32,25 @@ struct ElementwiseCycles {
 ElementwiseCycles elementwise_cycles(const arch::EngineConfig& engine, const arch::AccessPattern& shape,
                                      double cost_per_element, double stride);
 
-// fp32 ALU shared by the vector and GpSimd engines.
-float alu(arch::AluOp op, float x, float y);
+// fp32 ALU shared by the vector and GpSimd engines. Inline: the engines call
+// it per element, and a loop that sees it can hoist the choice of `op`.
+inline float alu(arch::AluOp op, float x, float y) {
+  switch (op) {
+    case arch::AluOp::Add: return x + y;
+    case arch::AluOp::Subtract: return x - y;
+    case arch::AluOp::Multiply: return x * y;
+    case arch::AluOp::Divide: return x / y;
+    case arch::AluOp::Max: return std::fmax(x, y);
+    case arch::AluOp::Min: return std::fmin(x, y);
+    case arch::AluOp::IsEqual: return x == y ? 1.0f : 0.0f;
+    case arch::AluOp::IsGreater: return x > y ? 1.0f : 0.0f;
+    case arch::AluOp::IsGreaterEqual: return x >= y ? 1.0f : 0.0f;
+    case arch::AluOp::IsLess: return x < y ? 1.0f : 0.0f;
+    case arch::AluOp::IsLessEqual: return x <= y ? 1.0f : 0.0f;
+    case arch::AluOp::Bypass: return x;
+  }
+  return x;
+}
 
 // A TensorScalar's result, (a <alu> s0) <alu2> s1 per element, s0 and s1 the
 // per-partition operands b and c or the immediates: the one definition the
