@@ -557,9 +557,15 @@ void Device::upload(const Tensor& t, const std::vector<float>& values) {
                                   per > 1 ? fmt::format(" of {} values each ({})", per, to_string(t.dtype)) : ""));
   if (options_.no_data) return;
   auto& bytes = data_.at(t.address);
-  for (std::size_t i = 0; i < static_cast<std::size_t>(t.elements()); ++i) {
+  // The element count once (Tensor::elements() multiplies the shape out),
+  // and fp32 as it is: the two loops were 13 % of a with-data layernorm.
+  const auto n = static_cast<std::size_t>(t.elements());
+  if (t.dtype == DType::Fp32) {
+    if (n > 0) std::memcpy(bytes.data(), values.data(), 4 * n);
+    return;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
     switch (t.dtype) {
-      case DType::Fp32: std::memcpy(&bytes[i * 4], &values[i], 4); break;
       case DType::Bf16: {
         const std::uint16_t b = arch::to_bf16(values[i]).bits;
         std::memcpy(&bytes[i * 2], &b, 2);
@@ -575,9 +581,13 @@ std::vector<float> Device::download(const Tensor& t) const {
   std::vector<float> out(static_cast<std::size_t>(t.elements()) * per, 0.0f);
   if (options_.no_data) return out;
   const auto& bytes = data_.at(t.address);
-  for (std::size_t i = 0; i < static_cast<std::size_t>(t.elements()); ++i) {
+  const auto n = static_cast<std::size_t>(t.elements());
+  if (t.dtype == DType::Fp32) {
+    if (n > 0) std::memcpy(out.data(), bytes.data(), 4 * n);
+    return out;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
     switch (t.dtype) {
-      case DType::Fp32: std::memcpy(&out[i], &bytes[i * 4], 4); break;
       case DType::Bf16: {
         std::uint16_t b;
         std::memcpy(&b, &bytes[i * 2], 2);
