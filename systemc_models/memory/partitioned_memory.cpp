@@ -77,8 +77,12 @@ void PartitionedMemory::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc
     std::memcpy(trans.get_data_ptr(), mem, length);
     count_read(length);
   } else if (trans.is_write()) {
-    for (std::uint64_t i = 0; i < length; ++i)
-      if (!be || be[i % be_len] == TLM_BYTE_ENABLED) mem[i] = trans.get_data_ptr()[i];
+    if (!be) {
+      std::memcpy(mem, trans.get_data_ptr(), length);  // a byte loop was 6 % of a with-data layernorm
+    } else {
+      for (std::uint64_t i = 0; i < length; ++i)
+        if (be[i % be_len] == TLM_BYTE_ENABLED) mem[i] = trans.get_data_ptr()[i];
+    }
     count_write(length);
   } else {
     stats_.bytes_timing_only += static_cast<double>(length);
