@@ -81,20 +81,47 @@ nlohmann::json RunReport::to_json() const {
     const std::vector<std::size_t> kept_waits = longest(all_waits.size(), kMaxReportedPathEntries, [&](std::size_t i) {
       return all_waits[i].end_ns - all_waits[i].start_ns;
     });
+    // Up to 10,000 rows each: filled member by member, where a braced list
+    // of pairs cost about 10,000 instructions a row (its temporaries are
+    // copied), a tenth of a small run.
+    steps.get_ref<nlohmann::json::array_t&>().reserve(kept_steps.size());
     for (const std::size_t i : kept_steps) {
       const PathStep& st = all_steps[i];
-      nlohmann::json row = {{"resource", st.resource}, {"kind", st.kind},    {"name", st.name},
-                            {"label", st.label},       {"site", st.site},    {"index", st.index},
-                            {"start_ns", st.start_ns}, {"end_ns", st.end_ns}, {"from_ns", st.from_ns},
-                            {"to_ns", st.to_ns}};
-      if (st.gap_ns > 0) row["gap"] = {{"ns", st.gap_ns}, {"reason", st.gap}};
+      nlohmann::json row = nlohmann::json::object();
+      auto& r = row.get_ref<nlohmann::json::object_t&>();
+      r.emplace("resource", st.resource);
+      r.emplace("kind", st.kind);
+      r.emplace("name", st.name);
+      r.emplace("label", st.label);
+      r.emplace("site", st.site);
+      r.emplace("index", st.index);
+      r.emplace("start_ns", st.start_ns);
+      r.emplace("end_ns", st.end_ns);
+      r.emplace("from_ns", st.from_ns);
+      r.emplace("to_ns", st.to_ns);
+      if (st.gap_ns > 0) {
+        nlohmann::json gap = nlohmann::json::object();
+        gap.get_ref<nlohmann::json::object_t&>().emplace("ns", st.gap_ns);
+        gap.get_ref<nlohmann::json::object_t&>().emplace("reason", st.gap);
+        r.emplace("gap", std::move(gap));
+      }
       steps.push_back(std::move(row));
     }
+    waits.get_ref<nlohmann::json::array_t&>().reserve(kept_waits.size());
     for (const std::size_t i : kept_waits) {
       const PathWait& w = all_waits[i];
-      waits.push_back({{"engine", w.engine}, {"label", w.label}, {"site", w.site}, {"index", w.index},
-                       {"start_ns", w.start_ns}, {"end_ns", w.end_ns}, {"waited_ns", w.end_ns - w.start_ns},
-                       {"released_by", w.released_by}, {"released_by_label", w.released_by_label}});
+      nlohmann::json row = nlohmann::json::object();
+      auto& r = row.get_ref<nlohmann::json::object_t&>();
+      r.emplace("engine", w.engine);
+      r.emplace("label", w.label);
+      r.emplace("site", w.site);
+      r.emplace("index", w.index);
+      r.emplace("start_ns", w.start_ns);
+      r.emplace("end_ns", w.end_ns);
+      r.emplace("waited_ns", w.end_ns - w.start_ns);
+      r.emplace("released_by", w.released_by);
+      r.emplace("released_by_label", w.released_by_label);
+      waits.push_back(std::move(row));
     }
     const auto shares = [&](const std::vector<PathShare>& rows, bool labels) {
       nlohmann::json out = nlohmann::json::array();
