@@ -42,7 +42,11 @@ public:
   void remove_listed(const std::vector<std::uint32_t>& covered);
 
 private:
-  static constexpr std::uint64_t kBucketBytes = 2048;
+  // A column's bytes. Narrower columns list fewer accesses a query does not
+  // overlap, wider ones list a wide access fewer times. Counted over whole
+  // runs (docs/performance.md), 512 beat 2048: the mid GEMM 3 % and a tiny
+  // config's GEMM 5 % fewer instructions; 256 and 1024 each lost one of them.
+  static constexpr std::uint64_t kBucketBytes = 512;
   // Partitions past the last block share it (a memory of more than 128).
   static constexpr std::uint64_t kPartitionsPerBlock = 16, kBlocks = 8;
   // Partitions [p0, p1) and bytes [b0, b1) of each: an on-chip Region
