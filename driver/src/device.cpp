@@ -240,6 +240,8 @@ void add_attribution(RunReport& report, const Program& program, core::NeuronCore
       const DmaQueueId id{e32, q};
       const auto ring = program.rings.find(id);
       const auto sites = program.ring_sites.find(id);
+      const auto labels = program.ring_labels.find(id);
+      const std::vector<std::uint32_t>* queue_labels = labels == program.ring_labels.end() ? nullptr : &labels->second;
       const auto found = times.find(q);
       const timing::QueueTimes* queue = found == times.end() ? nullptr : &found->second;
       sc_core::sc_time previous;
@@ -256,7 +258,7 @@ void add_attribution(RunReport& report, const Program& program, core::NeuronCore
           bytes = arch::dma_elements(ring->second[index].src_size) << ring->second[index].elem_log2;
         const CallSite where = sites != program.ring_sites.end() && index < sites->second.size() ? sites->second[index]
                                                                                                  : CallSite{};
-        add(dma_engine, dma_name, where, program.label(id, index), [&](SiteCost& r) {
+        add(dma_engine, dma_name, where, program.label(queue_labels, index), [&](SiteCost& r) {
           r.count += 1;
           r.busy_ns += trace::ns(status - first_read);
           r.waiting_ns += trace::ns(first_read - ready);
