@@ -18,23 +18,11 @@ namespace tessera::arch {
 
 namespace {
 
-constexpr float kSmallestNormal = 1.17549435e-38f;  // 2^-126
+constexpr float kSmallestNormal = kFp32SmallestNormal;
 
 bool is_nan_bits(std::uint32_t b) { return (b & 0x7F800000u) == 0x7F800000u && (b & 0x007FFFFFu); }
 
 }  // namespace
-
-std::uint32_t fp32_bits(float f) {
-  std::uint32_t b;
-  std::memcpy(&b, &f, sizeof b);
-  return b;
-}
-
-float fp32_from_bits(std::uint32_t bits) {
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
 
 Bf16 to_bf16(float f) {
   const std::uint32_t b = fp32_bits(f);
@@ -46,11 +34,6 @@ Bf16 to_bf16(float f) {
 }
 
 float to_float(Bf16 b) { return fp32_from_bits(static_cast<std::uint32_t>(b.bits) << 16); }
-
-float flush_subnormal(float f) {
-  if (f != 0.0f && std::fabs(f) < kSmallestNormal) return std::copysign(0.0f, f);
-  return f;
-}
 
 float bf16_mul(Bf16 a, Bf16 b) {
   const float x = flush_subnormal(to_float(a));
@@ -64,16 +47,6 @@ float bf16_mul(Bf16 a, Bf16 b) {
   if (p != 0.0 && std::fabs(p) < static_cast<double>(kSmallestNormal))
     return std::copysign(0.0f, static_cast<float>(p));
   return static_cast<float>(p);
-}
-
-float fp32_add(float a, float b) {
-  const float x = flush_subnormal(a);
-  const float y = flush_subnormal(b);
-  // The sum of two normals that lands below 2^-126 is exact (a multiple of
-  // 2^-149), so flushing the native result equals flushing the exact sum.
-  const float s = x + y;
-  if (std::isnan(s)) return fp32_from_bits(kFp32CanonicalNan);
-  return flush_subnormal(s);
 }
 
 float dot_rows(const Bf16* a, std::size_t a_stride, const Bf16* b, std::size_t b_stride,

@@ -22,8 +22,10 @@
 
 #include "arch/formats.h"
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,8 +44,19 @@ struct Bf16 {
   friend constexpr bool operator!=(Bf16 a, Bf16 b) { return a.bits != b.bits; }
 };
 
-std::uint32_t fp32_bits(float f);
-float fp32_from_bits(std::uint32_t bits);
+// Inline, as the few below: the engines call them per element (a PSUM
+// accumulate is an fp32_add per value), where a call was 7 % of a with-data GEMM.
+inline std::uint32_t fp32_bits(float f) {
+  std::uint32_t b;
+  std::memcpy(&b, &f, sizeof b);
+  return b;
+}
+inline float fp32_from_bits(std::uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+inline constexpr float kFp32SmallestNormal = 1.17549435e-38f;  // 2^-126
 
 // fp32 -> bf16, round-to-nearest-even. A NaN keeps its sign and top fraction
 // bits and is made quiet; overflow rounds to infinity. Subnormals pass through
@@ -54,7 +67,10 @@ Bf16 to_bf16(float f);
 float to_float(Bf16 b);
 
 // Flush a subnormal to a zero of the same sign; every other value unchanged.
-float flush_subnormal(float f);
+inline float flush_subnormal(float f) {
+  if (f != 0.0f && std::fabs(f) < kFp32SmallestNormal) return std::copysign(0.0f, f);
+  return f;
+}
 
 // The engine's product: exact in fp32 for normal results; inputs and results
 // flushed as above; inf x 0 and NaN give the canonical NaN.
@@ -63,7 +79,15 @@ float bf16_mul(Bf16 a, Bf16 b);
 // The engine's fp32 adder (PE accumulation and PSUM accumulate): IEEE-754
 // binary32 round-to-nearest-even under the policies above. x + (-x) is +0;
 // (-0) + (-0) is -0.
-float fp32_add(float a, float b);
+inline float fp32_add(float a, float b) {
+  const float x = flush_subnormal(a);
+  const float y = flush_subnormal(b);
+  // The sum of two normals that lands below 2^-126 is exact (a multiple of
+  // 2^-149), so flushing the native result equals flushing the exact sum.
+  const float s = x + y;
+  if (std::isnan(s)) return fp32_from_bits(kFp32CanonicalNan);
+  return flush_subnormal(s);
+}
 
 // The value one PE column sends down: the products of rows 0..K-1 summed in
 // row order, starting from the first product (sum = p0; sum = sum + p1; ...).
