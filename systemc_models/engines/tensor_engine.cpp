@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+#include <type_traits>
 
 namespace tessera::engines {
 
@@ -96,17 +97,27 @@ arch::TensorOperand TensorEngine::read_operand(const arch::Instruction& in) {
   arch::TensorOperand op(*format, pack, mx, rows, cols);
   const auto offsets = ap.byte_offsets();
   const auto [lo, hi] = ap.byte_extent();
-  for (std::uint32_t p = 0; p < ap.partition_count; ++p) {
-    const std::uint8_t* base = ctx_.sbuf.at(ap.start_partition + p, static_cast<std::uint64_t>(lo),
-                                            static_cast<std::uint64_t>(hi - lo)) - lo;
-    for (std::size_t i = 0; i < offsets.size(); ++i) {
-      std::uint32_t v = 0;
-      std::memcpy(&v, base + offsets[i], esize);  // little-endian, as the host
-      // A double-row operand's halves are its outer free dimension: element i
-      // is half i / cols of column i % cols, byte h of the PE's word.
-      if (double_row) op.word(p, i % cols) |= v << (8 * (i / cols));
-      else op.word(p, i) = v;
+  // The element size as a constant of each loop: a memcpy of a size known
+  // only at run time is a library call per element.
+  const auto read = [&](auto size) {
+    for (std::uint32_t p = 0; p < ap.partition_count; ++p) {
+      const std::uint8_t* base = ctx_.sbuf.at(ap.start_partition + p, static_cast<std::uint64_t>(lo),
+                                              static_cast<std::uint64_t>(hi - lo)) - lo;
+      for (std::size_t i = 0; i < offsets.size(); ++i) {
+        std::uint32_t v = 0;
+        std::memcpy(&v, base + offsets[i], size);  // little-endian, as the host
+        // A double-row operand's halves are its outer free dimension: element i
+        // is half i / cols of column i % cols, byte h of the PE's word.
+        if (double_row) op.word(p, i % cols) |= v << (8 * (i / cols));
+        else op.word(p, i) = v;
+      }
     }
+  };
+  switch (esize) {
+    case 1: read(std::integral_constant<std::size_t, 1>{}); break;
+    case 2: read(std::integral_constant<std::size_t, 2>{}); break;
+    case 4: read(std::integral_constant<std::size_t, 4>{}); break;
+    default: read(std::size_t{esize}); break;
   }
   if (mx) {
     const arch::AccessPattern& sc = in.b;
