@@ -20,20 +20,7 @@ namespace {
 
 constexpr float kSmallestNormal = kFp32SmallestNormal;
 
-bool is_nan_bits(std::uint32_t b) { return (b & 0x7F800000u) == 0x7F800000u && (b & 0x007FFFFFu); }
-
 }  // namespace
-
-Bf16 to_bf16(float f) {
-  const std::uint32_t b = fp32_bits(f);
-  if (is_nan_bits(b)) return Bf16{static_cast<std::uint16_t>((b >> 16) | 0x0040u)};
-  // Round-to-nearest-even on the low 16 bits; a carry out of the fraction
-  // correctly bumps the exponent, up to infinity.
-  const std::uint32_t rounding = 0x7FFFu + ((b >> 16) & 1u);
-  return Bf16{static_cast<std::uint16_t>((b + rounding) >> 16)};
-}
-
-float to_float(Bf16 b) { return fp32_from_bits(static_cast<std::uint32_t>(b.bits) << 16); }
 
 float bf16_mul(Bf16 a, Bf16 b) {
   const float x = flush_subnormal(to_float(a));

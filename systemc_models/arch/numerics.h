@@ -62,9 +62,17 @@ inline constexpr float kFp32SmallestNormal = 1.17549435e-38f;  // 2^-126
 // bits and is made quiet; overflow rounds to infinity. Subnormals pass through
 // unchanged here (conversion is storage, not arithmetic): the engine flushes
 // them when it uses them.
-Bf16 to_bf16(float f);
+inline Bf16 to_bf16(float f) {
+  const std::uint32_t b = fp32_bits(f);
+  if ((b & 0x7F800000u) == 0x7F800000u && (b & 0x007FFFFFu))  // a NaN
+    return Bf16{static_cast<std::uint16_t>((b >> 16) | 0x0040u)};
+  // Round-to-nearest-even on the low 16 bits; a carry out of the fraction
+  // correctly bumps the exponent, up to infinity.
+  const std::uint32_t rounding = 0x7FFFu + ((b >> 16) & 1u);
+  return Bf16{static_cast<std::uint16_t>((b + rounding) >> 16)};
+}
 // bf16 -> fp32 is exact (the bf16 bits are the top half of the fp32 bits).
-float to_float(Bf16 b);
+inline float to_float(Bf16 b) { return fp32_from_bits(static_cast<std::uint32_t>(b.bits) << 16); }
 
 // Flush a subnormal to a zero of the same sign; every other value unchanged.
 inline float flush_subnormal(float f) {
