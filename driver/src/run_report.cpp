@@ -83,12 +83,15 @@ nlohmann::json RunReport::to_json() const {
     });
     // Up to 10,000 rows each: filled member by member, where a braced list
     // of pairs cost about 10,000 instructions a row (its temporaries are
-    // copied), a tenth of a small run.
+    // copied), a tenth of a small run. A new empty object at the end of `rows`:
+    const auto new_row = [](nlohmann::json& rows) -> nlohmann::json::object_t& {
+      rows.push_back(nlohmann::json::object());
+      return rows.back().get_ref<nlohmann::json::object_t&>();
+    };
     steps.get_ref<nlohmann::json::array_t&>().reserve(kept_steps.size());
     for (const std::size_t i : kept_steps) {
       const PathStep& st = all_steps[i];
-      nlohmann::json row = nlohmann::json::object();
-      auto& r = row.get_ref<nlohmann::json::object_t&>();
+      nlohmann::json::object_t& r = new_row(steps);
       r.emplace("resource", st.resource);
       r.emplace("kind", st.kind);
       r.emplace("name", st.name);
@@ -99,19 +102,12 @@ nlohmann::json RunReport::to_json() const {
       r.emplace("end_ns", st.end_ns);
       r.emplace("from_ns", st.from_ns);
       r.emplace("to_ns", st.to_ns);
-      if (st.gap_ns > 0) {
-        nlohmann::json gap = nlohmann::json::object();
-        gap.get_ref<nlohmann::json::object_t&>().emplace("ns", st.gap_ns);
-        gap.get_ref<nlohmann::json::object_t&>().emplace("reason", st.gap);
-        r.emplace("gap", std::move(gap));
-      }
-      steps.push_back(std::move(row));
+      if (st.gap_ns > 0) r.emplace("gap", nlohmann::json::object_t{{"ns", st.gap_ns}, {"reason", st.gap}});
     }
     waits.get_ref<nlohmann::json::array_t&>().reserve(kept_waits.size());
     for (const std::size_t i : kept_waits) {
       const PathWait& w = all_waits[i];
-      nlohmann::json row = nlohmann::json::object();
-      auto& r = row.get_ref<nlohmann::json::object_t&>();
+      nlohmann::json::object_t& r = new_row(waits);
       r.emplace("engine", w.engine);
       r.emplace("label", w.label);
       r.emplace("site", w.site);
@@ -121,7 +117,6 @@ nlohmann::json RunReport::to_json() const {
       r.emplace("waited_ns", w.end_ns - w.start_ns);
       r.emplace("released_by", w.released_by);
       r.emplace("released_by_label", w.released_by_label);
-      waits.push_back(std::move(row));
     }
     const auto shares = [&](const std::vector<PathShare>& rows, bool labels) {
       nlohmann::json out = nlohmann::json::array();

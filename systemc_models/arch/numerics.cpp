@@ -16,12 +16,6 @@
 
 namespace tessera::arch {
 
-namespace {
-
-constexpr float kSmallestNormal = kFp32SmallestNormal;
-
-}  // namespace
-
 float bf16_mul(Bf16 a, Bf16 b) {
   const float x = flush_subnormal(to_float(a));
   const float y = flush_subnormal(to_float(b));
@@ -31,7 +25,7 @@ float bf16_mul(Bf16 a, Bf16 b) {
   // 8 x 8 significand bits: exact in double at any exponent, so the tininess
   // test sees the exact product, and the narrowing is exact or overflows.
   const double p = static_cast<double>(x) * static_cast<double>(y);
-  if (p != 0.0 && std::fabs(p) < static_cast<double>(kSmallestNormal))
+  if (p != 0.0 && std::fabs(p) < static_cast<double>(kFp32SmallestNormal))
     return std::copysign(0.0f, static_cast<float>(p));
   return static_cast<float>(p);
 }
@@ -52,7 +46,7 @@ float fp32_mul(float a, float b) {
   // 24 x 24 significand bits: exact in double, so the tininess test sees the
   // exact product and the narrowing is the one rounding (or the overflow).
   const double p = static_cast<double>(x) * static_cast<double>(y);
-  if (p != 0.0 && std::fabs(p) < static_cast<double>(kSmallestNormal)) return std::copysign(0.0f, static_cast<float>(p));
+  if (p != 0.0 && std::fabs(p) < static_cast<double>(kFp32SmallestNormal)) return std::copysign(0.0f, static_cast<float>(p));
   return static_cast<float>(p);
 }
 
@@ -102,7 +96,7 @@ float narrow_mul(ElementFormat fa, std::uint8_t a, ElementFormat fb, std::uint8_
   // +-254: exact in double, and so is the scaling.
   const double p = std::ldexp(static_cast<double>(x) * static_cast<double>(y), scale_exp);
   if (std::isinf(p)) return static_cast<float>(p);
-  if (p != 0.0 && std::fabs(p) < static_cast<double>(kSmallestNormal)) return std::copysign(0.0f, static_cast<float>(p));
+  if (p != 0.0 && std::fabs(p) < static_cast<double>(kFp32SmallestNormal)) return std::copysign(0.0f, static_cast<float>(p));
   if (std::fabs(p) >= 0x1p128) return std::copysign(std::numeric_limits<float>::infinity(), static_cast<float>(p));
   return static_cast<float>(p);  // at most 8 significant bits: exact
 }
@@ -235,7 +229,7 @@ bool matmul_native(const TensorOperand& st, const TensorOperand& mv, PsumMode mo
   const std::size_t k = st.contraction(), m = st.cols, n = mv.cols;
   if (mode == PsumMode::Accumulate)
     for (const float v : dst.data)
-      if (!std::isfinite(v) || (v != 0.0f && std::fabs(v) < kSmallestNormal)) return false;
+      if (!std::isfinite(v) || (v != 0.0f && std::fabs(v) < kFp32SmallestNormal)) return false;
   // Scratch reused across calls: a matmul per instruction must not allocate.
   thread_local std::vector<float> a, b, out;
   const std::size_t stride = (n + kMatmulColumnMultiple - 1) / kMatmulColumnMultiple * kMatmulColumnMultiple;

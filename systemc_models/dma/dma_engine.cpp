@@ -175,6 +175,11 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::
 
 Time DmaEngine::on_clock(Time t) const { return clock_.at_or_after(t); }
 
+void DmaEngine::start_of_simulation() {
+  if (router_)
+    for (std::size_t r = 0; r < direct_.size(); ++r) direct_[r] = router_->direct(static_cast<arch::Region>(r));
+}
+
 void DmaEngineBase::expect_ring(std::uint32_t ring_size) {
   expected_descriptors_ += ring_size > 0 ? ring_size - 1 : 0;
   completions_.reserve(expected_descriptors_);
@@ -334,14 +339,8 @@ Time DmaEngine::access(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t
   t.set_byte_enable_length(0);
   t.set_dmi_allowed(false);
   t.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-  const core::Interconnect::Direct* direct = nullptr;
-  if (router_) {
-    if (!direct_known_) {
-      for (std::size_t r = 0; r < direct_.size(); ++r) direct_[r] = router_->direct(static_cast<arch::Region>(r));
-      direct_known_ = true;
-    }
-    direct = &direct_[static_cast<std::size_t>(router_->map().region_of(address, length))];
-  }
+  const core::Interconnect::Direct* direct =
+      router_ ? &direct_[static_cast<std::size_t>(router_->map().region_of(address, length))] : nullptr;
   if (direct && direct->target) {
     t.set_address(address - direct->base);
     direct->target->b_transport(t, delay);
@@ -518,7 +517,7 @@ void DmaEngine::begin(const Fetched& f) {
   x.opened = 0;
   x.unplaced = 0;
   x.fetch_after = 0;            // data bursts issued before the fetch
-  x.fetch_last = Time();  // the fetch's R beat as placed so far
+  x.fetch_last = Time();        // the fetch's R beat as placed so far
   x.read_at = x.written = 0;
   // The write bursts sent so far, in order; a burst's W beats go one per cycle
   // from its first, the first beat up to the next bus boundary, then whole beats.
@@ -535,7 +534,7 @@ void DmaEngine::begin(const Fetched& f) {
   x.last_ar = Time();      // the last data AR
   x.ahead_floor = Time();  // the earliest cycle a read-ahead may start
   x.aw_floor = Time();     // the earliest AW of the running descriptor
-  x.start_at = 0;                // the read burst that starts a descriptor (its first AR is its start)
+  x.start_at = 0;          // the read burst that starts a descriptor (its first AR is its start)
   x.start_q = x.q;
   x.start_index = x.index;
   // The hand-off: once the running descriptor's last write burst is out
@@ -643,7 +642,7 @@ Time DmaEngine::retire(std::size_t k) const {
   const std::vector<ReadBurst>& reads = scratch_.reads;
   if (k < x.placed) return reads[k].retired;
   Time t = x.placed == 0 ? std::max(reads[0].last_beat, x.retired_floor)
-                            : std::max(reads[x.placed].last_beat, reads[x.placed - 1].retired + period_);
+                         : std::max(reads[x.placed].last_beat, reads[x.placed - 1].retired + period_);
   for (std::size_t i = x.placed + 1; i <= k; ++i) t = std::max(reads[i].last_beat, t + period_);
   return t;
 }
@@ -990,7 +989,7 @@ DmaEngine::Wait DmaEngine::step() {
         burst.resize(data_ ? len : 0);
         bool err = false;
         const Time mem = on_clock(access(data_ ? tlm::TLM_READ_COMMAND : tlm::TLM_IGNORE_COMMAND, lo,
-                                            data_ ? burst.data() : no_bytes_, len, err));
+                                         data_ ? burst.data() : no_bytes_, len, err));
         if (err) {
           resume_ = Resume::kIdle;
           fail(mine ? x.q : x.ahead_f.queue, mine ? x.index : x.ahead_f.index, arch::DmaError::kReadResp,
@@ -1024,7 +1023,7 @@ DmaEngine::Wait DmaEngine::step() {
         scratch_.sent.push_back({x.wi, x.t_write_start, sent_bytes(), sent_bytes() + w.bytes});
         bool err = false;
         const Time resp = on_clock(access(data_ ? tlm::TLM_WRITE_COMMAND : tlm::TLM_IGNORE_COMMAND, w.address,
-                                             data_ ? scratch_.buffer.data() + x.written : no_bytes_, w.bytes, err));
+                                          data_ ? scratch_.buffer.data() + x.written : no_bytes_, w.bytes, err));
         if (err) {
           resume_ = Resume::kIdle;
           fail(x.q, x.index, arch::DmaError::kWriteResp, fmt::format("write of 0x{:x} failed", w.address));

@@ -408,9 +408,9 @@ private:
   } fetching_;
   tlm::tlm_generic_payload payload_;  // reused by every access
   core::Interconnect* router_ = nullptr;  // route_through's
-  // Its targets by arch::Region, once binding is complete (the first access).
+  // Its targets by arch::Region, taken when binding is complete (start_of_simulation).
   std::array<core::Interconnect::Direct, static_cast<std::size_t>(arch::Region::None) + 1> direct_{};
-  bool direct_known_ = false;
+  void start_of_simulation() override;
   std::uint8_t no_bytes_[arch::kDmaDescriptorBytes] = {};  // what timing-only accesses point at
   Time period_;
   ClockEdges clock_;               // period_'s edges (on_clock)
