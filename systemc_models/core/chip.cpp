@@ -24,9 +24,11 @@ Chip::Chip(const arch::HwConfig& cfg, std::size_t cores, trace::Stats& stats,
   if (cores < 1 || cores > static_cast<std::size_t>(cfg.chip.cores))
     throw std::runtime_error(fmt::format("{} cores: a {} chip has 1 to {} (chip.cores)", cores, cfg.name, cfg.chip.cores));
   hbm_ = std::make_unique<memory::Hbm>("hbm", core_cfg_.hbm, stats);
+  dma_order_ = std::make_unique<dma::DmaChipOrder>(core_cfg_);
   for (std::size_t i = 0; i < cores; ++i) {
     CoreOptions o = options ? options(i) : CoreOptions{};
     o.shared_hbm = hbm_.get();
+    o.dma_order = dma_order_.get();
     o.program_slice = static_cast<std::uint32_t>(i);
     o.program_slices = static_cast<std::uint32_t>(cores);
     cores_.push_back(std::make_unique<NeuronCore>(fmt::format("core{}", i).c_str(), core_cfg_, stats, o));

@@ -50,6 +50,7 @@ public:
 private:
   arch::HwConfig core_cfg_;
   std::unique_ptr<memory::Hbm> hbm_;
+  std::unique_ptr<dma::DmaChipOrder> dma_order_;  // the cores' DMA engines' one order (dma/dma_subsystem.h)
   std::vector<std::unique_ptr<NeuronCore>> cores_;
   std::unique_ptr<ChipFabric> fabric_;
   sc_core::sc_time end_time_;

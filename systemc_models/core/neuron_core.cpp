@@ -65,7 +65,7 @@ NeuronCore::NeuronCore(sc_core::sc_module_name name, const arch::HwConfig& cfg, 
   engines_[static_cast<std::size_t>(arch::Engine::Sync)] = std::make_unique<engines::SyncEngine>("sync", *ctx_);
   for (auto& e : engines_)
     if (e) mem_->interconnect->bind_initiator(e->fetch, false);
-  dma_ = std::make_unique<dma::DmaSubsystem>(*ctx_, options.dma_engine);
+  dma_ = std::make_unique<dma::DmaSubsystem>(*ctx_, options.dma_engine, options.dma_order);
   // A chip's HBM has its own bandwidth figure over all its cores (core/chip.h).
   if (!options.shared_hbm) {
     const auto& hbm = mem_->hbm->stats();

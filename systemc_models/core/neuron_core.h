@@ -63,6 +63,7 @@ struct CoreOptions {
   memory::Hbm* shared_hbm = nullptr;
   std::uint32_t program_slice = 0;
   std::uint32_t program_slices = 1;
+  dma::DmaChipOrder* dma_order = nullptr;  // and the chip's same-time order of DMA engines
 };
 
 class NeuronCore : public sc_core::sc_module {

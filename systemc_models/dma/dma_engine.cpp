@@ -119,31 +119,32 @@ void DmaTurnOrder::wait_for_lower(std::uint32_t rank) {
   }
 }
 
-void DmaEngine::share_turn_order(std::shared_ptr<DmaTurnOrder> order) {
+void DmaEngine::share_turn_order(std::shared_ptr<DmaTurnOrder> order, std::uint32_t turn_rank) {
   turns_ = std::move(order);
-  turns_->add(rank());
+  turn_rank_ = turn_rank;
+  turns_->add(turn_rank_);
 }
 
 void DmaEngine::sleep_for(const sc_time& d) {
-  turns_->next_access(rank(), sc_time_stamp() + d);
+  turns_->next_access(turn_rank_, sc_time_stamp() + d);
   sc_core::wait(d);
 }
 
 void DmaEngine::sleep_for(const sc_time& d, sc_core::sc_event& e) {
-  turns_->next_access(rank(), sc_time_stamp() + d);
+  turns_->next_access(turn_rank_, sc_time_stamp() + d);
   sc_core::wait(d, e);
 }
 
 void DmaEngine::sleep_on(sc_core::sc_event& e) {
-  turns_->next_access(rank(), sc_core::sc_max_time());
+  turns_->next_access(turn_rank_, sc_core::sc_max_time());
   sc_core::wait(e);
 }
 
 void DmaEngine::take_turn_in_order() {
   const sc_time now = sc_time_stamp();
   if (turn_at_ == now) return;
-  turns_->next_access(rank(), now);
-  turns_->wait_for_lower(rank());
+  turns_->next_access(turn_rank_, now);
+  turns_->wait_for_lower(turn_rank_);
   turn_at_ = now;
 }
 
@@ -169,7 +170,7 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::
   // TESSERA_DMA_BRIDGE_LOG=1 prints every memory access with its time, as the
   // RTL bridge does, so the two can be compared line by line.
   log_ = std::getenv("TESSERA_DMA_BRIDGE_LOG") != nullptr;
-  share_turn_order(std::make_shared<DmaTurnOrder>());
+  share_turn_order(std::make_shared<DmaTurnOrder>(), rank());
   SC_THREAD(run);
 }
 

@@ -199,8 +199,12 @@ public:
   // Sampled fidelity: every descriptor run is offered to `sampler` (not owned).
   void set_sampler(DescriptorSampler* sampler) { sampler_ = sampler; }
   bool has_sampler() const { return sampler_ != nullptr; }
-  // The engines of one core share one order (DmaSubsystem); alone, an engine has its own.
-  void share_turn_order(std::shared_ptr<DmaTurnOrder> order);
+  // The engines of one core share one order (DmaSubsystem), the engines of a
+  // chip's cores one for the chip (DmaChipOrder); alone, an engine has its
+  // own. `turn_rank`: the engine's place in it (the lower goes first at a
+  // time): its rank() in a core's order, after the earlier cores' engines in
+  // a chip's.
+  void share_turn_order(std::shared_ptr<DmaTurnOrder> order, std::uint32_t turn_rank);
   // Routes its own requests for local regions straight to their targets, as
   // `interconnect` would forward them (Interconnect::direct); peer and
   // unmapped addresses still go through it. Before the simulation starts.
@@ -455,6 +459,7 @@ private:
   bool log_ = false;
   DescriptorSampler* sampler_ = nullptr;
   std::shared_ptr<DmaTurnOrder> turns_;
+  std::uint32_t turn_rank_ = 0;  // the engine's place in turns_
   sc_core::sc_time turn_at_ = sc_core::sc_max_time();  // the time of the turn taken last
 
   // Under a DmaScheduler (set before the simulation starts; null: run() steps the engine).

@@ -11,19 +11,22 @@ namespace tessera::dma {
 using sc_core::sc_time;
 using sc_core::sc_time_stamp;
 
-DmaScheduler::DmaScheduler(sc_core::sc_module_name name, core::CoreContext& ctx, sc_time lookahead)
-    : sc_module(name), ctx_(ctx), lookahead_(lookahead) {
+DmaScheduler::DmaScheduler(sc_core::sc_module_name name, sc_time lookahead) : sc_module(name), lookahead_(lookahead) {
   SC_THREAD(run);
 }
 
-void DmaScheduler::add(DmaEngine& engine) { engines_.push_back(&engine); }
+void DmaScheduler::add(DmaEngine& engine) {
+  engines_.push_back(&engine);
+  if (std::find(cores_.begin(), cores_.end(), &engine.ctx_) == cores_.end()) cores_.push_back(&engine.ctx_);
+}
 
 void DmaScheduler::end_of_elaboration() {
   resolution_ = sc_core::sc_get_time_resolution();
   bool wanted = true;
   if (requested_) wanted = *requested_;
   else if (const char* env = std::getenv("TESSERA_DMA_RUN_AHEAD"); env && *env) wanted = *env != '0';
-  active_ = wanted && lookahead_ > sc_core::SC_ZERO_TIME && !ctx_.waves && !ctx_.on_chip;
+  active_ = wanted && lookahead_ > sc_core::SC_ZERO_TIME;
+  for (const core::CoreContext* c : cores_) active_ = active_ && !c->waves;
   for (const DmaEngine* e : engines_) active_ = active_ && !e->has_sampler();
   if (active_)
     for (std::size_t i = 0; i < engines_.size(); ++i) {
@@ -73,6 +76,8 @@ void DmaScheduler::run() {
   const Time never = kNever;
   const Time resolution = resolution_;
   for (;;) {
+    for (const core::CoreContext* c : cores_)
+      if (c->error) return;
     ++wake_ups_;
     systemc_time_ = sc_time_stamp();
     const Time now = systemc_time_;
@@ -92,7 +97,7 @@ void DmaScheduler::run() {
       if (at > reached_) reached_ = at;
       at = engines_[first]->step_at(at);
       ++steps_;
-      if (ctx_.error) return;  // the run stops (sc_stop)
+      if (engines_[first]->ctx_.error) return;  // the run stops (sc_stop)
       replay(first);
     }
     // Wake just before the next step: SystemC's time stays behind every step

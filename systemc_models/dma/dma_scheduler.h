@@ -31,11 +31,16 @@
 // depends on every other timed notification in the heap, the engines' waits
 // among them, and running the engines here changes it.
 //
+// A chip's cores share one scheduler (DmaChipOrder): their engines meet at
+// one HBM and at the fabric, so they take their steps in one order, core 0's
+// engines before core 1's at the same time, as their threads take turns in
+// the chip's one DmaTurnOrder. The lookahead holds for every core alike: an
+// engine is rung only by its own core's sequencers, and a peer's semaphore
+// write or SBUF access lands at its own time as a local one does.
+//
 // Also never with a lookahead of 0, a waveform being recorded (its probes
-// sample engine state at SystemC's time), the sampled fidelity (its sampler
-// is told of each descriptor as it finishes) or a core of a chip (the
-// cores' engines meet at one HBM, and their same-time order across cores is
-// SystemC's process order, which one core's scheduler cannot reproduce).
+// sample engine state at SystemC's time) or the sampled fidelity (its
+// sampler is told of each descriptor as it finishes).
 #pragma once
 
 #include "core/core_context.h"
@@ -54,9 +59,10 @@ class DmaEngine;
 class DmaScheduler : public sc_core::sc_module {
 public:
   SC_HAS_PROCESS(DmaScheduler);
-  DmaScheduler(sc_core::sc_module_name name, core::CoreContext& ctx, sc_core::sc_time lookahead);
+  DmaScheduler(sc_core::sc_module_name name, sc_core::sc_time lookahead);
 
-  // Engines in rank order (the same-time order); before the simulation starts.
+  // Engines in their same-time order (a core's in rank order, a chip's core
+  // by core); before the simulation starts.
   void add(DmaEngine& engine);
   // Whether the scheduler runs the engines (decided when elaboration ends).
   bool active() const { return active_; }
@@ -97,7 +103,10 @@ private:
   }
   std::size_t slot_of(Key k) const { return static_cast<std::size_t>(k & slot_mask_); }
 
-  core::CoreContext& ctx_;
+  // The cores the engines belong to, once each: an error in any of them
+  // stops the run. Checked as the scheduler wakes; while it steps the
+  // engines no other process runs, and only the engine stepping can fail.
+  std::vector<const core::CoreContext*> cores_;
   sc_core::sc_time lookahead_;
   Time resolution_;  // SystemC's time resolution (a library call), from elaboration's end on
   std::vector<DmaEngine*> engines_;

@@ -24,26 +24,39 @@ DmaSubsystem::DmaTotals::DmaTotals(trace::Stats& stats, const DmaSubsystem& dma)
         return n > 0 ? bytes.value() / n : 0.0;
       }) {}
 
-DmaSubsystem::DmaSubsystem(core::CoreContext& ctx, const DmaEngineFactory& factory) : ctx_(ctx) {
+namespace {
+sc_core::sc_time lookahead(const arch::HwConfig& cfg) { return sc_core::sc_time(cfg.dma.start_latency_ns, sc_core::SC_NS); }
+}  // namespace
+
+DmaChipOrder::DmaChipOrder(const arch::HwConfig& cfg) : scheduler("dma_scheduler", lookahead(cfg)) {}
+
+DmaSubsystem::DmaSubsystem(core::CoreContext& ctx, const DmaEngineFactory& factory, DmaChipOrder* chip) : ctx_(ctx) {
   const auto queues = static_cast<std::uint32_t>(ctx.cfg.dma.queues_per_engine);
-  // The fast engines of the core take same-cycle turns in one order.
-  const auto turns = std::make_shared<DmaTurnOrder>();
+  // The fast engines of the core (of the chip) take same-cycle turns in one order.
+  const auto turns = chip ? chip->turns : std::make_shared<DmaTurnOrder>();
+  const std::uint32_t first_rank = chip ? chip->ranks : 0;
   // The fast engines run under one scheduler, which decides when elaboration
   // ends whether it can (dma/dma_scheduler.h); the RTL engines step
   // themselves cycle by cycle.
-  if (!factory)
-    scheduler_ = std::make_unique<DmaScheduler>("dma_scheduler", ctx,
-                                                sc_core::sc_time(ctx.cfg.dma.start_latency_ns, sc_core::SC_NS));
+  if (!factory) {
+    if (chip) {
+      scheduler_ = &chip->scheduler;
+    } else {
+      own_scheduler_ = std::make_unique<DmaScheduler>("dma_scheduler", lookahead(ctx.cfg));
+      scheduler_ = own_scheduler_.get();
+    }
+  }
   for (std::int64_t e = 0; e < ctx.cfg.dma.engines; ++e) {
     const std::string name = fmt::format("dma{}", e);
     engines_.push_back(factory ? factory(name.c_str(), ctx, queues)
                                : std::make_unique<DmaEngine>(name.c_str(), ctx, queues));
     engines_.back()->set_wave_probe(ctx.waves);
     if (auto* fast = dynamic_cast<DmaEngine*>(engines_.back().get())) {
-      fast->share_turn_order(turns);
+      fast->share_turn_order(turns, first_rank + static_cast<std::uint32_t>(e));
       if (scheduler_) scheduler_->add(*fast);
     }
   }
+  if (chip) chip->ranks += static_cast<std::uint32_t>(engines_.size());
   stats_ = std::make_unique<DmaTotals>(ctx.stats, *this);
 }
 

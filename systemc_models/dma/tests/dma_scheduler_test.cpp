@@ -5,10 +5,12 @@
 // address, bytes, answer) to be the same, in programs where the order of
 // same-time accesses, or a doorbell rung while an engine runs ahead, decides
 // the answers.
+#include "core/chip.h"
 #include "core/neuron_core.h"
 #include "dma/dma_scheduler.h"
 
 #include "arch/dma_descriptor.h"
+#include "testing/child_process.h"
 #include "testing/dma_programs.h"
 #include "testing/process.h"
 #include "testing/shipped_config.h"
@@ -140,6 +142,64 @@ TEST_F(DmaScheduler, SameTimeAccessesGoInEngineOrder) {
         EXPECT_LT(x.answer, y.answer) << "at " << x.at << " ns";
       }
   EXPECT_GT(shared, 0u);
+}
+
+// The two cores of a chip read the same HBM bytes in the same cycles, core
+// 0 with its engine 1, core 1 with its engine 0. The chip's engines share one
+// order, every engine of core 0 before any of core 1 at the same time, so the
+// runs are the same with the engines ahead under the chip's one scheduler or
+// stepping in their threads, and core 0 is answered first wherever the two
+// meet. Each run is a chip of its own, in a child process (one simulation per
+// process).
+TEST_F(DmaScheduler, AChipsCoresTakeTheirTurnsInCoreOrder) {
+  const auto run_chip = [](bool ahead) {
+    return test_support::run_in_child([ahead]() -> std::string {
+      trace::Stats stats;
+      core::Chip chip(tiny(), 2, stats);
+      for (std::size_t c = 0; c < chip.size(); ++c) {
+        NeuronCore& core = chip.core(c);
+        const auto& map = core.address_map();
+        const auto pbytes = static_cast<std::uint32_t>(map.sbuf_partition_bytes);
+        std::vector<arch::DmaDescriptor> ds;
+        for (std::uint16_t i = 0; i < 4; ++i)
+          ds.push_back(tile_descriptor(0x4000, 512, map.sbuf_address(0, 0), pbytes, 8, 256, 1, map.semaphore_address(0)));
+        const std::uint64_t ring = core.place(ring_of(ds, 8));
+        const auto engine = static_cast<std::uint32_t>(1 - c);
+        core.configure_dma_queue(engine, 0, ring, 8);
+        Stream sync(arch::Engine::Sync);
+        sync.add(trigger(engine, 0, ring, 4)).wait(0, 4).end();
+        core.load_program(arch::Engine::Sync, sync.bytes);
+      }
+      // One scheduler for the chip: either core's is the same.
+      EXPECT_EQ(chip.core(0).dma().scheduler(), chip.core(1).dma().scheduler());
+      chip.core(0).dma().scheduler()->run_ahead(ahead);
+      ::testing::internal::CaptureStderr();
+      const core::ChipRunResult r = chip.run();
+      const std::string log = ::testing::internal::GetCapturedStderr();
+      if (!r.chip.ok()) return "error: " + r.chip.message;
+      return std::string(chip.core(1).dma().scheduler()->active() ? "active\n" : "alone\n") + log;
+    });
+  };
+  const std::string ahead = run_chip(true), alone = run_chip(false);
+  ASSERT_EQ(ahead.rfind("active\n", 0), 0u) << ahead.substr(0, 200);
+  ASSERT_EQ(alone.rfind("alone\n", 0), 0u) << alone.substr(0, 200);
+  for (const char* core : {"core0", "core1"}) {
+    const auto a = accesses_of(ahead.substr(7), core), b = accesses_of(alone.substr(6), core);
+    ASSERT_EQ(a.size(), 1u) << core;
+    EXPECT_EQ(a, b) << core;
+  }
+  const auto first = accesses_of(ahead.substr(7), "core0").at("dma1");
+  const auto second = accesses_of(ahead.substr(7), "core1").at("dma0");
+  std::size_t shared = 0, behind = 0;
+  for (const Access& x : first)
+    for (const Access& y : second)
+      if (x.at == y.at && x.address == y.address && x.kind == "R") {
+        ++shared;
+        EXPECT_LE(x.answer, y.answer) << "at " << x.at << " ns";
+        behind += x.answer < y.answer;
+      }
+  EXPECT_GT(shared, 0u);
+  EXPECT_GT(behind, 0u);  // where the channel is full, the second to book waits
 }
 
 // Engine 0 moves 64 KiB; engine 1's short descriptor completes meanwhile and
