@@ -98,24 +98,28 @@ void DmaEngineBase::take_turn() {
 }
 
 void DmaTurnOrder::add(std::uint32_t rank) {
-  if (next_.size() <= rank) next_.resize(rank + 1, sc_core::sc_max_time());
+  while (next_.size() <= rank) {
+    next_.push_back(sc_core::sc_max_time());
+    moved_.push_back(std::make_unique<sc_core::sc_event>());
+    waiting_.push_back(0);
+  }
   next_[rank] = sc_time_stamp();
 }
 
 void DmaTurnOrder::next_access(std::uint32_t rank, const sc_time& t) {
   next_[rank] = t;
-  if (waiting_ > 0 && t > sc_time_stamp()) moved_.notify(SC_ZERO_TIME);
+  if (waiting_[rank] > 0 && t > sc_time_stamp()) moved_[rank]->notify(SC_ZERO_TIME);
 }
 
 void DmaTurnOrder::wait_for_lower(std::uint32_t rank) {
   for (;;) {
     const sc_time now = sc_time_stamp();
-    bool lower_due = false;
-    for (std::uint32_t j = 0; j < rank && !lower_due; ++j) lower_due = next_[j] <= now;
-    if (!lower_due) return;
-    ++waiting_;
-    sc_core::wait(moved_);
-    --waiting_;
+    std::uint32_t due = 0;
+    while (due < rank && next_[due] > now) ++due;
+    if (due == rank) return;
+    ++waiting_[due];
+    sc_core::wait(*moved_[due]);
+    --waiting_[due];
   }
 }
 

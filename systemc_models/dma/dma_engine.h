@@ -183,8 +183,12 @@ public:
 
 private:
   std::vector<sc_core::sc_time> next_;  // by rank; sc_max_time for a rank with no engine
-  sc_core::sc_event moved_;             // an engine's next access moved past now
-  std::uint32_t waiting_ = 0;
+  // By rank: the engine's next access moved past now, and how many engines
+  // wait for that. An engine waits for the first lower one still due, not
+  // for any to move: a chip's order has every engine of its cores, and one
+  // event for all woke each waiting engine at every other's move.
+  std::vector<std::unique_ptr<sc_core::sc_event>> moved_;
+  std::vector<std::uint32_t> waiting_;
 };
 
 class DmaScheduler;
