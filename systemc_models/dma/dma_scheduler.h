@@ -95,8 +95,9 @@ private:
   // bits, its slot in the low slot_bits_, so that the lower slot wins at the
   // same time. 64 bits, not 128: a replay's compares were 10 % of the
   // scheduler's instructions. Times from key_time_cap_ on (2^60 ps, about 13
-  // days, with 16 engines) share one key time; the run ends at
-  // arch::kMaxSimulatedSeconds, long before, and never takes such a step.
+  // days, with 16 engines; 2^52 ps, 75 minutes, with a chip's most, 64 cores
+  // of 64 engines) share one key time; the run ends at
+  // arch::kMaxSimulatedSeconds (an hour), before, and never takes such a step.
   using Key = std::uint64_t;
   Key key(std::size_t slot) const {
     return std::min<std::uint64_t>(next_[slot].value(), key_time_cap_) << slot_bits_ | slot;
