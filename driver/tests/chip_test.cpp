@@ -269,6 +269,35 @@ TEST(CrossCoreRunErrors, ASemaphoreOnACoreTheRunDoesNotUse) {
   EXPECT_THAT(r.error, HasSubstr("SemSignal: semaphore of core 3, but the chip runs 2 cores"));
 }
 
+// Core 1 waits for two arrivals and gets one, while core 0's DMA engines
+// (run ahead by the chip's scheduler) move data: the chip ends, stuck, and
+// the report names the core and the wait, rather than hanging.
+TEST(CrossCoreRunErrors, AWaitNoCoreSatisfiesEndsTheRun) {
+  Device dev(chip_options("tiny", 2));
+  Tensor t = dev.allocate("t", {8, 512}, DType::Fp32);
+  const RunReport r = dev.launch(
+      [&](const Spmd& s) {
+        KernelBuilder kb(dev.config(), "stuck", s);
+        const CoreSemaphore arrived = kb.core_semaphore("arrived");
+        Tile a = kb.sbuf("a", 8, 512, DType::Fp32);
+        if (s.instance == 0) {
+          kb.dma(a, t.all());
+          kb.dma_to_core(1, a, a, arrived);
+        } else {
+          kb.wait_core(arrived, 2, a);
+          kb.dma(t.all(), a);
+        }
+        return kb.build();
+      },
+      2);
+  ASSERT_FALSE(r.ok);
+  EXPECT_THAT(r.error, HasSubstr("core 1: deadlock at "));
+  EXPECT_THAT(r.error, HasSubstr("core1.gpsimd: sem["));
+  EXPECT_THAT(r.error, HasSubstr(">= 2 (value now 1)"));
+  // At the time the last engine stopped, microseconds in, not at the run's limit.
+  EXPECT_THAT(r.error, HasSubstr(" us: no engine can make progress"));
+}
+
 TEST(CrossCoreRunErrors, ADmaEngineWithNoPathToTheOtherCores) {
   // Built for two engines that reach the other core; run where only engine 0 does.
   setenv("TESSERA_CONFIG_DIR", TESSERA_SOURCE_CONFIG_DIR, 1);

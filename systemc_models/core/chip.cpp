@@ -45,7 +45,7 @@ Chip::~Chip() = default;
 
 ChipRunResult Chip::run() {
   const sc_core::sc_time limit(arch::kMaxSimulatedSeconds, sc_core::SC_SEC);
-  sc_core::sc_start(limit);
+  sc_core::sc_start(limit, sc_core::SC_EXIT_ON_STARVATION);  // as NeuronCore::run
   ChipRunResult out;
   // An error on one core stops them all (sc_stop); the others then look
   // unfinished, which is not their fault: the error is the chip's result.

@@ -132,8 +132,10 @@ void NeuronCore::load_program(arch::Engine e, const std::vector<std::uint8_t>& s
 
 RunResult NeuronCore::run() {
   // Past the limit the run is an error, not a saturated or wrapped time.
+  // It stops when nothing is left to happen, so that a deadlock is reported
+  // at the time the last engine stopped, not at the limit.
   const sc_core::sc_time limit(arch::kMaxSimulatedSeconds, sc_core::SC_SEC);
-  sc_core::sc_start(limit);
+  sc_core::sc_start(limit, sc_core::SC_EXIT_ON_STARVATION);
   return result();
 }
 
@@ -160,7 +162,8 @@ RunResult NeuronCore::result() {
   if (!unfinished.empty()) {
     r.status = RunResult::Status::Deadlock;
     r.waiting = mem_->semaphores->blocked_waiters();
-    r.message = fmt::format("deadlock at {}: no engine can make progress; waiting: {}", sc_core::sc_time_stamp().to_string(),
+    r.message = fmt::format("deadlock at {:.3f} us: no engine can make progress; waiting: {}",
+                            trace::ns(sc_core::sc_time_stamp()) / 1000.0,
                             r.waiting.empty() ? fmt::format("{}", fmt::join(unfinished, ", "))
                                               : fmt::format("{}", fmt::join(r.waiting, "; ")));
   }
