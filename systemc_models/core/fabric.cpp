@@ -48,8 +48,7 @@ ChipFabric::ChipFabric(sc_core::sc_module_name name, const arch::HwConfig& cfg, 
       cores_(cores),
       latency_(cfg.chip.core_link_latency_ns, SC_NS),
       semaphores_(cores, nullptr),
-      sending_(cores, memory::TimeBins(1.0 / cfg.chip.core_link_bandwidth_gbps,
-                                       cfg.chip.core_link_bandwidth_gbps * kBinNs, kBinNs)),
+      sending_(cores, 1.0 / cfg.chip.core_link_bandwidth_gbps, cfg.chip.core_link_bandwidth_gbps * kBinNs, kBinNs),
       receiving_(sending_),
       group_(stats, *this) {
   socket.register_b_transport(this, &ChipFabric::b_transport);
@@ -76,7 +75,7 @@ sc_time ChipFabric::move(std::size_t from, std::size_t to, std::uint64_t bytes, 
   const double start_ns = trace::ns(start);
   const auto stale = static_cast<std::int64_t>(trace::ns(sc_core::sc_time_stamp()) / kBinNs) - 1;
   const double n = static_cast<double>(bytes);
-  const double done = std::max(sending_[from].book(n, start_ns, stale), receiving_[to].book(n, start_ns, stale));
+  const double done = std::max(sending_.book(from, n, start_ns, stale), receiving_.book(to, n, start_ns, stale));
   stats_[from]->bytes_sent += n;
   stats_[to]->bytes_received += n;
   return trace::from_ns(done) + latency_;

@@ -64,7 +64,7 @@ private:
   sc_core::sc_time latency_;
   std::vector<std::unique_ptr<tlm_utils::simple_initiator_socket<ChipFabric>>> to_core_;
   std::vector<Semaphores*> semaphores_;
-  std::vector<memory::TimeBins> sending_, receiving_;  // each core's port, one direction each
+  memory::TimeBins sending_, receiving_;  // the cores' ports, one direction each, a channel a core
   std::vector<std::unique_ptr<Port>> ports_;
   trace::Group group_;
   std::vector<std::unique_ptr<PortStats>> stats_;

@@ -26,8 +26,7 @@ Hbm::Hbm(sc_core::sc_module_name name, const arch::HbmConfig& cfg, trace::Stats&
       // GB/s is bytes per ns; each of the channels carries an equal share.
       ns_per_byte_per_channel_(static_cast<double>(cfg.channels) / cfg.bandwidth_gbps),
       bin_capacity_bytes_(cfg.bandwidth_gbps / static_cast<double>(cfg.channels) * kBinNs),
-      channel_bins_(static_cast<std::size_t>(cfg.channels),
-                    TimeBins(ns_per_byte_per_channel_, bin_capacity_bytes_, kBinNs)),
+      channel_bins_(static_cast<std::size_t>(cfg.channels), ns_per_byte_per_channel_, bin_capacity_bytes_, kBinNs),
       per_channel_(static_cast<std::size_t>(cfg.channels), 0),
       stats_(stats, *this) {
   touched_.assign((per_channel_.size() + 63) / 64, 0);
@@ -56,7 +55,7 @@ void Hbm::backdoor_write(std::uint64_t address, const std::uint8_t* in, std::uin
 }
 
 sc_time Hbm::book(std::uint64_t address, std::uint64_t length, const sc_time& start, const sc_time& now) {
-  const std::size_t channels = channel_bins_.size();
+  const std::size_t channels = channel_bins_.channels();
   // The hash is linear and maps every granule index below `channels` to
   // itself, so within an aligned block of `channels` granules the channel is
   // the block's channel XOR the granule's place in it: one table lookup per
@@ -82,11 +81,29 @@ sc_time Hbm::book(std::uint64_t address, std::uint64_t length, const sc_time& st
   const std::uint64_t first = address / kInterleaveBytes;
   if (length > 0 && !record_traffic_ && ((first ^ ((address + length - 1) / kInterleaveBytes)) & ~in_block) == 0) {
     const std::uint64_t block_channel = hash_.channel_of_granule(first & ~in_block);
-    for (std::uint64_t a = address, end = address + length, g = first; a < end; ++g) {
-      const std::uint64_t n = std::min(end, (g + 1) * kInterleaveBytes) - a;
-      done_ns = std::max(done_ns, channel_bins_[block_channel ^ (g & in_block)].book(static_cast<double>(n), start_ns,
-                                                                                      start_bin, stale, nullptr));
-      a += n;
+    channel_bins_.drop_before(stale);
+    TimeBins::From from = channel_bins_.from(start_ns, start_bin);
+    // Each granule finishes at the later of its bins and its bytes streamed
+    // at a channel's bandwidth; the answer is the latest of those, so the
+    // whole granules' one streaming time is taken once, and a partial first
+    // or last granule's on its own.
+    const std::uint64_t end = address + length;
+    std::uint64_t a = address, g = first;
+    if (a % kInterleaveBytes != 0 || end - a < kInterleaveBytes) {  // a partial first granule
+      const auto n = static_cast<double>(std::min(end, (g + 1) * kInterleaveBytes) - a);
+      done_ns = std::max({done_ns, from.fill(block_channel ^ (g & in_block), n), from.streamed(n)});
+      a = (g + 1) * kInterleaveBytes;
+      ++g;
+    }
+    if (a + kInterleaveBytes <= end) {
+      constexpr auto kWhole = static_cast<double>(kInterleaveBytes);
+      done_ns = std::max(done_ns, from.streamed(kWhole));
+      for (; a + kInterleaveBytes <= end; a += kInterleaveBytes, ++g)
+        done_ns = std::max(done_ns, from.fill(block_channel ^ (g & in_block), kWhole));
+    }
+    if (a < end) {  // a partial last granule
+      const auto n = static_cast<double>(end - a);
+      done_ns = std::max({done_ns, from.fill(block_channel ^ (g & in_block), n), from.streamed(n)});
     }
     return trace::from_ns(done_ns);
   }
@@ -114,8 +131,8 @@ sc_time Hbm::book(std::uint64_t address, std::uint64_t length, const sc_time& st
   for (std::size_t w = 0; w < touched_.size(); ++w)
     for (std::uint64_t left = touched_[w]; left != 0; left &= left - 1) {
       const std::size_t c = w * 64 + static_cast<std::size_t>(__builtin_ctzll(left));
-      const double finish = channel_bins_[c].book(static_cast<double>(per_channel_[c]), start_ns, start_bin, stale,
-                                                  record_traffic_ ? &traffic_ : nullptr);
+      const double finish = channel_bins_.book(c, static_cast<double>(per_channel_[c]), start_ns, start_bin, stale,
+                                               record_traffic_ ? &traffic_ : nullptr);
       done_ns = std::max(done_ns, finish);
       per_channel_[c] = 0;
     }

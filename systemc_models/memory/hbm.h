@@ -81,7 +81,7 @@ private:
   double ns_per_byte_per_channel_;  // kept in ns: a per-byte sc_time would round to the time resolution
   static constexpr double kBinNs = 64;
   double bin_capacity_bytes_;  // per channel per bin
-  std::vector<TimeBins> channel_bins_;  // each channel's bandwidth
+  TimeBins channel_bins_;  // every channel's bandwidth
   std::vector<std::uint64_t> per_channel_;  // book()'s scratch: bytes of the request per channel
   std::vector<std::uint64_t> touched_;      // and the channels it touches, a bit each (read in index order)
   bool record_traffic_ = false;

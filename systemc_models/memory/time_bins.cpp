@@ -4,33 +4,43 @@
 
 namespace tessera::memory {
 
-void TimeBins::reserve(std::size_t n) {
-  if (n <= used_.size()) return;
-  std::size_t cap = used_.empty() ? 64 : used_.size();
-  while (cap < n) cap *= 2;
-  std::vector<double> grown(cap, 0.0);
-  for (std::size_t i = 0; i < size_; ++i) grown[i] = used_[(head_ + i) & (used_.size() - 1)];
+void TimeBins::reserve(std::size_t rows) {
+  if (rows <= rows_) return;
+  std::size_t cap = rows_ == 0 ? 64 : rows_;
+  while (cap < rows) cap *= 2;
+  std::vector<double> grown(cap * channels_, 0.0);
+  for (std::size_t i = 0; i < size_; ++i) {
+    const double* from = &used_[((head_ + i) & (rows_ - 1)) * channels_];
+    std::copy(from, from + channels_, &grown[i * channels_]);
+  }
   used_.swap(grown);
+  rows_ = cap;
   head_ = 0;
 }
 
-double& TimeBins::add(std::int64_t bin) {
+double* TimeBins::add(std::int64_t bin) {
   if (size_ == 0) first_ = bin;
   if (bin < first_) {  // a bin never booked before the first one kept
     const auto more = static_cast<std::size_t>(first_ - bin);
     reserve(size_ + more);
-    head_ = (head_ - more) & (used_.size() - 1);
-    for (std::size_t i = 0; i < more; ++i) used_[(head_ + i) & (used_.size() - 1)] = 0.0;
+    head_ = (head_ - more) & (rows_ - 1);
+    for (std::size_t i = 0; i < more; ++i) {
+      double* r = &used_[((head_ + i) & (rows_ - 1)) * channels_];
+      std::fill(r, r + channels_, 0.0);
+    }
     size_ += more;
     first_ = bin;
   }
   const auto i = static_cast<std::size_t>(bin - first_);
   if (i >= size_) {
     reserve(i + 1);
-    for (std::size_t k = size_; k <= i; ++k) used_[(head_ + k) & (used_.size() - 1)] = 0.0;
+    for (std::size_t k = size_; k <= i; ++k) {
+      double* r = &used_[((head_ + k) & (rows_ - 1)) * channels_];
+      std::fill(r, r + channels_, 0.0);
+    }
     size_ = i + 1;
   }
-  return used_[(head_ + i) & (used_.size() - 1)];
+  return &used_[((head_ + i) & (rows_ - 1)) * channels_];
 }
 
 }  // namespace tessera::memory
