@@ -89,9 +89,12 @@ sc_time Hbm::book(std::uint64_t address, std::uint64_t length, const sc_time& st
     // or last granule's on its own.
     const std::uint64_t end = address + length;
     std::uint64_t a = address, g = first;
-    if (a % kInterleaveBytes != 0 || end - a < kInterleaveBytes) {  // a partial first granule
-      const auto n = static_cast<double>(std::min(end, (g + 1) * kInterleaveBytes) - a);
+    const auto partial = [&](std::uint64_t bytes) {
+      const auto n = static_cast<double>(bytes);
       done_ns = std::max({done_ns, from.fill(block_channel ^ (g & in_block), n), from.streamed(n)});
+    };
+    if (a % kInterleaveBytes != 0 || end - a < kInterleaveBytes) {  // a partial first granule
+      partial(std::min(end, (g + 1) * kInterleaveBytes) - a);
       a = (g + 1) * kInterleaveBytes;
       ++g;
     }
@@ -101,10 +104,7 @@ sc_time Hbm::book(std::uint64_t address, std::uint64_t length, const sc_time& st
       for (; a + kInterleaveBytes <= end; a += kInterleaveBytes, ++g)
         done_ns = std::max(done_ns, from.fill(block_channel ^ (g & in_block), kWhole));
     }
-    if (a < end) {  // a partial last granule
-      const auto n = static_cast<double>(end - a);
-      done_ns = std::max({done_ns, from.fill(block_channel ^ (g & in_block), n), from.streamed(n)});
-    }
+    if (a < end) partial(end - a);  // a partial last granule
     return trace::from_ns(done_ns);
   }
   std::uint32_t block_channel = 0;

@@ -162,6 +162,23 @@ TEST(ChannelHash, GranuleInABlockIsTheBlocksChannelXorItsPlace) {
   }
 }
 
+// What TimeBins must answer, written plainly: one channel's bins as a map (a
+// bin never booked holds 0), the bins before `stale` dropped, then `bytes`
+// booked from `start_ns` on, bin by bin.
+double reference_book(std::map<std::int64_t, double>& bins, double bytes, double start_ns, std::int64_t stale,
+                      double ns_per_byte, double capacity, double bin_ns) {
+  bins.erase(bins.begin(), bins.lower_bound(stale));
+  double left = bytes, finish = start_ns;
+  for (auto b = static_cast<std::int64_t>(start_ns / bin_ns); left > 0; ++b) {
+    double& used = bins[b];
+    const double take = std::min(left, capacity - used);
+    used += take;
+    left -= take;
+    finish = (static_cast<double>(b) + used / capacity) * bin_ns;
+  }
+  return std::max(finish, start_ns + ns_per_byte * bytes);
+}
+
 // TimeBins keeps its bins in a ring; against a map of bins with the same
 // rules (a bin never booked holds 0, bins before the stale one are dropped),
 // every booking finishes at the same time, bit for bit, bookings earlier than
@@ -170,18 +187,6 @@ TEST(TimeBins, RingBooksAsAMapOfBinsDoes) {
   const double ns_per_byte = 1.0 / 3.7, bin_ns = 64, capacity = 3.7 * bin_ns;
   memory::TimeBins bins(1, ns_per_byte, capacity, bin_ns);
   std::map<std::int64_t, double> reference;
-  const auto reference_book = [&](double bytes, double start_ns, std::int64_t stale) {
-    reference.erase(reference.begin(), reference.lower_bound(stale));
-    double left = bytes, finish = start_ns;
-    for (auto b = static_cast<std::int64_t>(start_ns / bin_ns); left > 0; ++b) {
-      double& used = reference[b];
-      const double take = std::min(left, capacity - used);
-      used += take;
-      left -= take;
-      finish = (static_cast<double>(b) + used / capacity) * bin_ns;
-    }
-    return std::max(finish, start_ns + ns_per_byte * bytes);
-  };
   std::mt19937_64 rng(7);
   double now = 0;
   for (int i = 0; i < 20000; ++i) {
@@ -195,7 +200,9 @@ TEST(TimeBins, RingBooksAsAMapOfBinsDoes) {
     // before the first bin kept.
     const double start = now + static_cast<double>(rng() % (i % 97 == 0 ? 200000 : 3000)) - 64.0 * static_cast<double>(rng() % 2);
     const double bytes = static_cast<double>(1 + rng() % 8192);
-    ASSERT_EQ(bins.book(0, bytes, std::max(start, 0.0), stale), reference_book(bytes, std::max(start, 0.0), stale)) << i;
+    ASSERT_EQ(bins.book(0, bytes, std::max(start, 0.0), stale),
+              reference_book(reference, bytes, std::max(start, 0.0), stale, ns_per_byte, capacity, bin_ns))
+        << i;
   }
 }
 
@@ -210,18 +217,6 @@ TEST(TimeBins, ChannelsBookAsMapsOfTheirOwnBinsDo) {
   const double ns_per_byte = 1.0 / 1.7, bin_ns = 64, capacity = 1.7 * bin_ns;
   memory::TimeBins bins(channels, ns_per_byte, capacity, bin_ns);
   std::vector<std::map<std::int64_t, double>> reference(channels);
-  const auto reference_book = [&](std::size_t c, double bytes, double start_ns, std::int64_t stale) {
-    reference[c].erase(reference[c].begin(), reference[c].lower_bound(stale));
-    double left = bytes, finish = start_ns;
-    for (auto b = static_cast<std::int64_t>(start_ns / bin_ns); left > 0; ++b) {
-      double& used = reference[c][b];
-      const double take = std::min(left, capacity - used);
-      used += take;
-      left -= take;
-      finish = (static_cast<double>(b) + used / capacity) * bin_ns;
-    }
-    return std::max(finish, start_ns + ns_per_byte * bytes);
-  };
   std::mt19937_64 rng(11);
   double now = 0;
   std::size_t spilled = 0;
@@ -237,7 +232,7 @@ TEST(TimeBins, ChannelsBookAsMapsOfTheirOwnBinsDo) {
     for (std::size_t g = 0; g < granules; ++g) {
       const std::size_t c = rng() % channels;
       const double bytes = static_cast<double>(1 + rng() % 256);
-      const double expected = reference_book(c, bytes, start, stale);
+      const double expected = reference_book(reference[c], bytes, start, stale, ns_per_byte, capacity, bin_ns);
       const double got = together ? from.book(c, bytes) : bins.book(c, bytes, start, start_bin, stale);
       ASSERT_EQ(got, expected) << i << " granule " << g;
       spilled += expected > start + ns_per_byte * bytes;
