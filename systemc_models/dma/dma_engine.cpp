@@ -304,10 +304,30 @@ Time DmaEngine::next_step() const {
 
 Time DmaEngine::step_at(Time t) {
   now_ = t;
+  ahead_of_turn_ = false;
   if (bell_ && *bell_ <= t) bell_.reset();  // it fires now, or fired while nobody waited for it
   wait_ = step();
-  waited_from_ = t;
+  waited_from_ = now_;
   return next_step();
+}
+
+bool DmaEngine::stateless(std::uint64_t address, std::uint32_t length) const {
+  return router_ && direct_[static_cast<std::size_t>(router_->map().region_of(address, length))].stateless;
+}
+
+bool DmaEngine::wait_turn(Time t, bool stateless_target) {
+  if (!stateless_target) return t > now_ || ahead_of_turn_;
+  if (t <= now_) return false;
+  // What the other engines do before t reaches this engine only through the
+  // answers of memories that keep state (HBM's bandwidth, the semaphores)
+  // and through doorbells, none of which this access asks or any step
+  // before the horizon can see: so it goes now, ahead of their steps, and
+  // the engine's next access to such a memory waits for its turn.
+  if (!scheduler_ || data_ || t >= scheduler_->horizon()) return true;
+  now_ = t;
+  ahead_of_turn_ = true;
+  if (bell_ && *bell_ <= t) bell_.reset();  // as step_at(t) would
+  return false;
 }
 
 void DmaEngine::fail(std::uint32_t q, std::uint32_t index, arch::DmaError code, const std::string& detail) {
@@ -780,12 +800,12 @@ DmaEngine::Wait DmaEngine::step() {
         resume_ = now_ < idle_due_ ? Resume::kIdle : Resume::kIdleComplete;
         continue;
       case Resume::kIdleComplete:
-        if (const Time at = completion_time(); at > now_) return {Wait::kTime, at};
+        if (const Time at = completion_time(); wait_turn(at, false)) return {Wait::kTime, at};
         complete_oldest();
         resume_ = Resume::kIdle;
         continue;
       case Resume::kIdleFetch:
-        if (fetching_.issue > now_) return {Wait::kTime, fetching_.issue};
+        if (wait_turn(fetching_.issue, false)) return {Wait::kTime, fetching_.issue};
         begin(fetch_end());
         continue;
 
@@ -941,7 +961,7 @@ DmaEngine::Wait DmaEngine::step() {
         // cycle before its W beat; completion writes queued behind this
         // descriptor's data beats delay the hand-off until their W beats are
         // out too.
-        if (const Time at = completion_time(); at > now_) return {Wait::kTime, at};
+        if (const Time at = completion_time(); wait_turn(at, false)) return {Wait::kTime, at};
         if (x.writes_done && !x.handoff_known && !x.behind_valid) {
           x.queued_behind = completion_aw() <= x.last_w;  // its AW came by the last data beat: its W goes after
           x.behind_valid = true;
@@ -974,7 +994,7 @@ DmaEngine::Wait DmaEngine::step() {
         continue;
       }
       case Resume::kFetchIssue:
-        if (fetching_.issue > now_) return {Wait::kTime, fetching_.issue};
+        if (wait_turn(fetching_.issue, false)) return {Wait::kTime, fetching_.issue};
         prefetched_ = fetch_end();
         x.fetch_on_r = true;
         x.fetch_last = prefetched_->ready;
@@ -986,9 +1006,9 @@ DmaEngine::Wait DmaEngine::step() {
         continue;
 
       case Resume::kRead: {
-        if (x.t_read > now_) return {Wait::kTime, x.t_read};
         const Run& r = src[x.ri];
         const auto [lo, len] = aligned(r);
+        if (wait_turn(x.t_read, stateless(lo, len))) return {Wait::kTime, x.t_read};
         const bool mine = x.ri < x.src_end;
         std::vector<std::uint8_t>& burst = scratch_.burst;
         burst.resize(data_ ? len : 0);
@@ -1019,8 +1039,8 @@ DmaEngine::Wait DmaEngine::step() {
       }
 
       case Resume::kWrite: {
-        if (x.t_write > now_) return {Wait::kTime, x.t_write};
         const Run& w = dst[x.wi];
+        if (wait_turn(x.t_write, stateless(w.address, w.bytes))) return {Wait::kTime, x.t_write};
         next_aw_ = x.t_aw + cycle;
         if (w.first) next_run_aw_ = x.t_aw + run_gap_;
         w_free_ = x.t_write + cycle;

@@ -299,6 +299,14 @@ private:
   Time access(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t* data, std::uint32_t length,
               bool& error);
   Time on_clock(Time t) const;  // the first DMA clock edge at or after t
+  // Whether the engine waits (returns its step) before an access at `t`.
+  // Under a scheduler it needs its turn among the engines only for memories
+  // whose answers depend on the order requests come in: a timing-only access
+  // to a `stateless` one (Interconnect::Direct) goes at once, the engine
+  // moving to `t` ahead of its turn, and its next access to another memory
+  // waits for the turn even at the same time.
+  bool wait_turn(Time t, bool stateless_target);
+  bool stateless(std::uint64_t address, std::uint32_t length) const;
   // Every suspension of run() goes through these, so that the turn order
   // knows when this engine may next reach memory.
   void sleep_for(const sc_core::sc_time& d);
@@ -469,6 +477,7 @@ private:
   // Under a DmaScheduler (set before the simulation starts; null: run() steps the engine).
   DmaScheduler* scheduler_ = nullptr;
   Wait wait_;                     // the wait the last step ended in
+  bool ahead_of_turn_ = false;    // wait_turn moved now_ past the turn the scheduler gave
   Time waited_from_;  // and when it began
   // doorbell_event_ as SystemC would hold it: its one pending notification
   // (an sc_event keeps only the earliest), which wakes the engine only if it

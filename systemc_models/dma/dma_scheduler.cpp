@@ -82,7 +82,7 @@ void DmaScheduler::run() {
     systemc_time_ = sc_time_stamp();
     const Time now = systemc_time_;
     // Steps before `horizon` cannot be changed by anything rung from now on.
-    const Time horizon = now + Time(lookahead_);
+    const Time horizon = horizon_ = now + Time(lookahead_);
     Time next = never;
     for (;;) {
       // The engine with the earliest step, the lower rank at the same time:
@@ -94,10 +94,11 @@ void DmaScheduler::run() {
         next = at;
         break;
       }
-      if (at > reached_) reached_ = at;
-      at = engines_[first]->step_at(at);
+      DmaEngine& engine = *engines_[first];
+      at = engine.step_at(at);
       ++steps_;
-      if (engines_[first]->ctx_.error) return;  // the run stops (sc_stop)
+      if (engine.now_ > reached_) reached_ = engine.now_;  // it may have moved on (DmaEngine::wait_turn)
+      if (engine.ctx_.error) return;  // the run stops (sc_stop)
       replay(first);
     }
     // Wake just before the next step: SystemC's time stays behind every step

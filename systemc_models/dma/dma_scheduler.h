@@ -78,6 +78,9 @@ public:
   // still for (sc_time_stamp() is a library call). Valid only during their
   // steps, in run(); otherwise the last wake-up's time.
   const sc_core::sc_time& systemc_time() const { return systemc_time_; }
+  // SystemC's time plus the lookahead: no doorbell rung from now on changes
+  // a step before it. Valid, like systemc_time(), during the steps.
+  Time horizon() const { return horizon_; }
 
   // A doorbell of the engine in `slot` becomes visible `visible_after` from
   // now, and the engine's next step is `next`: it may be within the
@@ -134,6 +137,7 @@ private:
   Time reached_;
   std::uint64_t wake_ups_ = 0, steps_ = 0;
   sc_core::sc_time systemc_time_;
+  Time horizon_;
 };
 
 }  // namespace tessera::dma

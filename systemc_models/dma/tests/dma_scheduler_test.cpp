@@ -239,6 +239,56 @@ TEST_F(DmaScheduler, DoorbellDuringRunAheadLandsAsInSystemC) {
   EXPECT_LT(trace::ns(bells[1].visible), trace::ns(done[0].done) - 1000.0);
 }
 
+// Timing only, an engine's SBUF accesses go ahead of its turn (they ask
+// nothing of the HBM, whose answers depend on the order requests come in):
+// engine 0 loads rows from HBM into SBUF while engine 1 stores other rows
+// from SBUF to the same HBM pages, so their HBM accesses meet. The runs are
+// the same with the engines ahead or stepping alone, and the scheduler's log
+// shows an SBUF access made before another engine's access of an earlier time.
+TEST_F(DmaScheduler, TimingOnlySbufAccessesGoAheadOfTheirTurn) {
+  core::CoreOptions options;
+  options.no_data = true;
+  trace::Stats sa, sb;
+  NeuronCore ahead("ahead", tiny(), sa, options), alone("alone", tiny(), sb, options);
+  const auto program = [](NeuronCore& core) {
+    const auto& map = core.address_map();
+    const auto pbytes = static_cast<std::uint32_t>(map.sbuf_partition_bytes);
+    std::vector<arch::DmaDescriptor> loads, stores;
+    for (std::uint16_t i = 0; i < 4; ++i) {
+      loads.push_back(tile_descriptor(0x20000 + i * 4096u, 512, map.sbuf_address(0, i * 512u), pbytes, 8, 256, 1,
+                                      map.semaphore_address(0)));
+      stores.push_back(tile_descriptor(map.sbuf_address(0, 4096 + i * 512u), pbytes, 0x20000 + i * 4096u + 256, 512,
+                                       8, 128, 1, map.semaphore_address(1)));
+    }
+    const std::uint64_t load_ring = core.place(ring_of(loads, 8)), store_ring = core.place(ring_of(stores, 8));
+    core.configure_dma_queue(0, 0, load_ring, 8);
+    core.configure_dma_queue(1, 0, store_ring, 8);
+    Stream sync(arch::Engine::Sync);
+    sync.add(trigger(0, 0, load_ring, 4)).add(trigger(1, 0, store_ring, 4)).wait(0, 4).wait(1, 4).end();
+    core.load_program(arch::Engine::Sync, sync.bytes);
+  };
+  const std::string log = run_logged(ahead, alone, program);
+  EXPECT_EQ(accesses_of(log, "ahead"), accesses_of(log, "alone"));
+  expect_same_completions(ahead, alone);
+  // In the order the engines made them: an SBUF access of one engine, then
+  // an access of the other at an earlier time.
+  const auto& map = ahead.address_map();
+  std::istringstream in(log);
+  std::string who, kind, word;
+  double at = 0, answer = 0;
+  std::uint64_t address = 0;
+  std::uint32_t bytes = 0;
+  std::map<std::string, double> sbuf_reached;  // the latest SBUF access so far, by engine
+  bool overtaken = false;
+  while (in >> who >> at >> kind >> std::hex >> address >> std::dec >> word >> bytes >> word >> answer) {
+    if (who.rfind("ahead.", 0) != 0) continue;
+    for (const auto& [other, t] : sbuf_reached)
+      if (other != who && at < t) overtaken = true;
+    if (map.region_of(address, bytes) == arch::Region::Sbuf) sbuf_reached[who] = std::max(sbuf_reached[who], at);
+  }
+  EXPECT_TRUE(overtaken);
+}
+
 // Loads `count` descriptors of 8 rows of 64 bytes (a burst every few cycles)
 // into queue 0 of engine 0, and a Sync stream that rings them and waits.
 void load_row_copies(NeuronCore& core, std::uint16_t count) {
