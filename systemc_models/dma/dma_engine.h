@@ -298,6 +298,8 @@ private:
   // the transaction's annotated delay.
   Time access(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t* data, std::uint32_t length,
               bool& error);
+  // An access's answer, logged when TESSERA_DMA_BRIDGE_LOG is set.
+  Time answered(tlm::tlm_command cmd, std::uint64_t address, std::uint32_t length, Time answer) const;
   Time on_clock(Time t) const;  // the first DMA clock edge at or after t
   // Whether the engine waits (returns its step) before an access at `t`.
   // Under a scheduler it needs its turn among the engines only for memories

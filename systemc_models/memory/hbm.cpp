@@ -140,31 +140,33 @@ sc_time Hbm::book(std::uint64_t address, std::uint64_t length, const sc_time& st
   return trace::from_ns(done_ns);
 }
 
-void Hbm::b_transport(int, tlm::tlm_generic_payload& trans, sc_time& delay) {
-  const std::uint64_t address = trans.get_address();
-  const std::uint64_t length = trans.get_data_length();
-  if (address > size_ || length > size_ - address) {
-    trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
-    return;
-  }
-  if (trans.get_byte_enable_ptr()) {
-    trans.set_response_status(tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE);
-    return;
-  }
+tlm::tlm_response_status Hbm::access(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t* data,
+                                     std::uint64_t length, const sc_time& now, sc_time& delay) {
+  if (!in_range(address, length)) return tlm::TLM_ADDRESS_ERROR_RESPONSE;
   ++stats_.transactions;
-  if (trans.is_read()) {
-    store_.read(address, trans.get_data_ptr(), length);
+  if (cmd == tlm::TLM_READ_COMMAND) {
+    store_.read(address, data, length);
     stats_.bytes_read += static_cast<double>(length);
-  } else if (trans.is_write()) {
-    store_.write(address, trans.get_data_ptr(), length);
+  } else if (cmd == tlm::TLM_WRITE_COMMAND) {
+    store_.write(address, data, length);
     stats_.bytes_written += static_cast<double>(length);
   } else {
     stats_.bytes_timing_only += static_cast<double>(length);
   }
   // The target adds its latency to the initiator's delay and never waits.
-  const sc_time now = sc_core::sc_time_stamp();
   delay = book(address, length, now + delay, now) + latency_ - now;
-  trans.set_response_status(tlm::TLM_OK_RESPONSE);
+  return tlm::TLM_OK_RESPONSE;
+}
+
+void Hbm::b_transport(int, tlm::tlm_generic_payload& trans, sc_time& delay) {
+  const std::uint64_t address = trans.get_address();
+  const std::uint64_t length = trans.get_data_length();
+  if (in_range(address, length) && trans.get_byte_enable_ptr()) {
+    trans.set_response_status(tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE);
+    return;
+  }
+  trans.set_response_status(
+      access(trans.get_command(), address, trans.get_data_ptr(), length, sc_core::sc_time_stamp(), delay));
 }
 
 }  // namespace tessera::memory

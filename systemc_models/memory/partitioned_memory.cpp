@@ -63,30 +63,40 @@ sc_core::sc_time PartitionedMemory::spread_time(std::uint64_t length, std::uint6
   return own > streamed ? latency + (own - streamed) : latency;
 }
 
+tlm::tlm_response_status PartitionedMemory::access(tlm::tlm_command cmd, std::uint64_t offset, std::uint8_t* data,
+                                                   std::uint64_t length, sc_core::sc_time& delay) {
+  if (offset > size_ || length > size_ - offset) return tlm::TLM_ADDRESS_ERROR_RESPONSE;
+  if (cmd == tlm::TLM_READ_COMMAND) {
+    std::memcpy(data, data_.get() + offset, length);
+    count_read(length);
+  } else if (cmd == tlm::TLM_WRITE_COMMAND) {
+    std::memcpy(data_.get() + offset, data, length);  // a byte loop was 6 % of a with-data layernorm
+    count_write(length);
+  } else {
+    stats_.bytes_timing_only += static_cast<double>(length);
+  }
+  delay += transfer_time(offset, length);
+  return tlm::TLM_OK_RESPONSE;
+}
+
 void PartitionedMemory::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
   const std::uint64_t offset = trans.get_address();
   const std::uint64_t length = trans.get_data_length();
+  const unsigned char* be = trans.get_byte_enable_ptr();
+  if (!be || !trans.is_write()) {
+    trans.set_response_status(access(trans.get_command(), offset, trans.get_data_ptr(), length, delay));
+    return;
+  }
+  // A write with byte enables: only the enabled bytes land.
   if (offset > size_ || length > size_ - offset) {
     trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
     return;
   }
   std::uint8_t* mem = data_.get() + offset;
-  const unsigned char* be = trans.get_byte_enable_ptr();
   const unsigned be_len = trans.get_byte_enable_length();
-  if (trans.is_read()) {
-    std::memcpy(trans.get_data_ptr(), mem, length);
-    count_read(length);
-  } else if (trans.is_write()) {
-    if (!be) {
-      std::memcpy(mem, trans.get_data_ptr(), length);  // a byte loop was 6 % of a with-data layernorm
-    } else {
-      for (std::uint64_t i = 0; i < length; ++i)
-        if (be[i % be_len] == TLM_BYTE_ENABLED) mem[i] = trans.get_data_ptr()[i];
-    }
-    count_write(length);
-  } else {
-    stats_.bytes_timing_only += static_cast<double>(length);
-  }
+  for (std::uint64_t i = 0; i < length; ++i)
+    if (be[i % be_len] == TLM_BYTE_ENABLED) mem[i] = trans.get_data_ptr()[i];
+  count_write(length);
   delay += transfer_time(offset, length);
   trans.set_response_status(tlm::TLM_OK_RESPONSE);
 }

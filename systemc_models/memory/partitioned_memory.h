@@ -75,6 +75,15 @@ public:
   // latency, then the bytes spread over the partition interfaces it touches.
   sc_core::sc_time transfer_time(std::uint64_t offset, std::uint64_t length) const;
 
+  // b_transport without the payload and the socket's calls, for an
+  // initiator that reaches the memory directly (a fast DMA engine): a read,
+  // a write (every byte: no byte enables) or a timing-only
+  // TLM_IGNORE_COMMAND of `length` bytes at flat `offset`, adding its time
+  // to `delay` as b_transport does. TLM_ADDRESS_ERROR_RESPONSE for a range
+  // outside the memory, else TLM_OK_RESPONSE.
+  tlm::tlm_response_status access(tlm::tlm_command cmd, std::uint64_t offset, std::uint8_t* data,
+                                  std::uint64_t length, sc_core::sc_time& delay);
+
 private:
   sc_core::sc_time spread_time(std::uint64_t length, std::uint64_t partitions) const;
 

@@ -285,6 +285,44 @@ TEST(Hbm, OutOfRangeIsAnAddressError) {
   EXPECT_EQ(status, tlm::TLM_ADDRESS_ERROR_RESPONSE);
 }
 
+// A fast DMA engine's bursts reach HBM through access(), not the socket.
+// Timing does not depend on data: two HBMs take the same random traffic at
+// the same times (bursts that cross channel blocks, queue behind full bins,
+// or lie past the end), one as reads through its socket, the other as
+// timing-only accesses through access(), and answer alike.
+TEST(Hbm, TimingOnlyAccessAnswersAsAReadThroughTheSocketDoes) {
+  trace::Stats stats_a, stats_b;
+  memory::Hbm socketed("socketed", hbm_config(), stats_a), direct("direct", hbm_config(), stats_b);
+  Initiator init("init");
+  init.socket.bind(socketed.socket);
+  Initiator unused("unused");  // the direct one's socket must be bound too
+  unused.socket.bind(direct.socket);
+  std::size_t compared = 0, errors = 0;
+  init.body = [&](Initiator& i) {
+    std::mt19937_64 rng(7);
+    std::vector<std::uint8_t> buffer(8192);
+    const std::uint64_t end = socketed.size_bytes();
+    for (int k = 0; k < 3000; ++k) {
+      sc_core::wait(sc_time(static_cast<double>(rng() % 40), SC_NS));
+      const unsigned length = 1 + static_cast<unsigned>(rng() % 8192);
+      const std::uint64_t address = rng() % 64 == 0 ? end - rng() % 4096 : (rng() % (1u << 20)) * 64 + rng() % 64;
+      const auto [delay, status] = i.transport(tlm::TLM_READ_COMMAND, address, buffer.data(), length);
+      sc_time direct_delay = sc_core::SC_ZERO_TIME;
+      const bool ok = direct.access(tlm::TLM_IGNORE_COMMAND, address, nullptr, length, sc_core::sc_time_stamp(),
+                                    direct_delay) == tlm::TLM_OK_RESPONSE;
+      EXPECT_EQ(ok, status == tlm::TLM_OK_RESPONSE) << "access " << k;
+      if (ok) EXPECT_EQ(direct_delay, delay) << "access " << k;
+      errors += ok ? 0 : 1;
+      ++compared;
+    }
+  };
+  sc_core::sc_start();
+  EXPECT_EQ(compared, 3000u);
+  EXPECT_GT(errors, 0u);
+  EXPECT_EQ(stats_a.value("socketed.transactions"), stats_b.value("direct.transactions"));
+  EXPECT_EQ(stats_a.value("socketed.bytes_read"), stats_b.value("direct.bytes_timing_only"));
+}
+
 memory::PartitionedMemoryParams sbuf_params() {
   return {8, 1024, sc_time(1, SC_NS), 10, 4};
 }
@@ -353,6 +391,39 @@ TEST(PartitionedMemory, TransferTimeOfEveryRangeMatchesItsFormula) {
       }
     EXPECT_EQ(sbuf.transfer_time(0, 0), sc_time(10, SC_NS));
   }
+}
+
+// The same for SBUF and PSUM: a timing-only access() is answered as a read
+// of the same bytes through the socket is, out-of-range ones included.
+TEST(PartitionedMemory, TimingOnlyAccessAnswersAsAReadThroughTheSocketDoes) {
+  memory::PartitionedMemoryParams p = sbuf_params();
+  p.stream_bytes_per_ns = 8;
+  trace::Stats stats_a, stats_b;
+  memory::PartitionedMemory socketed("socketed", p, stats_a), direct("direct", p, stats_b);
+  Initiator init("init");
+  init.socket.bind(socketed.socket);
+  Initiator unused("unused");  // the direct one's socket must be bound too
+  unused.socket.bind(direct.socket);
+  std::size_t errors = 0;
+  init.body = [&](Initiator& i) {
+    std::mt19937_64 rng(11);
+    std::vector<std::uint8_t> buffer(4096);
+    for (int k = 0; k < 2000; ++k) {
+      const std::uint64_t address = rng() % 9000;
+      const unsigned length = 1 + static_cast<unsigned>(rng() % 4096);
+      const auto [delay, status] = i.transport(tlm::TLM_READ_COMMAND, address, buffer.data(), length);
+      sc_time direct_delay = sc_core::SC_ZERO_TIME;
+      const bool ok = direct.access(tlm::TLM_IGNORE_COMMAND, address, nullptr, length, direct_delay) ==
+                      tlm::TLM_OK_RESPONSE;
+      EXPECT_EQ(ok, status == tlm::TLM_OK_RESPONSE) << "access " << k;
+      if (ok) EXPECT_EQ(direct_delay, delay) << "access " << k;
+      errors += ok ? 0 : 1;
+    }
+  };
+  sc_core::sc_start();
+  EXPECT_GT(errors, 0u);
+  EXPECT_GT(stats_b.value("direct.bytes_timing_only"), 0.0);
+  EXPECT_EQ(stats_a.value("socketed.bytes_read"), stats_b.value("direct.bytes_timing_only"));
 }
 
 TEST(PartitionedMemory, BackdoorOutsideIsAnErrorNamingTheRange) {
