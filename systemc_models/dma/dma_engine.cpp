@@ -313,9 +313,6 @@ Time DmaEngine::step_at(Time t) {
   return next_step();
 }
 
-bool DmaEngine::stateless(std::uint64_t address, std::uint32_t length) const {
-  return router_ && direct_[static_cast<std::size_t>(router_->map().region_of(address, length))].stateless;
-}
 
 bool DmaEngine::wait_turn(Time t, bool stateless_target) {
   if (!stateless_target) return t > now_ || ahead_of_turn_;
@@ -342,8 +339,8 @@ void DmaEngine::fail(std::uint32_t q, std::uint32_t index, arch::DmaError code, 
                         detail));
 }
 
-Time DmaEngine::access(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t* data, std::uint32_t length,
-                       bool& error) {
+Time DmaEngine::access(tlm::tlm_command cmd, arch::Region region, std::uint64_t address, std::uint8_t* data,
+                       std::uint32_t length, bool& error) {
   // Alone, the engine is at SystemC's time and takes its turn among the
   // engines of the cycle; under a scheduler the turn is the scheduler's
   // order, and a time ahead of SystemC's goes as the annotated delay.
@@ -356,7 +353,6 @@ Time DmaEngine::access(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t
   } else {
     take_turn_in_order();
   }
-  const arch::Region region = router_ ? router_->map().region_of(address, length) : arch::Region::None;
   if (region == arch::Region::Hbm || region == arch::Region::Sbuf || region == arch::Region::Psum) {
     // A local memory's b_transport without the payload and the sockets'
     // calls, which were a third of the cost of a timing-only burst. The
@@ -380,8 +376,8 @@ Time DmaEngine::access(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t
   t.set_byte_enable_length(0);
   t.set_dmi_allowed(false);
   t.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-  const core::Interconnect::Direct* direct = router_ ? &direct_[static_cast<std::size_t>(region)] : nullptr;
-  if (direct && direct->target) {
+  const core::Interconnect::Direct* direct = &direct_[static_cast<std::size_t>(region)];
+  if (direct->target) {
     t.set_address(address - direct->base);
     direct->target->b_transport(t, delay);
     t.set_address(address);
@@ -394,12 +390,10 @@ Time DmaEngine::access(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t
   return answered(cmd, address, length, Time(stamp) + Time(delay));
 }
 
-Time DmaEngine::answered(tlm::tlm_command cmd, std::uint64_t address, std::uint32_t length, Time answer) const {
-  if (log_)
-    std::fprintf(stderr, "%s %.3f %s 0x%llx bytes %u answer %.3f\n", name(), trace::ns(now_.sc()),
-                 cmd == tlm::TLM_WRITE_COMMAND ? "W" : "R", static_cast<unsigned long long>(address), length,
-                 trace::ns(answer.sc()));
-  return answer;
+void DmaEngine::log_access(tlm::tlm_command cmd, std::uint64_t address, std::uint32_t length, Time answer) const {
+  std::fprintf(stderr, "%s %.3f %s 0x%llx bytes %u answer %.3f\n", name(), trace::ns(now_.sc()),
+               cmd == tlm::TLM_WRITE_COMMAND ? "W" : "R", static_cast<unsigned long long>(address), length,
+               trace::ns(answer.sc()));
 }
 
 void DmaEngine::fetch_begin(std::uint32_t q, Time issue) {
@@ -1026,12 +1020,13 @@ DmaEngine::Wait DmaEngine::step() {
       case Resume::kRead: {
         const Run& r = src[x.ri];
         const auto [lo, len] = aligned(r);
-        if (wait_turn(x.t_read, stateless(lo, len))) return {Wait::kTime, x.t_read};
+        const arch::Region region = region_of(lo, len);
+        if (wait_turn(x.t_read, stateless(region))) return {Wait::kTime, x.t_read};
         const bool mine = x.ri < x.src_end;
         std::vector<std::uint8_t>& burst = scratch_.burst;
         burst.resize(data_ ? len : 0);
         bool err = false;
-        const Time mem = on_clock(access(data_ ? tlm::TLM_READ_COMMAND : tlm::TLM_IGNORE_COMMAND, lo,
+        const Time mem = on_clock(access(data_ ? tlm::TLM_READ_COMMAND : tlm::TLM_IGNORE_COMMAND, region, lo,
                                          data_ ? burst.data() : no_bytes_, len, err));
         if (err) {
           resume_ = Resume::kIdle;
@@ -1058,14 +1053,15 @@ DmaEngine::Wait DmaEngine::step() {
 
       case Resume::kWrite: {
         const Run& w = dst[x.wi];
-        if (wait_turn(x.t_write, stateless(w.address, w.bytes))) return {Wait::kTime, x.t_write};
+        const arch::Region region = region_of(w.address, w.bytes);
+        if (wait_turn(x.t_write, stateless(region))) return {Wait::kTime, x.t_write};
         next_aw_ = x.t_aw + cycle;
         if (w.first) next_run_aw_ = x.t_aw + run_gap_;
         w_free_ = x.t_write + cycle;
         x.last_w = x.t_write;
         scratch_.sent.push_back({x.wi, x.t_write_start, sent_bytes(), sent_bytes() + w.bytes});
         bool err = false;
-        const Time resp = on_clock(access(data_ ? tlm::TLM_WRITE_COMMAND : tlm::TLM_IGNORE_COMMAND, w.address,
+        const Time resp = on_clock(access(data_ ? tlm::TLM_WRITE_COMMAND : tlm::TLM_IGNORE_COMMAND, region, w.address,
                                           data_ ? scratch_.buffer.data() + x.written : no_bytes_, w.bytes, err));
         if (err) {
           resume_ = Resume::kIdle;

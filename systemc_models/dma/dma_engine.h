@@ -296,10 +296,22 @@ private:
   // memory in time order, as the RTL's do); returns when memory answered.
   // Under a scheduler now_ may be ahead of SystemC time: the difference is
   // the transaction's annotated delay.
-  Time access(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t* data, std::uint32_t length,
-              bool& error);
+  Time access(tlm::tlm_command cmd, arch::Region region, std::uint64_t address, std::uint8_t* data,
+              std::uint32_t length, bool& error);
+  Time access(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t* data, std::uint32_t length, bool& error) {
+    return access(cmd, region_of(address, length), address, data, length, error);
+  }
+  // Where the engine's own routing sends an access (route_through): None
+  // without it, which the interconnect then routes.
+  arch::Region region_of(std::uint64_t address, std::uint32_t length) const {
+    return router_ ? router_->map().region_of(address, length) : arch::Region::None;
+  }
   // An access's answer, logged when TESSERA_DMA_BRIDGE_LOG is set.
-  Time answered(tlm::tlm_command cmd, std::uint64_t address, std::uint32_t length, Time answer) const;
+  Time answered(tlm::tlm_command cmd, std::uint64_t address, std::uint32_t length, Time answer) const {
+    if (log_) log_access(cmd, address, length, answer);
+    return answer;
+  }
+  void log_access(tlm::tlm_command cmd, std::uint64_t address, std::uint32_t length, Time answer) const;
   Time on_clock(Time t) const;  // the first DMA clock edge at or after t
   // Whether the engine waits (returns its step) before an access at `t`.
   // Under a scheduler it needs its turn among the engines only for memories
@@ -308,7 +320,7 @@ private:
   // moving to `t` ahead of its turn, and its next access to another memory
   // waits for the turn even at the same time.
   bool wait_turn(Time t, bool stateless_target);
-  bool stateless(std::uint64_t address, std::uint32_t length) const;
+  bool stateless(arch::Region region) const { return direct_[static_cast<std::size_t>(region)].stateless; }
   // Every suspension of run() goes through these, so that the turn order
   // knows when this engine may next reach memory.
   void sleep_for(const sc_core::sc_time& d);
