@@ -313,7 +313,6 @@ Time DmaEngine::step_at(Time t) {
   return next_step();
 }
 
-
 bool DmaEngine::wait_turn(Time t, bool stateless_target) {
   if (!stateless_target) return t > now_ || ahead_of_turn_;
   if (t <= now_) return false;
@@ -360,9 +359,10 @@ Time DmaEngine::access(tlm::tlm_command cmd, arch::Region region, std::uint64_t 
     // (core::MemorySystem).
     if (!scheduler_) stamp = sc_time_stamp();
     const std::uint64_t at = address - direct_[static_cast<std::size_t>(region)].base;
-    const tlm::tlm_response_status status =
-        region == arch::Region::Hbm ? ctx_.hbm.access(cmd, at, data, length, stamp, delay)
-                                    : (region == arch::Region::Sbuf ? ctx_.sbuf : ctx_.psum).access(cmd, at, data, length, delay);
+    memory::PartitionedMemory& on_chip = region == arch::Region::Sbuf ? ctx_.sbuf : ctx_.psum;
+    const tlm::tlm_response_status status = region == arch::Region::Hbm
+                                                ? ctx_.hbm.access(cmd, at, data, length, stamp, delay)
+                                                : on_chip.access(cmd, at, data, length, delay);
     error = status != tlm::TLM_OK_RESPONSE;
     return answered(cmd, address, length, Time(stamp) + Time(delay));
   }

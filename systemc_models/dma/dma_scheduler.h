@@ -38,6 +38,14 @@
 // engine is rung only by its own core's sequencers, and a peer's semaphore
 // write or SBUF access lands at its own time as a local one does.
 //
+// Only memories whose answers depend on the order requests come in need the
+// turns: HBM books its channels first come, first served, and the semaphores
+// count. SBUF and PSUM time an access from its address and length alone, so
+// in a timing-only run an engine makes its SBUF and PSUM accesses at once,
+// ahead of its turn, up to the horizon, and waits for the turn again at its
+// next access to the others (DmaEngine::wait_turn). With data the turns stay,
+// so that bytes land in the order the engines' threads would write them.
+//
 // Also never with a lookahead of 0, a waveform being recorded (its probes
 // sample engine state at SystemC's time) or the sampled fidelity (its
 // sampler is told of each descriptor as it finishes).
