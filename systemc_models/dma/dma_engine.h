@@ -210,8 +210,11 @@ public:
   // a chip's.
   void share_turn_order(std::shared_ptr<DmaTurnOrder> order, std::uint32_t turn_rank);
   // Routes its own requests for local regions straight to their targets, as
-  // `interconnect` would forward them (Interconnect::direct); peer and
-  // unmapped addresses still go through it. Before the simulation starts.
+  // `interconnect` would forward them (Interconnect::direct): HBM, SBUF and
+  // PSUM by their access() (b_transport without the payload; the memories
+  // core::MemorySystem binds there, which are the context's), the semaphores
+  // through their socket. Peer and unmapped addresses still go through it.
+  // Before the simulation starts.
   void route_through(core::Interconnect& interconnect) { router_ = &interconnect; }
 
   // What the engine waits for before its next step: a time, a time or a
