@@ -311,7 +311,9 @@ TEST(Hbm, TimingOnlyAccessAnswersAsAReadThroughTheSocketDoes) {
       const bool ok = direct.access(tlm::TLM_IGNORE_COMMAND, address, nullptr, length, sc_core::sc_time_stamp(),
                                     direct_delay) == tlm::TLM_OK_RESPONSE;
       EXPECT_EQ(ok, status == tlm::TLM_OK_RESPONSE) << "access " << k;
-      if (ok) EXPECT_EQ(direct_delay, delay) << "access " << k;
+      if (ok) {
+        EXPECT_EQ(direct_delay, delay) << "access " << k;
+      }
       errors += ok ? 0 : 1;
       ++compared;
     }
@@ -416,7 +418,9 @@ TEST(PartitionedMemory, TimingOnlyAccessAnswersAsAReadThroughTheSocketDoes) {
       const bool ok = direct.access(tlm::TLM_IGNORE_COMMAND, address, nullptr, length, direct_delay) ==
                       tlm::TLM_OK_RESPONSE;
       EXPECT_EQ(ok, status == tlm::TLM_OK_RESPONSE) << "access " << k;
-      if (ok) EXPECT_EQ(direct_delay, delay) << "access " << k;
+      if (ok) {
+        EXPECT_EQ(direct_delay, delay) << "access " << k;
+      }
       errors += ok ? 0 : 1;
     }
   };
