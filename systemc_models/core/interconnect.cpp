@@ -36,8 +36,7 @@ tlm_utils::simple_initiator_socket<Interconnect>* Interconnect::route(int initia
 Interconnect::Direct Interconnect::direct(arch::Region region) {
   std::uint64_t base = 0;
   auto* out = local(region, base);
-  const bool stateless = region == arch::Region::Sbuf || region == arch::Region::Psum;
-  return out ? Direct{out->operator->(), base, stateless} : Direct{};
+  return out ? Direct{out->operator->(), base} : Direct{};
 }
 
 void Interconnect::b_transport(int initiator, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {

@@ -47,16 +47,9 @@ public:
   // its address, so both ways reach the same target with the same request.
   // No target for a peer (the fabric's path depends on the initiator) or an
   // unmapped region. Valid once binding is complete (the simulation started).
-  //
-  // `stateless`: the target times an access that moves no data (a
-  // timing-only TLM_IGNORE_COMMAND) from its address and length alone, so
-  // that its answer does not depend on the accesses before it: SBUF and PSUM
-  // (PartitionedMemory::transfer_time). HBM books bandwidth and the
-  // semaphores count, so their answers depend on the order requests come in.
   struct Direct {
     tlm::tlm_fw_transport_if<>* target = nullptr;
     std::uint64_t base = 0;
-    bool stateless = false;
   };
   Direct direct(arch::Region region);
   const arch::AddressMap& map() const { return map_; }

@@ -313,8 +313,8 @@ Time DmaEngine::step_at(Time t) {
   return next_step();
 }
 
-bool DmaEngine::wait_turn(Time t, bool stateless_target) {
-  if (!stateless_target) return t > now_ || ahead_of_turn_;
+bool DmaEngine::wait_turn(Time t, bool on_chip_target) {
+  if (!on_chip_target) return t > now_ || ahead_of_turn_;
   if (t <= now_) return false;
   // What the other engines do before t reaches this engine only through the
   // answers of memories that keep state (HBM's bandwidth, the semaphores)
@@ -352,7 +352,7 @@ Time DmaEngine::access(tlm::tlm_command cmd, arch::Region region, std::uint64_t 
   } else {
     take_turn_in_order();
   }
-  if (region == arch::Region::Hbm || region == arch::Region::Sbuf || region == arch::Region::Psum) {
+  if (region == arch::Region::Hbm || on_chip(region)) {
     // A local memory's b_transport without the payload and the sockets'
     // calls, which were a third of the cost of a timing-only burst. The
     // memories are the targets the interconnect routes these regions to
@@ -1021,7 +1021,7 @@ DmaEngine::Wait DmaEngine::step() {
         const Run& r = src[x.ri];
         const auto [lo, len] = aligned(r);
         const arch::Region region = region_of(lo, len);
-        if (wait_turn(x.t_read, stateless(region))) return {Wait::kTime, x.t_read};
+        if (wait_turn(x.t_read, on_chip(region))) return {Wait::kTime, x.t_read};
         const bool mine = x.ri < x.src_end;
         std::vector<std::uint8_t>& burst = scratch_.burst;
         burst.resize(data_ ? len : 0);
@@ -1054,7 +1054,7 @@ DmaEngine::Wait DmaEngine::step() {
       case Resume::kWrite: {
         const Run& w = dst[x.wi];
         const arch::Region region = region_of(w.address, w.bytes);
-        if (wait_turn(x.t_write, stateless(region))) return {Wait::kTime, x.t_write};
+        if (wait_turn(x.t_write, on_chip(region))) return {Wait::kTime, x.t_write};
         next_aw_ = x.t_aw + cycle;
         if (w.first) next_run_aw_ = x.t_aw + run_gap_;
         w_free_ = x.t_write + cycle;

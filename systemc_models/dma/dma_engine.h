@@ -319,11 +319,15 @@ private:
   // Whether the engine waits (returns its step) before an access at `t`.
   // Under a scheduler it needs its turn among the engines only for memories
   // whose answers depend on the order requests come in: a timing-only access
-  // to a `stateless` one (Interconnect::Direct) goes at once, the engine
-  // moving to `t` ahead of its turn, and its next access to another memory
-  // waits for the turn even at the same time.
-  bool wait_turn(Time t, bool stateless_target);
-  bool stateless(arch::Region region) const { return direct_[static_cast<std::size_t>(region)].stateless; }
+  // to an on-chip one goes at once, the engine moving to `t` ahead of its
+  // turn, and its next access to another memory waits for the turn even at
+  // the same time.
+  bool wait_turn(Time t, bool on_chip_target);
+  // SBUF and PSUM, which the engine reaches through PartitionedMemory::access:
+  // they time an access from its address and length alone (transfer_time),
+  // so a timing-only access's answer does not depend on the accesses before
+  // it. HBM books bandwidth and the semaphores count.
+  static bool on_chip(arch::Region region) { return region == arch::Region::Sbuf || region == arch::Region::Psum; }
   // Every suspension of run() goes through these, so that the turn order
   // knows when this engine may next reach memory.
   void sleep_for(const sc_core::sc_time& d);

@@ -65,7 +65,7 @@ sc_core::sc_time PartitionedMemory::spread_time(std::uint64_t length, std::uint6
 
 tlm::tlm_response_status PartitionedMemory::access(tlm::tlm_command cmd, std::uint64_t offset, std::uint8_t* data,
                                                    std::uint64_t length, sc_core::sc_time& delay) {
-  if (offset > size_ || length > size_ - offset) return tlm::TLM_ADDRESS_ERROR_RESPONSE;
+  if (!in_range(offset, length)) return tlm::TLM_ADDRESS_ERROR_RESPONSE;
   if (cmd == tlm::TLM_READ_COMMAND) {
     std::memcpy(data, data_.get() + offset, length);
     count_read(length);
@@ -88,7 +88,7 @@ void PartitionedMemory::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc
     return;
   }
   // A write with byte enables: only the enabled bytes land.
-  if (offset > size_ || length > size_ - offset) {
+  if (!in_range(offset, length)) {
     trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
     return;
   }
@@ -104,7 +104,7 @@ void PartitionedMemory::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc
 unsigned PartitionedMemory::transport_dbg(tlm::tlm_generic_payload& trans) {
   const std::uint64_t offset = trans.get_address();
   const std::uint64_t length = trans.get_data_length();
-  if (offset > size_ || length > size_ - offset) return 0;
+  if (!in_range(offset, length)) return 0;
   if (trans.is_read()) std::memcpy(trans.get_data_ptr(), data_.get() + offset, length);
   if (trans.is_write()) std::memcpy(data_.get() + offset, trans.get_data_ptr(), length);
   return static_cast<unsigned>(length);

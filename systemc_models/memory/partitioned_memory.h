@@ -86,6 +86,9 @@ public:
 
 private:
   sc_core::sc_time spread_time(std::uint64_t length, std::uint64_t partitions) const;
+  bool in_range(std::uint64_t offset, std::uint64_t length) const {
+    return offset <= size_ && length <= size_ - offset;
+  }
 
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
   // Reads and writes without time or statistics, for loaders and checkers.

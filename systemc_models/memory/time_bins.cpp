@@ -9,10 +9,7 @@ void TimeBins::reserve(std::size_t rows) {
   std::size_t cap = rows_ == 0 ? 64 : rows_;
   while (cap < rows) cap *= 2;
   std::vector<double> grown(cap * channels_, 0.0);
-  for (std::size_t i = 0; i < size_; ++i) {
-    const double* from = &used_[((head_ + i) & (rows_ - 1)) * channels_];
-    std::copy(from, from + channels_, &grown[i * channels_]);
-  }
+  for (std::size_t i = 0; i < size_; ++i) std::copy(slot(i), slot(i) + channels_, &grown[i * channels_]);
   used_.swap(grown);
   rows_ = cap;
   head_ = 0;
@@ -24,23 +21,17 @@ double* TimeBins::add(std::int64_t bin) {
     const auto more = static_cast<std::size_t>(first_ - bin);
     reserve(size_ + more);
     head_ = (head_ - more) & (rows_ - 1);
-    for (std::size_t i = 0; i < more; ++i) {
-      double* r = &used_[((head_ + i) & (rows_ - 1)) * channels_];
-      std::fill(r, r + channels_, 0.0);
-    }
+    for (std::size_t k = 0; k < more; ++k) std::fill(slot(k), slot(k) + channels_, 0.0);
     size_ += more;
     first_ = bin;
   }
   const auto i = static_cast<std::size_t>(bin - first_);
   if (i >= size_) {
     reserve(i + 1);
-    for (std::size_t k = size_; k <= i; ++k) {
-      double* r = &used_[((head_ + k) & (rows_ - 1)) * channels_];
-      std::fill(r, r + channels_, 0.0);
-    }
+    for (std::size_t k = size_; k <= i; ++k) std::fill(slot(k), slot(k) + channels_, 0.0);
     size_ = i + 1;
   }
-  return &used_[((head_ + i) & (rows_ - 1)) * channels_];
+  return slot(i);
 }
 
 }  // namespace tessera::memory

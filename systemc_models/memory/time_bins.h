@@ -130,9 +130,9 @@ private:
   // has room, nearly every booking between them.
   double* row(std::int64_t bin) {
     const auto i = static_cast<std::uint64_t>(bin - first_);  // wraps past size_ for a bin before first_
-    if (i < size_) return &used_[((head_ + i) & (rows_ - 1)) * channels_];
+    if (i < size_) return slot(i);
     if (i == size_ && size_ < rows_) {  // the bin after the last, with room: how the ring mostly grows
-      double* fresh = &used_[((head_ + i) & (rows_ - 1)) * channels_];
+      double* fresh = slot(i);
       std::fill(fresh, fresh + channels_, 0.0);
       ++size_;
       return fresh;
@@ -140,6 +140,7 @@ private:
     return add(bin);
   }
   double* add(std::int64_t bin);  // row() of a bin neither held nor the next one with room
+  double* slot(std::size_t i) { return &used_[((head_ + i) & (rows_ - 1)) * channels_]; }  // bin first_ + i's row
   void reserve(std::size_t rows);  // room for `rows` bins, the ring grown by doubling
 
   std::size_t channels_;
