@@ -78,10 +78,18 @@ void* allocate(std::size_t bytes) {
 // landed on those huge pages (34 k page faults against 21 k), for the same
 // CPU time within the host's noise (docs/performance.md). 4 MiB is within glibc's range on
 // 64-bit hosts; elsewhere mallopt refuses it and the default stays.
+//
+// The heap keeps up to as much free memory at its top, where glibc would
+// hand back all but 128 KiB to the kernel at each free: blocks of a few
+// hundred KiB freed and allocated again in turn (the report's per-queue
+// tables) then faulted their pages in afresh each time, and how often
+// depended on where they happened to lie (8,600 more page faults on the
+// 4096x8192x8192 GEMM after an unrelated change moved them).
 struct MmapThreshold {
   MmapThreshold() {
 #if defined(__GLIBC__)
     mallopt(M_MMAP_THRESHOLD, static_cast<int>(tessera::builder::kLargeArrayBytes));
+    mallopt(M_TRIM_THRESHOLD, static_cast<int>(tessera::builder::kLargeArrayBytes));
 #endif
   }
 } const fixed_mmap_threshold;

@@ -387,37 +387,54 @@ void finish_trace(trace::Timeline& timeline, const Program& program, core::Neuro
   }
 }
 
-// Places a program's DMA rings and instruction streams on a core.
+// Places a program's DMA rings and instruction streams on a core. A large
+// program's run to tens of MiB: they go to HBM through one buffer of 256
+// KiB, filled and written piece by piece, not through a whole copy of each
+// whose pages would all be faulted in afresh only to be copied once more.
 void load(core::NeuronCore& core, const Program& program) {
+  constexpr std::size_t kPieceBytes = std::size_t{256} << 10;
+  memory::Hbm& hbm = core.hbm();
+  std::vector<std::uint8_t> piece;
+  piece.reserve(kPieceBytes + arch::kMaxInstrBytes);
   // Rings get one spare slot: a full ring would have HEAD == TAIL, which reads as empty.
   std::map<DmaQueueId, std::uint64_t> ring_base;
-  // One buffer for every ring in turn, as for the streams below.
-  std::vector<std::uint8_t> bytes;
   for (const auto& [q, descriptors] : program.rings) {
     const std::size_t slots = descriptors.size() + 1;
-    bytes.assign(slots * arch::kDmaDescriptorBytes, 0);
-    for (std::size_t i = 0; i < descriptors.size(); ++i) {
-      const auto packed = arch::pack(descriptors[i]);
-      std::memcpy(&bytes[i * arch::kDmaDescriptorBytes], packed.data(), packed.size());
+    const std::uint64_t base = core.reserve_program(slots * arch::kDmaDescriptorBytes);
+    constexpr std::size_t kPerPiece = kPieceBytes / arch::kDmaDescriptorBytes;
+    for (std::size_t from = 0; from < slots; from += kPerPiece) {
+      const std::size_t to = std::min(slots, from + kPerPiece);
+      piece.assign((to - from) * arch::kDmaDescriptorBytes, 0);
+      for (std::size_t i = from; i < std::min(to, descriptors.size()); ++i) {
+        const auto packed = arch::pack(descriptors[i]);
+        std::memcpy(&piece[(i - from) * arch::kDmaDescriptorBytes], packed.data(), packed.size());
+      }
+      hbm.backdoor_write(base + from * arch::kDmaDescriptorBytes, piece.data(), piece.size());
     }
-    ring_base[q] = core.place(bytes);
-    core.configure_dma_queue(q.first, q.second, ring_base[q], static_cast<std::uint32_t>(slots));
+    ring_base[q] = base;
+    core.configure_dma_queue(q.first, q.second, base, static_cast<std::uint32_t>(slots));
   }
-  // One buffer for every engine's stream in turn: a large program's
-  // streams run to tens of MiB, and each fresh buffer's pages are faulted in
-  // anew. The streams are encoded already; a DmaTrigger's ring slot becomes
-  // its descriptor's address.
-  std::vector<std::uint8_t> stream;
+  // The streams are encoded already; a DmaTrigger's ring slot becomes its
+  // descriptor's address. Pieces end between instructions.
   for (int e = 0; e < arch::kNumEngines; ++e) {
     const InstructionStream& s = program.streams[static_cast<std::size_t>(e)];
-    stream.assign(s.bytes().begin(), s.bytes().end());
-    for (std::size_t i = 0; i < s.size(); ++i) {
-      if (s.opcode(i) != arch::Opcode::DmaTrigger) continue;
-      const arch::HeaderFields in = s.header(i);
-      arch::put_address(stream.data() + s.begin_of(i),
-                        ring_base.at({in.dma_engine, in.dma_queue}) + in.address * arch::kDmaDescriptorBytes);
+    const std::vector<std::uint8_t>& bytes = s.bytes();
+    const std::uint64_t base = core.reserve_program(bytes.size());
+    for (std::size_t i = 0, from = 0; from < bytes.size();) {
+      std::size_t end = i;  // instructions [i, end) begin in this piece
+      while (end < s.size() && s.begin_of(end) < from + kPieceBytes) ++end;
+      const std::size_t to = end < s.size() ? s.begin_of(end) : bytes.size();
+      piece.assign(bytes.begin() + static_cast<std::ptrdiff_t>(from), bytes.begin() + static_cast<std::ptrdiff_t>(to));
+      for (; i < end; ++i) {
+        if (s.opcode(i) != arch::Opcode::DmaTrigger) continue;
+        const arch::HeaderFields in = s.header(i);
+        arch::put_address(piece.data() + (s.begin_of(i) - from),
+                          ring_base.at({in.dma_engine, in.dma_queue}) + in.address * arch::kDmaDescriptorBytes);
+      }
+      hbm.backdoor_write(base + from, piece.data(), piece.size());
+      from = to;
     }
-    core.load_program(static_cast<arch::Engine>(e), stream);
+    core.start_program(static_cast<arch::Engine>(e), base, bytes.size());
   }
 }
 

@@ -258,6 +258,37 @@ TEST(Device, AnUndecodableInstructionStopsTheRunNamed) {
                                                "sbuf.*"));
 }
 
+// A large program goes into HBM piece by piece (256 KiB at a time): its
+// streams and rings must arrive whole, each DmaTrigger pointing at its
+// descriptor, across the pieces' edges. Thousands of row copies through SBUF
+// make a stream and rings longer than several pieces; every row must come back
+// where it belongs.
+TEST(Device, AProgramLongerThanTheLoadersPiecesRunsWhole) {
+  Device dev(tiny_options());
+  const std::int64_t blocks = 13000, rows = 8, cols = 4;
+  Tensor x = dev.allocate("x", {blocks * rows, cols}, DType::Fp32);
+  Tensor y = dev.allocate("y", {blocks * rows, cols}, DType::Fp32);
+  std::vector<float> xv(static_cast<std::size_t>(blocks * rows * cols));
+  for (std::size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>(i);
+  dev.upload(x, xv);
+  KernelBuilder kb(dev.config(), "copy_rows");
+  const Tile t[2] = {kb.sbuf("t0", rows, cols, DType::Fp32), kb.sbuf("t1", rows, cols, DType::Fp32)};
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const Tile& tile = t[b % 2];
+    kb.dma(tile, View{&x, b * rows * cols, {rows, cols}, {cols, 1}});
+    kb.dma(View{&y, b * rows * cols, {rows, cols}, {cols, 1}}, tile);
+  }
+  const Program p = kb.build();
+  std::size_t longest_stream = 0, longest_ring = 0;
+  for (const InstructionStream& stream : p.streams) longest_stream = std::max(longest_stream, stream.bytes().size());
+  for (const auto& [queue, ring] : p.rings) longest_ring = std::max(longest_ring, ring.size());
+  ASSERT_GT(longest_stream, std::size_t{3} << 18);  // over three pieces
+  ASSERT_GT(longest_ring, std::size_t{3} << 12);    // 64-byte descriptors: over three pieces
+  const RunReport r = dev.run(p);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(dev.download(y), xv);
+}
+
 TEST(Device, SecondRunInOneProcessIsAClearError) {
   Device dev(tiny_options());
   KernelBuilder kb(dev.config(), "empty");

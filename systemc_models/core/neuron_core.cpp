@@ -111,23 +111,37 @@ void NeuronCore::release_records() {
   semaphores().release_increments();
 }
 
-std::uint64_t NeuronCore::place(const std::vector<std::uint8_t>& bytes) {
+std::uint64_t NeuronCore::reserve_program(std::uint64_t bytes) {
   const std::uint64_t address = program_base_ + program_next_;
-  if (program_next_ + bytes.size() > program_bytes_)
+  if (bytes > program_bytes_ - program_next_)
     throw std::runtime_error(
         program_bytes_ == ctx_->map.program_area_bytes()
             ? fmt::format("programs exceed the {} MiB program area at the top of HBM", program_bytes_ >> 20)
             : fmt::format("programs exceed this core's {} KiB slice of the {} MiB program area at the top of HBM",
                           program_bytes_ >> 10, ctx_->map.program_area_bytes() >> 20));
-  mem_->hbm->backdoor_write(address, bytes.data(), bytes.size());
-  program_next_ += (bytes.size() + 255) / 256 * 256;  // keep every stream 256-byte aligned
+  program_next_ += (bytes + 255) / 256 * 256;  // keep every stream 256-byte aligned
   return address;
 }
 
-void NeuronCore::load_program(arch::Engine e, const std::vector<std::uint8_t>& stream) {
+std::uint64_t NeuronCore::place(const std::vector<std::uint8_t>& bytes) {
+  const std::uint64_t address = reserve_program(bytes.size());
+  mem_->hbm->backdoor_write(address, bytes.data(), bytes.size());
+  return address;
+}
+
+Engine& NeuronCore::sequenced(arch::Engine e) {
   auto& engine = engines_.at(static_cast<std::size_t>(e));
   if (!engine) throw std::runtime_error(fmt::format("this core has no {} engine model", arch::to_string(e)));
-  engine->set_program(place(stream), stream.size());
+  return *engine;
+}
+
+void NeuronCore::start_program(arch::Engine e, std::uint64_t address, std::uint64_t bytes) {
+  sequenced(e).set_program(address, bytes);
+}
+
+void NeuronCore::load_program(arch::Engine e, const std::vector<std::uint8_t>& stream) {
+  Engine& engine = sequenced(e);
+  engine.set_program(place(stream), stream.size());
 }
 
 RunResult NeuronCore::run() {

@@ -76,6 +76,12 @@ public:
   void load_program(arch::Engine engine, const std::vector<std::uint8_t>& stream);
   // Places bytes (e.g. DMA descriptor rings) in the program area; returns their address.
   std::uint64_t place(const std::vector<std::uint8_t>& bytes);
+  // The two halves of place(), for a caller that writes a large program
+  // piece by piece (hbm().backdoor_write) rather than whole from a buffer of
+  // its own: reserves `bytes` of the program area and returns their address.
+  std::uint64_t reserve_program(std::uint64_t bytes);
+  // load_program() for a stream of `bytes` written at `address` already.
+  void start_program(arch::Engine engine, std::uint64_t address, std::uint64_t bytes);
 
   // Points DMA queue (engine, queue) at a ring of `size` descriptors at `base`.
   void configure_dma_queue(std::uint32_t engine, std::uint32_t queue, std::uint64_t base, std::uint32_t size);
@@ -105,6 +111,8 @@ public:
   const arch::AddressMap& address_map() const { return ctx_->map; }
 
 private:
+  Engine& sequenced(arch::Engine e);  // engine e's model, or an error naming the engine this core lacks
+
   const arch::HwConfig& cfg_;
   trace::Stats& stats_;
   std::unique_ptr<MemorySystem> mem_;

@@ -8,6 +8,7 @@
 #include "testing/shipped_config.h"
 #include "testing/stream.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -452,6 +453,26 @@ TEST(NeuronCore, ReleaseRecordsFreesWhatTheReportWasDrawnFrom) {
     EXPECT_EQ(core.dma().engine(e).doorbells().capacity(), 0u) << e;
   }
   EXPECT_EQ(core.semaphores().increments().capacity(), 0u);
+}
+
+// The program area is reserved in 256-byte steps from its bottom; a request
+// past its top is an error that names the area, and takes nothing, so that
+// a smaller one still fits.
+TEST(NeuronCore, ProgramsPastTheProgramAreaAreAClearError) {
+  trace::Stats stats;
+  NeuronCore core("core", tiny(), stats);
+  const std::uint64_t area = core.address_map().program_area_bytes();
+  const std::uint64_t first = core.reserve_program(100);
+  EXPECT_EQ(first, core.address_map().program_area_base());
+  EXPECT_EQ(core.reserve_program(1), first + 256);
+  try {
+    core.reserve_program(area - 512 + 1);
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr(fmt::format("programs exceed the {} MiB program area at the top of HBM", area >> 20)));
+  }
+  EXPECT_EQ(core.reserve_program(area - 512), first + 512);
+  EXPECT_THROW(core.reserve_program(1), std::runtime_error);
 }
 
 }  // namespace
