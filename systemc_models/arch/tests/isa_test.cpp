@@ -1,10 +1,13 @@
 #include "arch/isa.h"
+#include "arch/dma_descriptor.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <limits>
 #include <random>
+#include <tuple>
+#include <vector>
 
 namespace tessera::arch {
 namespace {
@@ -33,6 +36,49 @@ bool same(const AccessPattern& x, const AccessPattern& y) {
   return x.memory == y.memory && x.dtype == y.dtype && x.start_partition == y.start_partition &&
          x.partition_count == y.partition_count && x.offset_bytes == y.offset_bytes && x.num_dims == y.num_dims &&
          x.size == y.size && x.stride == y.stride;
+}
+
+// pack() and unpack() move each descriptor field as one word (read straight
+// from memory where it fits): the bytes must be those a bit-by-bit copy of
+// each field to its place gives, and unpack() must read the fields back.
+TEST(DmaDescriptor, PackPutsEveryFieldAtItsBitsAndUnpackReadsThemBack) {
+  std::mt19937_64 rng(5);
+  for (int n = 0; n < 2000; ++n) {
+    DmaDescriptor d;
+    const auto r = [&](unsigned bits) { return rng() & dma_detail::field_mask(bits); };
+    d.src_addr = r(48);
+    d.dst_addr = r(48);
+    d.sem_addr = r(48);
+    d.sem_value = static_cast<std::uint16_t>(r(16));
+    for (auto& v : d.src_size) v = static_cast<std::uint16_t>(r(16));
+    for (auto& v : d.dst_size) v = static_cast<std::uint16_t>(r(16));
+    for (auto& v : d.src_stride) v = static_cast<std::uint32_t>(r(24));
+    for (auto& v : d.dst_stride) v = static_cast<std::uint32_t>(r(24));
+    d.elem_log2 = static_cast<std::uint8_t>(r(4));
+    d.flags = static_cast<std::uint8_t>(r(4));
+    d.magic = static_cast<std::uint8_t>(r(8));
+    d.status = static_cast<std::uint16_t>(r(16));
+    // The layout, field by field (lsb, width, value), each bit set on its own.
+    std::vector<std::tuple<unsigned, unsigned, std::uint64_t>> fields = {
+        {0, 48, d.src_addr}, {48, 48, d.dst_addr}, {96, 48, d.sem_addr}, {144, 16, d.sem_value},
+        {480, 4, d.elem_log2}, {484, 4, d.flags}, {488, 8, d.magic}, {496, 16, d.status}};
+    for (unsigned i = 0; i < 4; ++i) {
+      fields.emplace_back(160 + i * 16, 16, d.src_size[i]);
+      fields.emplace_back(224 + i * 16, 16, d.dst_size[i]);
+      fields.emplace_back(288 + i * 24, 24, d.src_stride[i]);
+      fields.emplace_back(384 + i * 24, 24, d.dst_stride[i]);
+    }
+    std::array<std::uint8_t, kDmaDescriptorBytes> expected{};
+    for (const auto& [lsb, bits, value] : fields)
+      for (unsigned k = 0; k < bits; ++k)
+        if ((value >> k) & 1) expected[(lsb + k) / 8] |= static_cast<std::uint8_t>(1u << ((lsb + k) % 8));
+    ASSERT_EQ(pack(d), expected) << n;
+    const DmaDescriptor back = unpack(expected);
+    ASSERT_EQ(pack(back), expected) << n;
+    EXPECT_EQ(back.src_addr, d.src_addr);
+    EXPECT_EQ(back.dst_stride, d.dst_stride);
+    EXPECT_EQ(back.status, d.status);
+  }
 }
 
 TEST(Isa, EncodeDecodeRoundTripsRandomInstructions) {
