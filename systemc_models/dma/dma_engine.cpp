@@ -491,16 +491,19 @@ std::optional<std::pair<arch::DmaError, std::string>> DmaEngine::decode(const Fe
   if (const arch::DmaCheck c = arch::check(d); !c.ok()) return std::make_pair(c.code, c.detail);
   burst_cache_.bursts(d.src_addr, d.src_size, d.src_stride, d.elem_log2, src);
   burst_cache_.bursts(d.dst_addr, d.dst_size, d.dst_stride, d.elem_log2, dst);
+  const auto in_one_region = [&](std::uint64_t base, const std::array<std::uint16_t, 4>& size,
+                                  const std::array<std::uint32_t, 4>& stride) {
+    const std::uint64_t last = arch::dma_pattern_last_byte(base, size, stride, d.elem_log2);
+    return ctx_.map.region_of(base, last - base + 1) != arch::Region::None;
+  };
   for (const auto* side : {&src, &dst}) {
-    // A side whose bursts all lie in one region (its span does) is checked
+    // A side whose bursts all lie in one region (its span, from its base to
+    // its last byte, does: check() has ruled out empty sides) is checked
     // once; otherwise burst by burst, for the first one outside. Regions are
     // ranges, so a burst inside the span's region is inside it too.
-    std::uint64_t lo = ~std::uint64_t{0}, hi = 0;
-    for (const Run& r : *side) {
-      lo = std::min(lo, r.address);
-      hi = std::max(hi, r.address + r.bytes);
-    }
-    if (lo < hi && ctx_.map.region_of(lo, hi - lo) != arch::Region::None) continue;
+    if (side == &src ? in_one_region(d.src_addr, d.src_size, d.src_stride)
+                     : in_one_region(d.dst_addr, d.dst_size, d.dst_stride))
+      continue;
     for (const Run& r : *side)
       if (ctx_.map.region_of(r.address, r.bytes) == arch::Region::None)
         return std::make_pair(arch::DmaError::kAddrWindow,
