@@ -22,10 +22,10 @@ std::map<std::uint32_t, QueueTimes> queue_times(const dma::DmaEngineBase& engine
     if (by_queue.size() <= q) by_queue.resize(std::size_t{q} + 1, nullptr);
     if (!by_queue[q]) {
       by_queue[q] = &out[q];
-      // Indexes run up to the ring's size: one allocation each, not a
-      // doubling (and a copy) every time the index passes the size.
-      by_queue[q]->visible.reserve(engine.queue(q).ring_size);  // a queue its records name
-      by_queue[q]->started.reserve(engine.queue(q).ring_size);
+      // Indexes run up to the ring's size: every slot made at once, not a
+      // growth (a call, and at times a copy) at each index past the last.
+      by_queue[q]->visible.assign(engine.queue(q).ring_size, std::nullopt);  // a queue its records name
+      by_queue[q]->started.assign(engine.queue(q).ring_size, std::nullopt);
     }
     return *by_queue[q];
   };
