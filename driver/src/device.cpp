@@ -398,7 +398,9 @@ void load(core::NeuronCore& core, const Program& program) {
   piece.reserve(kPieceBytes + arch::kMaxInstrBytes);
   // Rings get one spare slot: a full ring would have HEAD == TAIL, which reads as empty.
   std::map<DmaQueueId, std::uint64_t> ring_base;
+  std::size_t increments = 0;  // semaphore increments the program makes: completions and SemIncr
   for (const auto& [q, descriptors] : program.rings) {
+    for (const arch::DmaDescriptor& d : descriptors) increments += (d.flags & arch::kDmaFlagCompletion) != 0;
     const std::size_t slots = descriptors.size() + 1;
     const std::uint64_t base = core.reserve_program(slots * arch::kDmaDescriptorBytes);
     constexpr std::size_t kPerPiece = kPieceBytes / arch::kDmaDescriptorBytes;
@@ -426,6 +428,7 @@ void load(core::NeuronCore& core, const Program& program) {
       const std::size_t to = end < s.size() ? s.begin_of(end) : bytes.size();
       piece.assign(bytes.begin() + static_cast<std::ptrdiff_t>(from), bytes.begin() + static_cast<std::ptrdiff_t>(to));
       for (; i < end; ++i) {
+        increments += s.opcode(i) == arch::Opcode::SemIncr;
         if (s.opcode(i) != arch::Opcode::DmaTrigger) continue;
         const arch::HeaderFields in = s.header(i);
         arch::put_address(piece.data() + (s.begin_of(i) - from),
@@ -436,6 +439,7 @@ void load(core::NeuronCore& core, const Program& program) {
     }
     core.start_program(static_cast<arch::Engine>(e), base, bytes.size());
   }
+  core.semaphores().expect_increments(increments);
 }
 
 // What one core's run tells: time, engines, DMA, the profile figures and
@@ -707,9 +711,9 @@ RunReport Device::run_chip(const std::vector<Program>& programs) {
   });
   for (const auto& [address, bytes] : data_) chip.hbm().backdoor_write(address, bytes.data(), bytes.size());
   for (std::size_t i = 0; i < n; ++i) {
-    load(chip.core(i), programs[i]);
     // The DMA semaphore writes' landing times, for the collectives' wall times.
     chip.core(i).semaphores().keep_increments(true);
+    load(chip.core(i), programs[i]);
   }
   const auto simulate_start = std::chrono::steady_clock::now();
   const core::ChipRunResult r = chip.run();
@@ -841,6 +845,8 @@ RunReport Device::run_single(const Program& program) {
   auto core_owner = std::make_unique<core::NeuronCore>("core", hw_, stats, core_options);
   core::NeuronCore& core = *core_owner;
   for (const auto& [address, bytes] : data_) core.hbm().backdoor_write(address, bytes.data(), bytes.size());
+  // The DMA semaphore writes' landing times, for the critical path.
+  core.semaphores().keep_increments(true);
   load(core, program);
 
   if (timeline) {
@@ -857,8 +863,6 @@ RunReport Device::run_single(const Program& program) {
     }
     core.hbm().record_traffic(true);
   }
-  // The DMA semaphore writes' landing times, for the critical path.
-  core.semaphores().keep_increments(true);
 
   const auto simulate_start = std::chrono::steady_clock::now();
   const core::RunResult r = core.run();

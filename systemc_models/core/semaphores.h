@@ -64,6 +64,12 @@ public:
     sc_core::sc_time at;
   };
   void keep_increments(bool on) { keep_increments_ = on; }
+  // Room for `n` kept increments at once (a program's count of them, when
+  // it knows it): a large run's half million would otherwise be copied, and
+  // faulted in afresh, at each doubling.
+  void expect_increments(std::size_t n) {
+    if (keep_increments_) increment_log_.reserve(n);
+  }
   const std::vector<Increment>& increments() const { return increment_log_; }
   void release_increments() { std::vector<Increment>().swap(increment_log_); }
 
