@@ -228,7 +228,7 @@ void DmaEngine::ring(const sc_time& visible_after) {
   scheduler_->doorbell(slot_, next_step(), visible_after);
 }
 
-void DmaEngine::apply_due_doorbells() {
+void DmaEngine::apply_landed_doorbells() {
   while (!pending_.empty() && pending_.front().visible <= now_) {
     const PendingTail& p = pending_.front();
     const Time write = std::max(on_clock(p.visible), next_tail_write_);
@@ -677,10 +677,9 @@ void DmaEngine::place_again() {
 
 // Reads retire in issue order, one per cycle: a burst's data is writable,
 // and its slot reusable, once it and every burst before it have arrived.
-Time DmaEngine::retire(std::size_t k) const {
+Time DmaEngine::retire_beyond_placed(std::size_t k) const {
   const Exec& x = exec_;
   const std::vector<ReadBurst>& reads = scratch_.reads;
-  if (k < x.placed) return reads[k].retired;
   Time t = x.placed == 0 ? std::max(reads[0].last_beat, x.retired_floor)
                          : std::max(reads[x.placed].last_beat, reads[x.placed - 1].retired + period_);
   for (std::size_t i = x.placed + 1; i <= k; ++i) t = std::max(reads[i].last_beat, t + period_);
@@ -709,11 +708,10 @@ Time DmaEngine::beat_with(const Run& w, Time start, std::uint64_t sent, std::uin
 // When a read of `bytes` finds room: after the beats already sent, or those
 // of the next write burst, which goes out at `next_write_start` whatever
 // the read does (writes wait only for earlier reads).
-Time DmaEngine::room_at(std::uint64_t bytes, std::size_t next_write, Time next_write_start) const {
+Time DmaEngine::room_later(std::uint64_t bytes, std::size_t next_write, Time next_write_start) const {
   const Exec& x = exec_;
   const std::vector<Run>& dst = scratch_.dst;
   const std::vector<SentBurst>& consumed = scratch_.sent;
-  if (x.read_at + bytes <= buffer_size_) return Time();
   const std::uint64_t room = x.read_at + bytes - buffer_size_;  // bytes that must have left the buffer
   const auto it = std::lower_bound(consumed.begin(), consumed.end(), room,
                                    [](const SentBurst& b, std::uint64_t n) { return b.sent_after < n; });

@@ -259,7 +259,11 @@ private:
   // resume_ says where it goes on, and what the thread kept on its stack
   // between two waits is in exec_ and the members below.
   Wait step();
-  void apply_due_doorbells();
+  // Applies the tail writes that have landed by now_; inline when none has.
+  void apply_due_doorbells() {
+    if (!pending_.empty() && pending_.front().visible <= now_) apply_landed_doorbells();
+  }
+  void apply_landed_doorbells();
   // The fetch unit picks among the queues whose tail write it has seen: a
   // queue is ready for a fetch AR from kDoorbellToFetch cycles after the
   // Q_TAIL write that made it non-empty. fetch_ready_at: the earliest AR at
@@ -343,13 +347,23 @@ private:
   Time ready_of(std::size_t k) const {
     return k == static_cast<std::size_t>(-1) ? prefetched_->ready : scratch_.reads[k].ready_at;
   }
-  Time retire(std::size_t k) const;
+  // When read burst k retires (dma_engine.cpp says how); inline for the
+  // delivered prefix, where it is final already: most calls.
+  Time retire(std::size_t k) const {
+    return k < exec_.placed ? scratch_.reads[k].retired : retire_beyond_placed(k);
+  }
+  Time retire_beyond_placed(std::size_t k) const;
   // The beat-aligned range of a burst. Inline (defined in dma_engine.cpp, its
   // only user): the step loop's calls were 1 % of a large run's CPU.
   inline std::pair<std::uint64_t, std::uint32_t> aligned(const Run& r) const;
   std::uint64_t sent_bytes() const;
   Time beat_with(const Run& w, Time start, std::uint64_t sent, std::uint64_t target) const;
-  Time room_at(std::uint64_t bytes, std::size_t next_write, Time next_write_start) const;
+  // When a read of `bytes` finds room in the buffer (dma_engine.cpp says how);
+  // inline for the common case, a buffer with room now.
+  Time room_at(std::uint64_t bytes, std::size_t next_write, Time next_write_start) const {
+    return exec_.read_at + bytes <= buffer_size_ ? Time() : room_later(bytes, next_write, next_write_start);
+  }
+  Time room_later(std::uint64_t bytes, std::size_t next_write, Time next_write_start) const;
   void hand_off();
 
   // Under a DmaScheduler: when the engine wants its next step (its wait's
