@@ -14,7 +14,6 @@
 namespace tessera::core {
 
 using sc_core::sc_time;
-using sc_core::sc_time_stamp;
 
 void CoreContext::fail(const std::string& message) {
   if (!error) error = message;
@@ -78,7 +77,7 @@ void Engine::count_busy(const sc_time& t) {
 void Engine::add_busy(const sc_time& t) {
   count_busy(t);
   // Work reported at issue starts when the engine is free of the work before it.
-  const sc_time start = std::max(sc_time_stamp(), track_free_);
+  const sc_time start = std::max(trace::current_time(), track_free_);
   track_free_ = start + t;
   trace_work(start, t, 0);
 }
@@ -105,9 +104,9 @@ void Engine::trace_work(const sc_time& start, const sc_time& t, std::size_t lane
 }
 
 void Engine::wait_for_clock_edge() {
-  const double periods = sc_time_stamp() / period_;
+  const double periods = trace::current_time() / period_;
   const sc_time edge = period_ * std::ceil(periods);
-  if (edge > sc_time_stamp()) sc_core::wait(edge - sc_time_stamp());
+  if (edge > trace::current_time()) sc_core::wait(edge - trace::current_time());
 }
 
 void Engine::read_device(std::uint64_t address, std::uint8_t* out, std::uint64_t length, sc_time& at) {
@@ -123,15 +122,15 @@ void Engine::read_device(std::uint64_t address, std::uint8_t* out, std::uint64_t
   // bandwidth rather than queued with the DMA bursts booked ahead of it.
   if (fetch->transport_dbg(trans) != length)
     throw std::runtime_error(fmt::format("instruction fetch at 0x{:x} is outside device memory", address));
-  at = std::max(at, sc_time_stamp()) + ctx_.hbm.unloaded_read_time(length);
+  at = std::max(at, trace::current_time()) + ctx_.hbm.unloaded_read_time(length);
 }
 
 void Engine::drain() {
   settle();
   const sc_time done = work_done_at();
-  if (done > sc_time_stamp()) {
+  if (done > trace::current_time()) {
     wave_state(trace::WaveProbe::EngineState::Drain);
-    sc_core::wait(done - sc_time_stamp());
+    sc_core::wait(done - trace::current_time());
   }
 }
 
@@ -149,7 +148,7 @@ sc_time Engine::block_ready(std::uint64_t pc) {
     // each once the port has taken the one before's bytes: the prefetched
     // blocks' latencies overlap, so a stream is fetched at the memory's
     // bandwidth rather than one block per round trip.
-    sc_time at = std::max(sc_time_stamp(), fetch_port_free_);
+    sc_time at = std::max(trace::current_time(), fetch_port_free_);
     fetch_port_free_ = at + (ctx_.hbm.unloaded_read_time(length) - ctx_.hbm.unloaded_read_time(0));
     read_device(program_address_ + start, buffer_.data() + start % buffer_.size(), length, at);
     block_time_.push_back(at);
@@ -201,21 +200,21 @@ void Engine::run() {
     try {
       in = fetch_next(pc, fetch_ready);
       decoded = true;
-      if (fetch_ready > sc_time_stamp()) {
+      if (fetch_ready > trace::current_time()) {
         wave_state(trace::WaveProbe::EngineState::FetchWait);
-        stats_.fetch_wait_ns += trace::ns(fetch_ready - sc_time_stamp());
-        costs_[index].fetch_wait_ns += trace::ns(fetch_ready - sc_time_stamp());
+        stats_.fetch_wait_ns += trace::ns(fetch_ready - trace::current_time());
+        costs_[index].fetch_wait_ns += trace::ns(fetch_ready - trace::current_time());
         if (ctx_.timeline)
-          ctx_.timeline->slice(stall_track_, trace::ns(sc_time_stamp()), trace::ns(fetch_ready - sc_time_stamp()),
+          ctx_.timeline->slice(stall_track_, trace::ns(trace::current_time()), trace::ns(fetch_ready - trace::current_time()),
                                "instruction fetch", "fetch");
-        sc_core::wait(fetch_ready - sc_time_stamp());
+        sc_core::wait(fetch_ready - trace::current_time());
       }
       if (in.engine != kind_)
         throw std::runtime_error(fmt::format("instruction for the {} engine in the {} stream", to_string(in.engine),
                                              to_string(kind_)));
       const auto problems = arch::validate(in, ctx_.cfg);
       if (!problems.empty()) throw std::runtime_error(problems.front());
-      if (index == 0) first_issue_time_ = sc_time_stamp();
+      if (index == 0) first_issue_time_ = trace::current_time();
       ++stats_.instructions;
       if (ctx_.waves) {
         ctx_.waves->engine_instruction(static_cast<int>(kind_), index, static_cast<std::uint8_t>(in.opcode));
@@ -223,24 +222,24 @@ void Engine::run() {
       }
       current_ = &in;
       current_index_ = index;
-      const sc_time issued = sc_time_stamp();
+      const sc_time issued = trace::current_time();
       costs_[index].issue_ns = trace::ns(issued);
       switch (in.opcode) {
         case arch::Opcode::End:
           drain();
           finished_ = true;
-          end_time_ = sc_time_stamp();
+          end_time_ = trace::current_time();
           costs_[index].done_ns = trace::ns(end_time_);
           wave_state(trace::WaveProbe::EngineState::Done);
           return;
         case arch::Opcode::Nop: break;
         case arch::Opcode::SemWait: {
-          const sc_time start = sc_time_stamp();
+          const sc_time start = trace::current_time();
           if (ctx_.semaphores.visible_value(in.sem) < in.value) wave_state(trace::WaveProbe::EngineState::SemWait);
           ctx_.semaphores.wait_at_least(in.sem, in.value, name());
-          if (sc_time_stamp() > start) {
+          if (trace::current_time() > start) {
             wait_for_clock_edge();
-            const double waited = trace::ns(sc_time_stamp() - start);
+            const double waited = trace::ns(trace::current_time() - start);
             stats_.semaphore_wait_ns += waited;
             wait_by_semaphore_[in.sem] += waited;
             costs_[index].semaphore_wait_ns += waited;
@@ -250,7 +249,7 @@ void Engine::run() {
               ctx_.timeline->slice(stall_track_, trace::ns(start), waited,
                                    fmt::format("wait sem {} >= {}", in.sem, in.value), "semaphore", std::move(args));
               ctx_.timeline->wait(in.sem, in.value, stall_track_, track_, index, trace::ns(start),
-                                  trace::ns(sc_time_stamp()));
+                                  trace::ns(trace::current_time()));
             }
           }
           break;
@@ -262,7 +261,7 @@ void Engine::run() {
             // The arrow leaves the work this increment announces: the busy slice
             // that ended last (none before the engine's first: no arrow).
             ctx_.timeline->signal(in.sem, in.value, last_slice_track_, trace::ns(last_slice_end_),
-                                  trace::ns(sc_time_stamp()));
+                                  trace::ns(trace::current_time()));
           break;
         case arch::Opcode::SemSignal: {
           // Like SemIncr, it announces the work before it, on another core.
@@ -286,9 +285,9 @@ void Engine::run() {
           sc_core::wait(busy);
         }
       }
-      costs_[index].done_ns = trace::ns(sc_time_stamp());
+      costs_[index].done_ns = trace::ns(trace::current_time());
       if (ctx_.timeline)
-        ctx_.timeline->instruction(track_, index, trace::ns(issued), trace::ns(sc_time_stamp()));
+        ctx_.timeline->instruction(track_, index, trace::ns(issued), trace::ns(trace::current_time()));
     } catch (const std::exception& e) {
       // The message is made only here: formatting and disassembling every
       // instruction on the way cost about 5 % of a timing-only run.

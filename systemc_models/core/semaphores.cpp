@@ -1,4 +1,5 @@
 #include "core/semaphores.h"
+#include "trace/sim_time.h"
 
 #include <fmt/format.h>
 
@@ -28,14 +29,14 @@ Semaphores::Semaphores(sc_core::sc_module_name name, std::size_t count, sc_core:
 
 void Semaphores::increment_at(std::size_t index, std::uint32_t delta, const sc_core::sc_time& when) {
   if (index >= values_.size()) throw std::out_of_range("semaphore index");
-  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const sc_core::sc_time now = trace::current_time();
   if (when <= now) return increment(index, delta);
   delayed_.push({when, arrivals_++, index, delta});
   delayed_event_.notify(when - now);  // an earlier pending notification wins; apply_due re-arms
 }
 
 void Semaphores::apply_due() {
-  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const sc_core::sc_time now = trace::current_time();
   while (!delayed_.empty() && delayed_.top().when <= now) {
     const Delayed due = delayed_.top();
     delayed_.pop();
@@ -45,7 +46,7 @@ void Semaphores::apply_due() {
 }
 
 void Semaphores::increment(std::size_t index, std::uint32_t delta) {
-  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const sc_core::sc_time now = trace::current_time();
   if (changed_at_.at(index) != now) {
     changed_at_[index] = now;
     value_before_[index] = values_[index];
@@ -58,7 +59,7 @@ void Semaphores::increment(std::size_t index, std::uint32_t delta) {
 }
 
 std::uint32_t Semaphores::visible_value(std::size_t index) const {
-  return changed_at_.at(index) == sc_core::sc_time_stamp() ? value_before_[index] : values_[index];
+  return changed_at_.at(index) == trace::current_time() ? value_before_[index] : values_[index];
 }
 
 void Semaphores::wait_at_least(std::size_t index, std::uint32_t target, const std::string& who) {
@@ -90,7 +91,7 @@ void Semaphores::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& 
   std::uint32_t v = 0;
   if (trans.is_write()) {
     std::memcpy(&v, trans.get_data_ptr(), 4);
-    increment_at(index, v, sc_core::sc_time_stamp() + delay);
+    increment_at(index, v, trace::current_time() + delay);
   } else {
     v = values_[index];
     std::memcpy(trans.get_data_ptr(), &v, 4);

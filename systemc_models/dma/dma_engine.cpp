@@ -20,7 +20,6 @@
 namespace tessera::dma {
 
 using sc_core::sc_time;
-using sc_core::sc_time_stamp;
 using sc_core::SC_NS;
 using sc_core::SC_ZERO_TIME;
 
@@ -67,7 +66,7 @@ std::string DmaEngineBase::doorbell(std::uint32_t q, std::uint64_t address, std:
   // same picosecond run in whatever order SystemC's event heap wakes them,
   // which no model should depend on (and which the DMA scheduler, running
   // the engines ahead, does not reproduce).
-  const sc_time visible = sc_time_stamp() + visible_after;
+  const sc_time visible = trace::current_time() + visible_after;
   auto at = pending_.end();
   while (at != pending_.begin() && (std::prev(at)->visible > visible ||
                                     (std::prev(at)->visible == visible && std::prev(at)->queue > q)))
@@ -93,9 +92,9 @@ DmaEngineBase::DmaEngineBase(sc_core::sc_module_name name, std::uint32_t queues,
 }
 
 void DmaEngineBase::take_turn() {
-  if (turn_ever_ && turn_taken_ == sc_time_stamp()) return;
+  if (turn_ever_ && turn_taken_ == trace::current_time()) return;
   for (std::uint32_t i = 0; i < rank_; ++i) sc_core::wait(SC_ZERO_TIME);
-  turn_taken_ = sc_time_stamp();
+  turn_taken_ = trace::current_time();
   turn_ever_ = true;
 }
 
@@ -105,17 +104,17 @@ void DmaTurnOrder::add(std::uint32_t rank) {
     moved_.push_back(std::make_unique<sc_core::sc_event>());
     waiting_.push_back(0);
   }
-  next_[rank] = sc_time_stamp();
+  next_[rank] = trace::current_time();
 }
 
 void DmaTurnOrder::next_access(std::uint32_t rank, const sc_time& t) {
   next_[rank] = t;
-  if (waiting_[rank] > 0 && t > sc_time_stamp()) moved_[rank]->notify(SC_ZERO_TIME);
+  if (waiting_[rank] > 0 && t > trace::current_time()) moved_[rank]->notify(SC_ZERO_TIME);
 }
 
 void DmaTurnOrder::wait_for_lower(std::uint32_t rank) {
   for (;;) {
-    const sc_time now = sc_time_stamp();
+    const sc_time now = trace::current_time();
     std::uint32_t due = 0;
     while (due < rank && next_[due] > now) ++due;
     if (due == rank) return;
@@ -132,12 +131,12 @@ void DmaEngine::share_turn_order(std::shared_ptr<DmaTurnOrder> order, std::uint3
 }
 
 void DmaEngine::sleep_for(const sc_time& d) {
-  turns_->next_access(turn_rank_, sc_time_stamp() + d);
+  turns_->next_access(turn_rank_, trace::current_time() + d);
   sc_core::wait(d);
 }
 
 void DmaEngine::sleep_for(const sc_time& d, sc_core::sc_event& e) {
-  turns_->next_access(turn_rank_, sc_time_stamp() + d);
+  turns_->next_access(turn_rank_, trace::current_time() + d);
   sc_core::wait(d, e);
 }
 
@@ -147,7 +146,7 @@ void DmaEngine::sleep_on(sc_core::sc_event& e) {
 }
 
 void DmaEngine::take_turn_in_order() {
-  const sc_time now = sc_time_stamp();
+  const sc_time now = trace::current_time();
   if (turn_at_ == now) return;
   turns_->next_access(turn_rank_, now);
   turns_->wait_for_lower(turn_rank_);
@@ -209,7 +208,7 @@ std::uint32_t DmaEngine::head_for_doorbell(std::uint32_t q) {
   if (!scheduler_) return queues_[q].head;
   // Completions up to now are seen (one at the doorbell's own time too, as
   // if the engine had run first in that cycle); later ones are the engine's future.
-  const Time now = sc_time_stamp();
+  const Time now = trace::current_time();
   while (!heads_ahead_.empty() && heads_ahead_.front().at <= now) {
     heads_seen_[heads_ahead_.front().queue] = heads_ahead_.front().head;
     heads_ahead_.pop_front();
@@ -222,7 +221,7 @@ void DmaEngine::ring(const sc_time& visible_after) {
   // doorbell_event_.notify(visible_after) as SystemC would keep it: a
   // pending notification whose time has come has fired; of two pending, the
   // earlier stays.
-  const Time now = sc_time_stamp(), at = now + visible_after;
+  const Time now = trace::current_time(), at = now + visible_after;
   if (bell_ && *bell_ <= now) bell_.reset();
   if (!bell_ || at < *bell_) bell_ = at;
   scheduler_->doorbell(slot_, next_step(), visible_after);
@@ -286,7 +285,7 @@ std::int64_t DmaEngine::ready_queue(std::uint32_t after, Time ar) const {
 void DmaEngine::run() {
   if (scheduler_) return;  // the scheduler steps it
   for (;;) {
-    now_ = sc_time_stamp();
+    now_ = trace::current_time();
     const Wait w = step();
     switch (w.kind) {
       case Wait::kTime: sleep_for((w.until - now_).sc()); break;
@@ -357,7 +356,7 @@ Time DmaEngine::access(tlm::tlm_command cmd, arch::Region region, std::uint64_t 
     // calls, which were a third of the cost of a timing-only burst. The
     // memories are the targets the interconnect routes these regions to
     // (core::MemorySystem).
-    if (!scheduler_) stamp = sc_time_stamp();
+    if (!scheduler_) stamp = trace::current_time();
     const std::uint64_t at = address - direct_[static_cast<std::size_t>(region)].base;
     memory::PartitionedMemory& on_chip = region == arch::Region::Sbuf ? ctx_.sbuf : ctx_.psum;
     const tlm::tlm_response_status status = region == arch::Region::Hbm
@@ -385,8 +384,8 @@ Time DmaEngine::access(tlm::tlm_command cmd, arch::Region region, std::uint64_t 
     socket->b_transport(t, delay);
   }
   error = t.is_response_error();
-  if (!scheduler_) stamp = sc_time_stamp();  // the target may have waited
-  assert(stamp == sc_time_stamp());
+  if (!scheduler_) stamp = trace::current_time();  // the target may have waited
+  assert(stamp == trace::current_time());
   return answered(cmd, address, length, Time(stamp) + Time(delay));
 }
 
@@ -472,7 +471,7 @@ void DmaEngine::complete_oldest() {
   ++s.descriptors_done;
   s.head = (done.index + 1) % s.ring_size;
   if (scheduler_) {
-    const Time now = sc_time_stamp();
+    const Time now = trace::current_time();
     while (!heads_ahead_.empty() && heads_ahead_.front().at <= now) {
       heads_seen_[heads_ahead_.front().queue] = heads_ahead_.front().head;
       heads_ahead_.pop_front();

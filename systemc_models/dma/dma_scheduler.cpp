@@ -9,7 +9,6 @@
 namespace tessera::dma {
 
 using sc_core::sc_time;
-using sc_core::sc_time_stamp;
 
 DmaScheduler::DmaScheduler(sc_core::sc_module_name name, sc_time lookahead) : sc_module(name), lookahead_(lookahead) {
   SC_THREAD(run);
@@ -64,7 +63,7 @@ void DmaScheduler::doorbell(std::size_t slot, Time next, const sc_time& visible_
   // The step it may wake is at now + visible_after, which the scheduler may
   // take once SystemC's time is past now (a step exactly a lookahead ahead
   // could still see a doorbell rung later at the same time).
-  const Time wake = Time(sc_time_stamp()) + resolution_;
+  const Time wake = Time(trace::current_time()) + resolution_;
   if (planned_ > wake) {
     planned_ = wake;
     wake_.notify(resolution_.sc());
@@ -79,7 +78,7 @@ void DmaScheduler::run() {
     for (const core::CoreContext* c : cores_)
       if (c->error) return;
     ++wake_ups_;
-    systemc_time_ = sc_time_stamp();
+    systemc_time_ = trace::current_time();
     const Time now = systemc_time_;
     // Steps before `horizon` cannot be changed by anything rung from now on.
     const Time horizon = horizon_ = now + Time(lookahead_);

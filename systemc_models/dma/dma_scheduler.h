@@ -53,6 +53,7 @@
 
 #include "core/core_context.h"
 #include "dma/dma_time.h"
+#include "trace/sim_time.h"
 
 #include <systemc>
 
@@ -83,8 +84,8 @@ public:
   std::uint64_t wake_ups() const { return wake_ups_; }
   std::uint64_t steps() const { return steps_; }
   // SystemC's time while the scheduler runs the engines, which it stands
-  // still for (sc_time_stamp() is a library call). Valid only during their
-  // steps, in run(); otherwise the last wake-up's time.
+  // still for, read once per wake-up. Valid only during their steps, in
+  // run(); otherwise the last wake-up's time.
   const sc_core::sc_time& systemc_time() const { return systemc_time_; }
   // SystemC's time plus the lookahead: no doorbell rung from now on changes
   // a step before it. Valid, like systemc_time(), during the steps.

@@ -61,6 +61,12 @@ inline sc_core::sc_time from_ns(double v) {
   return ticks(static_cast<sc_core::sc_time::value_type>(static_cast<std::int64_t>(units)));
 }
 
+// sc_core::sc_time_stamp(), the same read of the current context's time,
+// inline: SystemC's is a call into its library, and the engines and the DMA
+// model read the time several times per instruction and per descriptor
+// (8 million calls on a large GEMM).
+inline const sc_core::sc_time& current_time() { return sc_core::sc_get_curr_simcontext()->time_stamp(); }
+
 inline double ps(const sc_core::sc_time& t) { return t.to_seconds() * 1e12; }
 
 // Now, in whole picoseconds: a waveform dump's timestamp.
