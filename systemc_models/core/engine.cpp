@@ -138,8 +138,7 @@ void Engine::wave_state(trace::WaveProbe::EngineState s) {
   if (ctx_.waves) ctx_.waves->engine_state(static_cast<int>(kind_), s);
 }
 
-sc_time Engine::block_ready(std::uint64_t pc) {
-  const std::uint64_t block = pc / kFetchBlockBytes;
+sc_time Engine::request_blocks(std::uint64_t block) {
   const std::uint64_t blocks = (program_bytes_ + kFetchBlockBytes - 1) / kFetchBlockBytes;
   for (std::uint64_t b = block_time_.size(); b <= std::min(block + kPrefetchBlocks, blocks - 1); ++b) {
     const std::uint64_t start = b * kFetchBlockBytes;

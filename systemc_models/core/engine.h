@@ -109,7 +109,12 @@ private:
   arch::Instruction fetch_next(std::uint64_t& pc, sc_core::sc_time& fetch_ready);
   // Makes sure the fetch block holding stream byte `pc` has been requested
   // (and the next kPrefetchBlocks after it); returns when that block arrives.
-  sc_core::sc_time block_ready(std::uint64_t pc);
+  // Inline when those are requested already, as for nearly every instruction.
+  sc_core::sc_time block_ready(std::uint64_t pc) {
+    const std::uint64_t block = pc / kFetchBlockBytes;
+    return block + kPrefetchBlocks < block_time_.size() ? block_time_[block] : request_blocks(block);
+  }
+  sc_core::sc_time request_blocks(std::uint64_t block);  // block_ready() when blocks are still to request
   void read_device(std::uint64_t address, std::uint8_t* out, std::uint64_t length, sc_core::sc_time& at);
   void wait_for_clock_edge();
   void drain();
