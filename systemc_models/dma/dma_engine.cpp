@@ -295,23 +295,6 @@ void DmaEngine::run() {
   }
 }
 
-Time DmaEngine::next_step() const {
-  Time t = wait_.kind == Wait::kDoorbell ? kNever : wait_.until;
-  // A notification at the very time the wait began had fired before it (SystemC
-  // triggers timed notifications before it runs the processes of that time).
-  if (wait_.kind != Wait::kTime && bell_ && *bell_ > waited_from_) t = std::min(t, *bell_);
-  return t;
-}
-
-Time DmaEngine::step_at(Time t) {
-  now_ = t;
-  ahead_of_turn_ = false;
-  if (bell_ && *bell_ <= t) bell_.reset();  // it fires now, or fired while nobody waited for it
-  wait_ = step();
-  waited_from_ = now_;
-  return next_step();
-}
-
 bool DmaEngine::wait_turn(Time t, bool on_chip_target) {
   if (!on_chip_target) return t > now_ || ahead_of_turn_;
   if (t <= now_) return false;

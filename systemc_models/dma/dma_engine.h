@@ -368,8 +368,22 @@ private:
 
   // Under a DmaScheduler: when the engine wants its next step (its wait's
   // time, or the doorbell notification's if that comes first), and that step.
-  Time next_step() const;
-  Time step_at(Time t);  // returns next_step()
+  // Inline: the scheduler takes millions of steps, each one call to step().
+  Time next_step() const {
+    Time t = wait_.kind == Wait::kDoorbell ? kNever : wait_.until;
+    // A notification at the very time the wait began had fired before it (SystemC
+    // triggers timed notifications before it runs the processes of that time).
+    if (wait_.kind != Wait::kTime && bell_ && *bell_ > waited_from_) t = std::min(t, *bell_);
+    return t;
+  }
+  Time step_at(Time t) {  // returns next_step()
+    now_ = t;
+    ahead_of_turn_ = false;
+    if (bell_ && *bell_ <= t) bell_.reset();  // it fires now, or fired while nobody waited for it
+    wait_ = step();
+    waited_from_ = now_;
+    return next_step();
+  }
 
   // A write burst whose W beats are scheduled: its index, first beat, and the
   // descriptor's bytes sent before and after it.

@@ -43,17 +43,6 @@ const std::uint8_t* PartitionedMemory::at(std::uint64_t partition, std::uint64_t
   return const_cast<PartitionedMemory*>(this)->at(partition, byte, length);
 }
 
-sc_core::sc_time PartitionedMemory::transfer_time(std::uint64_t offset, std::uint64_t length) const {
-  // One 64-bit division, not two (tens of cycles each, partitions being
-  // rarely a power of two bytes): most accesses stay in one partition.
-  const std::uint64_t within = offset % p_.partition_bytes;
-  const std::uint64_t partitions =
-      within + length <= p_.partition_bytes ? 1 : 1 + (within + length - 1) / p_.partition_bytes;
-  if (length != last_spread_.length || partitions != last_spread_.partitions)
-    last_spread_ = {length, partitions, spread_time(length, partitions)};
-  return last_spread_.time;
-}
-
 sc_core::sc_time PartitionedMemory::spread_time(std::uint64_t length, std::uint64_t partitions) const {
   const std::uint64_t lanes_bytes = partitions * p_.bytes_per_cycle;
   const sc_core::sc_time latency = p_.clock_period * static_cast<double>(p_.access_latency_cycles);
@@ -61,22 +50,6 @@ sc_core::sc_time PartitionedMemory::spread_time(std::uint64_t length, std::uint6
   if (p_.stream_bytes_per_ns <= 0) return latency + own;
   const sc_core::sc_time streamed = trace::from_ns(static_cast<double>(length) / p_.stream_bytes_per_ns);
   return own > streamed ? latency + (own - streamed) : latency;
-}
-
-tlm::tlm_response_status PartitionedMemory::access(tlm::tlm_command cmd, std::uint64_t offset, std::uint8_t* data,
-                                                   std::uint64_t length, sc_core::sc_time& delay) {
-  if (!in_range(offset, length)) return tlm::TLM_ADDRESS_ERROR_RESPONSE;
-  if (cmd == tlm::TLM_READ_COMMAND) {
-    std::memcpy(data, data_.get() + offset, length);
-    count_read(length);
-  } else if (cmd == tlm::TLM_WRITE_COMMAND) {
-    std::memcpy(data_.get() + offset, data, length);  // a byte loop was 6 % of a with-data layernorm
-    count_write(length);
-  } else {
-    stats_.bytes_timing_only += static_cast<double>(length);
-  }
-  delay += transfer_time(offset, length);
-  return tlm::TLM_OK_RESPONSE;
 }
 
 void PartitionedMemory::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
