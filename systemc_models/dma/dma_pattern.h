@@ -56,8 +56,11 @@ private:
     std::array<std::uint32_t, 4> stride{};
     std::uint32_t offset = 0;  // base within max_burst_bytes
     std::uint8_t elem_log2 = 0;
+    // Field by field: the arrays' operator== became two calls to memcmp per lookup.
     friend bool operator==(const Shape& a, const Shape& b) {
-      return a.size == b.size && a.stride == b.stride && a.offset == b.offset && a.elem_log2 == b.elem_log2;
+      for (std::size_t d = 0; d < 4; ++d)
+        if (a.size[d] != b.size[d] || a.stride[d] != b.stride[d]) return false;
+      return a.offset == b.offset && a.elem_log2 == b.elem_log2;
     }
   };
   struct Entry {
