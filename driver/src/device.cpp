@@ -428,8 +428,9 @@ void load(core::NeuronCore& core, const Program& program) {
       const std::size_t to = end < s.size() ? s.begin_of(end) : bytes.size();
       piece.assign(bytes.begin() + static_cast<std::ptrdiff_t>(from), bytes.begin() + static_cast<std::ptrdiff_t>(to));
       for (; i < end; ++i) {
-        increments += s.opcode(i) == arch::Opcode::SemIncr;
-        if (s.opcode(i) != arch::Opcode::DmaTrigger) continue;
+        const arch::Opcode op = s.opcode(i);
+        increments += op == arch::Opcode::SemIncr;
+        if (op != arch::Opcode::DmaTrigger) continue;
         const arch::HeaderFields in = s.header(i);
         arch::put_address(piece.data() + (s.begin_of(i) - from),
                           ring_base.at({in.dma_engine, in.dma_queue}) + in.address * arch::kDmaDescriptorBytes);

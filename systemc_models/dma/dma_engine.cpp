@@ -304,9 +304,8 @@ bool DmaEngine::wait_turn(Time t, bool on_chip_target) {
   // before the horizon can see: so it goes now, ahead of their steps, and
   // the engine's next access to such a memory waits for its turn.
   if (!scheduler_ || data_ || t >= scheduler_->horizon()) return true;
-  now_ = t;
+  move_to(t);
   ahead_of_turn_ = true;
-  if (bell_ && *bell_ <= t) bell_.reset();  // as step_at(t) would
   return false;
 }
 
@@ -341,10 +340,10 @@ Time DmaEngine::access(tlm::tlm_command cmd, arch::Region region, std::uint64_t 
     // (core::MemorySystem).
     if (!scheduler_) stamp = trace::current_time();
     const std::uint64_t at = address - direct_[static_cast<std::size_t>(region)].base;
-    memory::PartitionedMemory& on_chip = region == arch::Region::Sbuf ? ctx_.sbuf : ctx_.psum;
+    memory::PartitionedMemory& local = region == arch::Region::Sbuf ? ctx_.sbuf : ctx_.psum;
     const tlm::tlm_response_status status = region == arch::Region::Hbm
                                                 ? ctx_.hbm.access(cmd, at, data, length, stamp, delay)
-                                                : on_chip.access(cmd, at, data, length, delay);
+                                                : local.access(cmd, at, data, length, delay);
     error = status != tlm::TLM_OK_RESPONSE;
     return answered(cmd, address, length, Time(stamp) + Time(delay));
   }
@@ -473,25 +472,25 @@ std::optional<std::pair<arch::DmaError, std::string>> DmaEngine::decode(const Fe
   if (const arch::DmaCheck c = arch::check(d); !c.ok()) return std::make_pair(c.code, c.detail);
   burst_cache_.bursts(d.src_addr, d.src_size, d.src_stride, d.elem_log2, src);
   burst_cache_.bursts(d.dst_addr, d.dst_size, d.dst_stride, d.elem_log2, dst);
-  const auto in_one_region = [&](std::uint64_t base, const std::array<std::uint16_t, 4>& size,
-                                  const std::array<std::uint32_t, 4>& stride) {
+  // A side whose bursts all lie in one region (its span, from its base to its
+  // last byte, does: check() has ruled out empty sides) is checked once;
+  // otherwise burst by burst, for the first one outside. Regions are ranges,
+  // so a burst inside the span's region is inside it too.
+  const auto first_outside = [&](const std::vector<Run>& bursts, std::uint64_t base,
+                                 const std::array<std::uint16_t, 4>& size,
+                                 const std::array<std::uint32_t, 4>& stride) -> const Run* {
     const std::uint64_t last = arch::dma_pattern_last_byte(base, size, stride, d.elem_log2);
-    return ctx_.map.region_of(base, last - base + 1) != arch::Region::None;
+    if (ctx_.map.region_of(base, last - base + 1) != arch::Region::None) return nullptr;
+    for (const Run& r : bursts)
+      if (ctx_.map.region_of(r.address, r.bytes) == arch::Region::None) return &r;
+    return nullptr;
   };
-  for (const auto* side : {&src, &dst}) {
-    // A side whose bursts all lie in one region (its span, from its base to
-    // its last byte, does: check() has ruled out empty sides) is checked
-    // once; otherwise burst by burst, for the first one outside. Regions are
-    // ranges, so a burst inside the span's region is inside it too.
-    if (side == &src ? in_one_region(d.src_addr, d.src_size, d.src_stride)
-                     : in_one_region(d.dst_addr, d.dst_size, d.dst_stride))
-      continue;
-    for (const Run& r : *side)
-      if (ctx_.map.region_of(r.address, r.bytes) == arch::Region::None)
-        return std::make_pair(arch::DmaError::kAddrWindow,
-                              fmt::format("bytes 0x{:x}..0x{:x} are outside the device address map", r.address,
-                                          r.address + r.bytes - 1));
-  }
+  const Run* outside = first_outside(src, d.src_addr, d.src_size, d.src_stride);
+  if (!outside) outside = first_outside(dst, d.dst_addr, d.dst_size, d.dst_stride);
+  if (outside)
+    return std::make_pair(arch::DmaError::kAddrWindow,
+                          fmt::format("bytes 0x{:x}..0x{:x} are outside the device address map", outside->address,
+                                      outside->address + outside->bytes - 1));
   return std::nullopt;
 }
 

@@ -327,6 +327,12 @@ private:
   // turn, and its next access to another memory waits for the turn even at
   // the same time.
   bool wait_turn(Time t, bool on_chip_target);
+  // The engine's time becomes `t`: a doorbell notification due by then fires
+  // now, or fired while nobody waited for it.
+  void move_to(Time t) {
+    now_ = t;
+    if (bell_ && *bell_ <= t) bell_.reset();
+  }
   // SBUF and PSUM, which the engine reaches through PartitionedMemory::access:
   // they time an access from its address and length alone (transfer_time),
   // so a timing-only access's answer does not depend on the accesses before
@@ -377,9 +383,8 @@ private:
     return t;
   }
   Time step_at(Time t) {  // returns next_step()
-    now_ = t;
+    move_to(t);
     ahead_of_turn_ = false;
-    if (bell_ && *bell_ <= t) bell_.reset();  // it fires now, or fired while nobody waited for it
     wait_ = step();
     waited_from_ = now_;
     return next_step();

@@ -45,16 +45,14 @@ public:
 
   // Bookings on several channels that start at one time (the granules of one
   // HBM request), after drop_before(): the start's bin is found once for all
-  // of them, not once a channel. Each book(channel, bytes), bytes > 0, is
-  // the book() above, bit for bit. Valid until another booking of the same
-  // bins.
+  // of them, not once a channel. The later of fill(channel, bytes) and
+  // streamed(bytes), bytes > 0, is the book() above, bit for bit; a caller
+  // that takes the latest of many finishes takes streamed() once per size.
+  // Valid until another booking of the same bins.
   class From {
   public:
-    double book(std::size_t channel, double bytes) { return std::max(fill(channel, bytes), streamed(bytes)); }
-    // book() in its two parts, for a caller that takes the latest of many:
-    // when the bins' share of the bytes is through, and when streaming them
-    // at the channel's full bandwidth would be (the same for every request
-    // of `bytes`).
+    // When the bins' share of the bytes is through, and when streaming them
+    // at the channel's full bandwidth would be.
     double fill(std::size_t channel, double bytes) {
       assert(bytes > 0);
       double left = bytes;

@@ -233,7 +233,8 @@ TEST(TimeBins, ChannelsBookAsMapsOfTheirOwnBinsDo) {
       const std::size_t c = rng() % channels;
       const double bytes = static_cast<double>(1 + rng() % 256);
       const double expected = reference_book(reference[c], bytes, start, stale, ns_per_byte, capacity, bin_ns);
-      const double got = together ? from.book(c, bytes) : bins.book(c, bytes, start, start_bin, stale);
+      const double got = together ? std::max(from.fill(c, bytes), from.streamed(bytes))
+                                  : bins.book(c, bytes, start, start_bin, stale);
       ASSERT_EQ(got, expected) << i << " granule " << g;
       spilled += expected > start + ns_per_byte * bytes;
     }
