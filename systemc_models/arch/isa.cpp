@@ -2,10 +2,12 @@
 
 #include "arch/address_map.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <limits>
 
 namespace tessera::arch {
@@ -195,12 +197,29 @@ std::pair<std::int64_t, std::int64_t> AccessPattern::byte_extent() const {
   return {clamp(lo), clamp(hi + esize)};
 }
 
+namespace {
+
+// Disassembly writes into one buffer: a path's report names tens of
+// thousands of instructions, and a string per piece cost most of it.
+using Text = fmt::memory_buffer;
+
+void append_pattern(Text& out, const AccessPattern& p) {
+  if (!p.valid()) {
+    out.push_back('-');
+    return;
+  }
+  fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}[p{}:{} +{}B {} "), to_string(p.memory), p.start_partition,
+                 p.start_partition + p.partition_count, p.offset_bytes, to_string(p.dtype));
+  for (int d = 0; d < p.num_dims; ++d) fmt::format_to(std::back_inserter(out), FMT_COMPILE("({},{})"), p.size[d], p.stride[d]);
+  out.push_back(']');
+}
+
+}  // namespace
+
 std::string AccessPattern::str() const {
-  if (!valid()) return "-";
-  std::string dims;
-  for (int d = 0; d < num_dims; ++d) dims += fmt::format("({},{})", size[d], stride[d]);
-  return fmt::format("{}[p{}:{} +{}B {} {}]", to_string(memory), start_partition, start_partition + partition_count,
-                     offset_bytes, to_string(dtype), dims);
+  Text out;
+  append_pattern(out, *this);
+  return fmt::to_string(out);
 }
 
 AccessPattern tile(Memory m, DType t, std::uint16_t start_partition, std::uint16_t partitions,
@@ -387,39 +406,55 @@ std::vector<Instruction> decode_all(const std::vector<std::uint8_t>& bytes) {
 // ------------------------------------------------------------ disassembly
 
 std::string disassemble(const Instruction& in) {
-  std::string s = fmt::format("{:<6} {}", to_string(in.engine), to_string(in.opcode));
+  Text s;
+  const auto out = std::back_inserter(s);
+  fmt::format_to(out, FMT_COMPILE("{:<6} {}"), to_string(in.engine), to_string(in.opcode));
+  // A register operand where the instruction names one, else its immediate.
+  const auto operand_or = [&](const AccessPattern& reg, const char* name, float imm) {
+    if (reg.valid()) fmt::format_to(out, FMT_COMPILE("{}"), name);
+    else fmt::format_to(out, FMT_COMPILE("{}"), imm);
+  };
   switch (in.opcode) {
-    case Opcode::SemWait: return s + fmt::format(" sem[{}] >= {}", in.sem, in.value);
-    case Opcode::SemIncr: return s + fmt::format(" sem[{}] += {}", in.sem, in.value);
+    case Opcode::SemWait: fmt::format_to(out, FMT_COMPILE(" sem[{}] >= {}"), in.sem, in.value); return fmt::to_string(s);
+    case Opcode::SemIncr: fmt::format_to(out, FMT_COMPILE(" sem[{}] += {}"), in.sem, in.value); return fmt::to_string(s);
     case Opcode::DmaTrigger:
-      return s + fmt::format(" dma{}.q{} {} descriptor(s) @0x{:x}", in.dma_engine, in.dma_queue, in.value, in.address);
-    case Opcode::SemSignal: return s + fmt::format(" peer sem @0x{:x} += {}", in.address, in.value);
+      fmt::format_to(out, FMT_COMPILE(" dma{}.q{} {} descriptor(s) @0x{:x}"), in.dma_engine, in.dma_queue, in.value, in.address);
+      return fmt::to_string(s);
+    case Opcode::SemSignal: fmt::format_to(out, FMT_COMPILE(" peer sem @0x{:x} += {}"), in.address, in.value); return fmt::to_string(s);
     case Opcode::LoadStationary:
-      if (in.double_row()) s += " double_row";
+      if (in.double_row()) fmt::format_to(out, FMT_COMPILE(" double_row"));
       break;
     case Opcode::MultiplyMoving:
-      if (in.double_row()) s += " double_row";
-      if (in.accumulate()) s += " acc";
+      if (in.double_row()) fmt::format_to(out, FMT_COMPILE(" double_row"));
+      if (in.accumulate()) fmt::format_to(out, FMT_COMPILE(" acc"));
       break;
     case Opcode::TensorTensor:
     case Opcode::Reduce:
-    case Opcode::PartitionReduce: s += fmt::format(" {}", to_string(in.alu)); break;
+    case Opcode::PartitionReduce: fmt::format_to(out, FMT_COMPILE(" {}"), to_string(in.alu)); break;
     case Opcode::TensorScalar:
-      s += fmt::format(" {} {} {} {}", to_string(in.alu), in.b.valid() ? "b[p]" : fmt::format("{}", in.imm0),
-                       to_string(in.alu2), in.c.valid() ? "c[p]" : fmt::format("{}", in.imm1));
+      fmt::format_to(out, FMT_COMPILE(" {} "), to_string(in.alu));
+      operand_or(in.b, "b[p]", in.imm0);
+      fmt::format_to(out, FMT_COMPILE(" {} "), to_string(in.alu2));
+      operand_or(in.c, "c[p]", in.imm1);
       break;
-    case Opcode::Memset: s += fmt::format(" {}", in.imm0); break;
+    case Opcode::Memset: fmt::format_to(out, FMT_COMPILE(" {}"), in.imm0); break;
     case Opcode::Activation:
-      s += fmt::format(" {} scale={} bias={}", to_string(in.func), in.imm0, in.b.valid() ? "b" : fmt::format("{}", in.imm1));
+      fmt::format_to(out, FMT_COMPILE(" {} scale={} bias="), to_string(in.func), in.imm0);
+      operand_or(in.b, "b", in.imm1);
       break;
-    case Opcode::Iota: s += fmt::format(" base={} partition_step={} free_step={}", in.imm0, in.imm1, in.imm2); break;
+    case Opcode::Iota: fmt::format_to(out, FMT_COMPILE(" base={} partition_step={} free_step={}"), in.imm0, in.imm1, in.imm2); break;
     default: break;
   }
-  if (in.dst.valid()) s += " dst=" + in.dst.str();
-  if (in.a.valid()) s += " a=" + in.a.str();
-  if (in.b.valid()) s += " b=" + in.b.str();
-  if (in.c.valid()) s += " c=" + in.c.str();
-  return s;
+  const auto pattern = [&](const char* name, const AccessPattern& p) {
+    if (!p.valid()) return;
+    fmt::format_to(out, FMT_COMPILE(" {}="), name);
+    append_pattern(s, p);
+  };
+  pattern("dst", in.dst);
+  pattern("a", in.a);
+  pattern("b", in.b);
+  pattern("c", in.c);
+  return fmt::to_string(s);
 }
 
 std::string disassemble(const std::vector<std::uint8_t>& stream) {

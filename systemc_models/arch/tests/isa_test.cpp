@@ -190,6 +190,83 @@ TEST(Isa, DisassemblesEveryField) {
   EXPECT_EQ(disassemble(bytes), "     0: vector SemWait sem[3] >= 2\n");
 }
 
+// Each opcode's own text, immediates as the shortest float that reads back,
+// and patterns of several dimensions with negative strides.
+TEST(Isa, DisassemblesEachOpcodesOperands) {
+  Instruction i;
+  i.engine = Engine::Sync;
+  i.opcode = Opcode::DmaTrigger;
+  i.dma_engine = 15;
+  i.dma_queue = 2;
+  i.value = 16;
+  i.address = 0x12345f40;
+  EXPECT_EQ(disassemble(i), "sync   DmaTrigger dma15.q2 16 descriptor(s) @0x12345f40");
+  i = {};
+  i.engine = Engine::Vector;
+  i.opcode = Opcode::SemSignal;
+  i.address = 0xabc0;
+  i.value = 3;
+  EXPECT_EQ(disassemble(i), "vector SemSignal peer sem @0xabc0 += 3");
+  i = {};
+  i.engine = Engine::Tensor;
+  i.opcode = Opcode::LoadStationary;
+  i.flags = kFlagDoubleRow;
+  i.a = tile(Memory::Sbuf, DType::Fp8E4m3, 0, 128, 4096, 128);
+  i.a.num_dims = 2;
+  i.a.size = {2, 64, 0, 0};
+  i.a.stride = {64, 1, 0, 0};
+  EXPECT_EQ(disassemble(i), "tensor LoadStationary double_row a=sbuf[p0:128 +4096B fp8_e4m3 (2,64)(64,1)]");
+  i = {};
+  i.engine = Engine::Vector;
+  i.opcode = Opcode::Reduce;
+  i.alu = AluOp::Add;
+  i.dst = tile(Memory::Sbuf, DType::Fp32, 0, 128, 0, 1);
+  i.a = tile(Memory::Sbuf, DType::Fp32, 0, 128, 512, 4096);
+  i.a.num_dims = 3;
+  i.a.size = {4, 8, 128, 0};
+  i.a.stride = {1024, -128, 1, 0};
+  EXPECT_EQ(disassemble(i),
+            "vector Reduce add dst=sbuf[p0:128 +0B fp32 (1,1)] a=sbuf[p0:128 +512B fp32 (4,1024)(8,-128)(128,1)]");
+  i = {};
+  i.engine = Engine::Vector;
+  i.opcode = Opcode::TensorScalar;
+  i.alu = AluOp::Multiply;
+  i.alu2 = AluOp::Subtract;
+  i.imm0 = 0.125f;
+  i.imm1 = -1.5e-7f;
+  i.dst = tile(Memory::Sbuf, DType::Fp32, 0, 8, 0, 16);
+  i.a = tile(Memory::Sbuf, DType::Fp32, 0, 8, 64, 16);
+  EXPECT_EQ(disassemble(i), "vector TensorScalar multiply 0.125 subtract -1.5e-07 dst=sbuf[p0:8 +0B fp32 (16,1)] "
+                            "a=sbuf[p0:8 +64B fp32 (16,1)]");
+  i = {};
+  i.engine = Engine::GpSimd;
+  i.opcode = Opcode::Memset;
+  i.imm0 = -3.4028235e38f;
+  i.dst = tile(Memory::Psum, DType::Fp32, 0, 128, 0, 512);
+  EXPECT_EQ(disassemble(i), "gpsimd Memset -3.4028235e+38 dst=psum[p0:128 +0B fp32 (512,1)]");
+  i = {};
+  i.engine = Engine::Scalar;
+  i.opcode = Opcode::Activation;
+  i.func = ActFunc::Exp;
+  i.imm0 = 1.4426950f;
+  i.dst = tile(Memory::Sbuf, DType::Bf16, 0, 128, 0, 512);
+  i.a = tile(Memory::Psum, DType::Fp32, 0, 128, 0, 512);
+  i.b = tile(Memory::Sbuf, DType::Fp32, 0, 128, 8192, 1);
+  EXPECT_EQ(disassemble(i), "scalar Activation exp scale=1.442695 bias=b dst=sbuf[p0:128 +0B bf16 (512,1)] "
+                            "a=psum[p0:128 +0B fp32 (512,1)] b=sbuf[p0:128 +8192B fp32 (1,1)]");
+  i = {};
+  i.engine = Engine::GpSimd;
+  i.opcode = Opcode::Iota;
+  i.imm0 = 100;
+  i.imm1 = 1;
+  i.imm2 = 0.5f;
+  i.dst = tile(Memory::Sbuf, DType::Fp32, 0, 128, 0, 64);
+  EXPECT_EQ(disassemble(i), "gpsimd Iota base=100 partition_step=1 free_step=0.5 dst=sbuf[p0:128 +0B fp32 (64,1)]");
+  i = {};
+  EXPECT_EQ(disassemble(i), "sync   Nop");
+  EXPECT_EQ(AccessPattern{}.str(), "-");
+}
+
 TEST(Isa, TensorScalarWithPerPartitionScalarsValidatesAndDisassembles) {
   const auto cfg = tiny();
   Instruction ts;
