@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <string_view>
 #include <tuple>
 
 namespace tessera::timing {
@@ -419,8 +420,9 @@ namespace {
 // attention: 400 M instructions of 2.1 G).
 class PathNames {
 public:
-  std::string of(const Event& e) { return e.stream() ? instruction(e.stream(), e.index) : name_of(e); }
-  std::string of(const Work& w) { return w.stream ? instruction(w.stream, w.index) : name_of(w); }
+  // Valid until the next call (the caller copies it into its step).
+  const std::string& of(const Event& e) { return e.stream() ? instruction(e.stream(), e.index) : (other_ = name_of(e)); }
+  const std::string& of(const Work& w) { return w.stream ? instruction(w.stream, w.index) : (other_ = name_of(w)); }
 
 private:
   const std::string& instruction(const InstructionStream* stream, std::int32_t index) {
@@ -429,6 +431,7 @@ private:
     return it->second;
   }
   std::map<std::pair<const InstructionStream*, std::int32_t>, std::string> names_;
+  std::string other_;  // the last name that is not an instruction's
 };
 
 // An instruction step split by the work its engine did over it: the parts
@@ -471,11 +474,15 @@ void split_by_work(const PathStep& s, const std::vector<const Work*>& work, Path
   piece(t, s.to_ns, nullptr);
 }
 
-std::string engine_of(const std::string& resource) { return resource.rfind("dma", 0) == 0 ? "dma" : resource; }
+std::string_view engine_of(std::string_view resource) { return resource.rfind("dma", 0) == 0 ? "dma" : resource; }
 
 bool waiting_kind(const std::string& kind) { return kind == "wait" || kind == "dma queued"; }
 
-std::vector<PathShare> largest_first(std::map<std::pair<std::string, std::string>, PathShare>& rows) {
+// A path's time by engine (and label), keyed by views of its steps' own
+// strings: a step adds to its rows without a string of its own.
+using ShareRows = std::map<std::pair<std::string_view, std::string_view>, PathShare>;
+
+std::vector<PathShare> largest_first(ShareRows& rows) {
   std::vector<PathShare> out;
   for (auto& [key, row] : rows) out.push_back(std::move(row));
   std::stable_sort(out.begin(), out.end(), [](const PathShare& a, const PathShare& b) { return a.ns > b.ns; });
@@ -549,15 +556,18 @@ CriticalPath critical_path(const std::vector<Event>& events, const std::vector<W
     }
     path.steps = std::move(split);
   }
-  std::map<std::pair<std::string, std::string>, PathShare> by_engine, by_label;
+  ShareRows by_engine, by_label;
   for (const PathStep& s : path.steps) {
     const double waiting = waiting_kind(s.kind) ? s.ns() : s.gap_ns;
+    const std::string_view engine = engine_of(s.resource);
     for (auto* rows : {&by_engine, &by_label}) {
-      const std::string engine = engine_of(s.resource);
-      const std::string label = rows == &by_label ? s.label : "";
-      PathShare& r = (*rows)[{engine, label}];
-      r.engine = engine;
-      r.label = label;
+      const std::string_view label = rows == &by_label ? std::string_view(s.label) : std::string_view();
+      const auto [it, fresh] = rows->try_emplace({engine, label});
+      PathShare& r = it->second;
+      if (fresh) {
+        r.engine = std::string(engine);
+        r.label = std::string(label);
+      }
       r.ns += s.ns();
       r.waiting_ns += waiting;
     }
