@@ -192,18 +192,19 @@ int run(const RunOptions& o) {
   if (dev.cores() > 1 && report.ok && !o.no_baseline) report.set_baseline(one_core_time_ns(o));
 
   // The report says which data it ran on.
-  nlohmann::json json = report.to_json();
-  json["seed"] = *seed;
-  json["dtype"] = request.dtype;
+  nlohmann::json extra = nlohmann::json::object();
+  extra["seed"] = *seed;
+  extra["dtype"] = request.dtype;
   if (!retuned.is_null())
-    json["retune"] = {{"budget", o.retune},
-                      {"strategy", retuned["strategy"]},
-                      {"space_size", retuned["space_size"]},
-                      {"timed", retuned["timed"]},
-                      {"pruned", retuned["pruned"]},
-                      {"params", request.params}};
+    extra["retune"] = {{"budget", o.retune},
+                       {"strategy", retuned["strategy"]},
+                       {"space_size", retuned["space_size"]},
+                       {"timed", retuned["timed"]},
+                       {"pruned", retuned["pruned"]},
+                       {"params", request.params}};
+  const std::string json = report.json_text(extra);
   if (!o.out.empty()) {
-    write_file(std::filesystem::path(o.out) / "report.json", json.dump(2) + "\n");
+    write_file(std::filesystem::path(o.out) / "report.json", json + "\n");
     write_file(std::filesystem::path(o.out) / "stats.txt", dev.stats_text());
     write_file(std::filesystem::path(o.out) / "config.resolved.yaml", arch::to_annotated_yaml(dev.resolved()));
   }
@@ -215,9 +216,9 @@ int run(const RunOptions& o) {
     const std::string variant = o.variant.empty() ? std::string("default") : o.variant;
     const std::string title = fmt::format("{} {} on {} ({}) {}", o.kernel, variant, report.config, report.fidelity,
                                           shape_text);
-    write_page(o.html, run_page(title, json, dev.trace()));
+    write_page(o.html, run_page(title, nlohmann::json::parse(json), dev.trace()));
   }
-  if (o.json) std::cout << json.dump(2) << '\n';
+  if (o.json) std::cout << json << '\n';
   else std::cout << report.summary();
   if (!o.waves.empty())
     std::cerr << fmt::format("tessera run: waveform {} (save file {}); open it with: scripts/waves {}\n", o.waves,

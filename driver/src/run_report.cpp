@@ -1,8 +1,13 @@
 #include "tessera/run_report.h"
 
+#include "json_text.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
+#include <string_view>
+#include <utility>
 
 namespace tessera {
 
@@ -46,34 +51,80 @@ void RunReport::set_baseline(double one_core_time_ns) {
   scaling_efficiency_percent = 100.0 * speedup / n;
 }
 
-nlohmann::json RunReport::to_json() const {
-  nlohmann::json engines_json = nlohmann::json::object();
-  for (const auto& [name, e] : engines)
-    engines_json[name] = {{"instructions", e.instructions},
-                          {"busy_ns", e.busy_ns},
-                          {"semaphore_wait_ns", e.semaphore_wait_ns},
-                          {"fetch_wait_ns", e.fetch_wait_ns},
-                          {"memory_stall_ns", e.memory_stall_ns},
-                          {"busy_percent", time_ns > 0 ? 100.0 * e.busy_ns / time_ns : 0.0}};
-  nlohmann::json stalls_json = nlohmann::json::array();
-  for (const auto& st : top_stalls)
-    stalls_json.push_back({{"engine", st.engine}, {"reason", st.reason}, {"ns", st.ns},
-                           {"percent", time_ns > 0 ? 100.0 * st.ns / time_ns : 0.0}});
-  const auto costs_json = [](const std::vector<SiteCost>& rows, bool labels) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const SiteCost& c : rows) {
-      nlohmann::json row = {{"engine", c.engine}, {"site", c.site}, {"count", c.count}, {"busy_ns", c.busy_ns},
-                            {"waiting_ns", c.waiting_ns}, {"fetch_wait_ns", c.fetch_wait_ns},
-                            {"total_ns", c.total_ns()}, {"waiting_for", c.waiting_for}};
-      if (c.dma_bytes > 0) row["dma_bytes"] = c.dma_bytes;
-      if (labels) row["label"] = c.label;
-      out.push_back(std::move(row));
+std::string RunReport::json_text(const nlohmann::json& extra) const {
+  std::string out;
+  JsonText w(out);
+  const auto percent_of_time = [&](double ns) { return time_ns > 0 ? 100.0 * ns / time_ns : 0.0; };
+
+  // Each object's keys in ascending order, as a document holds them
+  // (JsonText checks). The rows first, then the top level that holds them.
+  const auto engines_object = [&] {
+    w.begin_object();
+    for (const auto& [name, e] : engines) {
+      w.key(name);
+      w.begin_object();
+      w.member("busy_ns", e.busy_ns);
+      w.member("busy_percent", percent_of_time(e.busy_ns));
+      w.member("fetch_wait_ns", e.fetch_wait_ns);
+      w.member("instructions", e.instructions);
+      w.member("memory_stall_ns", e.memory_stall_ns);
+      w.member("semaphore_wait_ns", e.semaphore_wait_ns);
+      w.end();
     }
-    return out;
+    w.end();
   };
-  nlohmann::json path = nlohmann::json::object();
-  if (!critical_path.empty()) {
-    nlohmann::json steps = nlohmann::json::array(), waits = nlohmann::json::array();
+  const auto stalls_array = [&] {
+    w.begin_array();
+    for (const Stall& st : top_stalls) {
+      w.begin_object();
+      w.member("engine", st.engine);
+      w.member("ns", st.ns);
+      w.member("percent", percent_of_time(st.ns));
+      w.member("reason", st.reason);
+      w.end();
+    }
+    w.end();
+  };
+  const auto costs_array = [&](const std::vector<SiteCost>& rows, bool labels) {
+    w.begin_array();
+    for (const SiteCost& c : rows) {
+      w.begin_object();
+      w.member("busy_ns", c.busy_ns);
+      w.member("count", c.count);
+      if (c.dma_bytes > 0) w.member("dma_bytes", c.dma_bytes);
+      w.member("engine", c.engine);
+      w.member("fetch_wait_ns", c.fetch_wait_ns);
+      if (labels) w.member("label", c.label);
+      w.member("site", c.site);
+      w.member("total_ns", c.total_ns());
+      w.key("waiting_for");
+      w.begin_object();
+      for (const auto& [whom, ns] : c.waiting_for) w.member(whom, ns);
+      w.end();
+      w.member("waiting_ns", c.waiting_ns);
+      w.end();
+    }
+    w.end();
+  };
+  const auto shares_array = [&](const std::vector<PathShare>& rows, bool labels) {
+    w.begin_array();
+    for (const PathShare& r : rows) {
+      w.begin_object();
+      w.member("engine", r.engine);
+      if (labels) w.member("label", r.label);
+      w.member("ns", r.ns);
+      w.member("percent", percent_of_time(r.ns));
+      w.member("waiting_ns", r.waiting_ns);
+      w.end();
+    }
+    w.end();
+  };
+  const auto critical_path_object = [&] {
+    w.begin_object();
+    if (critical_path.empty()) {
+      w.end();
+      return;
+    }
     const auto& all_steps = critical_path.steps;
     const auto& all_waits = critical_path.waits;
     const std::vector<std::size_t> kept_steps =
@@ -81,137 +132,180 @@ nlohmann::json RunReport::to_json() const {
     const std::vector<std::size_t> kept_waits = longest(all_waits.size(), kMaxReportedPathEntries, [&](std::size_t i) {
       return all_waits[i].end_ns - all_waits[i].start_ns;
     });
-    // Up to 10,000 rows each: filled member by member, where a braced list
-    // of pairs cost about 10,000 instructions a row (its temporaries are
-    // copied), a tenth of a small run. A new empty object at the end of `rows`:
-    const auto new_row = [](nlohmann::json& rows) -> nlohmann::json::object_t& {
-      rows.push_back(nlohmann::json::object());
-      return rows.back().get_ref<nlohmann::json::object_t&>();
-    };
-    steps.get_ref<nlohmann::json::array_t&>().reserve(kept_steps.size());
+    w.key("by_engine");
+    shares_array(critical_path.by_engine, false);
+    w.key("by_label");
+    shares_array(critical_path.by_label, true);
+    w.member("end_ns", critical_path.end_ns);
+    w.key("steps");
+    w.begin_array();
     for (const std::size_t i : kept_steps) {
       const PathStep& st = all_steps[i];
-      nlohmann::json::object_t& r = new_row(steps);
-      r.emplace("resource", st.resource);
-      r.emplace("kind", st.kind);
-      r.emplace("name", st.name);
-      r.emplace("label", st.label);
-      r.emplace("site", st.site);
-      r.emplace("index", st.index);
-      r.emplace("start_ns", st.start_ns);
-      r.emplace("end_ns", st.end_ns);
-      r.emplace("from_ns", st.from_ns);
-      r.emplace("to_ns", st.to_ns);
-      if (st.gap_ns > 0) r.emplace("gap", nlohmann::json::object_t{{"ns", st.gap_ns}, {"reason", st.gap}});
-    }
-    waits.get_ref<nlohmann::json::array_t&>().reserve(kept_waits.size());
-    for (const std::size_t i : kept_waits) {
-      const PathWait& w = all_waits[i];
-      nlohmann::json::object_t& r = new_row(waits);
-      r.emplace("engine", w.engine);
-      r.emplace("label", w.label);
-      r.emplace("site", w.site);
-      r.emplace("index", w.index);
-      r.emplace("start_ns", w.start_ns);
-      r.emplace("end_ns", w.end_ns);
-      r.emplace("waited_ns", w.end_ns - w.start_ns);
-      r.emplace("released_by", w.released_by);
-      r.emplace("released_by_label", w.released_by_label);
-    }
-    const auto shares = [&](const std::vector<PathShare>& rows, bool labels) {
-      nlohmann::json out = nlohmann::json::array();
-      for (const PathShare& r : rows) {
-        nlohmann::json row = {{"engine", r.engine}, {"ns", r.ns}, {"waiting_ns", r.waiting_ns},
-                              {"percent", time_ns > 0 ? 100.0 * r.ns / time_ns : 0.0}};
-        if (labels) row["label"] = r.label;
-        out.push_back(std::move(row));
+      w.begin_object();
+      w.member("end_ns", st.end_ns);
+      w.member("from_ns", st.from_ns);
+      if (st.gap_ns > 0) {
+        w.key("gap");
+        w.begin_object();
+        w.member("ns", st.gap_ns);
+        w.member("reason", st.gap);
+        w.end();
       }
-      return out;
-    };
-    path = {{"end_ns", critical_path.end_ns}, {"steps", std::move(steps)}, {"waits", std::move(waits)},
-            {"steps_total", all_steps.size()}, {"waits_total", all_waits.size()},
-            {"by_engine", shares(critical_path.by_engine, false)}, {"by_label", shares(critical_path.by_label, true)}};
-  }
-  nlohmann::json out = {
-      {"kernel", kernel},
-      {"variant", variant},
-      {"config", config},
-      {"fidelity", fidelity},
-      {"shape", shape},
-      {"params", params},
-      {"ok", ok},
-      {"error", error},
-      {"time_ns", time_ns},
-      {"cycles", cycles},
-      {"tensor_utilisation", tensor_utilisation},
-      {"hfu_percent", hfu_percent},
-      {"matmul_flops", matmul_flops},
-      {"dma_bytes", dma_bytes},
-      {"dma_transfers", dma_transfers},
-      {"dma_average_bytes", dma_average_bytes},
-      {"engines", engines_json},
-      {"bound_by", bound_by()},
-      {"model_flops", model_flops},
-      {"mfu_percent", mfu_percent},
-      {"peak_tflops", peak_tflops},
-      {"achieved_tflops", achieved_tflops},
-      {"hbm_bytes", hbm_bytes},
-      {"arithmetic_intensity", arithmetic_intensity},
-      {"hbm_bandwidth_gbps", hbm_bandwidth_gbps},
-      {"hbm_peak_gbps", hbm_peak_gbps},
-      {"hbm_utilisation_percent", hbm_utilisation_percent},
-      {"tensor_active_ns", tensor_active_ns},
-      {"tensor_multiplying_ns", tensor_multiplying_ns},
-      {"tensor_waiting_ns", tensor_waiting_ns},
-      {"dma_busy_ns", dma_busy_ns},
-      {"top_stalls", stalls_json},
-      {"by_site", costs_json(by_site, false)},
-      {"by_label", costs_json(by_label, true)},
-      {"critical_path", std::move(path)},
-      {"checked", checked},
-      {"correct", correct},
-      {"max_abs_error", max_abs_error},
-      {"tolerance", tolerance},
-      {"wall_seconds", wall_seconds},
-      {"build_seconds", build_seconds},
-      {"simulate_seconds", simulate_seconds},
-      {"analysis_seconds", analysis_seconds},
-      {"check_seconds", check_seconds},
-      {"check_threads", check_threads},
+      w.member("index", st.index);
+      w.member("kind", st.kind);
+      w.member("label", st.label);
+      w.member("name", st.name);
+      w.member("resource", st.resource);
+      w.member("site", st.site);
+      w.member("start_ns", st.start_ns);
+      w.member("to_ns", st.to_ns);
+      w.end();
+    }
+    w.end();
+    w.member("steps_total", all_steps.size());
+    w.key("waits");
+    w.begin_array();
+    for (const std::size_t i : kept_waits) {
+      const PathWait& pw = all_waits[i];
+      w.begin_object();
+      w.member("end_ns", pw.end_ns);
+      w.member("engine", pw.engine);
+      w.member("index", pw.index);
+      w.member("label", pw.label);
+      w.member("released_by", pw.released_by);
+      w.member("released_by_label", pw.released_by_label);
+      w.member("site", pw.site);
+      w.member("start_ns", pw.start_ns);
+      w.member("waited_ns", pw.end_ns - pw.start_ns);
+      w.end();
+    }
+    w.end();
+    w.member("waits_total", all_waits.size());
+    w.end();
   };
+  const auto per_core_array = [&] {
+    w.begin_array();
+    for (const CoreReport& c : per_core) {
+      w.begin_object();
+      w.member("bound_by", c.bound_by);
+      w.member("collective_ns", c.collective_ns);
+      w.member("dma_bytes", c.dma_bytes);
+      w.member("hbm_bandwidth_gbps", c.hbm_bandwidth_gbps);
+      w.member("hbm_bytes", c.hbm_bytes);
+      w.member("hfu_percent", c.hfu_percent);
+      w.member("link_bytes_received", c.link_bytes_received);
+      w.member("link_bytes_sent", c.link_bytes_sent);
+      w.member("link_receive_busy_ns", c.link_receive_busy_ns);
+      w.member("link_send_busy_ns", c.link_send_busy_ns);
+      w.member("matmul_flops", c.matmul_flops);
+      w.member("tensor_active_ns", c.tensor_active_ns);
+      w.member("tensor_waiting_ns", c.tensor_waiting_ns);
+      w.member("time_ns", c.time_ns);
+      w.end();
+    }
+    w.end();
+  };
+
+  // The top level: its members in any order here, sorted below with the
+  // caller's, which replace one of the same name.
+  std::vector<std::pair<std::string_view, std::function<void()>>> top;
+  const auto add = [&](std::string_view key, std::function<void()> write) { top.emplace_back(key, std::move(write)); };
+  const auto scalar = [&](std::string_view key, auto v) { add(key, [&w, v] { w.value(v); }); };
+  scalar("kernel", std::string_view(kernel));
+  scalar("variant", std::string_view(variant));
+  scalar("config", std::string_view(config));
+  scalar("fidelity", std::string_view(fidelity));
+  add("shape", [&] {
+    w.begin_object();
+    for (const auto& [k, v] : shape) w.member(k, v);
+    w.end();
+  });
+  add("params", [&] { w.value(params); });
+  scalar("ok", ok);
+  scalar("error", std::string_view(error));
+  scalar("time_ns", time_ns);
+  scalar("cycles", cycles);
+  scalar("tensor_utilisation", tensor_utilisation);
+  scalar("hfu_percent", hfu_percent);
+  scalar("matmul_flops", matmul_flops);
+  scalar("dma_bytes", dma_bytes);
+  scalar("dma_transfers", dma_transfers);
+  scalar("dma_average_bytes", dma_average_bytes);
+  add("engines", engines_object);
+  add("bound_by", [&] { w.value(bound_by()); });
+  scalar("model_flops", model_flops);
+  scalar("mfu_percent", mfu_percent);
+  scalar("peak_tflops", peak_tflops);
+  scalar("achieved_tflops", achieved_tflops);
+  scalar("hbm_bytes", hbm_bytes);
+  scalar("arithmetic_intensity", arithmetic_intensity);
+  scalar("hbm_bandwidth_gbps", hbm_bandwidth_gbps);
+  scalar("hbm_peak_gbps", hbm_peak_gbps);
+  scalar("hbm_utilisation_percent", hbm_utilisation_percent);
+  scalar("tensor_active_ns", tensor_active_ns);
+  scalar("tensor_multiplying_ns", tensor_multiplying_ns);
+  scalar("tensor_waiting_ns", tensor_waiting_ns);
+  scalar("dma_busy_ns", dma_busy_ns);
+  add("top_stalls", stalls_array);
+  add("by_site", [&] { costs_array(by_site, false); });
+  add("by_label", [&] { costs_array(by_label, true); });
+  add("critical_path", critical_path_object);
+  scalar("checked", checked);
+  scalar("correct", correct);
+  scalar("max_abs_error", max_abs_error);
+  scalar("tolerance", tolerance);
+  scalar("wall_seconds", wall_seconds);
+  scalar("build_seconds", build_seconds);
+  scalar("simulate_seconds", simulate_seconds);
+  scalar("analysis_seconds", analysis_seconds);
+  scalar("check_seconds", check_seconds);
+  scalar("check_threads", check_threads);
   if (!per_core.empty()) {
-    nlohmann::json cores = nlohmann::json::array();
-    for (const CoreReport& c : per_core)
-      cores.push_back({{"time_ns", c.time_ns},
-                       {"matmul_flops", c.matmul_flops},
-                       {"hfu_percent", c.hfu_percent},
-                       {"tensor_active_ns", c.tensor_active_ns},
-                       {"tensor_waiting_ns", c.tensor_waiting_ns},
-                       {"dma_bytes", c.dma_bytes},
-                       {"hbm_bytes", c.hbm_bytes},
-                       {"hbm_bandwidth_gbps", c.hbm_bandwidth_gbps},
-                       {"bound_by", c.bound_by},
-                       {"collective_ns", c.collective_ns},
-                       {"link_bytes_sent", c.link_bytes_sent},
-                       {"link_bytes_received", c.link_bytes_received},
-                       {"link_send_busy_ns", c.link_send_busy_ns},
-                       {"link_receive_busy_ns", c.link_receive_busy_ns}});
-    out["cores"] = per_core.size();
-    out["shard"] = shard;
-    out["lnc"] = lnc;
-    out["per_core"] = std::move(cores);
-    out["critical_core"] = critical_core;
-    out["scaling"] = {{"baseline_time_ns", baseline_time_ns},
-                      {"speedup", speedup},
-                      {"efficiency_percent", scaling_efficiency_percent}};
-    nlohmann::json phases = nlohmann::json::array();
-    for (const CollectivePhase& p : collectives) phases.push_back({{"label", p.label}, {"ns", p.ns}});
-    out["collectives"] = {{"time_ns", collective_ns},
-                          {"percent", time_ns > 0 ? 100.0 * collective_ns / time_ns : 0.0},
-                          {"phases", std::move(phases)}};
+    scalar("cores", per_core.size());
+    scalar("shard", std::string_view(shard));
+    scalar("lnc", lnc);
+    add("per_core", per_core_array);
+    scalar("critical_core", critical_core);
+    add("scaling", [&] {
+      w.begin_object();
+      w.member("baseline_time_ns", baseline_time_ns);
+      w.member("efficiency_percent", scaling_efficiency_percent);
+      w.member("speedup", speedup);
+      w.end();
+    });
+    add("collectives", [&] {
+      w.begin_object();
+      w.member("percent", percent_of_time(collective_ns));
+      w.key("phases");
+      w.begin_array();
+      for (const CollectivePhase& p : collectives) {
+        w.begin_object();
+        w.member("label", p.label);
+        w.member("ns", p.ns);
+        w.end();
+      }
+      w.end();
+      w.member("time_ns", collective_ns);
+      w.end();
+    });
   }
+  for (const auto& [key, v] : extra.items()) {
+    const auto same = std::find_if(top.begin(), top.end(), [&key = key](const auto& m) { return m.first == key; });
+    std::function<void()> write = [&w, &v = v] { w.value(v); };
+    if (same != top.end()) same->second = std::move(write);
+    else add(key, std::move(write));
+  }
+  std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  w.begin_object();
+  for (const auto& [key, write] : top) {
+    w.key(key);
+    write();
+  }
+  w.end();
   return out;
 }
+
+nlohmann::json RunReport::to_json() const { return nlohmann::json::parse(json_text()); }
 
 std::string RunReport::summary() const {
   std::string shape_text;

@@ -199,8 +199,13 @@ struct RunReport {
   // The engine (or "dma") with the most busy time: what bounds the run when
   // it is busy most of it; empty when nothing was busy.
   std::string bound_by() const;
-  nlohmann::json to_json() const;
-  std::string summary() const;  // readable, a few lines
+  // report.json's text: two-space indents, each object's keys sorted, with
+  // the members of `extra` (an object) added at the top level, replacing any
+  // of the same name. Written straight out, not built as a document first
+  // (a large run's report has tens of thousands of rows).
+  std::string json_text(const nlohmann::json& extra = nlohmann::json::object()) const;
+  nlohmann::json to_json() const;  // json_text() as a document
+  std::string summary() const;     // readable, a few lines
 };
 
 }  // namespace tessera
