@@ -56,7 +56,7 @@ void JsonText::key(std::string_view k) {
                                        k, top.last_key));
   if (!top.empty) out_ += ',';
   top.empty = false;
-  top.last_key.assign(k);
+  top.last_key = k;
   new_line();
   string(k);
   out_ += ": ";
@@ -96,19 +96,39 @@ void JsonText::value(std::string_view s) {
   string(s);
 }
 
+namespace {
+
+// The bytes a string cannot hold as they are: the controls, quote and
+// backslash (escaped here), and those past ASCII (see string()).
+constexpr std::array<bool, 256> kNotPlain = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0; c < 256; ++c) t[static_cast<std::size_t>(c)] = c < 0x20 || c == '"' || c == '\\' || c >= 0x80;
+  return t;
+}();
+
+}  // namespace
+
 void JsonText::string(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size() && !kNotPlain[static_cast<unsigned char>(s[i])]) ++i;
+  out_ += '"';
+  if (i == s.size()) {  // nearly every string in a report
+    out_.append(s);
+    out_ += '"';
+    return;
+  }
   // Bytes past ASCII: nlohmann checks the UTF-8 (and throws on a bad
   // sequence); such strings (rare in a report) go through it whole.
-  for (const char c : s)
-    if (static_cast<unsigned char>(c) >= 0x80) {
+  for (std::size_t j = i; j < s.size(); ++j)
+    if (static_cast<unsigned char>(s[j]) >= 0x80) {
+      out_.pop_back();
       out_ += nlohmann::json(std::string(s)).dump();
       return;
     }
-  out_ += '"';
   std::size_t plain = 0;  // the start of the bytes not yet copied
-  for (std::size_t i = 0; i < s.size(); ++i) {
+  for (; i < s.size(); ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    if (!kNotPlain[c]) continue;
     out_.append(s.data() + plain, i - plain);
     plain = i + 1;
     switch (c) {

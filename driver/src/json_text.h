@@ -30,6 +30,8 @@ public:
   void begin_object();
   void begin_array();
   void end();  // of the innermost open object or array
+  // The key's characters must last until its object ends (the next key is
+  // checked against it): a literal, or a string the caller holds meanwhile.
   void key(std::string_view k);
 
   void value(double v);
@@ -52,7 +54,7 @@ private:
   struct Level {
     bool object;
     bool empty;
-    std::string last_key;
+    std::string_view last_key;
   };
   void before_value();
   void new_line();
