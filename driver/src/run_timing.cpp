@@ -543,10 +543,23 @@ CriticalPath critical_path(const std::vector<Event>& events, const std::vector<W
   std::reverse(path.steps.begin(), path.steps.end());
   std::reverse(path.waits.begin(), path.waits.end());
   if (!work.empty()) {
+    // Each engine's work in start order. run_work lists it engine by engine,
+    // each in order already: a run of one engine's is filed under it at
+    // once, and a list in order is left as it is.
     std::map<std::string_view, std::vector<const Work*>> by_engine_work;
-    for (const Work& w : work) by_engine_work[std::string_view(w.resource)].push_back(&w);
-    for (auto& [engine, list] : by_engine_work)
-      std::stable_sort(list.begin(), list.end(), [](const Work* a, const Work* b) { return a->start < b->start; });
+    std::vector<const Work*>* list = nullptr;
+    const char* listed = nullptr;
+    for (const Work& w : work) {
+      if (w.resource != listed) {
+        list = &by_engine_work[std::string_view(w.resource)];
+        listed = w.resource;
+      }
+      list->push_back(&w);
+    }
+    const auto by_start = [](const Work* a, const Work* b) { return a->start < b->start; };
+    for (auto& [engine, engine_work] : by_engine_work)
+      if (!std::is_sorted(engine_work.begin(), engine_work.end(), by_start))
+        std::stable_sort(engine_work.begin(), engine_work.end(), by_start);
     std::vector<PathStep> split;
     split.reserve(path.steps.size() + path.steps.size() / 2);
     for (const PathStep& s : path.steps) {
