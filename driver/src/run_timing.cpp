@@ -421,7 +421,9 @@ namespace {
 class PathNames {
 public:
   // Valid until the next call (the caller copies it into its step).
-  const std::string& of(const Event& e) { return e.stream() ? instruction(e.stream(), e.index) : (other_ = name_of(e)); }
+  const std::string& of(const Event& e) {
+    return e.stream() ? instruction(e.stream(), e.index) : (other_ = name_of(e));
+  }
   const std::string& of(const Work& w) { return w.stream ? instruction(w.stream, w.index) : (other_ = name_of(w)); }
 
 private:

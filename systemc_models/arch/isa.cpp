@@ -9,6 +9,7 @@
 #include <cstring>
 #include <iterator>
 #include <limits>
+#include <string_view>
 
 namespace tessera::arch {
 
@@ -210,7 +211,8 @@ void append_pattern(Text& out, const AccessPattern& p) {
   }
   fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}[p{}:{} +{}B {} "), to_string(p.memory), p.start_partition,
                  p.start_partition + p.partition_count, p.offset_bytes, to_string(p.dtype));
-  for (int d = 0; d < p.num_dims; ++d) fmt::format_to(std::back_inserter(out), FMT_COMPILE("({},{})"), p.size[d], p.stride[d]);
+  for (int d = 0; d < p.num_dims; ++d)
+    fmt::format_to(std::back_inserter(out), FMT_COMPILE("({},{})"), p.size[d], p.stride[d]);
   out.push_back(']');
 }
 
@@ -408,25 +410,33 @@ std::vector<Instruction> decode_all(const std::vector<std::uint8_t>& bytes) {
 std::string disassemble(const Instruction& in) {
   Text s;
   const auto out = std::back_inserter(s);
+  const auto put = [&](std::string_view text) { s.append(text.data(), text.data() + text.size()); };
   fmt::format_to(out, FMT_COMPILE("{:<6} {}"), to_string(in.engine), to_string(in.opcode));
   // A register operand where the instruction names one, else its immediate.
   const auto operand_or = [&](const AccessPattern& reg, const char* name, float imm) {
-    if (reg.valid()) fmt::format_to(out, FMT_COMPILE("{}"), name);
+    if (reg.valid()) put(name);
     else fmt::format_to(out, FMT_COMPILE("{}"), imm);
   };
   switch (in.opcode) {
-    case Opcode::SemWait: fmt::format_to(out, FMT_COMPILE(" sem[{}] >= {}"), in.sem, in.value); return fmt::to_string(s);
-    case Opcode::SemIncr: fmt::format_to(out, FMT_COMPILE(" sem[{}] += {}"), in.sem, in.value); return fmt::to_string(s);
-    case Opcode::DmaTrigger:
-      fmt::format_to(out, FMT_COMPILE(" dma{}.q{} {} descriptor(s) @0x{:x}"), in.dma_engine, in.dma_queue, in.value, in.address);
+    case Opcode::SemWait:
+      fmt::format_to(out, FMT_COMPILE(" sem[{}] >= {}"), in.sem, in.value);
       return fmt::to_string(s);
-    case Opcode::SemSignal: fmt::format_to(out, FMT_COMPILE(" peer sem @0x{:x} += {}"), in.address, in.value); return fmt::to_string(s);
+    case Opcode::SemIncr:
+      fmt::format_to(out, FMT_COMPILE(" sem[{}] += {}"), in.sem, in.value);
+      return fmt::to_string(s);
+    case Opcode::DmaTrigger:
+      fmt::format_to(out, FMT_COMPILE(" dma{}.q{} {} descriptor(s) @0x{:x}"), in.dma_engine, in.dma_queue, in.value,
+                     in.address);
+      return fmt::to_string(s);
+    case Opcode::SemSignal:
+      fmt::format_to(out, FMT_COMPILE(" peer sem @0x{:x} += {}"), in.address, in.value);
+      return fmt::to_string(s);
     case Opcode::LoadStationary:
-      if (in.double_row()) fmt::format_to(out, FMT_COMPILE(" double_row"));
+      if (in.double_row()) put(" double_row");
       break;
     case Opcode::MultiplyMoving:
-      if (in.double_row()) fmt::format_to(out, FMT_COMPILE(" double_row"));
-      if (in.accumulate()) fmt::format_to(out, FMT_COMPILE(" acc"));
+      if (in.double_row()) put(" double_row");
+      if (in.accumulate()) put(" acc");
       break;
     case Opcode::TensorTensor:
     case Opcode::Reduce:
@@ -442,7 +452,9 @@ std::string disassemble(const Instruction& in) {
       fmt::format_to(out, FMT_COMPILE(" {} scale={} bias="), to_string(in.func), in.imm0);
       operand_or(in.b, "b", in.imm1);
       break;
-    case Opcode::Iota: fmt::format_to(out, FMT_COMPILE(" base={} partition_step={} free_step={}"), in.imm0, in.imm1, in.imm2); break;
+    case Opcode::Iota:
+      fmt::format_to(out, FMT_COMPILE(" base={} partition_step={} free_step={}"), in.imm0, in.imm1, in.imm2);
+      break;
     default: break;
   }
   const auto pattern = [&](const char* name, const AccessPattern& p) {
