@@ -40,7 +40,7 @@ void JsonText::begin_array() {
 
 void JsonText::end() {
   if (open_.empty() || after_key_) throw std::logic_error("JsonText: end() with nothing open, or after a key");
-  const Level top = std::move(open_.back());
+  const Level top = open_.back();
   open_.pop_back();
   if (!top.empty) new_line();
   out_ += top.object ? '}' : ']';
