@@ -440,26 +440,34 @@ private:
 // no work covers stay the step's own (its gap with the first).
 void split_by_work(const PathStep& s, const std::vector<const Work*>& work, PathNames& names,
                    std::vector<PathStep>& out) {
+  // A part of the step: the step's own (with its gap when it is the first),
+  // or the work `w` done over it.
   const auto piece = [&](double from, double to, const Work* w) {
     if (to <= from) return;
-    PathStep p = s;
-    p.from_ns = from;
-    p.to_ns = to;
-    if (from > s.from_ns) {
-      p.gap_ns = 0;
-      p.gap.clear();
-    }
+    PathStep& p = out.emplace_back();
+    p.resource = s.resource;
+    p.kind = s.kind;
     if (w) {
       p.name = names.of(*w);
-      p.label = std::string(w->label);
-      p.site = std::string(w->site);
+      p.label = w->label;
+      p.site = w->site;
       p.index = w->index;
       p.start_ns = w->start;
       p.end_ns = w->end;
-      p.gap_ns = 0;
-      p.gap.clear();
+    } else {
+      p.name = s.name;
+      p.label = s.label;
+      p.site = s.site;
+      p.index = s.index;
+      p.start_ns = s.start_ns;
+      p.end_ns = s.end_ns;
+      if (from <= s.from_ns) {
+        p.gap_ns = s.gap_ns;
+        p.gap = s.gap;
+      }
     }
-    out.push_back(std::move(p));
+    p.from_ns = from;
+    p.to_ns = to;
   };
   const double own = s.from_ns + s.gap_ns;
   piece(s.from_ns, own, nullptr);
@@ -501,8 +509,16 @@ CriticalPath critical_path(const std::vector<Event>& events, const std::vector<W
     if (events[i].end > events[static_cast<std::size_t>(current)].end) current = static_cast<int>(i);
   double hi = events[static_cast<std::size_t>(current)].end;
   path.end_ns = hi;
+  // The walk back from the end: each event, the one that held it back, and
+  // the part of the end time it held. Its steps and waits are then made in
+  // time order, each once, into vectors of their final size.
+  struct Link {
+    int event, bound;
+    double from, to;
+  };
+  std::vector<Link> chain;
+  std::size_t steps = 0, waits = 0;
   std::vector<char> seen(events.size(), 0);  // a walk that came back to an event would loop
-  PathNames names;
   while (current >= 0 && !seen[static_cast<std::size_t>(current)]) {
     seen[static_cast<std::size_t>(current)] = 1;
     const Event& x = events[static_cast<std::size_t>(current)];
@@ -511,6 +527,19 @@ CriticalPath critical_path(const std::vector<Event>& events, const std::vector<W
     for (const int p : x.after)
       if (bound < 0 || events[static_cast<std::size_t>(p)].end > events[static_cast<std::size_t>(bound)].end) bound = p;
     const double from = bound < 0 ? 0.0 : std::min(events[static_cast<std::size_t>(bound)].end, hi);
+    chain.push_back({current, bound, from, hi});
+    steps += hi - from > 0 || x.kind == EventKind::Wait;
+    waits += x.kind == EventKind::Wait && bound >= 0 && bound == x.released_by;
+    hi = from;
+    current = bound;
+  }
+  path.steps.reserve(steps);
+  path.waits.reserve(waits);
+  PathNames names;
+  for (auto link = chain.rbegin(); link != chain.rend(); ++link) {
+    const Event& x = events[static_cast<std::size_t>(link->event)];
+    const int bound = link->bound;
+    const double from = link->from;
     PathStep s;
     s.resource = std::string(x.resource());
     s.kind = to_string(x.kind);
@@ -521,8 +550,8 @@ CriticalPath critical_path(const std::vector<Event>& events, const std::vector<W
     s.start_ns = x.start;
     s.end_ns = x.end;
     s.from_ns = from;
-    s.to_ns = hi;
-    s.gap_ns = std::max(0.0, std::min(x.start, hi) - from);
+    s.to_ns = link->to;
+    s.gap_ns = std::max(0.0, std::min(x.start, link->to) - from);
     if (s.gap_ns > 0) {
       const bool same =
           bound >= 0 && std::string_view(events[static_cast<std::size_t>(bound)].resource()) == x.resource();
@@ -539,11 +568,7 @@ CriticalPath critical_path(const std::vector<Event>& events, const std::vector<W
                             std::string(by.label())});
     }
     if (s.ns() > 0 || x.kind == EventKind::Wait) path.steps.push_back(std::move(s));
-    hi = from;
-    current = bound;
   }
-  std::reverse(path.steps.begin(), path.steps.end());
-  std::reverse(path.waits.begin(), path.waits.end());
   if (!work.empty()) {
     // Each engine's work in start order. run_work lists it engine by engine,
     // each in order already: a run of one engine's is filed under it at
