@@ -589,9 +589,9 @@ CriticalPath critical_path(const std::vector<Event>& events, const std::vector<W
         std::stable_sort(engine_work.begin(), engine_work.end(), by_start);
     std::vector<PathStep> split;
     split.reserve(path.steps.size() + path.steps.size() / 2);
-    for (const PathStep& s : path.steps) {
+    for (PathStep& s : path.steps) {  // each kept whole is moved: path.steps is replaced below
       const auto w = by_engine_work.find(s.resource);
-      if (s.kind != "instruction" || w == by_engine_work.end()) split.push_back(s);
+      if (s.kind != "instruction" || w == by_engine_work.end()) split.push_back(std::move(s));
       else split_by_work(s, w->second, names, split);
     }
     path.steps = std::move(split);
