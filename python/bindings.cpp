@@ -363,9 +363,9 @@ PYBIND11_MODULE(_tessera, m) {
       .def("to_dict", [](const RunReport& r) { return to_python(r.to_json()); },
            "Every figure, as report.json holds them")
       .def("__getitem__", [](const RunReport& r, const std::string& key) {
-        const nlohmann::json j = r.to_json();
-        if (!j.contains(key)) throw py::key_error(key);
-        return to_python(j.at(key));
+        const std::optional<std::string> text = r.json_member(key);
+        if (!text) throw py::key_error(key);
+        return to_python(nlohmann::json::parse(*text));
       })
       .def("__str__", &RunReport::summary)
       .def("__repr__", [](const RunReport& r) {

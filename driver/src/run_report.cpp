@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -51,249 +52,267 @@ void RunReport::set_baseline(double one_core_time_ns) {
   scaling_efficiency_percent = 100.0 * speedup / n;
 }
 
+namespace {
+
+// report.json's parts. Each object's keys go in ascending order, as a
+// document holds them (JsonText checks).
+
+double percent_of_time(const RunReport& r, double ns) { return r.time_ns > 0 ? 100.0 * ns / r.time_ns : 0.0; }
+
+void write_engines(JsonText& w, const RunReport& r) {
+  w.begin_object();
+  for (const auto& [name, e] : r.engines) {
+    w.key(name);
+    w.begin_object();
+    w.member("busy_ns", e.busy_ns);
+    w.member("busy_percent", percent_of_time(r, e.busy_ns));
+    w.member("fetch_wait_ns", e.fetch_wait_ns);
+    w.member("instructions", e.instructions);
+    w.member("memory_stall_ns", e.memory_stall_ns);
+    w.member("semaphore_wait_ns", e.semaphore_wait_ns);
+    w.end();
+  }
+  w.end();
+}
+
+void write_stalls(JsonText& w, const RunReport& r) {
+  w.begin_array();
+  for (const Stall& st : r.top_stalls) {
+    w.begin_object();
+    w.member("engine", st.engine);
+    w.member("ns", st.ns);
+    w.member("percent", percent_of_time(r, st.ns));
+    w.member("reason", st.reason);
+    w.end();
+  }
+  w.end();
+}
+
+void write_costs(JsonText& w, const std::vector<SiteCost>& rows, bool labels) {
+  w.begin_array();
+  for (const SiteCost& c : rows) {
+    w.begin_object();
+    w.member("busy_ns", c.busy_ns);
+    w.member("count", c.count);
+    if (c.dma_bytes > 0) w.member("dma_bytes", c.dma_bytes);
+    w.member("engine", c.engine);
+    w.member("fetch_wait_ns", c.fetch_wait_ns);
+    if (labels) w.member("label", c.label);
+    w.member("site", c.site);
+    w.member("total_ns", c.total_ns());
+    w.key("waiting_for");
+    w.begin_object();
+    for (const auto& [whom, ns] : c.waiting_for) w.member(whom, ns);
+    w.end();
+    w.member("waiting_ns", c.waiting_ns);
+    w.end();
+  }
+  w.end();
+}
+
+void write_shares(JsonText& w, const RunReport& r, const std::vector<PathShare>& rows, bool labels) {
+  w.begin_array();
+  for (const PathShare& share : rows) {
+    w.begin_object();
+    w.member("engine", share.engine);
+    if (labels) w.member("label", share.label);
+    w.member("ns", share.ns);
+    w.member("percent", percent_of_time(r, share.ns));
+    w.member("waiting_ns", share.waiting_ns);
+    w.end();
+  }
+  w.end();
+}
+
+void write_critical_path(JsonText& w, const RunReport& r) {
+  const CriticalPath& path = r.critical_path;
+  w.begin_object();
+  if (path.empty()) {
+    w.end();
+    return;
+  }
+  const std::vector<std::size_t> kept_steps =
+      longest(path.steps.size(), kMaxReportedPathEntries, [&](std::size_t i) { return path.steps[i].ns(); });
+  const std::vector<std::size_t> kept_waits = longest(path.waits.size(), kMaxReportedPathEntries, [&](std::size_t i) {
+    return path.waits[i].end_ns - path.waits[i].start_ns;
+  });
+  w.key("by_engine");
+  write_shares(w, r, path.by_engine, false);
+  w.key("by_label");
+  write_shares(w, r, path.by_label, true);
+  w.member("end_ns", path.end_ns);
+  w.key("steps");
+  w.begin_array();
+  for (const std::size_t i : kept_steps) {
+    const PathStep& st = path.steps[i];
+    w.begin_object();
+    w.member("end_ns", st.end_ns);
+    w.member("from_ns", st.from_ns);
+    if (st.gap_ns > 0) {
+      w.key("gap");
+      w.begin_object();
+      w.member("ns", st.gap_ns);
+      w.member("reason", st.gap);
+      w.end();
+    }
+    w.member("index", st.index);
+    w.member("kind", st.kind);
+    w.member("label", st.label);
+    w.member("name", st.name);
+    w.member("resource", st.resource);
+    w.member("site", st.site);
+    w.member("start_ns", st.start_ns);
+    w.member("to_ns", st.to_ns);
+    w.end();
+  }
+  w.end();
+  w.member("steps_total", path.steps.size());
+  w.key("waits");
+  w.begin_array();
+  for (const std::size_t i : kept_waits) {
+    const PathWait& pw = path.waits[i];
+    w.begin_object();
+    w.member("end_ns", pw.end_ns);
+    w.member("engine", pw.engine);
+    w.member("index", pw.index);
+    w.member("label", pw.label);
+    w.member("released_by", pw.released_by);
+    w.member("released_by_label", pw.released_by_label);
+    w.member("site", pw.site);
+    w.member("start_ns", pw.start_ns);
+    w.member("waited_ns", pw.end_ns - pw.start_ns);
+    w.end();
+  }
+  w.end();
+  w.member("waits_total", path.waits.size());
+  w.end();
+}
+
+void write_per_core(JsonText& w, const RunReport& r) {
+  w.begin_array();
+  for (const CoreReport& c : r.per_core) {
+    w.begin_object();
+    w.member("bound_by", c.bound_by);
+    w.member("collective_ns", c.collective_ns);
+    w.member("dma_bytes", c.dma_bytes);
+    w.member("hbm_bandwidth_gbps", c.hbm_bandwidth_gbps);
+    w.member("hbm_bytes", c.hbm_bytes);
+    w.member("hfu_percent", c.hfu_percent);
+    w.member("link_bytes_received", c.link_bytes_received);
+    w.member("link_bytes_sent", c.link_bytes_sent);
+    w.member("link_receive_busy_ns", c.link_receive_busy_ns);
+    w.member("link_send_busy_ns", c.link_send_busy_ns);
+    w.member("matmul_flops", c.matmul_flops);
+    w.member("tensor_active_ns", c.tensor_active_ns);
+    w.member("tensor_waiting_ns", c.tensor_waiting_ns);
+    w.member("time_ns", c.time_ns);
+    w.end();
+  }
+  w.end();
+}
+
+void write_collectives(JsonText& w, const RunReport& r) {
+  w.begin_object();
+  w.member("percent", percent_of_time(r, r.collective_ns));
+  w.key("phases");
+  w.begin_array();
+  for (const CollectivePhase& p : r.collectives) {
+    w.begin_object();
+    w.member("label", p.label);
+    w.member("ns", p.ns);
+    w.end();
+  }
+  w.end();
+  w.member("time_ns", r.collective_ns);
+  w.end();
+}
+
+// The report's top-level members: each key, and what writes its value into
+// `w`. In no order: json_text sorts them, with the caller's extra ones.
+using Members = std::vector<std::pair<std::string_view, std::function<void()>>>;
+
+Members members(const RunReport& r, JsonText& w) {
+  Members top;
+  const auto add = [&](std::string_view key, std::function<void()> write) { top.emplace_back(key, std::move(write)); };
+  const auto scalar = [&](std::string_view key, auto v) { add(key, [&w, v] { w.value(v); }); };
+  scalar("kernel", std::string_view(r.kernel));
+  scalar("variant", std::string_view(r.variant));
+  scalar("config", std::string_view(r.config));
+  scalar("fidelity", std::string_view(r.fidelity));
+  add("shape", [&w, &r] {
+    w.begin_object();
+    for (const auto& [k, v] : r.shape) w.member(k, v);
+    w.end();
+  });
+  add("params", [&w, &r] { w.value(r.params); });
+  scalar("ok", r.ok);
+  scalar("error", std::string_view(r.error));
+  scalar("time_ns", r.time_ns);
+  scalar("cycles", r.cycles);
+  scalar("tensor_utilisation", r.tensor_utilisation);
+  scalar("hfu_percent", r.hfu_percent);
+  scalar("matmul_flops", r.matmul_flops);
+  scalar("dma_bytes", r.dma_bytes);
+  scalar("dma_transfers", r.dma_transfers);
+  scalar("dma_average_bytes", r.dma_average_bytes);
+  add("engines", [&w, &r] { write_engines(w, r); });
+  add("bound_by", [&w, &r] { w.value(r.bound_by()); });
+  scalar("model_flops", r.model_flops);
+  scalar("mfu_percent", r.mfu_percent);
+  scalar("peak_tflops", r.peak_tflops);
+  scalar("achieved_tflops", r.achieved_tflops);
+  scalar("hbm_bytes", r.hbm_bytes);
+  scalar("arithmetic_intensity", r.arithmetic_intensity);
+  scalar("hbm_bandwidth_gbps", r.hbm_bandwidth_gbps);
+  scalar("hbm_peak_gbps", r.hbm_peak_gbps);
+  scalar("hbm_utilisation_percent", r.hbm_utilisation_percent);
+  scalar("tensor_active_ns", r.tensor_active_ns);
+  scalar("tensor_multiplying_ns", r.tensor_multiplying_ns);
+  scalar("tensor_waiting_ns", r.tensor_waiting_ns);
+  scalar("dma_busy_ns", r.dma_busy_ns);
+  add("top_stalls", [&w, &r] { write_stalls(w, r); });
+  add("by_site", [&w, &r] { write_costs(w, r.by_site, false); });
+  add("by_label", [&w, &r] { write_costs(w, r.by_label, true); });
+  add("critical_path", [&w, &r] { write_critical_path(w, r); });
+  scalar("checked", r.checked);
+  scalar("correct", r.correct);
+  scalar("max_abs_error", r.max_abs_error);
+  scalar("tolerance", r.tolerance);
+  scalar("wall_seconds", r.wall_seconds);
+  scalar("build_seconds", r.build_seconds);
+  scalar("simulate_seconds", r.simulate_seconds);
+  scalar("analysis_seconds", r.analysis_seconds);
+  scalar("check_seconds", r.check_seconds);
+  scalar("check_threads", r.check_threads);
+  if (!r.per_core.empty()) {
+    scalar("cores", r.per_core.size());
+    scalar("shard", std::string_view(r.shard));
+    scalar("lnc", r.lnc);
+    add("per_core", [&w, &r] { write_per_core(w, r); });
+    scalar("critical_core", r.critical_core);
+    add("scaling", [&w, &r] {
+      w.begin_object();
+      w.member("baseline_time_ns", r.baseline_time_ns);
+      w.member("efficiency_percent", r.scaling_efficiency_percent);
+      w.member("speedup", r.speedup);
+      w.end();
+    });
+    add("collectives", [&w, &r] { write_collectives(w, r); });
+  }
+  return top;
+}
+
+}  // namespace
+
 std::string RunReport::json_text(const nlohmann::json& extra) const {
   std::string out;
   JsonText w(out);
-  const auto percent_of_time = [&](double ns) { return time_ns > 0 ? 100.0 * ns / time_ns : 0.0; };
-
-  // Each object's keys in ascending order, as a document holds them
-  // (JsonText checks). The rows first, then the top level that holds them.
-  const auto engines_object = [&] {
-    w.begin_object();
-    for (const auto& [name, e] : engines) {
-      w.key(name);
-      w.begin_object();
-      w.member("busy_ns", e.busy_ns);
-      w.member("busy_percent", percent_of_time(e.busy_ns));
-      w.member("fetch_wait_ns", e.fetch_wait_ns);
-      w.member("instructions", e.instructions);
-      w.member("memory_stall_ns", e.memory_stall_ns);
-      w.member("semaphore_wait_ns", e.semaphore_wait_ns);
-      w.end();
-    }
-    w.end();
-  };
-  const auto stalls_array = [&] {
-    w.begin_array();
-    for (const Stall& st : top_stalls) {
-      w.begin_object();
-      w.member("engine", st.engine);
-      w.member("ns", st.ns);
-      w.member("percent", percent_of_time(st.ns));
-      w.member("reason", st.reason);
-      w.end();
-    }
-    w.end();
-  };
-  const auto costs_array = [&](const std::vector<SiteCost>& rows, bool labels) {
-    w.begin_array();
-    for (const SiteCost& c : rows) {
-      w.begin_object();
-      w.member("busy_ns", c.busy_ns);
-      w.member("count", c.count);
-      if (c.dma_bytes > 0) w.member("dma_bytes", c.dma_bytes);
-      w.member("engine", c.engine);
-      w.member("fetch_wait_ns", c.fetch_wait_ns);
-      if (labels) w.member("label", c.label);
-      w.member("site", c.site);
-      w.member("total_ns", c.total_ns());
-      w.key("waiting_for");
-      w.begin_object();
-      for (const auto& [whom, ns] : c.waiting_for) w.member(whom, ns);
-      w.end();
-      w.member("waiting_ns", c.waiting_ns);
-      w.end();
-    }
-    w.end();
-  };
-  const auto shares_array = [&](const std::vector<PathShare>& rows, bool labels) {
-    w.begin_array();
-    for (const PathShare& r : rows) {
-      w.begin_object();
-      w.member("engine", r.engine);
-      if (labels) w.member("label", r.label);
-      w.member("ns", r.ns);
-      w.member("percent", percent_of_time(r.ns));
-      w.member("waiting_ns", r.waiting_ns);
-      w.end();
-    }
-    w.end();
-  };
-  const auto critical_path_object = [&] {
-    w.begin_object();
-    if (critical_path.empty()) {
-      w.end();
-      return;
-    }
-    const auto& all_steps = critical_path.steps;
-    const auto& all_waits = critical_path.waits;
-    const std::vector<std::size_t> kept_steps =
-        longest(all_steps.size(), kMaxReportedPathEntries, [&](std::size_t i) { return all_steps[i].ns(); });
-    const std::vector<std::size_t> kept_waits = longest(all_waits.size(), kMaxReportedPathEntries, [&](std::size_t i) {
-      return all_waits[i].end_ns - all_waits[i].start_ns;
-    });
-    w.key("by_engine");
-    shares_array(critical_path.by_engine, false);
-    w.key("by_label");
-    shares_array(critical_path.by_label, true);
-    w.member("end_ns", critical_path.end_ns);
-    w.key("steps");
-    w.begin_array();
-    for (const std::size_t i : kept_steps) {
-      const PathStep& st = all_steps[i];
-      w.begin_object();
-      w.member("end_ns", st.end_ns);
-      w.member("from_ns", st.from_ns);
-      if (st.gap_ns > 0) {
-        w.key("gap");
-        w.begin_object();
-        w.member("ns", st.gap_ns);
-        w.member("reason", st.gap);
-        w.end();
-      }
-      w.member("index", st.index);
-      w.member("kind", st.kind);
-      w.member("label", st.label);
-      w.member("name", st.name);
-      w.member("resource", st.resource);
-      w.member("site", st.site);
-      w.member("start_ns", st.start_ns);
-      w.member("to_ns", st.to_ns);
-      w.end();
-    }
-    w.end();
-    w.member("steps_total", all_steps.size());
-    w.key("waits");
-    w.begin_array();
-    for (const std::size_t i : kept_waits) {
-      const PathWait& pw = all_waits[i];
-      w.begin_object();
-      w.member("end_ns", pw.end_ns);
-      w.member("engine", pw.engine);
-      w.member("index", pw.index);
-      w.member("label", pw.label);
-      w.member("released_by", pw.released_by);
-      w.member("released_by_label", pw.released_by_label);
-      w.member("site", pw.site);
-      w.member("start_ns", pw.start_ns);
-      w.member("waited_ns", pw.end_ns - pw.start_ns);
-      w.end();
-    }
-    w.end();
-    w.member("waits_total", all_waits.size());
-    w.end();
-  };
-  const auto per_core_array = [&] {
-    w.begin_array();
-    for (const CoreReport& c : per_core) {
-      w.begin_object();
-      w.member("bound_by", c.bound_by);
-      w.member("collective_ns", c.collective_ns);
-      w.member("dma_bytes", c.dma_bytes);
-      w.member("hbm_bandwidth_gbps", c.hbm_bandwidth_gbps);
-      w.member("hbm_bytes", c.hbm_bytes);
-      w.member("hfu_percent", c.hfu_percent);
-      w.member("link_bytes_received", c.link_bytes_received);
-      w.member("link_bytes_sent", c.link_bytes_sent);
-      w.member("link_receive_busy_ns", c.link_receive_busy_ns);
-      w.member("link_send_busy_ns", c.link_send_busy_ns);
-      w.member("matmul_flops", c.matmul_flops);
-      w.member("tensor_active_ns", c.tensor_active_ns);
-      w.member("tensor_waiting_ns", c.tensor_waiting_ns);
-      w.member("time_ns", c.time_ns);
-      w.end();
-    }
-    w.end();
-  };
-
-  // The top level: its members in any order here, sorted below with the
-  // caller's, which replace one of the same name.
-  std::vector<std::pair<std::string_view, std::function<void()>>> top;
-  const auto add = [&](std::string_view key, std::function<void()> write) { top.emplace_back(key, std::move(write)); };
-  const auto scalar = [&](std::string_view key, auto v) { add(key, [&w, v] { w.value(v); }); };
-  scalar("kernel", std::string_view(kernel));
-  scalar("variant", std::string_view(variant));
-  scalar("config", std::string_view(config));
-  scalar("fidelity", std::string_view(fidelity));
-  add("shape", [&] {
-    w.begin_object();
-    for (const auto& [k, v] : shape) w.member(k, v);
-    w.end();
-  });
-  add("params", [&] { w.value(params); });
-  scalar("ok", ok);
-  scalar("error", std::string_view(error));
-  scalar("time_ns", time_ns);
-  scalar("cycles", cycles);
-  scalar("tensor_utilisation", tensor_utilisation);
-  scalar("hfu_percent", hfu_percent);
-  scalar("matmul_flops", matmul_flops);
-  scalar("dma_bytes", dma_bytes);
-  scalar("dma_transfers", dma_transfers);
-  scalar("dma_average_bytes", dma_average_bytes);
-  add("engines", engines_object);
-  add("bound_by", [&] { w.value(bound_by()); });
-  scalar("model_flops", model_flops);
-  scalar("mfu_percent", mfu_percent);
-  scalar("peak_tflops", peak_tflops);
-  scalar("achieved_tflops", achieved_tflops);
-  scalar("hbm_bytes", hbm_bytes);
-  scalar("arithmetic_intensity", arithmetic_intensity);
-  scalar("hbm_bandwidth_gbps", hbm_bandwidth_gbps);
-  scalar("hbm_peak_gbps", hbm_peak_gbps);
-  scalar("hbm_utilisation_percent", hbm_utilisation_percent);
-  scalar("tensor_active_ns", tensor_active_ns);
-  scalar("tensor_multiplying_ns", tensor_multiplying_ns);
-  scalar("tensor_waiting_ns", tensor_waiting_ns);
-  scalar("dma_busy_ns", dma_busy_ns);
-  add("top_stalls", stalls_array);
-  add("by_site", [&] { costs_array(by_site, false); });
-  add("by_label", [&] { costs_array(by_label, true); });
-  add("critical_path", critical_path_object);
-  scalar("checked", checked);
-  scalar("correct", correct);
-  scalar("max_abs_error", max_abs_error);
-  scalar("tolerance", tolerance);
-  scalar("wall_seconds", wall_seconds);
-  scalar("build_seconds", build_seconds);
-  scalar("simulate_seconds", simulate_seconds);
-  scalar("analysis_seconds", analysis_seconds);
-  scalar("check_seconds", check_seconds);
-  scalar("check_threads", check_threads);
-  if (!per_core.empty()) {
-    scalar("cores", per_core.size());
-    scalar("shard", std::string_view(shard));
-    scalar("lnc", lnc);
-    add("per_core", per_core_array);
-    scalar("critical_core", critical_core);
-    add("scaling", [&] {
-      w.begin_object();
-      w.member("baseline_time_ns", baseline_time_ns);
-      w.member("efficiency_percent", scaling_efficiency_percent);
-      w.member("speedup", speedup);
-      w.end();
-    });
-    add("collectives", [&] {
-      w.begin_object();
-      w.member("percent", percent_of_time(collective_ns));
-      w.key("phases");
-      w.begin_array();
-      for (const CollectivePhase& p : collectives) {
-        w.begin_object();
-        w.member("label", p.label);
-        w.member("ns", p.ns);
-        w.end();
-      }
-      w.end();
-      w.member("time_ns", collective_ns);
-      w.end();
-    });
-  }
+  Members top = members(*this, w);
   for (const auto& [key, v] : extra.items()) {
     const auto same = std::find_if(top.begin(), top.end(), [&key = key](const auto& m) { return m.first == key; });
     std::function<void()> write = [&w, &v = v] { w.value(v); };
     if (same != top.end()) same->second = std::move(write);
-    else add(key, std::move(write));
+    else top.emplace_back(key, std::move(write));
   }
   std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   w.begin_object();
@@ -303,6 +322,17 @@ std::string RunReport::json_text(const nlohmann::json& extra) const {
   }
   w.end();
   return out;
+}
+
+std::optional<std::string> RunReport::json_member(std::string_view key) const {
+  std::string out;
+  JsonText w(out);
+  for (const auto& [k, write] : members(*this, w))
+    if (k == key) {
+      write();
+      return out;
+    }
+  return std::nullopt;
 }
 
 nlohmann::json RunReport::to_json() const { return nlohmann::json::parse(json_text()); }

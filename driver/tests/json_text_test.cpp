@@ -163,5 +163,18 @@ TEST(RunReportJson, ExtraMembersJoinTheTopLevel) {
   EXPECT_EQ(doc, expected);
 }
 
+// One member alone, as the whole text has it (Python's report["key"]).
+TEST(RunReportJson, OneMemberIsItsPartOfTheWhole) {
+  const RunReport r = every_section();
+  const nlohmann::json whole = r.to_json();
+  for (const auto& [key, value] : whole.items()) {
+    const std::optional<std::string> text = r.json_member(key);
+    ASSERT_TRUE(text) << key;
+    EXPECT_EQ(*text, value.dump(2)) << key;
+  }
+  EXPECT_FALSE(r.json_member("no such member"));
+  EXPECT_FALSE(RunReport{}.json_member("per_core"));  // a single core's report has none
+}
+
 }  // namespace
 }  // namespace tessera

@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tessera {
@@ -205,6 +207,9 @@ struct RunReport {
   // (a large run's report has tens of thousands of rows).
   std::string json_text(const nlohmann::json& extra = nlohmann::json::object()) const;
   nlohmann::json to_json() const;  // json_text() as a document
+  // The text of one top-level member's value, as json_text() writes it
+  // (Python's report["key"] without the rest), or nullopt if there is none.
+  std::optional<std::string> json_member(std::string_view key) const;
   std::string summary() const;     // readable, a few lines
 };
 
