@@ -121,9 +121,10 @@ std::optional<std::string> incompatible(const TensorOperand& st, const TensorOpe
     if (o.pack == 2) s += " double row";
     return s;
   };
-  const std::string both = "stationary " + describe(st) + ", moving " + describe(mv);
-  if (class_of(st.format) != class_of(mv.format)) return "formats of different classes (" + both + ")";
-  if (st.pack != mv.pack || st.mx != mv.mx) return "different modes (" + both + ")";
+  // Spelled out only when something is wrong: every matmul asks.
+  const auto both = [&] { return "stationary " + describe(st) + ", moving " + describe(mv); };
+  if (class_of(st.format) != class_of(mv.format)) return "formats of different classes (" + both() + ")";
+  if (st.pack != mv.pack || st.mx != mv.mx) return "different modes (" + both() + ")";
   const FormatClass c = class_of(st.format);
   if (c != FormatClass::Narrow && (st.pack != 1 || st.mx)) return describe(st) + " is not a mode of the engine";
   if (c == FormatClass::Narrow) {
@@ -131,7 +132,7 @@ std::optional<std::string> incompatible(const TensorOperand& st, const TensorOpe
     if (!st.mx && st.pack != 1 && st.pack != 2)
       return "fp8 operands take pack 1 or 2 (double row), not " + std::to_string(st.pack);
     const bool fp4 = st.format == ElementFormat::Fp4E2m1 || mv.format == ElementFormat::Fp4E2m1;
-    if (fp4 && !st.mx) return "fp4 E2M1 is an MX element format only (" + both + ")";
+    if (fp4 && !st.mx) return "fp4 E2M1 is an MX element format only (" + both() + ")";
   }
   return std::nullopt;
 }

@@ -455,6 +455,10 @@ TEST(MatmulFormats, RejectsIncompatibleOperands) {
   EXPECT_TRUE(incompatible(f4, f4).has_value());  // fp4 only as MX
   EXPECT_FALSE(incompatible(dr, dr).has_value());
   EXPECT_FALSE(incompatible(mx, mx).has_value());
+  // What is wrong, with both operands named.
+  EXPECT_EQ(*incompatible(bf, f8), "formats of different classes (stationary bf16, moving fp8_e4m3)");
+  EXPECT_EQ(*incompatible(dr, mx), "different modes (stationary fp8_e4m3 double row, moving MX fp8_e4m3)");
+  EXPECT_EQ(*incompatible(f4, f4), "fp4 E2M1 is an MX element format only (stationary fp4_e2m1, moving fp4_e2m1)");
   Fp32Matrix out(2, 2);
   EXPECT_THROW(matmul(bf, f8, PsumMode::Overwrite, out), std::invalid_argument);
 }
