@@ -78,12 +78,14 @@ void JsonText::value(double v) {
 
 void JsonText::value(std::int64_t v) {
   before_value();
-  out_ += fmt::format_int(v).str();
+  const fmt::format_int digits(v);
+  out_.append(digits.data(), digits.size());
 }
 
 void JsonText::value(std::uint64_t v) {
   before_value();
-  out_ += fmt::format_int(v).str();
+  const fmt::format_int digits(v);
+  out_.append(digits.data(), digits.size());
 }
 
 void JsonText::value(bool v) {
@@ -111,8 +113,8 @@ constexpr std::array<bool, 256> kNotPlain = [] {
 void JsonText::string(std::string_view s) {
   std::size_t i = 0;
   while (i < s.size() && !kNotPlain[static_cast<unsigned char>(s[i])]) ++i;
-  out_ += '"';
   if (i == s.size()) {  // nearly every string in a report
+    out_ += '"';
     out_.append(s);
     out_ += '"';
     return;
@@ -121,10 +123,10 @@ void JsonText::string(std::string_view s) {
   // sequence); such strings (rare in a report) go through it whole.
   for (std::size_t j = i; j < s.size(); ++j)
     if (static_cast<unsigned char>(s[j]) >= 0x80) {
-      out_.pop_back();
       out_ += nlohmann::json(std::string(s)).dump();
       return;
     }
+  out_ += '"';
   std::size_t plain = 0;  // the start of the bytes not yet copied
   for (; i < s.size(); ++i) {
     const auto c = static_cast<unsigned char>(s[i]);

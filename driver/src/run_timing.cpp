@@ -511,13 +511,12 @@ CriticalPath critical_path(const std::vector<Event>& events, const std::vector<W
   path.end_ns = hi;
   // The walk back from the end: each event, the one that held it back, and
   // the part of the end time it held. Its steps and waits are then made in
-  // time order, each once, into vectors of their final size.
+  // time order, each once (a step per link at most).
   struct Link {
     int event, bound;
     double from, to;
   };
   std::vector<Link> chain;
-  std::size_t steps = 0, waits = 0;
   std::vector<char> seen(events.size(), 0);  // a walk that came back to an event would loop
   while (current >= 0 && !seen[static_cast<std::size_t>(current)]) {
     seen[static_cast<std::size_t>(current)] = 1;
@@ -528,13 +527,10 @@ CriticalPath critical_path(const std::vector<Event>& events, const std::vector<W
       if (bound < 0 || events[static_cast<std::size_t>(p)].end > events[static_cast<std::size_t>(bound)].end) bound = p;
     const double from = bound < 0 ? 0.0 : std::min(events[static_cast<std::size_t>(bound)].end, hi);
     chain.push_back({current, bound, from, hi});
-    steps += hi - from > 0 || x.kind == EventKind::Wait;
-    waits += x.kind == EventKind::Wait && bound >= 0 && bound == x.released_by;
     hi = from;
     current = bound;
   }
-  path.steps.reserve(steps);
-  path.waits.reserve(waits);
+  path.steps.reserve(chain.size());
   PathNames names;
   for (auto link = chain.rbegin(); link != chain.rend(); ++link) {
     const Event& x = events[static_cast<std::size_t>(link->event)];

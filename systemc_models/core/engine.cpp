@@ -199,14 +199,14 @@ void Engine::run() {
     try {
       in = fetch_next(pc, fetch_ready);
       decoded = true;
-      if (fetch_ready > trace::current_time()) {
+      if (const sc_time now = trace::current_time(); fetch_ready > now) {
+        const sc_time stall = fetch_ready - now;
         wave_state(trace::WaveProbe::EngineState::FetchWait);
-        stats_.fetch_wait_ns += trace::ns(fetch_ready - trace::current_time());
-        costs_[index].fetch_wait_ns += trace::ns(fetch_ready - trace::current_time());
+        stats_.fetch_wait_ns += trace::ns(stall);
+        costs_[index].fetch_wait_ns += trace::ns(stall);
         if (ctx_.timeline)
-          ctx_.timeline->slice(stall_track_, trace::ns(trace::current_time()), trace::ns(fetch_ready - trace::current_time()),
-                               "instruction fetch", "fetch");
-        sc_core::wait(fetch_ready - trace::current_time());
+          ctx_.timeline->slice(stall_track_, trace::ns(now), trace::ns(stall), "instruction fetch", "fetch");
+        sc_core::wait(stall);
       }
       if (in.engine != kind_)
         throw std::runtime_error(fmt::format("instruction for the {} engine in the {} stream", to_string(in.engine),
