@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <vector>
 
@@ -161,6 +162,111 @@ TEST(HazardTracker, RecordAfterASearchDropsWhatRecordAloneDrops) {
     scanned.record(op, agent, reads, writes);
   }
   EXPECT_GT(met, 4000u);  // the ops met each other
+}
+
+// HBM writes are indexed so that a query meets few of them: by blocks of
+// rows, wide writes (many rows, a view taken as whole rows) by their first
+// row, and a wide query by each agent's newest write. Whatever the index
+// skips, the answers must be a full scan's: random reads and writes of two
+// tensors, narrow and wide, in shifting bands per agent (as an elementwise
+// kernel's store pieces), some ops reading the tensor they write, against
+// a tracker that keeps every live write in one list.
+TEST(HazardTracker, HbmDependenciesAreAFullScans) {
+  struct Write {
+    Region region;
+    int op, agent;
+  };
+  struct Reference {
+    std::vector<Write> writes;                        // live: none covered by a later one
+    std::vector<std::pair<std::uint64_t, std::pair<int, int>>> readers;  // (tensor, (agent, latest read))
+    std::vector<int> dependencies(int agent, const RegionList& reads, const RegionList& writes_of_op, bool& raw) const {
+      std::vector<std::pair<int, int>> latest;  // (agent, op)
+      const auto consider = [&](int op, int op_agent, bool is_write, const Region& region) {
+        if (op_agent == agent) {
+          for (const Region& r : reads) raw |= is_write && region.overlaps(r);
+          return;
+        }
+        for (auto& l : latest)
+          if (l.first == op_agent) {
+            l.second = std::max(l.second, op);
+            return;
+          }
+        latest.emplace_back(op_agent, op);
+      };
+      for (const Region& x : reads)
+        for (const Write& w : writes)
+          if (w.region.overlaps(x)) consider(w.op, w.agent, true, w.region);
+      for (const Region& x : writes_of_op) {
+        for (const Write& w : writes)
+          if (w.region.overlaps(x)) consider(w.op, w.agent, true, w.region);
+        for (const auto& [tensor, reader] : readers)
+          if (tensor == x.tensor) consider(reader.second, reader.first, false, x);
+      }
+      std::sort(latest.begin(), latest.end());
+      std::vector<int> out;
+      for (const auto& l : latest) out.push_back(l.second);
+      return out;
+    }
+    void record(int op, int agent, const RegionList& reads, const RegionList& writes_of_op) {
+      for (const Region& w : writes_of_op) {
+        writes.erase(std::remove_if(writes.begin(), writes.end(), [&](const Write& o) { return w.covers(o.region); }),
+                     writes.end());
+        writes.push_back({w, op, agent});
+      }
+      for (const Region& r : reads) {
+        const auto it = std::find_if(readers.begin(), readers.end(),
+                                     [&](const auto& x) { return x.first == r.tensor && x.second.first == agent; });
+        if (it == readers.end()) readers.push_back({r.tensor, {agent, op}});
+        else it->second.second = op;
+      }
+    }
+  };
+  std::srand(17);
+  const auto pick = [](std::uint64_t n) { return static_cast<std::uint64_t>(std::rand()) % n; };
+  constexpr std::uint64_t kRowBytes = 512, kTensors[] = {0x100000, 0x200000};
+  const auto region = [&](int agent, int op) {
+    Region r;
+    r.memory = arch::Memory::Hbm;
+    r.tensor = kTensors[pick(3) == 0];
+    const bool wide = r.tensor == kTensors[1] || pick(3) != 0;  // the second tensor's writes are all wide
+    // An agent's band moves on with the ops, as an elementwise kernel's does.
+    const std::uint64_t band = static_cast<std::uint64_t>(agent) * 1500 + static_cast<std::uint64_t>(op) / 8;
+    r.p0 = pick(4) == 0 ? pick(6000) : band + 8 * pick(25);  // often the same first row
+    r.p1 = r.p0 + 1 + (wide ? 150 + pick(1200) : pick(40));
+    const bool whole = pick(2) == 0;
+    r.b0 = r.tensor + (whole ? 0 : pick(kRowBytes - 1));
+    r.b1 = whole ? r.tensor + kRowBytes : r.b0 + 1 + pick(r.tensor + kRowBytes - r.b0 - 1);
+    return r;
+  };
+  HazardTracker t;
+  Reference ref;
+  std::size_t met = 0;
+  for (int op = 0; op < 4000; ++op) {
+    const int agent = static_cast<int>(pick(5));
+    RegionList reads, writes;
+    if (pick(3) != 0) reads.push_back(region(agent, op));
+    if (pick(4) != 0) writes.push_back(region(agent, op));
+    if (pick(8) == 0) writes.push_back(region(agent, op));
+    std::vector<int> got, unplaced, as;
+    bool raw = false, expected_raw = false;
+    t.dependencies(agent, reads, writes, got, &raw);
+    ASSERT_EQ(got, ref.dependencies(agent, reads, writes, expected_raw)) << "op " << op;
+    ASSERT_EQ(raw, expected_raw) << "op " << op;
+    t.dependencies_of_unplaced(reads, writes, unplaced);
+    bool unused = false;
+    ASSERT_EQ(unplaced, ref.dependencies(-1, reads, writes, unused)) << "op " << op;
+    for (int as_agent = 0; as_agent < 5; ++as_agent) {
+      bool as_raw = false, ref_raw = false;
+      t.dependencies_as(as_agent, as, &as_raw);
+      ASSERT_EQ(as, ref.dependencies(as_agent, reads, writes, ref_raw)) << "op " << op << " as agent " << as_agent;
+      ASSERT_EQ(as_raw, ref_raw) << "op " << op << " as agent " << as_agent;
+    }
+    met += got.size();
+    t.record(op, agent, reads, writes);
+    ref.record(op, agent, reads, writes);
+  }
+  EXPECT_GT(met, 2000u);  // the ops met each other
+  EXPECT_LT(ref.writes.size(), 3000u);  // and writes covered earlier ones
 }
 
 // A wait its stream has made already (on the same op, or a later op of the

@@ -151,7 +151,10 @@ void HbmWrites::for_each_index(const Region& r, F&& f) {
       if (entries_[idx].alive) meet(idx);
     return;
   }
-  for (const std::uint32_t idx : wide_) meet(idx);
+  // A wide write that starts more than wide_rows_ before r ends before it.
+  for (auto it = wide_.lower_bound(r.p0 > wide_rows_ ? r.p0 - wide_rows_ : 0); it != wide_.end() && it->first < r.p1;
+       ++it)
+    meet(it->second);
   for (std::uint64_t b = r.p0 / kRowsPerBlock; b <= (r.p1 - 1) / kRowsPerBlock; ++b) {
     const auto it = blocks_.find(b);
     if (it != blocks_.end())
@@ -164,36 +167,84 @@ void HbmWrites::for_each_overlapping(const Region& r, F&& f) {
   for_each_index(r, [&](std::uint32_t idx) { f(entries_[idx].access); });
 }
 
+void HbmWrites::newest_overlapping(const Region& r, std::vector<const Access*>& out) {
+  if (empty()) return;
+  if (!wide(r)) {  // a narrow query meets few writes anyway
+    for_each_overlapping(r, [&](const Access& a) { out.push_back(&a); });
+    return;
+  }
+  for (const AgentWrites& a : agents_) {
+    if (a.live == 0 || a.p1 <= r.p0 || r.p1 <= a.p0) continue;
+    // Newest first: the first one that overlaps is the one the caller keeps.
+    for (auto it = a.added.rbegin(); it != a.added.rend(); ++it) {
+      const Entry& e = entries_[it->first];
+      if (!e.alive || e.serial != it->second || !e.access.region.overlaps(r)) continue;
+      out.push_back(&e.access);
+      break;
+    }
+  }
+}
+
 void HbmWrites::add(const Region& w, int op, int agent) {
   dead_.clear();
-  for_each_index(w, [&](std::uint32_t idx) {
+  const auto if_covered = [&](std::uint32_t idx) {
     if (w.covers(entries_[idx].access.region)) dead_.push_back(idx);
-  });
+  };
+  if (wide(w) && narrow_ == 0) {
+    // What w covers starts in its rows (narrow writes, rare beside wide
+    // ones, are looked for among all as before).
+    for (auto it = wide_.lower_bound(w.p0); it != wide_.end() && it->first < w.p1; ++it) if_covered(it->second);
+  } else {
+    for_each_index(w, if_covered);
+  }
   for (const std::uint32_t idx : dead_) remove(idx);
   const std::uint32_t idx = take_slot(entries_, free_);
-  entries_[idx] = {{w, op, agent}, 0, true};
+  entries_[idx] = {{w, op, agent}, 0, ++serial_, true};
+  const auto slot = static_cast<std::size_t>(agent + 1);  // agent >= -1
+  if (slot >= agents_.size()) agents_.resize(slot + 1);
+  AgentWrites& a = agents_[slot];
+  a.p0 = a.live == 0 ? w.p0 : std::min(a.p0, w.p0);
+  a.p1 = a.live == 0 ? w.p1 : std::max(a.p1, w.p1);
+  ++a.live;
+  a.added.emplace_back(idx, serial_);
   if (wide(w)) {
-    wide_.push_back(idx);
+    wide_.emplace(w.p0, idx);
+    wide_rows_ = std::max(wide_rows_, w.p1 - w.p0);
   } else {
     for (std::uint64_t b = w.p0 / kRowsPerBlock; b <= (w.p1 - 1) / kRowsPerBlock; ++b) blocks_[b].push_back(idx);
+    ++narrow_;
   }
 }
 
 void HbmWrites::remove(std::uint32_t idx) {
   Entry& e = entries_[idx];
-  const auto drop = [&](std::vector<std::uint32_t>& list) {
-    const auto it = std::find(list.begin(), list.end(), idx);
-    *it = list.back();
-    list.pop_back();
-  };
-  if (wide(e.access.region)) {
-    drop(wide_);
+  const Region& r = e.access.region;
+  if (wide(r)) {
+    auto it = wide_.lower_bound(r.p0);
+    while (it->second != idx) ++it;
+    wide_.erase(it);
   } else {
-    for (std::uint64_t b = e.access.region.p0 / kRowsPerBlock; b <= (e.access.region.p1 - 1) / kRowsPerBlock; ++b)
-      drop(blocks_[b]);
+    for (std::uint64_t b = r.p0 / kRowsPerBlock; b <= (r.p1 - 1) / kRowsPerBlock; ++b) {
+      std::vector<std::uint32_t>& list = blocks_[b];
+      const auto it = std::find(list.begin(), list.end(), idx);
+      *it = list.back();
+      list.pop_back();
+    }
+    --narrow_;
   }
   e.alive = false;
   free_.push_back(idx);
+  AgentWrites& a = agents_[static_cast<std::size_t>(e.access.agent + 1)];
+  if (--a.live == 0) {
+    a.added.clear();
+    a.stale = 0;
+  } else if (++a.stale * 2 > a.added.size()) {
+    std::size_t kept = 0;
+    for (const auto& [slot, serial] : a.added)
+      if (entries_[slot].alive && entries_[slot].serial == serial) a.added[kept++] = {slot, serial};
+    a.added.resize(kept);
+    a.stale = 0;
+  }
 }
 
 // --------------------------------------------------------------- tracker
@@ -221,21 +272,25 @@ void HazardTracker::search(int agent, const RegionList& reads, const RegionList&
       }
     latest.push_back({op_agent, op, raw});
   };
+  // HBM writes: consider() keeps each agent's newest overlapping one, and
+  // whether any of them overlaps a read of the op, which the reads' own
+  // queries say (a write that overlaps a read is met under it).
+  std::vector<const HbmWrites::Access*>& met = hbm_met_;
+  met.clear();
   for (const Region& x : reads) {
     if (x.memory != arch::Memory::Hbm) continue;
     const auto it = hbm_.find(x.tensor);
-    if (it == hbm_.end()) continue;
-    it->second.writes.for_each_overlapping(
-        x, [&](const HbmWrites::Access& a) { consider(a.op, a.agent, true, a.region); });
+    if (it == hbm_.end() || it->second.writes.empty()) continue;  // a tensor only read (a kernel's inputs)
+    it->second.writes.newest_overlapping(x, met);
   }
   for (const Region& x : writes) {
     if (x.memory != arch::Memory::Hbm) continue;
     const auto it = hbm_.find(x.tensor);
     if (it == hbm_.end()) continue;
-    it->second.writes.for_each_overlapping(
-        x, [&](const HbmWrites::Access& a) { consider(a.op, a.agent, true, a.region); });
+    it->second.writes.newest_overlapping(x, met);
     for (const auto& [reader, op] : it->second.readers) consider(op, reader, false, x);
   }
+  for (const HbmWrites::Access* a : met) consider(a->op, a->agent, true, a->region);
   // On chip: a read meets earlier writes (true dependency); a write meets
   // earlier writes (output) and reads (anti).
   for (const Region& r : reads)

@@ -11,6 +11,7 @@
 #include "builder/region.h"
 
 #include <cstdint>
+#include <map>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -104,8 +105,13 @@ private:
 
 // The live writes of one HBM tensor, indexed by blocks of its rows: a large
 // kernel writes its output in thousands of pieces, and a query or a new
-// write meets only those in its rows. A write of many rows (a view taken
-// as whole rows) is kept apart and met by every query.
+// write meets only those in its rows. A write of many rows (a view taken as
+// whole rows) is wide: kept apart, by its first row. Elementwise kernels
+// write nothing but wide pieces, thousands of them, so wide ones are never
+// all visited: a narrow query meets those that start close enough to reach
+// it, a wide write looks for what it covers among those that start in its
+// rows, and a wide query asks each agent whose writes span its rows for that
+// agent's newest overlapping write only.
 class HbmWrites {
 public:
   struct Access {
@@ -113,11 +119,14 @@ public:
     int op;
     int agent;
   };
-  // Calls f(access) once for each live write overlapping r.
-  template <typename F>
-  void for_each_overlapping(const Region& r, F&& f);
+  // Appends to `out` each agent's newest live write overlapping r, and
+  // maybe some older ones (once each): all a search that keeps each agent's
+  // latest op needs, when what it learns from an agent's write does not
+  // depend on which of its writes that is.
+  void newest_overlapping(const Region& r, std::vector<const Access*>& out);
   // Adds `w` after dropping the writes it covers.
   void add(const Region& w, int op, int agent);
+  bool empty() const { return entries_.size() == free_.size(); }
 
 private:
   static constexpr std::uint64_t kRowsPerBlock = 16;
@@ -125,8 +134,12 @@ private:
   struct Entry {
     Access access;
     std::uint32_t stamp;
+    std::uint64_t serial;  // which add() made it, as its slot is reused
     bool alive;
   };
+  // Calls f(access) once for each live write overlapping r.
+  template <typename F>
+  void for_each_overlapping(const Region& r, F&& f);
   template <typename F>
   void for_each_index(const Region& r, F&& f);
   static bool wide(const Region& r) { return (r.p1 - 1) / kRowsPerBlock - r.p0 / kRowsPerBlock >= kMostBlocks; }
@@ -134,9 +147,23 @@ private:
 
   std::vector<Entry> entries_;
   std::vector<std::uint32_t> free_;
-  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> blocks_;  // row block -> live writes
-  std::vector<std::uint32_t> wide_;                                        // live wide writes
-  std::vector<std::uint32_t> dead_;                                        // add(), reused
+  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> blocks_;  // row block -> live narrow writes
+  std::uint32_t narrow_ = 0;                                               // live narrow writes
+  std::multimap<std::uint64_t, std::uint32_t> wide_;                       // first row -> live wide write
+  std::uint64_t wide_rows_ = 0;  // the most rows of any wide write added: how far back one may start
+  // One agent's live writes: the order they were added in, newest last, as
+  // (slot, serial), where a slot whose entry is gone or reused is skipped
+  // (and the list compacted once those are half of it); and rows [p0, p1)
+  // spanning every write it held since it last held none.
+  struct AgentWrites {
+    std::vector<std::pair<std::uint32_t, std::uint64_t>> added;
+    std::uint32_t live = 0;
+    std::size_t stale = 0;
+    std::uint64_t p0 = 0, p1 = 0;
+  };
+  std::vector<AgentWrites> agents_;  // by agent + 1 (a DMA piece not yet placed is agent -1)
+  std::uint64_t serial_ = 0;
+  std::vector<std::uint32_t> dead_;  // add(), reused
   std::uint32_t stamp_ = 0;
 };
 
@@ -173,6 +200,7 @@ private:
     bool raw;   // one of its writes overlaps a read (kept only by dependencies_of_unplaced)
   };
   std::vector<Latest> latest_;  // search()'s, reused
+  std::vector<const HbmWrites::Access*> hbm_met_;  // search()'s, reused
   // The accesses the last search's write covers, when it wrote one on-chip
   // region (nearly every op): record() of that op drops them without
   // searching the index again. Valid until the index changes.
