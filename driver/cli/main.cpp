@@ -1,6 +1,7 @@
-// tessera: the one command line of the testbench (see docs/cli.md).
+// tessera: the one command line of the testbench (README.md, "The `tessera` command line").
 #include "commands.h"
 #include "files.h"
+#include "heap_pages.h"
 
 #include "common/kernel.h"
 #include "tessera/kernel_builder.h"
@@ -39,6 +40,13 @@ bool load_plugins(int argc, char** argv) {
   if (!loaded.empty()) setenv("TESSERA_PLUGINS", fmt::format("{}", fmt::join(loaded, ":")).c_str(), 1);
   return true;
 }
+
+// The heap in huge pages (heap_pages.h), decided before the libraries' and
+// the program's static initialisers run (an executable's .preinit_array runs
+// first), so that a new start does not run them twice.
+void start_with_huge_page_heap(int, char** argv, char** envp) { tessera::cli::restart_with_huge_page_heap(argv, envp); }
+[[gnu::section(".preinit_array"), gnu::used]] void (*const huge_page_heap_first)(int, char**, char**) =
+    start_with_huge_page_heap;
 
 }  // namespace
 

@@ -1,0 +1,94 @@
+#include "heap_pages.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+#include <fcntl.h>
+#include <unistd.h>
+
+#if defined(__GLIBC__)
+#include <gnu/libc-version.h>
+#endif
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer) || __has_feature(thread_sanitizer)
+#define TESSERA_SANITIZED_ALLOCATOR 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TESSERA_SANITIZED_ALLOCATOR 1
+#endif
+
+namespace tessera::cli {
+
+namespace {
+
+constexpr const char* kTunable = "glibc.malloc.hugetlb";
+
+// glibc's version as "major.minor" at least 2.35, the first with the tunable.
+bool has_tunable(const char* version) {
+  if (!version) return false;
+  int major = 0, minor = 0;
+  if (std::sscanf(version, "%d.%d", &major, &minor) != 2) return false;
+  return major > 2 || (major == 2 && minor >= 35);
+}
+
+}  // namespace
+
+std::string huge_page_heap_tunables(const HeapPagesContext& context) {
+  if (context.glibc_tunables && std::strstr(context.glibc_tunables, kTunable)) return {};
+  // "always" and "madvise" both honour the advice; the setting marks the current choice.
+  if (context.thp_enabled.find("[always]") == std::string::npos &&
+      context.thp_enabled.find("[madvise]") == std::string::npos)
+    return {};
+  if (!has_tunable(context.glibc_version)) return {};
+  if (context.ld_preload && std::strstr(context.ld_preload, "vgpreload")) return {};
+  const std::string mine = std::string(kTunable) + "=1";
+  if (!context.glibc_tunables || !*context.glibc_tunables) return mine;
+  return std::string(context.glibc_tunables) + ":" + mine;
+}
+
+void restart_with_huge_page_heap(char** argv, char** envp) {
+#if defined(__GLIBC__) && !defined(TESSERA_SANITIZED_ALLOCATOR)
+  // From envp, not getenv(): before libc's own initialiser has run (from
+  // .preinit_array) getenv() does not see the environment yet.
+  const auto value_of = [&](const char* name, std::size_t& index) -> const char* {
+    const std::size_t n = std::strlen(name);
+    for (index = 0; envp && envp[index]; ++index)
+      if (std::strncmp(envp[index], name, n) == 0 && envp[index][n] == '=') return envp[index] + n + 1;
+    return nullptr;
+  };
+  std::size_t tunables_at = 0, unused = 0;
+  HeapPagesContext context;
+  context.glibc_tunables = value_of("GLIBC_TUNABLES", tunables_at);
+  // Named already: the common case after the first start, decided without reading /sys.
+  if (context.glibc_tunables && std::strstr(context.glibc_tunables, kTunable)) return;
+  context.ld_preload = value_of("LD_PRELOAD", unused);
+  context.glibc_version = gnu_get_libc_version();
+  // With read(2), not a stream: this runs before the C++ library's own static initialisers.
+  if (const int fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC); fd >= 0) {
+    char text[128];
+    const ssize_t n = read(fd, text, sizeof text);
+    if (n > 0) context.thp_enabled.assign(text, static_cast<std::size_t>(n));
+    close(fd);
+  }
+  const std::string tunables = huge_page_heap_tunables(context);
+  if (tunables.empty()) return;
+  // The same environment with GLIBC_TUNABLES set (in its place, or last).
+  const std::string assignment = "GLIBC_TUNABLES=" + tunables;
+  std::size_t count = 0;
+  while (envp && envp[count]) ++count;
+  std::vector<char*> env(envp, envp + count);
+  if (context.glibc_tunables) env[tunables_at] = const_cast<char*>(assignment.c_str());
+  else env.push_back(const_cast<char*>(assignment.c_str()));
+  env.push_back(nullptr);
+  execve("/proc/self/exe", argv, env.data());
+  // The exec failed (no /proc, say): run on with the default pages.
+#else
+  (void)argv;
+  (void)envp;
+#endif
+}
+
+}  // namespace tessera::cli
