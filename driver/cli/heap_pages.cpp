@@ -36,6 +36,14 @@ bool has_tunable(const char* version) {
 
 }  // namespace
 
+bool huge_page_heap_built() {
+#if defined(__GLIBC__) && !defined(TESSERA_SANITIZED_ALLOCATOR)
+  return true;
+#else
+  return false;
+#endif
+}
+
 std::string huge_page_heap_tunables(const HeapPagesContext& context) {
   if (context.glibc_tunables && std::strstr(context.glibc_tunables, kTunable)) return {};
   // "always" and "madvise" both honour the advice; the setting marks the current choice.

@@ -34,6 +34,10 @@ struct HeapPagesContext {
 // follow the new start.
 std::string huge_page_heap_tunables(const HeapPagesContext& context);
 
+// Whether this build starts again at all: not with a sanitizer's allocator,
+// which the tunable does not reach, nor off glibc.
+bool huge_page_heap_built();
+
 // Starts the process again (execve of /proc/self/exe, same arguments and
 // environment but GLIBC_TUNABLES, same pid) when huge_page_heap_tunables()
 // says so for the environment `envp`;
