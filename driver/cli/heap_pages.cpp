@@ -1,4 +1,5 @@
 #include "heap_pages.h"
+#include "sanitized_allocator.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -9,15 +10,6 @@
 
 #if defined(__GLIBC__)
 #include <gnu/libc-version.h>
-#endif
-
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer) || __has_feature(thread_sanitizer)
-#define TESSERA_SANITIZED_ALLOCATOR 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define TESSERA_SANITIZED_ALLOCATOR 1
 #endif
 
 namespace tessera::cli {

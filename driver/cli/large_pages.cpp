@@ -20,6 +20,7 @@
 // delete (free) still releases them. Sanitizer builds keep their own
 // allocation functions.
 #include "builder/large_arrays.h"
+#include "sanitized_allocator.h"
 
 #include <cstddef>
 #include <cstdlib>
@@ -27,15 +28,6 @@
 
 #if defined(__GLIBC__)
 #include <malloc.h>
-#endif
-
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
-#define TESSERA_SANITIZED_ALLOCATOR 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define TESSERA_SANITIZED_ALLOCATOR 1
 #endif
 
 #if !defined(TESSERA_SANITIZED_ALLOCATOR)
