@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 #include <fcntl.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #if defined(__GLIBC__)
@@ -37,6 +38,7 @@ bool huge_page_heap_built() {
 }
 
 std::string huge_page_heap_tunables(const HeapPagesContext& context) {
+  if (context.started_again || context.secure || context.through_loader) return {};
   if (context.glibc_tunables && std::strstr(context.glibc_tunables, kTunable)) return {};
   // "always" and "madvise" both honour the advice; the setting marks the current choice.
   if (context.thp_enabled.find("[always]") == std::string::npos &&
@@ -61,11 +63,14 @@ void restart_with_huge_page_heap(char** argv, char** envp) {
   };
   std::size_t tunables_at = 0, unused = 0;
   HeapPagesContext context;
+  context.started_again = value_of(kHugePageHeapMarker, unused) != nullptr;
   context.glibc_tunables = value_of("GLIBC_TUNABLES", tunables_at);
-  // Named already: the common case after the first start, decided without reading /sys.
-  if (context.glibc_tunables && std::strstr(context.glibc_tunables, kTunable)) return;
+  // The common cases after the first start, decided without reading /sys.
+  if (context.started_again || (context.glibc_tunables && std::strstr(context.glibc_tunables, kTunable))) return;
   context.ld_preload = value_of("LD_PRELOAD", unused);
   context.glibc_version = gnu_get_libc_version();
+  context.secure = getauxval(AT_SECURE) != 0;
+  context.through_loader = getauxval(AT_BASE) == 0;
   // With read(2), not a stream: this runs before the C++ library's own static initialisers.
   if (const int fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC); fd >= 0) {
     char text[128];
@@ -75,14 +80,25 @@ void restart_with_huge_page_heap(char** argv, char** envp) {
   }
   const std::string tunables = huge_page_heap_tunables(context);
   if (tunables.empty()) return;
-  // The same environment with GLIBC_TUNABLES set (in its place, or last).
+  // The same environment with GLIBC_TUNABLES set (in its place, or last) and the marker.
   const std::string assignment = "GLIBC_TUNABLES=" + tunables;
+  const std::string marker = std::string(kHugePageHeapMarker) + "=restarted";
   std::size_t count = 0;
   while (envp && envp[count]) ++count;
   std::vector<char*> env(envp, envp + count);
   if (context.glibc_tunables) env[tunables_at] = const_cast<char*>(assignment.c_str());
   else env.push_back(const_cast<char*>(assignment.c_str()));
+  env.push_back(const_cast<char*>(marker.c_str()));
   env.push_back(nullptr);
+  // By its path, so that the process keeps its name (the kernel names it
+  // after the file executed: "exe" for /proc/self/exe); through /proc/self/exe
+  // if that fails (the file replaced since, say).
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    self[n] = '\0';
+    execve(self, argv, env.data());
+  }
   execve("/proc/self/exe", argv, env.data());
   // The exec failed (no /proc, say): run on with the default pages.
 #else

@@ -1,6 +1,7 @@
 #include "builder/hazards.h"
 
 #include <algorithm>
+#include <cassert>
 #include <functional>
 
 namespace tessera::builder {
@@ -186,6 +187,8 @@ void HbmWrites::newest_overlapping(const Region& r, std::vector<const Access*>& 
 }
 
 void HbmWrites::add(const Region& w, int op, int agent) {
+  assert(op >= newest_op_);
+  newest_op_ = op;
   dead_.clear();
   const auto if_covered = [&](std::uint32_t idx) {
     if (w.covers(entries_[idx].access.region)) dead_.push_back(idx);

@@ -124,7 +124,8 @@ public:
   // latest op needs, when what it learns from an agent's write does not
   // depend on which of its writes that is.
   void newest_overlapping(const Region& r, std::vector<const Access*>& out);
-  // Adds `w` after dropping the writes it covers.
+  // Adds `w` after dropping the writes it covers. Ops come in program order
+  // (ids never go down): an agent's newest write is its latest op.
   void add(const Region& w, int op, int agent);
   bool empty() const { return entries_.size() == free_.size(); }
 
@@ -163,6 +164,7 @@ private:
   };
   std::vector<AgentWrites> agents_;  // by agent + 1 (a DMA piece not yet placed is agent -1)
   std::uint64_t serial_ = 0;
+  int newest_op_ = -1;               // the op of the last add(): program order checked
   std::vector<std::uint32_t> dead_;  // add(), reused
   std::uint32_t stamp_ = 0;
 };
