@@ -13,6 +13,11 @@
 #include <gnu/libc-version.h>
 #endif
 
+// Whether this build starts again at all (huge_page_heap_built()).
+#if defined(__GLIBC__) && !defined(TESSERA_SANITIZED_ALLOCATOR)
+#define TESSERA_HUGE_PAGE_HEAP 1
+#endif
+
 namespace tessera::cli {
 
 namespace {
@@ -30,7 +35,7 @@ bool has_tunable(const char* version) {
 }  // namespace
 
 bool huge_page_heap_built() {
-#if defined(__GLIBC__) && !defined(TESSERA_SANITIZED_ALLOCATOR)
+#if defined(TESSERA_HUGE_PAGE_HEAP)
   return true;
 #else
   return false;
@@ -51,26 +56,24 @@ std::string huge_page_heap_tunables(const HeapPagesContext& context) {
   return std::string(context.glibc_tunables) + ":" + mine;
 }
 
-void restart_with_huge_page_heap(char** argv, char** envp) {
-#if defined(__GLIBC__) && !defined(TESSERA_SANITIZED_ALLOCATOR)
+HeapPagesContext heap_pages_context(char** envp) {
   // From envp, not getenv(): before libc's own initialiser has run (from
   // .preinit_array) getenv() does not see the environment yet.
-  const auto value_of = [&](const char* name, std::size_t& index) -> const char* {
+  const auto value_of = [&](const char* name) -> const char* {
     const std::size_t n = std::strlen(name);
-    for (index = 0; envp && envp[index]; ++index)
-      if (std::strncmp(envp[index], name, n) == 0 && envp[index][n] == '=') return envp[index] + n + 1;
+    for (char** e = envp; e && *e; ++e)
+      if (std::strncmp(*e, name, n) == 0 && (*e)[n] == '=') return *e + n + 1;
     return nullptr;
   };
-  std::size_t tunables_at = 0, unused = 0;
   HeapPagesContext context;
-  context.started_again = value_of(kHugePageHeapMarker, unused) != nullptr;
-  context.glibc_tunables = value_of("GLIBC_TUNABLES", tunables_at);
-  // The common cases after the first start, decided without reading /sys.
-  if (context.started_again || (context.glibc_tunables && std::strstr(context.glibc_tunables, kTunable))) return;
-  context.ld_preload = value_of("LD_PRELOAD", unused);
+  context.started_again = value_of(kHugePageHeapMarker) != nullptr;
+  context.glibc_tunables = value_of("GLIBC_TUNABLES");
+  context.ld_preload = value_of("LD_PRELOAD");
+#if defined(__GLIBC__)
   context.glibc_version = gnu_get_libc_version();
   context.secure = getauxval(AT_SECURE) != 0;
   context.through_loader = getauxval(AT_BASE) == 0;
+#endif
   // With read(2), not a stream: this runs before the C++ library's own static initialisers.
   if (const int fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC); fd >= 0) {
     char text[128];
@@ -78,16 +81,24 @@ void restart_with_huge_page_heap(char** argv, char** envp) {
     if (n > 0) context.thp_enabled.assign(text, static_cast<std::size_t>(n));
     close(fd);
   }
-  const std::string tunables = huge_page_heap_tunables(context);
+  return context;
+}
+
+void restart_with_huge_page_heap(char** argv, char** envp) {
+#if defined(TESSERA_HUGE_PAGE_HEAP)
+  const std::string tunables = huge_page_heap_tunables(heap_pages_context(envp));
   if (tunables.empty()) return;
   // The same environment with GLIBC_TUNABLES set (in its place, or last) and the marker.
   const std::string assignment = "GLIBC_TUNABLES=" + tunables;
   const std::string marker = std::string(kHugePageHeapMarker) + "=restarted";
-  std::size_t count = 0;
-  while (envp && envp[count]) ++count;
-  std::vector<char*> env(envp, envp + count);
-  if (context.glibc_tunables) env[tunables_at] = const_cast<char*>(assignment.c_str());
-  else env.push_back(const_cast<char*>(assignment.c_str()));
+  std::vector<char*> env;
+  bool replaced = false;
+  for (char** e = envp; e && *e; ++e) {
+    const bool tunables_var = std::strncmp(*e, "GLIBC_TUNABLES=", 15) == 0;
+    env.push_back(tunables_var ? const_cast<char*>(assignment.c_str()) : *e);
+    replaced |= tunables_var;
+  }
+  if (!replaced) env.push_back(const_cast<char*>(assignment.c_str()));
   env.push_back(const_cast<char*>(marker.c_str()));
   env.push_back(nullptr);
   // By its path, so that the process keeps its name (the kernel names it

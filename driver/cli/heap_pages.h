@@ -46,6 +46,10 @@ inline constexpr const char* kHugePageHeapMarker = "TESSERA_HUGE_PAGE_HEAP";
 // the new start), in secure mode or through the loader.
 std::string huge_page_heap_tunables(const HeapPagesContext& context);
 
+// This process's context: from its environment `envp` (getenv() is not
+// ready in .preinit_array), its auxiliary vector, glibc and /sys.
+HeapPagesContext heap_pages_context(char** envp);
+
 // Whether this build starts again at all: not with a sanitizer's allocator,
 // which the tunable does not reach, nor off glibc.
 bool huge_page_heap_built();

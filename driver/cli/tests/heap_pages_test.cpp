@@ -18,9 +18,6 @@
 #include <unistd.h>
 #include <vector>
 
-#if defined(__GLIBC__)
-#include <gnu/libc-version.h>
-#endif
 
 extern char** environ;
 
@@ -88,16 +85,6 @@ TEST(HeapPages, RunsOnAsItIsOtherwise) {
 TEST(HeapPages, TheBinaryStartsAgainOnceWithTheTunable) {
   // The test is built as the binary is (the sanitizer lane's both are).
   if (!huge_page_heap_built()) GTEST_SKIP() << "a sanitizer's allocator: tessera does not start again";
-  HeapPagesContext here;
-  std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
-  here.thp_enabled.assign(std::istreambuf_iterator<char>(thp), std::istreambuf_iterator<char>());
-#if defined(__GLIBC__)
-  here.glibc_version = gnu_get_libc_version();
-#endif
-  here.ld_preload = std::getenv("LD_PRELOAD");
-  const std::string expected = huge_page_heap_tunables(here);
-  if (expected.empty()) GTEST_SKIP() << "this host would not start tessera again (THP off, or an old glibc)";
-
   std::vector<std::string> env_text{fmt::format("TESSERA_CONFIG_DIR={}/configs", TESSERA_SOURCE_DIR)};
   for (char** e = environ; *e; ++e) {
     const std::string var(*e);
@@ -108,6 +95,8 @@ TEST(HeapPages, TheBinaryStartsAgainOnceWithTheTunable) {
   std::vector<char*> env;
   for (std::string& s : env_text) env.push_back(s.data());
   env.push_back(nullptr);
+  const std::string expected = huge_page_heap_tunables(heap_pages_context(env.data()));
+  if (expected.empty()) GTEST_SKIP() << "this host would not start tessera again (THP off, or an old glibc)";
   std::vector<std::string> args_text{TESSERA_BIN, "list", "configs"};
   std::vector<char*> args;
   for (std::string& s : args_text) args.push_back(s.data());

@@ -240,13 +240,11 @@ void HbmWrites::remove(std::uint32_t idx) {
   AgentWrites& a = agents_[static_cast<std::size_t>(e.access.agent + 1)];
   if (--a.live == 0) {
     a.added.clear();
-    a.stale = 0;
-  } else if (++a.stale * 2 > a.added.size()) {
+  } else if ((a.added.size() - a.live) * 2 > a.added.size()) {
     std::size_t kept = 0;
     for (const auto& [slot, serial] : a.added)
       if (entries_[slot].alive && entries_[slot].serial == serial) a.added[kept++] = {slot, serial};
     a.added.resize(kept);
-    a.stale = 0;
   }
 }
 

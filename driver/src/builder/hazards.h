@@ -154,12 +154,11 @@ private:
   std::uint64_t wide_rows_ = 0;  // the most rows of any wide write added: how far back one may start
   // One agent's live writes: the order they were added in, newest last, as
   // (slot, serial), where a slot whose entry is gone or reused is skipped
-  // (and the list compacted once those are half of it); and rows [p0, p1)
-  // spanning every write it held since it last held none.
+  // (and the list compacted once those, added.size() - live, are half of
+  // it); and rows [p0, p1) spanning every write it held since it last held none.
   struct AgentWrites {
     std::vector<std::pair<std::uint32_t, std::uint64_t>> added;
     std::uint32_t live = 0;
-    std::size_t stale = 0;
     std::uint64_t p0 = 0, p1 = 0;
   };
   std::vector<AgentWrites> agents_;  // by agent + 1 (a DMA piece not yet placed is agent -1)
