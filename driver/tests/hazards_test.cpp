@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <random>
 #include <vector>
 
 namespace tessera::builder {
@@ -171,7 +172,42 @@ TEST(HazardTracker, RecordAfterASearchDropsWhatRecordAloneDrops) {
 // tensors, narrow and wide, in shifting bands per agent (as an elementwise
 // kernel's store pieces), some ops reading the tensor they write, against
 // a tracker that keeps every live write in one list.
-TEST(HazardTracker, HbmDependenciesAreAFullScans) {
+// A wide HBM write drops the narrow writes it covers, those that lie in its
+// first and last row blocks included, whether it finds them under its row
+// blocks (many narrow writes live elsewhere) or among all writes (few).
+TEST(HazardTracker, AWideHbmWriteDropsTheNarrowWritesItCovers) {
+  constexpr std::uint64_t kTensor = 0x100000, kRowBytes = 512;
+  const auto hbm = [&](std::uint64_t p0, std::uint64_t p1) {
+    Region r;
+    r.memory = arch::Memory::Hbm;
+    r.tensor = kTensor;
+    r.p0 = p0;
+    r.p1 = p1;
+    r.b0 = kTensor;
+    r.b1 = kTensor + kRowBytes;
+    return r;
+  };
+  for (const int elsewhere : {0, 200}) {
+    HazardTracker t;
+    int op = 0;
+    // Agent 1's narrow writes far from the rest: whether the wide write
+    // looks under its 13 row blocks or at every write.
+    for (int i = 0; i < elsewhere; ++i, ++op) t.record(op, 1, {}, {hbm(10000 + 20 * i, 10002 + 20 * i)});
+    const int partly = op++, first_block = op++, last_block = op++, middle = op++;
+    t.record(partly, 5, {}, {hbm(300, 310)});  // reaches past it: stays
+    t.record(first_block, 2, {}, {hbm(96, 98)});  // rows 96..111 are block 6, the wide write's first
+    t.record(last_block, 3, {}, {hbm(300, 302)});  // rows 288..303 are block 18, its last
+    t.record(middle, 4, {}, {hbm(200, 230)});
+    const int wide = op++;
+    t.record(wide, 6, {}, {hbm(96, 302)});
+    EXPECT_EQ(deps(t, 7, {hbm(96, 302)}, {}), (std::vector<int>{partly, wide})) << elsewhere << " elsewhere";
+    EXPECT_EQ(deps(t, 7, {hbm(96, 98)}, {}), std::vector<int>{wide}) << elsewhere << " elsewhere";
+    EXPECT_EQ(deps(t, 7, {hbm(300, 301)}, {}), (std::vector<int>{partly, wide})) << elsewhere << " elsewhere";
+  }
+}
+
+// `narrow_percent`: the share of the first tensor's writes that are narrow.
+void check_hbm_against_full_scan(std::uint64_t seed, std::uint64_t narrow_percent) {
   struct Write {
     Region region;
     int op, agent;
@@ -207,8 +243,15 @@ TEST(HazardTracker, HbmDependenciesAreAFullScans) {
       for (const auto& l : latest) out.push_back(l.second);
       return out;
     }
+    // Writes a wide write covered, by the kind of write covered: the index
+    // looks for them among the narrow and the wide ones its own ways.
+    std::size_t narrow_covered_by_wide = 0, wide_covered_by_wide = 0;
+    static bool wide(const Region& r) { return (r.p1 - 1) / 16 - r.p0 / 16 >= 8; }
     void record(int op, int agent, const RegionList& reads, const RegionList& writes_of_op) {
       for (const Region& w : writes_of_op) {
+        if (wide(w))
+          for (const Write& o : writes)
+            if (w.covers(o.region)) ++(wide(o.region) ? wide_covered_by_wide : narrow_covered_by_wide);
         writes.erase(std::remove_if(writes.begin(), writes.end(), [&](const Write& o) { return w.covers(o.region); }),
                      writes.end());
         writes.push_back({w, op, agent});
@@ -221,18 +264,30 @@ TEST(HazardTracker, HbmDependenciesAreAFullScans) {
       }
     }
   };
-  std::srand(17);
-  const auto pick = [](std::uint64_t n) { return static_cast<std::uint64_t>(std::rand()) % n; };
-  constexpr std::uint64_t kRowBytes = 512, kTensors[] = {0x100000, 0x200000};
+  std::mt19937_64 random(seed);
+  const auto pick = [&](std::uint64_t n) { return std::uniform_int_distribution<std::uint64_t>(0, n - 1)(random); };
+  constexpr std::uint64_t kRowBytes = 512, kTensors[] = {0x100000, 0x200000}, kWidest = 1350;
+  // Rows of a write: narrow (a few row blocks), around the line between
+  // narrow and wide (8 blocks of 16 rows, so 113 to 144 rows either side
+  // of it depending on the first row), wide, and the widest of all, which
+  // bounds how far back a wide write that overlaps a query may start.
+  const auto rows = [&](bool wide) -> std::uint64_t {
+    if (!wide) return pick(4) == 0 ? 41 + pick(110) : 1 + pick(40);
+    switch (pick(4)) {
+      case 0: return 100 + pick(60);
+      case 1: return kWidest;
+      default: return 151 + pick(kWidest - 151);
+    }
+  };
   const auto region = [&](int agent, int op) {
     Region r;
     r.memory = arch::Memory::Hbm;
     r.tensor = kTensors[pick(3) == 0];
-    const bool wide = r.tensor == kTensors[1] || pick(3) != 0;  // the second tensor's writes are all wide
+    const bool wide = r.tensor == kTensors[1] || pick(100) >= narrow_percent;  // the second tensor's are all wide
     // An agent's band moves on with the ops, as an elementwise kernel's does.
     const std::uint64_t band = static_cast<std::uint64_t>(agent) * 1500 + static_cast<std::uint64_t>(op) / 8;
     r.p0 = pick(4) == 0 ? pick(6000) : band + 8 * pick(25);  // often the same first row
-    r.p1 = r.p0 + 1 + (wide ? 150 + pick(1200) : pick(40));
+    r.p1 = r.p0 + rows(wide);
     const bool whole = pick(2) == 0;
     r.b0 = r.tensor + (whole ? 0 : pick(kRowBytes - 1));
     r.b1 = whole ? r.tensor + kRowBytes : r.b0 + 1 + pick(r.tensor + kRowBytes - r.b0 - 1);
@@ -267,7 +322,15 @@ TEST(HazardTracker, HbmDependenciesAreAFullScans) {
   }
   EXPECT_GT(met, 2000u);  // the ops met each other
   EXPECT_LT(ref.writes.size(), 3000u);  // and writes covered earlier ones
+  EXPECT_GT(ref.narrow_covered_by_wide, 50u);
+  EXPECT_GT(ref.wide_covered_by_wide, 50u);
 }
+
+TEST(HazardTracker, HbmDependenciesAreAFullScans) { check_hbm_against_full_scan(17, 33); }
+
+// Many narrow writes live beside the wide ones: a wide write finds those it
+// covers under its row blocks, not among every write.
+TEST(HazardTracker, HbmDependenciesAreAFullScansAmongManyNarrowWrites) { check_hbm_against_full_scan(18, 90); }
 
 // A wait its stream has made already (on the same op, or a later op of the
 // same agent) is not kept; the same op is still waited for from another

@@ -193,16 +193,32 @@ void HbmWrites::add(const Region& w, int op, int agent) {
   const auto if_covered = [&](std::uint32_t idx) {
     if (w.covers(entries_[idx].access.region)) dead_.push_back(idx);
   };
-  if (wide(w) && narrow_ == 0) {
-    // What w covers starts in its rows (narrow writes, rare beside wide
-    // ones, are looked for among all as before).
-    for (auto it = wide_.lower_bound(w.p0); it != wide_.end() && it->first < w.p1; ++it) if_covered(it->second);
+  if (wide(w)) {
+    // What w covers lies in its rows: the wide writes that start there, and
+    // the narrow ones filed under its row blocks, or, when it spans more
+    // blocks than there are narrow writes, found among all.
+    next_stamp(entries_, stamp_);
+    const auto once = [&](std::uint32_t idx) {
+      if (entries_[idx].stamp == stamp_) return;
+      entries_[idx].stamp = stamp_;
+      if_covered(idx);
+    };
+    for (auto it = wide_.lower_bound(w.p0); it != wide_.end() && it->first < w.p1; ++it) once(it->second);
+    const std::uint64_t b0 = w.p0 / kRowsPerBlock, b1 = (w.p1 - 1) / kRowsPerBlock;
+    if (narrow_ > 0 && b1 - b0 < narrow_) {
+      for (std::uint64_t b = b0; b <= b1; ++b)
+        if (const auto it = blocks_.find(b); it != blocks_.end())
+          for (const std::uint32_t idx : it->second) once(idx);
+    } else if (narrow_ > 0) {
+      for (std::uint32_t idx = 0; idx < entries_.size(); ++idx)
+        if (entries_[idx].alive && !wide(entries_[idx].access.region)) once(idx);
+    }
   } else {
     for_each_index(w, if_covered);
   }
   for (const std::uint32_t idx : dead_) remove(idx);
   const std::uint32_t idx = take_slot(entries_, free_);
-  entries_[idx] = {{w, op, agent}, 0, ++serial_, true};
+  entries_[idx] = {{w, op, agent}, 0, ++serial_, true, {}};
   const auto slot = static_cast<std::size_t>(agent + 1);  // agent >= -1
   if (slot >= agents_.size()) agents_.resize(slot + 1);
   AgentWrites& a = agents_[slot];
@@ -211,7 +227,7 @@ void HbmWrites::add(const Region& w, int op, int agent) {
   ++a.live;
   a.added.emplace_back(idx, serial_);
   if (wide(w)) {
-    wide_.emplace(w.p0, idx);
+    entries_[idx].wide_at = wide_.emplace(w.p0, idx);
     wide_rows_ = std::max(wide_rows_, w.p1 - w.p0);
   } else {
     for (std::uint64_t b = w.p0 / kRowsPerBlock; b <= (w.p1 - 1) / kRowsPerBlock; ++b) blocks_[b].push_back(idx);
@@ -223,9 +239,7 @@ void HbmWrites::remove(std::uint32_t idx) {
   Entry& e = entries_[idx];
   const Region& r = e.access.region;
   if (wide(r)) {
-    auto it = wide_.lower_bound(r.p0);
-    while (it->second != idx) ++it;
-    wide_.erase(it);
+    wide_.erase(e.wide_at);
   } else {
     for (std::uint64_t b = r.p0 / kRowsPerBlock; b <= (r.p1 - 1) / kRowsPerBlock; ++b) {
       std::vector<std::uint32_t>& list = blocks_[b];

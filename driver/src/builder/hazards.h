@@ -137,6 +137,7 @@ private:
     std::uint32_t stamp;
     std::uint64_t serial;  // which add() made it, as its slot is reused
     bool alive;
+    std::multimap<std::uint64_t, std::uint32_t>::iterator wide_at;  // a wide write's place in wide_
   };
   // Calls f(access) once for each live write overlapping r.
   template <typename F>
