@@ -1,6 +1,7 @@
 #include "dma/dma_pattern.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace tessera::dma {
 
@@ -82,19 +83,38 @@ void BurstCache::bursts(std::uint64_t base, const std::array<std::uint16_t, 4>& 
   const Shape shape{size, stride, static_cast<std::uint32_t>(base & (m - 1)), elem_log2};
   std::uint64_t h = shape.offset * 0x9E3779B97F4A7C15ull ^ elem_log2;
   for (int d = 0; d < 4; ++d) h = (h ^ size[d]) * 0x100000001B3ull ^ stride[d];
-  Entry& e = entries_[(h ^ (h >> 29)) % kEntries];
+  // The steps above carry high bits of a size or stride into the low bits
+  // of h only through the shifts below: without them, shapes that differ in
+  // a stride's high bits alone fell on one entry.
+  h ^= h >> 33;
+  h *= 0xFF51AFD7ED558CCDull;
+  h ^= h >> 33;
   const std::uint64_t moved = base - shape.offset;
-  if (e.valid && e.shape == shape) {
-    out.resize(e.bursts.size());
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = {e.bursts[i].address + moved, e.bursts[i].bytes, e.bursts[i].first};
-    return;
+  // A shape may sit in any of kWays entries from its own: two shapes a
+  // kernel alternates between no longer evict each other at every
+  // descriptor, as they did when each had one entry (a large GEMM's 48
+  // shapes missed one lookup in six).
+  const std::size_t home = h % kEntries;
+  Entry* victim = nullptr;
+  for (std::size_t k = 0; k < kWays; ++k) {
+    Entry& e = entries_[(home + k) % kEntries];
+    if (!e.valid) {
+      if (!victim) victim = &e;
+      continue;
+    }
+    if (e.shape == shape) {
+      out.resize(e.bursts.size());
+      for (std::size_t i = 0; i < out.size(); ++i) out[i] = {e.bursts[i].address + moved, e.bursts[i].bytes, e.bursts[i].first};
+      return;
+    }
   }
   pattern_bursts(base, size, stride, elem_log2, m, out);
   if (out.size() > kMostBursts) return;
-  e.valid = true;
-  e.shape = shape;
-  e.bursts = out;
-  for (Run& r : e.bursts) r.address -= moved;
+  if (!victim) victim = &entries_[(home + next_victim_++ % kWays) % kEntries];
+  victim->valid = true;
+  victim->shape = shape;
+  victim->bursts = out;
+  for (Run& r : victim->bursts) r.address -= moved;
 }
 
 }  // namespace tessera::dma

@@ -37,9 +37,10 @@ void pattern_bursts(std::uint64_t base, const std::array<std::uint16_t, 4>& size
 // of max_burst_bytes has the same bursts moved (every cut falls on a multiple
 // of it), so a shape is cut once for each offset within max_burst_bytes.
 // Decoding cut both sides of every descriptor, about 1,100 instructions of
-// the 27,000 a descriptor cost. Direct-mapped: a shape replaces the one it
-// hashes onto. Long patterns (which leave the entry as it was), and a
-// max_burst_bytes not a power of two, are cut every time.
+// the 27,000 a descriptor cost. A shape takes one of kWays entries from
+// the one it hashes onto, the first free, else each in turn. Long patterns
+// (which leave the entries as they were), and a max_burst_bytes not a power
+// of two, are cut every time.
 class BurstCache {
 public:
   explicit BurstCache(std::uint32_t max_burst_bytes) : max_burst_bytes_(max_burst_bytes) {}
@@ -48,6 +49,7 @@ public:
               std::uint8_t elem_log2, std::vector<Run>& out);
 
   static constexpr std::size_t kEntries = 256;
+  static constexpr std::size_t kWays = 4;  // the entries a shape may take, from the one it hashes onto
   static constexpr std::size_t kMostBursts = 256;  // longer patterns are not kept
 
 private:
@@ -70,6 +72,7 @@ private:
   };
   std::uint32_t max_burst_bytes_;
   std::array<Entry, kEntries> entries_;
+  std::size_t next_victim_ = 0;  // which of a full neighbourhood's entries a new shape replaces, in turn
 };
 
 // Bursts of at most 256 beats of `data_bytes` that never cross a 4 KiB page.
