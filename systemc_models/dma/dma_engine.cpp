@@ -326,14 +326,25 @@ Time DmaEngine::access(tlm::tlm_command cmd, arch::Region region, std::uint64_t 
   // order, and a time ahead of SystemC's goes as the annotated delay.
   // SystemC's time stands still while the scheduler runs the engines (it
   // reads it once per wake-up, and no memory target waits).
+  if (!scheduler_) take_turn_in_order();
+  if (region == arch::Region::Hbm) {
+    // HBM's b_transport without the payload, the socket's calls and
+    // sc_time: it books the access at now_ (ahead of SystemC's time under a
+    // scheduler, at it alone), with stale bins before SystemC's time.
+    const Time systemc = scheduler_ ? Time(scheduler_->systemc_time()) : Time(trace::current_time());
+    const Time sent = scheduler_ ? now_ : systemc;
+    tlm::tlm_response_status status;
+    const Time answer = Time::units(ctx_.hbm.access_ticks(cmd, address - direct_[static_cast<std::size_t>(region)].base,
+                                                          data, length, sent.value(), systemc.value(), status));
+    error = status != tlm::TLM_OK_RESPONSE;
+    return answered(cmd, address, length, answer);
+  }
   sc_time stamp = sc_core::SC_ZERO_TIME, delay = sc_core::SC_ZERO_TIME;
   if (scheduler_) {
     stamp = scheduler_->systemc_time();
     delay = (now_ - stamp).sc();
-  } else {
-    take_turn_in_order();
   }
-  if (region == arch::Region::Hbm || on_chip(region)) {
+  if (on_chip(region)) {
     // A local memory's b_transport without the payload and the sockets'
     // calls, which were a third of the cost of a timing-only burst. The
     // memories are the targets the interconnect routes these regions to
@@ -341,10 +352,7 @@ Time DmaEngine::access(tlm::tlm_command cmd, arch::Region region, std::uint64_t 
     if (!scheduler_) stamp = trace::current_time();
     const std::uint64_t at = address - direct_[static_cast<std::size_t>(region)].base;
     memory::PartitionedMemory& local = region == arch::Region::Sbuf ? ctx_.sbuf : ctx_.psum;
-    const tlm::tlm_response_status status = region == arch::Region::Hbm
-                                                ? ctx_.hbm.access(cmd, at, data, length, stamp, delay)
-                                                : local.access(cmd, at, data, length, delay);
-    error = status != tlm::TLM_OK_RESPONSE;
+    error = local.access(cmd, at, data, length, delay) != tlm::TLM_OK_RESPONSE;
     return answered(cmd, address, length, Time(stamp) + Time(delay));
   }
   tlm::tlm_generic_payload& t = payload_;

@@ -22,6 +22,7 @@ Hbm::Hbm(sc_core::sc_module_name name, const arch::HbmConfig& cfg, trace::Stats&
       size_(static_cast<std::uint64_t>(cfg.capacity_gib) << 30),
       hash_(static_cast<std::uint64_t>(cfg.channels)),
       latency_(cfg.latency_ns, SC_NS),
+      latency_ticks_(latency_.value()),
       bandwidth_gbps_(cfg.bandwidth_gbps),
       // GB/s is bytes per ns; each of the channels carries an equal share.
       ns_per_byte_per_channel_(static_cast<double>(cfg.channels) / cfg.bandwidth_gbps),
@@ -54,20 +55,20 @@ void Hbm::backdoor_write(std::uint64_t address, const std::uint8_t* in, std::uin
   store_.write(address, in, length);
 }
 
-sc_time Hbm::book(std::uint64_t address, std::uint64_t length, const sc_time& start, const sc_time& now) {
+std::uint64_t Hbm::book(std::uint64_t address, std::uint64_t length, std::uint64_t start, std::uint64_t now) {
   const std::size_t channels = channel_bins_.channels();
   // The hash is linear and maps every granule index below `channels` to
   // itself, so within an aligned block of `channels` granules the channel is
   // the block's channel XOR the granule's place in it: one table lookup per
   // block rather than per granule.
   const std::uint64_t in_block = channels - 1;
-  const double start_ns = trace::ns(start);
+  const double start_ns = trace::ns_of_ticks(start);
   // Every channel's bins are kBinNs wide: the first bin once for all.
   const auto start_bin = static_cast<std::int64_t>(start_ns / kBinNs);
   // Bins before now can take no more requests.
   if (now != stale_now_) {
     stale_now_ = now;
-    stale_bin_ = static_cast<std::int64_t>(trace::ns(now) / kBinNs) - 1;
+    stale_bin_ = static_cast<std::int64_t>(trace::ns_of_ticks(now) / kBinNs) - 1;
   }
   const std::int64_t stale = stale_bin_;
   double done_ns = start_ns;
@@ -105,7 +106,7 @@ sc_time Hbm::book(std::uint64_t address, std::uint64_t length, const sc_time& st
         done_ns = std::max(done_ns, from.fill(block_channel ^ (g & in_block), kWhole));
     }
     if (a < end) partial(end - a);  // a partial last granule
-    return trace::from_ns(done_ns);
+    return trace::ticks_of_ns(done_ns);
   }
   std::uint32_t block_channel = 0;
   // The word of touched_ being filled, held in a register: or-ing into
@@ -137,12 +138,25 @@ sc_time Hbm::book(std::uint64_t address, std::uint64_t length, const sc_time& st
       per_channel_[c] = 0;
     }
   std::fill(touched_.begin(), touched_.end(), 0);
-  return trace::from_ns(done_ns);
+  return trace::ticks_of_ns(done_ns);
 }
 
 tlm::tlm_response_status Hbm::access(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t* data,
                                      std::uint64_t length, const sc_time& now, sc_time& delay) {
-  if (!in_range(address, length)) return tlm::TLM_ADDRESS_ERROR_RESPONSE;
+  tlm::tlm_response_status status;
+  const std::uint64_t answer = access_ticks(cmd, address, data, length, (now + delay).value(), now.value(), status);
+  // The target adds its latency to the initiator's delay and never waits.
+  if (status == tlm::TLM_OK_RESPONSE) delay = trace::ticks(answer - now.value());
+  return status;
+}
+
+std::uint64_t Hbm::access_ticks(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t* data, std::uint64_t length,
+                                std::uint64_t start, std::uint64_t now, tlm::tlm_response_status& status) {
+  if (!in_range(address, length)) {
+    status = tlm::TLM_ADDRESS_ERROR_RESPONSE;
+    return start;
+  }
+  status = tlm::TLM_OK_RESPONSE;
   ++stats_.transactions;
   if (cmd == tlm::TLM_READ_COMMAND) {
     store_.read(address, data, length);
@@ -153,9 +167,7 @@ tlm::tlm_response_status Hbm::access(tlm::tlm_command cmd, std::uint64_t address
   } else {
     stats_.bytes_timing_only += static_cast<double>(length);
   }
-  // The target adds its latency to the initiator's delay and never waits.
-  delay = book(address, length, now + delay, now) + latency_ - now;
-  return tlm::TLM_OK_RESPONSE;
+  return book(address, length, start, now) + latency_ticks_;
 }
 
 void Hbm::b_transport(int, tlm::tlm_generic_payload& trans, sc_time& delay) {

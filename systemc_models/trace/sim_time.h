@@ -37,9 +37,8 @@ inline const Resolution& resolution() {
 // t.to_seconds() * 1e9: (value * resolution) * 1e-15, then * 1e9, the
 // value converted as SystemC converts it (its conversion differs between
 // compilers for values of 2^63 and up).
-inline double ns(const sc_core::sc_time& t) {
-  return sc_dt::uint64_to_double(t.value()) * resolution().fs * 1e-15 * 1e9;
-}
+inline double ns_of_ticks(std::uint64_t v) { return sc_dt::uint64_to_double(v) * resolution().fs * 1e-15 * 1e9; }
+inline double ns(const sc_core::sc_time& t) { return ns_of_ticks(t.value()); }
 
 // sc_time::from_value(n), n resolution units, without its call into
 // SystemC's library (which also marks the resolution fixed; it is, once a
@@ -55,11 +54,13 @@ inline sc_core::sc_time ticks(std::uint64_t n) {
 
 // sc_core::sc_time(v, SC_NS): v scaled to resolution units, plus a half,
 // truncated; through a volatile as in SystemC, whose copy this is.
-inline sc_core::sc_time from_ns(double v) {
-  if (v == 0) return sc_core::SC_ZERO_TIME;
+// ticks_of_ns(v) is from_ns(v).value(), without the sc_time.
+inline std::uint64_t ticks_of_ns(double v) {
+  if (v == 0) return 0;
   volatile double units = v * resolution().units_per_ns + 0.5;
-  return ticks(static_cast<sc_core::sc_time::value_type>(static_cast<std::int64_t>(units)));
+  return static_cast<sc_core::sc_time::value_type>(static_cast<std::int64_t>(units));
 }
+inline sc_core::sc_time from_ns(double v) { return v == 0 ? sc_core::SC_ZERO_TIME : ticks(ticks_of_ns(v)); }
 
 // sc_core::sc_time_stamp(), the same read of the current context's time,
 // inline: SystemC's is a call into its library, and the engines and the DMA
