@@ -326,6 +326,35 @@ TEST(Hbm, TimingOnlyAccessAnswersAsAReadThroughTheSocketDoes) {
   EXPECT_EQ(stats_a.value("socketed.bytes_read"), stats_b.value("direct.bytes_timing_only"));
 }
 
+// The DMA engines under a scheduler book HBM ahead of SystemC's time, in
+// resolution units (access_ticks): the same answers as access() with the
+// time ahead as the annotated delay, bins gone stale behind SystemC's time
+// included, and the start itself for an access past the end.
+TEST(Hbm, AccessInTicksAnswersAsAccessWithTheTimeAheadAsItsDelay) {
+  trace::Stats stats_a, stats_b;
+  memory::Hbm timed("timed", hbm_config(), stats_a), ticked("ticked", hbm_config(), stats_b);
+  std::mt19937_64 rng(11);
+  const std::uint64_t end = timed.size_bytes();
+  sc_time now = sc_core::SC_ZERO_TIME;
+  std::size_t errors = 0;
+  for (int k = 0; k < 3000; ++k) {
+    now += sc_time(static_cast<double>(rng() % 40), SC_NS);
+    const sc_time ahead(static_cast<double>(rng() % 2000), SC_NS);
+    const unsigned length = 1 + static_cast<unsigned>(rng() % 8192);
+    const std::uint64_t address = rng() % 64 == 0 ? end - rng() % 4096 : (rng() % (1u << 20)) * 64 + rng() % 64;
+    sc_time delay = ahead;
+    const tlm::tlm_response_status want = timed.access(tlm::TLM_IGNORE_COMMAND, address, nullptr, length, now, delay);
+    tlm::tlm_response_status got = tlm::TLM_INCOMPLETE_RESPONSE;
+    const std::uint64_t answer =
+        ticked.access_ticks(tlm::TLM_IGNORE_COMMAND, address, nullptr, length, (now + ahead).value(), now.value(), got);
+    ASSERT_EQ(got, want) << "access " << k;
+    EXPECT_EQ(answer, (now + delay).value()) << "access " << k;  // delay untouched on an error: the start
+    errors += want == tlm::TLM_OK_RESPONSE ? 0 : 1;
+  }
+  EXPECT_GT(errors, 0u);
+  EXPECT_EQ(stats_a.value("timed.transactions"), stats_b.value("ticked.transactions"));
+}
+
 memory::PartitionedMemoryParams sbuf_params() {
   return {8, 1024, sc_time(1, SC_NS), 10, 4};
 }
