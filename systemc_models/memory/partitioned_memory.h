@@ -95,7 +95,28 @@ public:
   // a fast DMA engine makes one call per SBUF or PSUM burst.
   tlm::tlm_response_status access(tlm::tlm_command cmd, std::uint64_t offset, std::uint8_t* data,
                                   std::uint64_t length, sc_core::sc_time& delay) {
-    if (!in_range(offset, length)) return tlm::TLM_ADDRESS_ERROR_RESPONSE;
+    if (!move(cmd, offset, data, length)) return tlm::TLM_ADDRESS_ERROR_RESPONSE;
+    delay += transfer_time(offset, length);
+    return tlm::TLM_OK_RESPONSE;
+  }
+  // The same in resolution units (sc_time values), as the fast DMA engines
+  // keep time: sent at `start`, done when it returns (`start` when `status`
+  // is an error).
+  std::uint64_t access_ticks(tlm::tlm_command cmd, std::uint64_t offset, std::uint8_t* data, std::uint64_t length,
+                             std::uint64_t start, tlm::tlm_response_status& status) {
+    if (!move(cmd, offset, data, length)) {
+      status = tlm::TLM_ADDRESS_ERROR_RESPONSE;
+      return start;
+    }
+    status = tlm::TLM_OK_RESPONSE;
+    return start + transfer_time(offset, length).value();
+  }
+
+private:
+  // access()'s bytes and statistics; false, touching nothing, for a range
+  // outside the memory.
+  bool move(tlm::tlm_command cmd, std::uint64_t offset, std::uint8_t* data, std::uint64_t length) {
+    if (!in_range(offset, length)) return false;
     if (cmd == tlm::TLM_READ_COMMAND) {
       std::memcpy(data, data_.get() + offset, length);
       count_read(length);
@@ -105,11 +126,8 @@ public:
     } else {
       stats_.bytes_timing_only += static_cast<double>(length);
     }
-    delay += transfer_time(offset, length);
-    return tlm::TLM_OK_RESPONSE;
+    return true;
   }
-
-private:
   sc_core::sc_time spread_time(std::uint64_t length, std::uint64_t partitions) const;
   bool in_range(std::uint64_t offset, std::uint64_t length) const {
     return offset <= size_ && length <= size_ - offset;
