@@ -8,7 +8,7 @@
 // faults, and 12-14 % less CPU for that run (docs/performance.md, "The heap
 // in huge pages"). glibc reads tunables only as a process starts, from
 // GLIBC_TUNABLES, so `tessera` starts itself again with it set, once, before
-// anything else (about 1 ms of CPU); the processes it starts inherit it. Setting GLIBC_TUNABLES
+// anything else (about 12 ms of CPU); the processes it starts inherit it. Setting GLIBC_TUNABLES
 // to name glibc.malloc.hugetlb (=0 for the default pages) keeps it from doing so.
 #pragma once
 

@@ -1,7 +1,6 @@
 #include "dma/dma_pattern.h"
 
 #include <algorithm>
-#include <cstdio>
 
 namespace tessera::dma {
 

@@ -22,7 +22,6 @@ Hbm::Hbm(sc_core::sc_module_name name, const arch::HbmConfig& cfg, trace::Stats&
       size_(static_cast<std::uint64_t>(cfg.capacity_gib) << 30),
       hash_(static_cast<std::uint64_t>(cfg.channels)),
       latency_(cfg.latency_ns, SC_NS),
-      latency_ticks_(latency_.value()),
       bandwidth_gbps_(cfg.bandwidth_gbps),
       // GB/s is bytes per ns; each of the channels carries an equal share.
       ns_per_byte_per_channel_(static_cast<double>(cfg.channels) / cfg.bandwidth_gbps),
@@ -167,7 +166,7 @@ std::uint64_t Hbm::access_ticks(tlm::tlm_command cmd, std::uint64_t address, std
   } else {
     stats_.bytes_timing_only += static_cast<double>(length);
   }
-  return book(address, length, start, now) + latency_ticks_;
+  return book(address, length, start, now) + latency_.value();
 }
 
 void Hbm::b_transport(int, tlm::tlm_generic_payload& trans, sc_time& delay) {

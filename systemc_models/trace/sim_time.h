@@ -60,7 +60,7 @@ inline std::uint64_t ticks_of_ns(double v) {
   volatile double units = v * resolution().units_per_ns + 0.5;
   return static_cast<sc_core::sc_time::value_type>(static_cast<std::int64_t>(units));
 }
-inline sc_core::sc_time from_ns(double v) { return v == 0 ? sc_core::SC_ZERO_TIME : ticks(ticks_of_ns(v)); }
+inline sc_core::sc_time from_ns(double v) { return ticks(ticks_of_ns(v)); }
 
 // sc_core::sc_time_stamp(), the same read of the current context's time,
 // inline: SystemC's is a call into its library, and the engines and the DMA

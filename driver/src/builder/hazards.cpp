@@ -139,6 +139,7 @@ void OnChipIndex::remove(std::uint32_t idx) {
 
 template <typename F>
 void HbmWrites::for_each_index(const Region& r, F&& f) {
+  assert(!wide(r));  // wide queries and writes have their own ways (newest_overlapping, add)
   if (entries_.size() == free_.size()) return;
   next_stamp(entries_, stamp_);
   const auto meet = [&](std::uint32_t idx) {
@@ -147,11 +148,6 @@ void HbmWrites::for_each_index(const Region& r, F&& f) {
     e.stamp = stamp_;
     f(idx);
   };
-  if (wide(r)) {
-    for (std::uint32_t idx = 0; idx < entries_.size(); ++idx)
-      if (entries_[idx].alive) meet(idx);
-    return;
-  }
   // A wide write that starts more than wide_rows_ before r ends before it.
   for (auto it = wide_.lower_bound(r.p0 > wide_rows_ ? r.p0 - wide_rows_ : 0); it != wide_.end() && it->first < r.p1;
        ++it)

@@ -139,7 +139,7 @@ private:
     bool alive;
     std::multimap<std::uint64_t, std::uint32_t>::iterator wide_at;  // a wide write's place in wide_
   };
-  // Calls f(access) once for each live write overlapping r.
+  // Calls f(access) once for each live write overlapping r, a narrow region.
   template <typename F>
   void for_each_overlapping(const Region& r, F&& f);
   template <typename F>
