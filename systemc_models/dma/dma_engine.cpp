@@ -345,6 +345,11 @@ Time DmaEngine::access(tlm::tlm_command cmd, arch::Region region, std::uint64_t 
     error = status != tlm::TLM_OK_RESPONSE;
     return answered(cmd, address, length, Time::units(answer));
   }
+  return access_through_socket(cmd, region, address, data, length, error);
+}
+
+Time DmaEngine::access_through_socket(tlm::tlm_command cmd, arch::Region region, std::uint64_t address,
+                                      std::uint8_t* data, std::uint32_t length, bool& error) {
   sc_time stamp = sc_core::SC_ZERO_TIME, delay = sc_core::SC_ZERO_TIME;
   if (scheduler_) {
     stamp = scheduler_->systemc_time();
@@ -420,7 +425,7 @@ Time DmaEngine::completion_aw() const {
 
 Time DmaEngine::completion_time() const {
   // Completion writes go ahead of data bursts, between bursts.
-  return std::max({completions_pending_.front().ready, w_free_, write_slot_free()});
+  return std::max(std::max(completions_pending_.front().ready, w_free_), write_slot_free());
 }
 
 void DmaEngine::complete_oldest() {
@@ -530,6 +535,7 @@ void DmaEngine::begin(const Fetched& f) {
   // retired[k] for them. The others are placed again on each call.
   x.placed = 0;
   x.need = 0;  // the read bursts the next write burst waits for: [0, need]
+  x.need_settled = false;
   x.next_read = x.r_channel = x.last_w = data_start;
   x.retired_floor = Time();  // the earliest burst 0 retires (after a hand-off: after the last one before it)
   // The next descriptor's fetch, once issued, comes back on the same R
@@ -538,6 +544,7 @@ void DmaEngine::begin(const Fetched& f) {
   x.fetch_on_r = false;
   x.fetch_open = false;
   scratch_.open.clear();
+  x.open_head = 0;
   x.opened = 0;
   x.unplaced = 0;
   x.fetch_after = 0;            // data bursts issued before the fetch
@@ -586,22 +593,19 @@ void DmaEngine::place() {
   // every turn; on the big GEMM 39 % of the calls return here.
   const Exec& x = exec_;
   if (x.opened == x.ri && (!x.fetch_on_r || x.fetch_open)) {
-    if (scratch_.open.empty() || std::max(ready_of(scratch_.open.front()), x.r_channel) > now_) return;
+    const std::vector<OpenBurst>& open = scratch_.open;
+    if (x.open_head == open.size() || std::max(open[x.open_head].ready, x.r_channel) > now_) return;
   }
   place_again();
 }
 
 void DmaEngine::place_again() {
-  constexpr std::size_t kFetch = static_cast<std::size_t>(-1);
   Exec& x = exec_;
   const Time cycle = period_;
-  std::vector<std::size_t>& open = scratch_.open;
+  std::vector<OpenBurst>& open = scratch_.open;
   std::vector<ReadBurst>& reads = scratch_.reads;
-  const auto issued = [&](std::size_t k) {
-    return k == kFetch ? 2 * static_cast<std::int64_t>(x.fetch_after) - 1 : 2 * static_cast<std::int64_t>(k);
-  };
-  const auto before = [&](std::size_t a, std::size_t b) {
-    return ready_of(a) != ready_of(b) ? ready_of(a) < ready_of(b) : issued(a) < issued(b);
+  const auto before = [](const OpenBurst& a, const OpenBurst& b) {
+    return a.ready != b.ready ? a.ready < b.ready : a.issued < b.issued;
   };
   // The bursts on their way, in the order the R channel takes them. A
   // burst's key is fixed once it is issued (and the fetch's until it is
@@ -609,50 +613,60 @@ void DmaEngine::place_again() {
   // issued since the last call, and the fetch, go in at their places.
   // A burst's place follows from its key and the places before it alone, so
   // only those from the first one put in are placed again.
-  const auto add = [&](std::size_t k) {
+  const auto add = [&](const OpenBurst& b) {
     // Most go last (reads come back mostly in the order they went out): the
     // search only when one does not.
-    if (open.empty() || !before(k, open.back())) {
+    if (open.size() == x.open_head || !before(b, open.back())) {
       x.unplaced = std::min(x.unplaced, open.size());
-      open.push_back(k);
+      open.push_back(b);
       return;
     }
-    const auto at = std::upper_bound(open.begin(), open.end(), k, before);
+    const auto at = std::upper_bound(open.begin() + static_cast<std::ptrdiff_t>(x.open_head), open.end(), b, before);
     x.unplaced = std::min(x.unplaced, static_cast<std::size_t>(at - open.begin()));
-    open.insert(at, k);
+    open.insert(at, b);
   };
-  for (; x.opened < x.ri; ++x.opened) add(x.opened);
+  for (; x.opened < x.ri; ++x.opened) {
+    const ReadBurst& r = reads[x.opened];
+    add({r.ready_at, 2 * static_cast<std::int64_t>(x.opened), clock_.cycles(r.beats - 1), x.opened});
+  }
   if (x.fetch_on_r && !x.fetch_open) {
-    add(kFetch);
+    add({prefetched_->ready, 2 * static_cast<std::int64_t>(x.fetch_after) - 1,
+         clock_.cycles(bus_.beats(arch::kDmaDescriptorBytes) - 1), kFetchBurst});
     x.fetch_open = true;
   }
-  const auto last_of = [&](std::size_t k) -> Time& { return k == kFetch ? x.fetch_last : reads[k].last_beat; };
+  const auto last_of = [&](std::size_t k) -> Time& { return k == kFetchBurst ? x.fetch_last : reads[k].last_beat; };
   if (x.unplaced < open.size()) {
-    Time ch = x.unplaced == 0 ? x.r_channel : last_of(open[x.unplaced - 1]) + cycle;
+    Time ch = x.unplaced == x.open_head ? x.r_channel : last_of(open[x.unplaced - 1].k) + cycle;
     for (std::size_t i = x.unplaced; i < open.size(); ++i) {
-      const std::size_t k = open[i];
-      const std::uint32_t beats =
-          k == kFetch ? static_cast<std::uint32_t>(bus_.beats(arch::kDmaDescriptorBytes)) : reads[k].beats;
-      const Time last = std::max(ready_of(k), ch) + clock_.cycles(beats - 1);
-      last_of(k) = last;
+      const Time last = std::max(open[i].ready, ch) + open[i].more_beats;
+      last_of(open[i].k) = last;
       ch = last + cycle;
     }
   }
-  // A place is final once its first beat is due: the final ones are a prefix of the list.
-  std::size_t delivered_now = 0;
-  for (const std::size_t k : open) {
-    if (std::max(ready_of(k), x.r_channel) > now_) break;
-    if (k == kFetch) {
+  // A place is final once its first beat is due: the final ones are a prefix
+  // of the list, which moves its head past them rather than moving the rest
+  // down at every delivery.
+  std::size_t head = x.open_head;
+  for (; head < open.size(); ++head) {
+    const OpenBurst& b = open[head];
+    if (std::max(b.ready, x.r_channel) > now_) break;
+    if (b.k == kFetchBurst) {
       x.fetch_on_r = false;
       x.fetch_open = false;
       prefetched_->ready = x.fetch_last;
     } else {
-      reads[k].delivered = true;
+      reads[b.k].delivered = true;
     }
-    x.r_channel = last_of(k) + cycle;
-    ++delivered_now;
+    x.r_channel = last_of(b.k) + cycle;
   }
-  open.erase(open.begin(), open.begin() + static_cast<std::ptrdiff_t>(delivered_now));
+  if (head == open.size()) {
+    open.clear();
+    head = 0;
+  } else if (2 * head >= open.size() && head >= kOpenCompactAt) {
+    open.erase(open.begin(), open.begin() + static_cast<std::ptrdiff_t>(head));
+    head = 0;
+  }
+  x.open_head = head;
   x.unplaced = open.size();
   for (; x.placed < x.ri && reads[x.placed].delivered; ++x.placed)
     reads[x.placed].retired = x.placed == 0 ? std::max(reads[0].last_beat, x.retired_floor)
@@ -814,13 +828,17 @@ DmaEngine::Wait DmaEngine::step() {
         x.t_read = x.t_write = x.t_write_start = x.t_aw = never;
         std::uint32_t w_beats = 0;
         if (x.wi < dst.size()) {
-          while (x.need < x.ri && scratch_.reads[x.need].read_end < x.written + dst[x.wi].bytes) ++x.need;
+          if (!x.need_settled) {
+            const std::uint64_t upto = x.written + dst[x.wi].bytes;
+            while (x.need < x.ri && scratch_.reads[x.need].read_end < upto) ++x.need;
+            x.need_settled = x.need < x.ri;
+          }
           if (x.need < x.ri) {
             w_beats = static_cast<std::uint32_t>(bus_.beats(aligned(dst[x.wi]).second));
             // Its AW goes a cycle before its first W beat can: once its data is
             // committed and a write slot is free, in order after the last AW,
             // and, for a run start, a run gap after the last run start.
-            x.t_aw = std::max({retire(x.need) + clock_.cycles(kReadToWrite - 1), next_aw_, x.aw_floor});
+            x.t_aw = std::max(std::max(retire(x.need) + clock_.cycles(kReadToWrite - 1), next_aw_), x.aw_floor);
             if (const Time slot = write_slot_free(); slot > Time()) x.t_aw = std::max(x.t_aw, slot - cycle);
             if (dst[x.wi].first) x.t_aw = std::max(x.t_aw, next_run_aw_);
             x.t_aw = std::max(x.t_aw, next_descriptor_aw_);  // set at a descriptor's last beat: binds only the next one's first AW
@@ -864,7 +882,8 @@ DmaEngine::Wait DmaEngine::step() {
             if (t_ahead >= x.handoff_at) t_ahead = never;
           }
         }
-        const Time t_mem = std::min({t_complete, t_fetch, x.t_read, x.t_write});
+        // Pairwise: the list's form went through memory, 1 % of a GEMM's DMA model.
+        const Time t_mem = std::min(std::min(t_complete, t_fetch), std::min(x.t_read, x.t_write));
         const Time t_own = std::min(t_ahead, x.handoff_at);  // the control's own steps, after memory's in a cycle
         // A doorbell rung while the engine waits for its next access may let the
         // fetch unit go first (the RTL's fetch unit sees the new tail the cycle
@@ -913,15 +932,22 @@ DmaEngine::Wait DmaEngine::step() {
           x.ri -= k;
           x.placed -= k;
           x.need = x.need > k ? x.need - k : 0;
+          x.need_settled = false;
           x.fetch_after = x.fetch_after > k ? x.fetch_after - k : 0;
           if (x.start_at != static_cast<std::size_t>(-1)) x.start_at -= k;  // its first read may still be to come
           // The bursts on their way are the read-ahead descriptor's (the running
           // one's have all been delivered: its last write needed every one).
+          std::vector<OpenBurst>& open = scratch_.open;
           std::size_t kept = 0;
-          for (const std::size_t o : scratch_.open)
-            if (o == static_cast<std::size_t>(-1)) scratch_.open[kept++] = o;
-            else if (o >= k) scratch_.open[kept++] = o - k;
-          scratch_.open.resize(kept);
+          for (std::size_t i = x.open_head; i < open.size(); ++i) {
+            OpenBurst b = open[i];
+            if (b.k == kFetchBurst) b.issued = 2 * static_cast<std::int64_t>(x.fetch_after) - 1;
+            else if (b.k >= k) b.issued = 2 * static_cast<std::int64_t>(b.k -= k);
+            else continue;
+            open[kept++] = b;
+          }
+          open.resize(kept);
+          x.open_head = 0;
           x.unplaced = 0;
           x.opened -= k;
           scratch_.sent.clear();
@@ -1056,6 +1082,7 @@ DmaEngine::Wait DmaEngine::step() {
         write_answered(resp);
         x.written += w.bytes;
         ++x.wi;
+        x.need_settled = false;
         if (x.wi == dst.size()) {
           next_descriptor_aw_ = x.t_write + descriptor_gap_;
           // The completion stage holds one descriptor: this one moves in once

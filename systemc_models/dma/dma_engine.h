@@ -303,8 +303,13 @@ private:
   // memory in time order, as the RTL's do); returns when memory answered.
   // Under a scheduler now_ may be ahead of SystemC time: the difference is
   // the transaction's annotated delay.
+  // The local memories answer in a call; the socket's way is a function of
+  // its own, whose frame the ten million accesses of a large GEMM no longer
+  // set up and take down.
   Time access(tlm::tlm_command cmd, arch::Region region, std::uint64_t address, std::uint8_t* data,
               std::uint32_t length, bool& error);
+  [[gnu::noinline]] Time access_through_socket(tlm::tlm_command cmd, arch::Region region, std::uint64_t address,
+                                               std::uint8_t* data, std::uint32_t length, bool& error);
   Time access(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t* data, std::uint32_t length, bool& error) {
     return access(cmd, region_of(address, length), address, data, length, error);
   }
@@ -348,11 +353,19 @@ private:
   // The running descriptor's steps (execute() of the one-thread model, cut at its waits).
   void place();
   void place_again();  // place()'s work, when the R channel's order may have changed
-  // When a burst on the R channel's way (scratch_.open's entry k: a read, or
-  // the fetch as static_cast<std::size_t>(-1)) is ready.
-  Time ready_of(std::size_t k) const {
-    return k == static_cast<std::size_t>(-1) ? prefetched_->ready : scratch_.reads[k].ready_at;
-  }
+  // A burst on the R channel's way (scratch_.open): read burst k, or the
+  // fetch as kFetchBurst, with what place_again() reads of it at every call,
+  // fixed from its issue to its delivery: when memory answered it, its
+  // issue order (the fetch between the data bursts issued before and after
+  // it), and its beats after the first.
+  static constexpr std::size_t kFetchBurst = static_cast<std::size_t>(-1);
+  static constexpr std::size_t kOpenCompactAt = 32;  // delivered entries a list keeps before it drops them
+  struct OpenBurst {
+    Time ready;
+    std::int64_t issued;
+    Time more_beats;
+    std::size_t k;
+  };
   // When read burst k retires (dma_engine.cpp says how); inline for the
   // delivered prefix, where it is final already: most calls.
   Time retire(std::size_t k) const {
@@ -418,7 +431,9 @@ private:
     // at once, where six parallel arrays each grew and shrank on their own
     // (about 1 % of a large GEMM's instructions).
     std::vector<ReadBurst> reads;
-    std::vector<std::size_t> open;  // the bursts on the R channel's way, in its order (place())
+    // The bursts on the R channel's way, in its order (place()): those from
+    // Exec::open_head on; the delivered ones before it go at once now and then.
+    std::vector<OpenBurst> open;
     std::vector<SentBurst> sent;
   };
   // The running descriptor's state between steps (see begin() for each field).
@@ -428,11 +443,15 @@ private:
     std::uint64_t total = 0;
     bool barrier = false;
     std::size_t ri = 0, wi = 0, src_end = 0, placed = 0, need = 0;
+    // Whether `need` is final for write burst wi: read burst `need` is issued
+    // and ends past the write's bytes, so later reads do not move it.
+    bool need_settled = false;
     Time next_read, r_channel, last_w, retired_floor;
     bool fetch_on_r = false;
     bool fetch_open = false;  // the fetch is in scratch_.open
     std::size_t opened = 0;   // the read bursts placed in scratch_.open so far: [0, opened)
     std::size_t unplaced = 0; // scratch_.open's first entry whose place (last beat) is not current
+    std::size_t open_head = 0; // scratch_.open's first entry not yet delivered
     std::size_t fetch_after = 0;
     Time fetch_last;
     std::uint64_t read_at = 0, written = 0;

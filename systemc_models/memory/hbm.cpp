@@ -61,13 +61,14 @@ std::uint64_t Hbm::book(std::uint64_t address, std::uint64_t length, std::uint64
   // the block's channel XOR the granule's place in it: one table lookup per
   // block rather than per granule.
   const std::uint64_t in_block = channels - 1;
-  const double start_ns = trace::ns_of_ticks(start);
+  const trace::Resolution& resolution = trace::resolution();
+  const double start_ns = trace::ns_of_ticks(start, resolution);
   // Every channel's bins are kBinNs wide: the first bin once for all.
   const auto start_bin = static_cast<std::int64_t>(start_ns / kBinNs);
   // Bins before now can take no more requests.
   if (now != stale_now_) {
     stale_now_ = now;
-    stale_bin_ = static_cast<std::int64_t>(trace::ns_of_ticks(now) / kBinNs) - 1;
+    stale_bin_ = static_cast<std::int64_t>(trace::ns_of_ticks(now, resolution) / kBinNs) - 1;
   }
   const std::int64_t stale = stale_bin_;
   double done_ns = start_ns;
@@ -105,7 +106,7 @@ std::uint64_t Hbm::book(std::uint64_t address, std::uint64_t length, std::uint64
         done_ns = std::max(done_ns, from.fill(block_channel ^ (g & in_block), kWhole));
     }
     if (a < end) partial(end - a);  // a partial last granule
-    return trace::ticks_of_ns(done_ns);
+    return trace::ticks_of_ns(done_ns, resolution);
   }
   std::uint32_t block_channel = 0;
   // The word of touched_ being filled, held in a register: or-ing into
@@ -137,7 +138,7 @@ std::uint64_t Hbm::book(std::uint64_t address, std::uint64_t length, std::uint64
       per_channel_[c] = 0;
     }
   std::fill(touched_.begin(), touched_.end(), 0);
-  return trace::ticks_of_ns(done_ns);
+  return trace::ticks_of_ns(done_ns, resolution);
 }
 
 tlm::tlm_response_status Hbm::access(tlm::tlm_command cmd, std::uint64_t address, std::uint8_t* data,

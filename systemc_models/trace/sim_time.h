@@ -37,7 +37,12 @@ inline const Resolution& resolution() {
 // t.to_seconds() * 1e9: (value * resolution) * 1e-15, then * 1e9, the
 // value converted as SystemC converts it (its conversion differs between
 // compilers for values of 2^63 and up).
-inline double ns_of_ticks(std::uint64_t v) { return sc_dt::uint64_to_double(v) * resolution().fs * 1e-15 * 1e9; }
+// The overloads taking the resolution let a caller converting several times
+// per call read it once: each read of resolution() tests its guard.
+inline double ns_of_ticks(std::uint64_t v, const Resolution& r) {
+  return sc_dt::uint64_to_double(v) * r.fs * 1e-15 * 1e9;
+}
+inline double ns_of_ticks(std::uint64_t v) { return ns_of_ticks(v, resolution()); }
 inline double ns(const sc_core::sc_time& t) { return ns_of_ticks(t.value()); }
 
 // sc_time::from_value(n), n resolution units, without its call into
@@ -55,11 +60,12 @@ inline sc_core::sc_time ticks(std::uint64_t n) {
 // sc_core::sc_time(v, SC_NS): v scaled to resolution units, plus a half,
 // truncated; through a volatile as in SystemC, whose copy this is.
 // ticks_of_ns(v) is from_ns(v).value(), without the sc_time.
-inline std::uint64_t ticks_of_ns(double v) {
+inline std::uint64_t ticks_of_ns(double v, const Resolution& r) {
   if (v == 0) return 0;
-  volatile double units = v * resolution().units_per_ns + 0.5;
+  volatile double units = v * r.units_per_ns + 0.5;
   return static_cast<sc_core::sc_time::value_type>(static_cast<std::int64_t>(units));
 }
+inline std::uint64_t ticks_of_ns(double v) { return ticks_of_ns(v, resolution()); }
 inline sc_core::sc_time from_ns(double v) { return ticks(ticks_of_ns(v)); }
 
 // sc_core::sc_time_stamp(), the same read of the current context's time,
