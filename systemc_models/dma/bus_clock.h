@@ -4,6 +4,7 @@
 // width) at a fraction of their cost, which was a third of DmaEngine::step.
 #pragma once
 
+#include "arch/divider.h"
 #include "dma/dma_time.h"
 
 #include <systemc>
@@ -18,9 +19,7 @@ namespace tessera::dma {
 // A clock of `period`: the first edge at or after a time.
 class ClockEdges {
 public:
-  explicit ClockEdges(Time period) : period_(period) {
-    if (period_ == Time()) throw std::invalid_argument("a clock period under the time resolution");
-    inverse_ = ~std::uint64_t{0} / period_.value();
+  explicit ClockEdges(Time period) : period_(period), divider_(nonzero(period).value()) {
     for (std::size_t n = 0; n < multiples_.size(); ++n) multiples_[n] = period_.times(static_cast<double>(n));
   }
 
@@ -31,21 +30,19 @@ public:
   }
 
   // The same edge as period * ceil(t / period - 1e-9) in doubles for every
-  // time a run reaches, and exact for all. t mod period comes from a multiply
-  // by the period's inverse: the quotient it gives is at most one short for
-  // any time below 2^63 (the inverse is short by under one part in
-  // 2^64 / period), which the loop mends in one compare.
+  // time a run reaches, and exact for all: t mod period by a multiply.
   Time at_or_after(Time t) const {
-    const std::uint64_t v = t.value(), p = period_.value();
-    const auto q = static_cast<std::uint64_t>((static_cast<unsigned __int128>(v) * inverse_) >> 64);
-    std::uint64_t past = v - q * p;
-    while (past >= p) past -= p;
-    return past == 0 ? t : t + Time::units(p - past);
+    const std::uint64_t past = divider_.remainder(t.value());
+    return past == 0 ? t : t + Time::units(period_.value() - past);
   }
 
 private:
+  static Time nonzero(Time period) {
+    if (period == Time()) throw std::invalid_argument("a clock period under the time resolution");
+    return period;
+  }
   Time period_;
-  std::uint64_t inverse_;  // floor((2^64 - 1) / period)
+  arch::Divider divider_;
   std::array<Time, 257> multiples_;  // a burst's beats (at most 256), and the engine's fixed gaps
 };
 

@@ -272,8 +272,11 @@ Time DmaEngine::fetch_ready_at(Time not_before) const {
 
 std::int64_t DmaEngine::ready_queue(std::uint32_t after, Time ar) const {
   const auto n = static_cast<std::uint32_t>(queues_.size());
+  if (n == 0) return -1;
+  // (after + i) % n for i = 1..n, one division at most (after is a queue's number).
+  std::uint32_t q = after < n ? after : after % n;
   for (std::uint32_t i = 1; i <= n; ++i) {
-    const std::uint32_t q = (after + i) % n;
+    if (++q == n) q = 0;
     const QueueState& s = queues_[q];
     if (s.error == arch::DmaError::kNone && s.ring_size > 0 && fetch_ptr_[q] != s.tail &&
         tail_visible_[q] + clock_.cycles(kDoorbellToFetch) <= ar)
@@ -389,7 +392,7 @@ void DmaEngine::fetch_begin(std::uint32_t q, Time issue) {
   const QueueState& s = queues_[q];
   fetching_ = {q, fetch_ptr_[q], issue};
   const Time before = fetch_time(q);
-  fetch_ptr_[q] = (fetch_ptr_[q] + 1) % s.ring_size;
+  fetch_ptr_[q] = fetch_ptr_[q] + 1 == s.ring_size ? 0 : fetch_ptr_[q] + 1;
   fetch_time_changed(q, before);
   last_fetched_queue_ = q;
 }
@@ -413,7 +416,7 @@ Time DmaEngine::write_slot_free() const {
 void DmaEngine::write_answered(Time b) {
   b_last_ = std::max(b, b_last_ + period_);
   writes_b_[writes_b_next_] = b_last_;
-  writes_b_next_ = (writes_b_next_ + 1) % max_outstanding_;
+  if (++writes_b_next_ == max_outstanding_) writes_b_next_ = 0;  // no division by a run-time count
   if (writes_b_count_ < max_outstanding_) ++writes_b_count_;
 }
 
@@ -459,7 +462,7 @@ void DmaEngine::complete_oldest() {
   completions_.push_back({done.queue, done.index, answered.sc()});
   ++stats_.descriptors;
   ++s.descriptors_done;
-  s.head = (done.index + 1) % s.ring_size;
+  s.head = done.index + 1 == s.ring_size ? 0 : done.index + 1;
   if (scheduler_) {
     const Time now = trace::current_time();
     while (!heads_ahead_.empty() && heads_ahead_.front().at <= now) {
@@ -607,31 +610,35 @@ void DmaEngine::place_again() {
   const auto before = [](const OpenBurst& a, const OpenBurst& b) {
     return a.ready != b.ready ? a.ready < b.ready : a.issued < b.issued;
   };
+  const auto goes_before = [](Time ready, std::int64_t issued, const OpenBurst& b) {
+    return ready != b.ready ? ready < b.ready : issued < b.issued;
+  };
   // The bursts on their way, in the order the R channel takes them. A
   // burst's key is fixed once it is issued (and the fetch's until it is
   // delivered), so the list is kept sorted from call to call: the reads
   // issued since the last call, and the fetch, go in at their places.
   // A burst's place follows from its key and the places before it alone, so
   // only those from the first one put in are placed again.
-  const auto add = [&](const OpenBurst& b) {
+  const auto add = [&](Time ready, std::int64_t issued, Time more_beats, std::size_t k) {
     // Most go last (reads come back mostly in the order they went out): the
     // search only when one does not.
-    if (open.size() == x.open_head || !before(b, open.back())) {
+    if (open.size() == x.open_head || !goes_before(ready, issued, open.back())) {
       x.unplaced = std::min(x.unplaced, open.size());
-      open.push_back(b);
+      open.emplace_back(ready, issued, more_beats, k);
       return;
     }
+    const OpenBurst b(ready, issued, more_beats, k);
     const auto at = std::upper_bound(open.begin() + static_cast<std::ptrdiff_t>(x.open_head), open.end(), b, before);
     x.unplaced = std::min(x.unplaced, static_cast<std::size_t>(at - open.begin()));
     open.insert(at, b);
   };
   for (; x.opened < x.ri; ++x.opened) {
     const ReadBurst& r = reads[x.opened];
-    add({r.ready_at, 2 * static_cast<std::int64_t>(x.opened), clock_.cycles(r.beats - 1), x.opened});
+    add(r.ready_at, 2 * static_cast<std::int64_t>(x.opened), clock_.cycles(r.beats - 1), x.opened);
   }
   if (x.fetch_on_r && !x.fetch_open) {
-    add({prefetched_->ready, 2 * static_cast<std::int64_t>(x.fetch_after) - 1,
-         clock_.cycles(bus_.beats(arch::kDmaDescriptorBytes) - 1), kFetchBurst});
+    add(prefetched_->ready, 2 * static_cast<std::int64_t>(x.fetch_after) - 1,
+        clock_.cycles(bus_.beats(arch::kDmaDescriptorBytes) - 1), kFetchBurst);
     x.fetch_open = true;
   }
   const auto last_of = [&](std::size_t k) -> Time& { return k == kFetchBurst ? x.fetch_last : reads[k].last_beat; };
@@ -767,6 +774,10 @@ DmaEngine::Wait DmaEngine::step() {
   Exec& x = exec_;
   std::vector<Run>& src = scratch_.src;
   std::vector<Run>& dst = scratch_.dst;
+  // The switch takes the step on where it stopped (resume_); within a step,
+  // the running descriptor's loop goes from its top to the access it chose
+  // and back by goto: through the switch, each of those was an indirect
+  // jump whose target changes at nearly every turn.
   for (;;) {
     switch (resume_) {
       // The idle loop: the completion stage's writes, the fetch of the next
@@ -822,6 +833,7 @@ DmaEngine::Wait DmaEngine::step() {
 
       // The running descriptor's loop.
       case Resume::kTop: {
+      top:
         // Candidate times; "never" when not possible yet.
         place();
         Time t_complete = never, t_fetch = never, t_ahead = never;
@@ -910,7 +922,7 @@ DmaEngine::Wait DmaEngine::step() {
             if (data_)
               scratch_.buffer.resize(scratch_.buffer.size() + (arch::dma_elements(x.ahead_d.src_size) << x.ahead_d.elem_log2), 0);
             x.next_read = std::max(x.next_read, now_ + cycle);
-            continue;
+            goto top;
           }
           // The hand-off: without a read-ahead descriptor the engine goes idle
           // (the next descriptor starts kHandoffToRead after `handoff`).
@@ -965,19 +977,28 @@ DmaEngine::Wait DmaEngine::step() {
           x.ahead_floor = now_ + cycle;
           x.writes_done = x.handoff_known = x.behind_valid = false;
           x.handoff_at = never;
-          continue;
+          goto top;
         }
         // Within one cycle the bridge hands memory the AR before the W: reads win ties.
-        if (t_complete < std::min(x.t_read, t_fetch)) resume_ = Resume::kComplete;
-        else if (t_fetch <= std::min(x.t_read, x.t_write)) {
+        if (t_complete < std::min(x.t_read, t_fetch)) {
+          resume_ = Resume::kComplete;
+          goto complete;
+        }
+        if (t_fetch <= std::min(x.t_read, x.t_write)) {
           x.t_fetch = t_fetch;
           resume_ = Resume::kFetch;
-        } else if (x.t_read <= x.t_write) resume_ = Resume::kRead;
-        else resume_ = Resume::kWrite;
-        continue;
+          goto fetch;
+        }
+        if (x.t_read <= x.t_write) {
+          resume_ = Resume::kRead;
+          goto read;
+        }
+        resume_ = Resume::kWrite;
+        goto write;
       }
 
       case Resume::kComplete: {
+      complete:
         // The completion stage's writes for the previous descriptor; once the
         // running one's data is out, the last of them frees the stage for it.
         // The stage frees when the previous status write's AW goes out, a
@@ -1001,16 +1022,17 @@ DmaEngine::Wait DmaEngine::step() {
           if (completions_pending_.empty()) hand_off();
         }
         resume_ = Resume::kTop;
-        continue;
+        goto top;
       }
 
       case Resume::kFetch: {
+      fetch:
         if (x.t_fetch > now_) return {Wait::kTime, x.t_fetch};
         apply_due_doorbells();
         const std::int64_t nq = ready_queue(x.q, now_);
         if (nq < 0) {
           resume_ = Resume::kTop;
-          continue;
+          goto top;
         }
         fetch_begin(static_cast<std::uint32_t>(nq), on_clock(now_));
         resume_ = Resume::kFetchIssue;
@@ -1026,9 +1048,10 @@ DmaEngine::Wait DmaEngine::step() {
         x.ahead_ok = -1;
         x.next_read = std::max(x.next_read, now_ + cycle);  // the fetch took this cycle's AR
         resume_ = Resume::kTop;
-        continue;
+        goto top;
 
       case Resume::kRead: {
+      read:
         const Run& r = src[x.ri];
         const auto [lo, len] = aligned(r);
         const arch::Region region = region_of(lo, len);
@@ -1059,10 +1082,11 @@ DmaEngine::Wait DmaEngine::step() {
         }
         ++x.ri;
         resume_ = Resume::kTop;
-        continue;
+        goto top;
       }
 
       case Resume::kWrite: {
+      write:
         const Run& w = dst[x.wi];
         const arch::Region region = region_of(w.address, w.bytes);
         if (wait_turn(x.t_write, on_chip(region))) return {Wait::kTime, x.t_write};
@@ -1070,7 +1094,17 @@ DmaEngine::Wait DmaEngine::step() {
         if (w.first) next_run_aw_ = x.t_aw + run_gap_;
         w_free_ = x.t_write + cycle;
         x.last_w = x.t_write;
-        scratch_.sent.push_back({x.wi, x.t_write_start, sent_bytes(), sent_bytes() + w.bytes});
+        {
+          // Field by field into place: a braced copy went through the stack,
+          // whose 8-byte stores its 16-byte loads could not take forwarded
+          // (8 % of the step loop's time).
+          const std::uint64_t before = sent_bytes();
+          SentBurst& sent = scratch_.sent.emplace_back();
+          sent.write = x.wi;
+          sent.start = x.t_write_start;
+          sent.sent_before = before;
+          sent.sent_after = before + w.bytes;
+        }
         bool err = false;
         const Time resp = on_clock(access(data_ ? tlm::TLM_WRITE_COMMAND : tlm::TLM_IGNORE_COMMAND, region, w.address,
                                           data_ ? scratch_.buffer.data() + x.written : no_bytes_, w.bytes, err));
@@ -1092,7 +1126,7 @@ DmaEngine::Wait DmaEngine::step() {
           if (completions_pending_.empty()) hand_off();
         }
         resume_ = Resume::kTop;
-        continue;
+        goto top;
       }
     }
   }

@@ -361,10 +361,16 @@ private:
   static constexpr std::size_t kFetchBurst = static_cast<std::size_t>(-1);
   static constexpr std::size_t kOpenCompactAt = 32;  // delivered entries a list keeps before it drops them
   struct OpenBurst {
+    // Made in place in the list, field by field: a copy from the stack read
+    // the fields just stored there in 16-byte halves, which the stores
+    // could not forward (place_again took twice its time).
+    OpenBurst() = default;
+    OpenBurst(Time ready_at, std::int64_t issue_order, Time beats_after_first, std::size_t burst)
+        : ready(ready_at), issued(issue_order), more_beats(beats_after_first), k(burst) {}
     Time ready;
-    std::int64_t issued;
+    std::int64_t issued = 0;
     Time more_beats;
-    std::size_t k;
+    std::size_t k = 0;
   };
   // When read burst k retires (dma_engine.cpp says how); inline for the
   // delivered prefix, where it is final already: most calls.

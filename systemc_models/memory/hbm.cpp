@@ -92,7 +92,7 @@ std::uint64_t Hbm::book(std::uint64_t address, std::uint64_t length, std::uint64
     std::uint64_t a = address, g = first;
     const auto partial = [&](std::uint64_t bytes) {
       const auto n = static_cast<double>(bytes);
-      done_ns = std::max({done_ns, from.fill(block_channel ^ (g & in_block), n), from.streamed(n)});
+      done_ns = std::max(std::max(done_ns, from.fill_for_latest(block_channel ^ (g & in_block), n)), from.streamed(n));
     };
     if (a % kInterleaveBytes != 0 || end - a < kInterleaveBytes) {  // a partial first granule
       partial(std::min(end, (g + 1) * kInterleaveBytes) - a);
@@ -103,9 +103,10 @@ std::uint64_t Hbm::book(std::uint64_t address, std::uint64_t length, std::uint64
       constexpr auto kWhole = static_cast<double>(kInterleaveBytes);
       done_ns = std::max(done_ns, from.streamed(kWhole));
       for (; a + kInterleaveBytes <= end; a += kInterleaveBytes, ++g)
-        done_ns = std::max(done_ns, from.fill(block_channel ^ (g & in_block), kWhole));
+        done_ns = std::max(done_ns, from.fill_for_latest(block_channel ^ (g & in_block), kWhole));
     }
     if (a < end) partial(end - a);  // a partial last granule
+    done_ns = std::max(done_ns, from.latest_in_start_bin());
     return trace::ticks_of_ns(done_ns, resolution);
   }
   std::uint32_t block_channel = 0;

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -20,6 +21,7 @@ PartitionedMemory::PartitionedMemory(sc_core::sc_module_name name, const Partiti
     : sc_module(name),
       socket("socket"),
       p_(params),
+      partition_bytes_(std::max<std::uint64_t>(params.partition_bytes, 1)),
       size_(params.partitions * params.partition_bytes),
       // calloc: the OS maps zero pages on first touch, so a large SBUF costs
       // only the bytes a kernel uses.

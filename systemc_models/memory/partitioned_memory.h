@@ -4,6 +4,7 @@
 // the bounds-checked backdoor and charge their own time from the config.
 #pragma once
 
+#include "arch/divider.h"
 #include "trace/stats.h"
 #include "trace/wave_probe.h"
 
@@ -76,11 +77,12 @@ public:
   // Time a transfer of `length` bytes at flat `offset` takes: the access
   // latency, then the bytes spread over the partition interfaces it touches.
   sc_core::sc_time transfer_time(std::uint64_t offset, std::uint64_t length) const {
-    // One 64-bit division, not two (tens of cycles each, partitions being
-    // rarely a power of two bytes): most accesses stay in one partition.
-    const std::uint64_t within = offset % p_.partition_bytes;
+    // Divisions by a multiply (a 64-bit division is tens of cycles, and
+    // partitions are rarely a power of two bytes), the second only for an
+    // access that leaves its partition.
+    const std::uint64_t within = partition_bytes_.remainder(offset);
     const std::uint64_t partitions =
-        within + length <= p_.partition_bytes ? 1 : 1 + (within + length - 1) / p_.partition_bytes;
+        within + length <= p_.partition_bytes ? 1 : 1 + partition_bytes_.quotient(within + length - 1);
     if (length != last_spread_.length || partitions != last_spread_.partitions)
       last_spread_ = {length, partitions, spread_time(length, partitions)};
     return last_spread_.time;
@@ -138,6 +140,7 @@ private:
   unsigned transport_dbg(tlm::tlm_generic_payload& trans);
 
   PartitionedMemoryParams p_;
+  arch::Divider partition_bytes_;  // p_.partition_bytes (1 for none: such a memory takes no access)
   struct Free {
     void operator()(std::uint8_t* p) const { std::free(p); }
   };

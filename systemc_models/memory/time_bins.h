@@ -66,6 +66,30 @@ public:
       return finish;
     }
     double streamed(double bytes) const { return start_ns_ + bins_->ns_per_byte_ * bytes; }
+    // fill() for a caller that takes the latest of many finishes, without a
+    // division per channel: a finish within the start's bin is (bin + used /
+    // capacity) * bin_ns, which never falls as used grows (each operation
+    // rounds monotonically), so the latest of them is the one of the most
+    // used, taken once by latest_in_start_bin(). Returns the finish of a
+    // booking that runs past the start's bin, 0 for one within it.
+    double fill_for_latest(std::size_t channel, double bytes) {
+      assert(bytes > 0);
+      double left = bytes;
+      double& used = row_[channel];
+      TimeBins::fill(used, left, bins_->capacity_);
+      if (left > 0) {
+        const double finish = bins_->fill_from(channel, left, start_bin_ + 1, nullptr);
+        row_ = bins_->row(start_bin_);
+        return finish;
+      }
+      most_used_ = std::max(most_used_, used);
+      return 0;
+    }
+    // The latest finish within the start's bin of the fill_for_latest()
+    // calls so far; 0 if none ended there.
+    double latest_in_start_bin() const {
+      return most_used_ > 0 ? finish_of(start_bin_, most_used_, bins_->capacity_, bins_->bin_ns_) : 0;
+    }
 
   private:
     friend class TimeBins;
@@ -75,6 +99,7 @@ public:
     double* row_;
     double start_ns_;
     std::int64_t start_bin_;
+    double most_used_ = 0;  // of the start's bin, by a fill_for_latest() that ended in it
   };
   From from(double start_ns, std::int64_t start_bin) {
     assert(start_bin == static_cast<std::int64_t>(start_ns / bin_ns_));

@@ -242,6 +242,44 @@ TEST(TimeBins, ChannelsBookAsMapsOfTheirOwnBinsDo) {
   EXPECT_GT(spilled, 1000u);  // bins fill up: bookings queue behind each other
 }
 
+// fill_for_latest() books as fill() does, and the latest of its finishes with
+// latest_in_start_bin() is the latest of fill()'s, bit for bit: HBM takes a
+// request's finish that way, one division for the granules that end in the
+// start's bin instead of one each. Two sets of bins, one booked each way.
+TEST(TimeBins, TheLatestFinishOfAFromsBookingsNeedsOneDivision) {
+  const std::size_t channels = 16;
+  const double ns_per_byte = 1.0 / 1.7, bin_ns = 64, capacity = 1.7 * bin_ns;
+  memory::TimeBins each(channels, ns_per_byte, capacity, bin_ns), latest(channels, ns_per_byte, capacity, bin_ns);
+  std::mt19937_64 rng(23);
+  double now = 0;
+  std::size_t spilled = 0, within = 0;
+  for (int i = 0; i < 20000; ++i) {
+    now += static_cast<double>(rng() % 300);
+    const auto stale = static_cast<std::int64_t>(now / bin_ns) - 1;
+    const double start = now + static_cast<double>(rng() % (i % 89 == 0 ? 100000 : 2000));
+    const auto start_bin = static_cast<std::int64_t>(start / bin_ns);
+    each.drop_before(stale);
+    latest.drop_before(stale);
+    memory::TimeBins::From a = each.from(start, start_bin), b = latest.from(start, start_bin);
+    double expected = start, got = start;
+    const std::size_t granules = 1 + rng() % 16;
+    for (std::size_t g = 0; g < granules; ++g) {
+      const std::size_t c = rng() % channels;
+      const double bytes = static_cast<double>(1 + rng() % 256);
+      const double finish = a.fill(c, bytes);
+      expected = std::max({expected, finish, a.streamed(bytes)});
+      got = std::max({got, b.fill_for_latest(c, bytes), b.streamed(bytes)});
+      const bool spills = finish >= static_cast<double>(start_bin + 1) * bin_ns;
+      spilled += spills;
+      within += !spills;
+    }
+    got = std::max(got, b.latest_in_start_bin());
+    ASSERT_EQ(got, expected) << i;
+  }
+  EXPECT_GT(spilled, 1000u);
+  EXPECT_GT(within, 1000u);
+}
+
 TEST(ChannelHash, ChannelCountMustBeAPowerOfTwo) {
   EXPECT_THROW(memory::ChannelHash(12), std::invalid_argument);
   EXPECT_THROW(memory::ChannelHash(0), std::invalid_argument);
