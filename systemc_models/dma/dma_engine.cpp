@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 
 namespace tessera::dma {
 
@@ -170,6 +171,9 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::
       tail_visible_(queues),
       last_fetched_queue_(queues - 1),
       heads_seen_(queues, 0) {
+  if (queues > 64)
+    throw std::invalid_argument(
+        fmt::format("{}: {} descriptor queues; a DMA engine has at most 64 (dma.queues_per_engine)", this->name(), queues));
   buffer_size_ = buffer_bytes(max_outstanding_);
   writes_b_.assign(max_outstanding_, Time());
   // TESSERA_DMA_BRIDGE_LOG=1 prints every memory access with its time, as the
@@ -202,6 +206,7 @@ void DmaEngine::configure_queue(std::uint32_t q, std::uint64_t ring_base, std::u
   fetch_ptr_.at(q) = 0;
   heads_seen_.at(q) = 0;
   fetchable_known_ = false;
+  note_work(q);
 }
 
 std::uint32_t DmaEngine::head_for_doorbell(std::uint32_t q) {
@@ -236,6 +241,7 @@ void DmaEngine::apply_landed_doorbells() {
     // A queue that still had descriptors to fetch was ready before this write.
     if (fetch_ptr_[p.queue] == queues_[p.queue].tail) tail_visible_[p.queue] = write;
     queues_[p.queue].tail = p.tail;
+    note_work(p.queue);
     fetch_time_changed(p.queue, before);
     wave_queue(p.queue);
     pending_.pop_front();
@@ -264,24 +270,25 @@ Time DmaEngine::fetch_ready_at(Time not_before) const {
   // The earliest over the queues of max(not_before, their time) is max(not_before, the earliest time).
   if (!fetchable_known_) {
     fetchable_at_ = kNever;
-    for (std::uint32_t q = 0; q < queues_.size(); ++q) fetchable_at_ = std::min(fetchable_at_, fetch_time(q));
+    for (std::uint64_t left = has_work_; left != 0; left &= left - 1)
+      fetchable_at_ = std::min(fetchable_at_, fetch_time(static_cast<std::uint32_t>(__builtin_ctzll(left))));
     fetchable_known_ = true;
   }
   return fetchable_at_ == kNever ? kNever : std::max(not_before, fetchable_at_);
 }
 
 std::int64_t DmaEngine::ready_queue(std::uint32_t after, Time ar) const {
+  // Round robin from the queue after `after`: the queues with work above it,
+  // then those up to it, each in order; the first whose tail was visible by `ar`.
   const auto n = static_cast<std::uint32_t>(queues_.size());
   if (n == 0) return -1;
-  // (after + i) % n for i = 1..n, one division at most (after is a queue's number).
-  std::uint32_t q = after < n ? after : after % n;
-  for (std::uint32_t i = 1; i <= n; ++i) {
-    if (++q == n) q = 0;
-    const QueueState& s = queues_[q];
-    if (s.error == arch::DmaError::kNone && s.ring_size > 0 && fetch_ptr_[q] != s.tail &&
-        tail_visible_[q] + clock_.cycles(kDoorbellToFetch) <= ar)
-      return q;
-  }
+  const std::uint32_t from = (after < n ? after : after % n) + 1;
+  const std::uint64_t above = from < 64 ? has_work_ & (~std::uint64_t{0} << from) : 0;
+  for (std::uint64_t left : {above, has_work_ & ~above})
+    for (; left != 0; left &= left - 1) {
+      const auto q = static_cast<std::uint32_t>(__builtin_ctzll(left));
+      if (tail_visible_[q] + clock_.cycles(kDoorbellToFetch) <= ar) return q;
+    }
   return -1;
 }
 
@@ -316,6 +323,7 @@ void DmaEngine::fail(std::uint32_t q, std::uint32_t index, arch::DmaError code, 
   QueueState& s = queues_[q];
   s.error = code;
   fetchable_known_ = false;
+  note_work(q);
   s.error_index = index;
   ctx_.fail(fmt::format("{}.q{} descriptor {} (at 0x{:x}): {}: {}", name(), q, index,
                         s.ring_base + std::uint64_t{index} * arch::kDmaDescriptorBytes, arch::to_string(code),
@@ -393,6 +401,7 @@ void DmaEngine::fetch_begin(std::uint32_t q, Time issue) {
   fetching_ = {q, fetch_ptr_[q], issue};
   const Time before = fetch_time(q);
   fetch_ptr_[q] = fetch_ptr_[q] + 1 == s.ring_size ? 0 : fetch_ptr_[q] + 1;
+  note_work(q);
   fetch_time_changed(q, before);
   last_fetched_queue_ = q;
 }
