@@ -131,6 +131,12 @@ void DmaEngine::share_turn_order(std::shared_ptr<DmaTurnOrder> order, std::uint3
   turns_->add(turn_rank_);
 }
 
+void DmaEngine::share_burst_cache(std::shared_ptr<BurstCache> cache) {
+  if (!cache || cache->max_burst_bytes() != burst_cache_->max_burst_bytes())
+    throw std::logic_error(fmt::format("{}: a burst cache for another bus width", name()));
+  burst_cache_ = std::move(cache);
+}
+
 void DmaEngine::sleep_for(const sc_time& d) {
   turns_->next_access(turn_rank_, trace::current_time() + d);
   sc_core::wait(d);
@@ -162,7 +168,8 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, core::CoreContext& ctx, std::
       period_(sc_time(static_cast<double>(ctx.cfg.dma.axi_data_bytes) / ctx.cfg.dma.bytes_per_ns, SC_NS)),
       clock_(period_),
       bus_(static_cast<std::uint32_t>(ctx.cfg.dma.axi_data_bytes)),
-      burst_cache_(max_burst_bytes(static_cast<std::uint32_t>(ctx.cfg.dma.axi_data_bytes))),
+      burst_cache_(
+          std::make_shared<BurstCache>(max_burst_bytes(static_cast<std::uint32_t>(ctx.cfg.dma.axi_data_bytes)))),
       data_(!ctx.no_data),
       max_outstanding_(static_cast<std::uint32_t>(ctx.cfg.dma.max_outstanding)),
       run_gap_(period_.times(static_cast<double>(ctx.cfg.dma.run_gap_cycles))),
@@ -490,8 +497,8 @@ std::optional<std::pair<arch::DmaError, std::string>> DmaEngine::decode(const Fe
   if (f.error) return std::make_pair(arch::DmaError::kFetch, std::string("descriptor fetch failed"));
   d = arch::unpack(f.raw);
   if (const arch::DmaCheck c = arch::check(d); !c.ok()) return std::make_pair(c.code, c.detail);
-  burst_cache_.bursts(d.src_addr, d.src_size, d.src_stride, d.elem_log2, src);
-  burst_cache_.bursts(d.dst_addr, d.dst_size, d.dst_stride, d.elem_log2, dst);
+  burst_cache_->bursts(d.src_addr, d.src_size, d.src_stride, d.elem_log2, src);
+  burst_cache_->bursts(d.dst_addr, d.dst_size, d.dst_stride, d.elem_log2, dst);
   // A side whose bursts all lie in one region (its span, from its base to its
   // last byte, does: check() has ruled out empty sides) is checked once;
   // otherwise burst by burst, for the first one outside. Regions are ranges,

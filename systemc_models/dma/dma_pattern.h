@@ -44,6 +44,7 @@ void pattern_bursts(std::uint64_t base, const std::array<std::uint16_t, 4>& size
 class BurstCache {
 public:
   explicit BurstCache(std::uint32_t max_burst_bytes) : max_burst_bytes_(max_burst_bytes) {}
+  std::uint32_t max_burst_bytes() const { return max_burst_bytes_; }
   // pattern_bursts(base, size, stride, elem_log2, max_burst_bytes, out).
   void bursts(std::uint64_t base, const std::array<std::uint16_t, 4>& size, const std::array<std::uint32_t, 4>& stride,
               std::uint8_t elem_log2, std::vector<Run>& out);

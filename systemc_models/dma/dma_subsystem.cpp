@@ -46,6 +46,7 @@ DmaSubsystem::DmaSubsystem(core::CoreContext& ctx, const DmaEngineFactory& facto
       scheduler_ = own_scheduler_.get();
     }
   }
+  std::shared_ptr<BurstCache> bursts;  // the first fast engine's, for all of them
   for (std::int64_t e = 0; e < ctx.cfg.dma.engines; ++e) {
     const std::string name = fmt::format("dma{}", e);
     engines_.push_back(factory ? factory(name.c_str(), ctx, queues)
@@ -53,6 +54,8 @@ DmaSubsystem::DmaSubsystem(core::CoreContext& ctx, const DmaEngineFactory& facto
     engines_.back()->set_wave_probe(ctx.waves);
     if (auto* fast = dynamic_cast<DmaEngine*>(engines_.back().get())) {
       fast->share_turn_order(turns, first_rank + static_cast<std::uint32_t>(e));
+      if (bursts) fast->share_burst_cache(bursts);
+      else bursts = fast->burst_cache();
       if (scheduler_) scheduler_->add(*fast);
     }
   }
