@@ -438,13 +438,13 @@ void DmaEngine::write_answered(Time b) {
 
 Time DmaEngine::completion_aw() const {
   const Time slot = write_slot_free();
-  const Time aw = completions_pending_.front().aw;
+  const Time aw = completing_->aw;
   return slot > Time() ? std::max(aw, slot - period_) : aw;
 }
 
 Time DmaEngine::completion_time() const {
   // Completion writes go ahead of data bursts, between bursts.
-  return std::max(std::max(completions_pending_.front().ready, w_free_), write_slot_free());
+  return std::max(std::max(completing_->ready, w_free_), write_slot_free());
 }
 
 void DmaEngine::complete_oldest() {
@@ -453,7 +453,7 @@ void DmaEngine::complete_oldest() {
   const Time at = completion_time();
   const Time aw = completion_aw();
   next_aw_ = std::max(next_aw_, aw + period_);  // a data AW goes in a later cycle
-  PendingCompletion& c = completions_pending_.front();
+  PendingCompletion& c = *completing_;
   QueueState& s = queues_[c.queue];
   bool err = false;
   w_free_ = at + period_;
@@ -469,7 +469,7 @@ void DmaEngine::complete_oldest() {
     return;
   }
   const PendingCompletion done = c;
-  completions_pending_.pop_front();
+  completing_.reset();
   std::uint16_t status = 1u << arch::kDmaStatusDoneBit;
   const std::uint64_t slot = s.ring_base + std::uint64_t{done.index} * arch::kDmaDescriptorBytes;
   const Time answered =
@@ -764,9 +764,14 @@ void DmaEngine::hand_off() {
   if (x.last_w >= from) stats_.busy_ns += trace::ns((x.last_w - from + cycle).sc());
   moving_any_ = true;
   moving_until_ = x.last_w;
-  completions_pending_.push_back({x.q, x.index, b_last_ + clock_.cycles(kWriteToCompletion),
+  assert(!completing_);  // its callers hand off only to an empty stage
+  completing_ = PendingCompletion{x.q,
+                                  x.index,
+                                  b_last_ + clock_.cycles(kWriteToCompletion),
                                   b_last_ + clock_.cycles(kWriteToCompletion - 1),
-                                  (x.d.flags & arch::kDmaFlagCompletion) != 0, x.d.sem_addr, x.d.sem_value});
+                                  (x.d.flags & arch::kDmaFlagCompletion) != 0,
+                                  x.d.sem_addr,
+                                  x.d.sem_value};
   last_handoff_ = x.handoff;
   x.handoff_known = true;
   // The control takes the hand-off two cycles after `handoff`.
@@ -811,7 +816,7 @@ DmaEngine::Wait DmaEngine::step() {
         const Time issue = fetch_ready_at(std::max(on_clock(now_), last_fetch_ready_ + clock_.cycles(kFetchAhead)));
         // The completion stage's writes go out in their own cycles meanwhile
         // (within one cycle the fetch's AR goes before a W).
-        const Time due = completions_pending_.empty() ? never : completion_time();
+        const Time due = completing_ ? completion_time() : never;
         if (issue != never && issue <= due) {
           fetch_begin(static_cast<std::uint32_t>(ready_queue(last_fetched_queue_, issue)), issue);
           resume_ = Resume::kIdleFetch;
@@ -883,13 +888,13 @@ DmaEngine::Wait DmaEngine::step() {
         if (x.ri < src.size() && x.t_read != never)
           x.t_read = std::max(x.t_read, room_at(src[x.ri].bytes, x.wi, x.t_write_start));
         if (x.barrier && x.ri == 0)  // the barrier state takes a cycle even when nothing is outstanding
-          x.t_read = !completions_pending_.empty() ? never
+          x.t_read = completing_ ? never
                      : writes_b_count_ == 0        ? x.t_read + cycle
                                                    : std::max(x.t_read + cycle, b_last_ + clock_.cycles(kBarrierToRead));
         // Completion writes go ahead of data bursts whose AW is not earlier than
         // theirs, and behind those whose AW is (W beats follow AWs in order): a
         // completion write behind the next data burst waits until that is out.
-        if (!completions_pending_.empty() && (x.t_aw == never || completion_aw() <= x.t_aw))
+        if (completing_ && (x.t_aw == never || completion_aw() <= x.t_aw))
           t_complete = completion_time();
         if (!x.prefetch_done) {
           apply_due_doorbells();
@@ -1026,16 +1031,16 @@ DmaEngine::Wait DmaEngine::step() {
           x.queued_behind = completion_aw() <= x.last_w;  // its AW came by the last data beat: its W goes after
           x.behind_valid = true;
         }
-        const std::size_t before = completions_pending_.size();
+        const bool was_completing = completing_.has_value();
         complete_oldest();
         if (ctx_.error) {
           resume_ = Resume::kIdle;
           continue;
         }
-        if (x.writes_done && !x.handoff_known && completions_pending_.size() < before) {
+        if (x.writes_done && !x.handoff_known && was_completing && !completing_) {
           x.handoff = std::max(x.handoff, x.queued_behind ? now_ : now_ - clock_.cycles(kStatusAwToHandoff));
           x.behind_valid = false;
-          if (completions_pending_.empty()) hand_off();
+          if (!completing_) hand_off();
         }
         resume_ = Resume::kTop;
         goto top;
@@ -1139,7 +1144,7 @@ DmaEngine::Wait DmaEngine::step() {
           // its last write beat is out and the previous one has written its status.
           x.writes_done = true;
           x.handoff = x.last_w;
-          if (completions_pending_.empty()) hand_off();
+          if (!completing_) hand_off();
         }
         resume_ = Resume::kTop;
         goto top;

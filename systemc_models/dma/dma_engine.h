@@ -557,7 +557,10 @@ private:
   Time next_tail_write_;  // the first cycle the register port is free for a Q_TAIL write
   std::uint32_t last_fetched_queue_;  // round-robin: the search starts after it
   std::optional<Fetched> prefetched_;
-  std::deque<PendingCompletion> completions_pending_;
+  // The completion stage: at most one descriptor (hand_off() moves the next
+  // one in only once it is empty). An optional in the engine, not a deque
+  // whose blocks lie elsewhere: the step loop asks after it at every turn.
+  std::optional<PendingCompletion> completing_;
   Time last_fetch_ready_, last_handoff_;
   // The last write beat of the last descriptor that moved: a read-ahead
   // descriptor's moving time counts from after it (the RTL's moving_o).
