@@ -256,10 +256,7 @@ void DmaEngine::apply_landed_doorbells() {
 }
 
 Time DmaEngine::fetch_time(std::uint32_t q) const {
-  const QueueState& s = queues_[q];
-  return s.error == arch::DmaError::kNone && s.ring_size > 0 && fetch_ptr_[q] != s.tail
-             ? tail_visible_[q] + clock_.cycles(kDoorbellToFetch)
-             : kNever;
+  return has_descriptors_to_fetch(q) ? tail_visible_[q] + clock_.cycles(kDoorbellToFetch) : kNever;
 }
 
 void DmaEngine::fetch_time_changed(std::uint32_t q, Time before) {

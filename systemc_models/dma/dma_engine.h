@@ -548,10 +548,13 @@ private:
   // is a line of its own) and was 1.5 % of a large GEMM's instructions.
   // The config allows at most 64 queues an engine (dma.queues_per_engine).
   std::uint64_t has_work_ = 0;
-  void note_work(std::uint32_t q) {
+  bool has_descriptors_to_fetch(std::uint32_t q) const {
     const QueueState& s = queues_[q];
+    return s.error == arch::DmaError::kNone && s.ring_size > 0 && fetch_ptr_[q] != s.tail;
+  }
+  void note_work(std::uint32_t q) {
     const std::uint64_t bit = std::uint64_t{1} << q;
-    if (s.error == arch::DmaError::kNone && s.ring_size > 0 && fetch_ptr_[q] != s.tail) has_work_ |= bit;
+    if (has_descriptors_to_fetch(q)) has_work_ |= bit;
     else has_work_ &= ~bit;
   }
   Time next_tail_write_;  // the first cycle the register port is free for a Q_TAIL write
