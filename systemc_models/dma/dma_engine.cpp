@@ -284,9 +284,7 @@ Time DmaEngine::fetch_ready_at(Time not_before) const {
 std::int64_t DmaEngine::ready_queue(std::uint32_t after, Time ar) const {
   // Round robin from the queue after `after`: the queues with work above it,
   // then those up to it, each in order; the first whose tail was visible by `ar`.
-  const auto n = static_cast<std::uint32_t>(queues_.size());
-  if (n == 0) return -1;
-  const std::uint32_t from = (after < n ? after : after % n) + 1;
+  const std::uint32_t from = after + 1;  // `after` is a queue's number, below 64
   const std::uint64_t above = from < 64 ? has_work_ & (~std::uint64_t{0} << from) : 0;
   for (std::uint64_t left : {above, has_work_ & ~above})
     for (; left != 0; left &= left - 1) {
@@ -620,12 +618,10 @@ void DmaEngine::place_again() {
   const Time cycle = period_;
   std::vector<OpenBurst>& open = scratch_.open;
   std::vector<ReadBurst>& reads = scratch_.reads;
-  const auto before = [](const OpenBurst& a, const OpenBurst& b) {
-    return a.ready != b.ready ? a.ready < b.ready : a.issued < b.issued;
-  };
   const auto goes_before = [](Time ready, std::int64_t issued, const OpenBurst& b) {
     return ready != b.ready ? ready < b.ready : issued < b.issued;
   };
+  const auto before = [&](const OpenBurst& a, const OpenBurst& b) { return goes_before(a.ready, a.issued, b); };
   // The bursts on their way, in the order the R channel takes them. A
   // burst's key is fixed once it is issued (and the fetch's until it is
   // delivered), so the list is kept sorted from call to call: the reads
@@ -1028,16 +1024,16 @@ DmaEngine::Wait DmaEngine::step() {
           x.queued_behind = completion_aw() <= x.last_w;  // its AW came by the last data beat: its W goes after
           x.behind_valid = true;
         }
-        const bool was_completing = completing_.has_value();
         complete_oldest();
         if (ctx_.error) {
           resume_ = Resume::kIdle;
           continue;
         }
-        if (x.writes_done && !x.handoff_known && was_completing && !completing_) {
+        // The status write empties the stage (the semaphore write before it does not).
+        if (x.writes_done && !x.handoff_known && !completing_) {
           x.handoff = std::max(x.handoff, x.queued_behind ? now_ : now_ - clock_.cycles(kStatusAwToHandoff));
           x.behind_valid = false;
-          if (!completing_) hand_off();
+          hand_off();
         }
         resume_ = Resume::kTop;
         goto top;

@@ -54,16 +54,9 @@ public:
     // When the bins' share of the bytes is through, and when streaming them
     // at the channel's full bandwidth would be.
     double fill(std::size_t channel, double bytes) {
-      assert(bytes > 0);
-      double left = bytes;
-      double& used = row_[channel];
-      TimeBins::fill(used, left, bins_->capacity_);
-      double finish = finish_of(start_bin_, used, bins_->capacity_, bins_->bin_ns_);
-      if (left > 0) {  // the start's bin is full: on into the next ones
-        finish = bins_->fill_from(channel, left, start_bin_ + 1, nullptr);
-        row_ = bins_->row(start_bin_);  // that may have grown the ring
-      }
-      return finish;
+      double past_start_bin = 0;
+      return book(channel, bytes, past_start_bin) ? past_start_bin
+                                                  : finish_of(start_bin_, row_[channel], bins_->capacity_, bins_->bin_ns_);
     }
     double streamed(double bytes) const { return start_ns_ + bins_->ns_per_byte_ * bytes; }
     // fill() for a caller that takes the latest of many finishes, without a
@@ -73,16 +66,9 @@ public:
     // used, taken once by latest_in_start_bin(). Returns the finish of a
     // booking that runs past the start's bin, 0 for one within it.
     double fill_for_latest(std::size_t channel, double bytes) {
-      assert(bytes > 0);
-      double left = bytes;
-      double& used = row_[channel];
-      TimeBins::fill(used, left, bins_->capacity_);
-      if (left > 0) {
-        const double finish = bins_->fill_from(channel, left, start_bin_ + 1, nullptr);
-        row_ = bins_->row(start_bin_);
-        return finish;
-      }
-      most_used_ = std::max(most_used_, used);
+      double past_start_bin = 0;
+      if (book(channel, bytes, past_start_bin)) return past_start_bin;
+      most_used_ = std::max(most_used_, row_[channel]);
       return 0;
     }
     // The latest finish within the start's bin of the fill_for_latest()
@@ -93,6 +79,18 @@ public:
 
   private:
     friend class TimeBins;
+    // Books `bytes` (> 0) on `channel` from the start's bin on. True, with
+    // when they are through in `finish`, if they run past that bin; false if
+    // they end in it (filled to row_[channel]).
+    bool book(std::size_t channel, double bytes, double& finish) {
+      assert(bytes > 0);
+      double left = bytes;
+      TimeBins::fill(row_[channel], left, bins_->capacity_);
+      if (left <= 0) return false;
+      finish = bins_->fill_from(channel, left, start_bin_ + 1, nullptr);
+      row_ = bins_->row(start_bin_);  // that may have grown the ring
+      return true;
+    }
     From(TimeBins& bins, double start_ns, std::int64_t start_bin)
         : bins_(&bins), row_(bins.row(start_bin)), start_ns_(start_ns), start_bin_(start_bin) {}
     TimeBins* bins_;
